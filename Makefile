@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# ferroce: a RoCEv2 RDMA NIC driver in Rust-for-Linux, the emulated PCI NIC
+# it drives and the rdma-core provider for it, testable under QEMU.
+#
+#   make run         two VMs doing RDMA, printing what happens
+#   make check       every test; the last line reads "N passed, N failed"
+#
+#   make toolchain   the pinned Debian trixie root (mmdebstrap), cached
+#   make kernel      the Rust-enabled 7.3 guest kernel with our files in it
+#   make modules     ferroce.ko against that kernel (the kernel is not rebuilt)
+#   make nic         the cargo workspace under tools/ (NIC model, tools)
+#   make initramfs   everything a VM boots
+#   make bench       benchmarks (never part of make check's verdict)
+#   make shell       a shell in the toolchain root
+#
+# Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
+#            ACCEL=auto|kvm|tcg  JOBS=<n>  SCENARIOS="<name> ..." (check)
+
+FERROCE := tools/ferroce
+export FERROCE_CACHE VARIANT ACCEL JOBS
+
+.PHONY: all toolchain kernel modules nic initramfs run check bench shell clean
+
+all: initramfs
+
+toolchain kernel modules nic initramfs run bench shell:
+	@$(FERROCE) $@
+
+check:
+	@$(FERROCE) check $(SCENARIOS)
+
+clean:
+	rm -rf out tools/target

@@ -1,0 +1,403 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Boot ferroce test VMs on one Ethernet segment and check what they print.
+
+A scenario is a directory under scenarios/ with a ``scenario.py`` that
+declares its VMs and its checks, and one shell script per VM (``<vm>.sh``)
+that runs inside that VM (see guest/init and guest/lib.sh). The harness
+
+* wires the VMs' virtio-net NICs to an L2 learning switch made of unix
+  datagram sockets (QEMU's ``-netdev dgram`` framing: one Ethernet frame
+  per datagram),
+* boots them with guest RAM in a shared memfd (what the vfio-user NIC needs),
+* waits for each to report ``=== FERROCE-EXIT rc=N`` on its serial console,
+  killing the lot when the scenario's timeout passes,
+* and hands the consoles to the checks.
+
+Runs inside the toolchain root, where qemu-system-x86_64 and cpio live.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import hashlib
+import os
+import re
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In a child: be killed when the harness dies, however it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Switch:
+    """An L2 learning switch over unix datagram sockets.
+
+    Port ``i`` binds ``<dir>/<name>.switch`` and sends to ``<dir>/<name>.port``,
+    which is where the attached QEMU netdev (or NIC model) binds.
+    """
+
+    def __init__(self, directory: Path, names: list[str]) -> None:
+        self.ports: dict[str, socket.socket] = {}
+        self.peers: dict[str, str] = {}
+        self.fdb: dict[bytes, str] = {}
+        self.frames = 0
+        self._selector = selectors.DefaultSelector()
+        self._stop_r, self._stop_w = os.pipe()
+        for name in names:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            sock.bind(str(directory / f"{name}.switch"))
+            sock.setblocking(False)
+            self.ports[name] = sock
+            self.peers[name] = str(directory / f"{name}.port")
+            self._selector.register(sock, selectors.EVENT_READ, name)
+        self._selector.register(self._stop_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._run, name="switch", daemon=True)
+
+    def switch_path(self, name: str) -> str:
+        return self.ports[name].getsockname()
+
+    def port_path(self, name: str) -> str:
+        return self.peers[name]
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _send(self, name: str, frame: bytes) -> None:
+        try:
+            self.ports[name].sendto(frame, self.peers[name])
+        except (FileNotFoundError, ConnectionRefusedError, BlockingIOError):
+            pass  # that VM is not up (yet) or too slow: a lost frame, as on a wire
+
+    def _run(self) -> None:
+        while True:
+            for key, _ in self._selector.select():
+                ingress = key.data
+                if ingress is None:
+                    return
+                try:
+                    frame = key.fileobj.recv(65536)
+                except BlockingIOError:
+                    continue
+                if len(frame) < 14:
+                    continue
+                self.frames += 1
+                dst, src = frame[0:6], frame[6:12]
+                if not src[0] & 1:
+                    self.fdb[src] = ingress
+                egress = None if dst[0] & 1 else self.fdb.get(dst)
+                if egress is not None:
+                    if egress != ingress:
+                        self._send(egress, frame)
+                    continue
+                for name in self.ports:
+                    if name != ingress:
+                        self._send(name, frame)
+
+    def close(self) -> None:
+        os.write(self._stop_w, b"x")
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        for sock in self.ports.values():
+            sock.close()
+        os.close(self._stop_r)
+        os.close(self._stop_w)
+
+
+@dataclasses.dataclass
+class Vm:
+    """A VM of a scenario: its name, IPv4 address/prefix and options."""
+
+    name: str
+    ip: str
+    mtu: int = 1500
+    gateway: str | None = None
+    memory_mib: int = 1024
+
+    @property
+    def address(self) -> str:
+        return self.ip.split("/")[0]
+
+
+@dataclasses.dataclass
+class Step:
+    name: str
+    rc: int | None
+    output: str
+    tries: int = 1
+
+    def ok(self) -> None:
+        if self.rc != 0:
+            tail = "\n".join(self.output.splitlines()[-15:])
+            raise CheckFailed(f"step {self.name} exited with rc={self.rc}:\n{tail}")
+
+    def expect(self, pattern: str, flags: int = re.M) -> re.Match:
+        match = re.search(pattern, self.output, flags)
+        if not match:
+            tail = "\n".join(self.output.splitlines()[-15:])
+            raise CheckFailed(f"step {self.name}: no match for /{pattern}/ in:\n{tail}")
+        return match
+
+
+class CheckFailed(AssertionError):
+    pass
+
+
+STEP_BEGIN = re.compile(r"^=== STEP (\S+) begin\s*$", re.M)
+STEP_END = re.compile(r"^=== STEP (\S+) rc=(\d+)(?: tries=(\d+))?.*$", re.M)
+EXIT = re.compile(r"^=== FERROCE-EXIT rc=(\d+)", re.M)
+
+
+@dataclasses.dataclass
+class VmResult:
+    vm: Vm
+    console: str
+    exit_rc: int | None
+    qemu_rc: int | None
+
+    def steps(self) -> dict[str, Step]:
+        found: dict[str, Step] = {}
+        for begin in STEP_BEGIN.finditer(self.console):
+            name = begin.group(1)
+            end = re.compile(rf"^=== STEP {re.escape(name)} rc=(\d+)(?: tries=(\d+))?.*$", re.M)
+            m = end.search(self.console, begin.end())
+            if m:
+                out = self.console[begin.end():m.start()]
+                found[name] = Step(name, int(m.group(1)), out, int(m.group(2) or 1))
+            else:
+                found[name] = Step(name, None, self.console[begin.end():])
+        return found
+
+    def step(self, name: str) -> Step:
+        step = self.steps().get(name)
+        if step is None:
+            raise CheckFailed(f"VM {self.vm.name} never ran step {name}")
+        if step.rc is None:
+            tail = "\n".join(step.output.splitlines()[-15:])
+            raise CheckFailed(f"VM {self.vm.name}: step {name} never finished:\n{tail}")
+        return step
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.console.splitlines()[-lines:])
+
+
+class Run:
+    """What a scenario run produced, as the checks see it."""
+
+    def __init__(self, results: dict[str, VmResult], timed_out: bool, seconds: float) -> None:
+        self.results = results
+        self.timed_out = timed_out
+        self.seconds = seconds
+
+    def vm(self, name: str) -> VmResult:
+        return self.results[name]
+
+
+Check = Callable[[Run], None]
+
+
+class Scenario:
+    """VMs, their scripts (scenarios/<name>/<vm>.sh) and the checks."""
+
+    def __init__(self, vms: list[Vm], timeout: float = 600, needs_all_exit_zero: bool = True) -> None:
+        self.vms = vms
+        self.timeout = timeout
+        self.needs_all_exit_zero = needs_all_exit_zero
+        self.checks: list[tuple[str, Check]] = []
+        self.name = "?"
+        self.directory: Path | None = None
+
+    def check(self, fn: Check) -> Check:
+        self.checks.append((fn.__name__.replace("_", "-"), fn))
+        return fn
+
+
+@dataclasses.dataclass
+class Machine:
+    """How VMs are booted: kernel, base initramfs pieces, accelerator."""
+
+    kernel: Path
+    initrds: list[Path]
+    accel: str
+    workdir: Path
+    extra_cmdline: str = ""
+
+    def accel_args(self) -> list[str]:
+        if self.accel == "kvm":
+            return ["-accel", "kvm", "-cpu", "host"]
+        return ["-accel", "tcg", "-cpu", "max"]
+
+
+def host_tsc_khz() -> int | None:
+    """The host's TSC rate; TCG guests see the host's TSC but cannot
+    calibrate it without ACPI timers, so the command line tells them."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    m = re.search(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M)
+    return int(float(m.group(1)) * 1000) if m else None
+
+
+def clock_cmdline(accel: str) -> str:
+    if accel != "tcg":
+        return ""
+    khz = host_tsc_khz()
+    return f"tsc_early_khz={khz} tsc=reliable" if khz else ""
+
+
+def make_cpio(directory: Path, out: Path) -> None:
+    names = sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+    with open(out, "wb") as f:
+        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"], cwd=directory,
+                       input="\n".join(names).encode(), stdout=f, check=True)
+
+
+def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: list[str],
+                 cmdline: str) -> list[str]:
+    mac = f"52:54:00:fe:00:{index + 1:02x}"
+    return [
+        "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-no-reboot",
+        *machine.accel_args(),
+        "-m", f"{vm.memory_mib}M", "-smp", "1",
+        "-object", f"memory-backend-memfd,id=mem,size={vm.memory_mib}M,share=on",
+        "-machine", "q35,memory-backend=mem",
+        "-display", "none", "-serial", "stdio", "-monitor", "none",
+        "-kernel", str(machine.kernel), "-initrd", str(initrd),
+        "-append", cmdline,
+        *netdev,
+        "-device", f"virtio-net-pci,netdev=net0,mac={mac},romfile=",
+    ]
+
+
+class Follower:
+    """Echo new console output of each VM, prefixed with its name."""
+
+    def __init__(self, logs: dict[str, Path]) -> None:
+        self.logs = logs
+        self.offsets = {name: 0 for name in logs}
+        self.partial = {name: b"" for name in logs}
+
+    def poll(self) -> None:
+        for name, path in self.logs.items():
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self.offsets[name])
+                    data = f.read()
+            except OSError:
+                continue
+            self.offsets[name] += len(data)
+            *lines, self.partial[name] = (self.partial[name] + data).split(b"\n")
+            for line in lines:
+                text = line.decode(errors="replace").rstrip("\r")
+                print(f"[{name}] {text}", flush=True)
+
+
+def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bool = False) -> Run:
+    """Boot the scenario's VMs, wait for them (or the timeout), collect."""
+    assert scenario.directory is not None
+    work = Path(tempfile.mkdtemp(prefix=f"{scenario.name}.", dir=machine.workdir))
+    procs: dict[str, subprocess.Popen] = {}
+    logs: dict[str, Path] = {}
+    switch = Switch(work, [vm.name for vm in scenario.vms])
+    timed_out = False
+    start = time.monotonic()
+    try:
+        # The scenario's files go into /scenario as one more archive.
+        files = work / "files" / "scenario"
+        shutil.copytree(scenario.directory, files, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        (files / "hosts").write_text("".join(f"{vm.address} {vm.name}\n" for vm in scenario.vms))
+        make_cpio(work / "files", work / "scenario.cpio")
+        initrd = work / "initrd.cpio"
+        with open(initrd, "wb") as out:
+            for part in [*machine.initrds, work / "scenario.cpio"]:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out)
+
+        switch.start()
+        for index, vm in enumerate(scenario.vms):
+            netdev = ["-netdev", "dgram,id=net0,"
+                      f"local.type=unix,local.path={switch.port_path(vm.name)},"
+                      f"remote.type=unix,remote.path={switch.switch_path(vm.name)}"]
+            cmdline = " ".join(filter(None, [
+                "console=ttyS0 panic=-1 loglevel=4",
+                clock_cmdline(machine.accel), machine.extra_cmdline,
+                f"ferroce.vm={vm.name} ferroce.ip={vm.ip} ferroce.mtu={vm.mtu}",
+                f"ferroce.gw={vm.gateway}" if vm.gateway else "",
+            ]))
+            logs[vm.name] = log_dir / f"{vm.name}.log"
+            procs[vm.name] = subprocess.Popen(
+                qemu_command(machine, vm, index, initrd, netdev, cmdline),
+                stdin=subprocess.DEVNULL, stdout=open(logs[vm.name], "wb"),
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+
+        follower = Follower(logs) if follow else None
+        deadline = start + scenario.timeout
+        while any(p.poll() is None for p in procs.values()):
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            if follower:
+                follower.poll()
+            time.sleep(0.2)
+        if follower:
+            follower.poll()
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        switch.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    results = {}
+    for vm in scenario.vms:
+        console = logs[vm.name].read_text(errors="replace") if vm.name in logs else ""
+        m = EXIT.search(console)
+        results[vm.name] = VmResult(vm, console, int(m.group(1)) if m else None,
+                                    procs[vm.name].returncode if vm.name in procs else None)
+    return Run(results, timed_out, time.monotonic() - start)
+
+
+def probe_accel(machine: Machine, timeout: float = 20) -> bool:
+    """Does a VM under KVM reach /init? (A nested KVM may hang instead.)"""
+    cmd = [
+        "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-no-reboot",
+        "-accel", "kvm", "-cpu", "host", "-m", "512M", "-display", "none",
+        "-serial", "stdio", "-monitor", "none", "-kernel", str(machine.kernel),
+        "-initrd", str(machine.initrds[0]) if len(machine.initrds) == 1 else "/dev/null",
+        "-append", "console=ttyS0 panic=-1 ferroce.probe=1",
+    ]
+    if len(machine.initrds) > 1:
+        joined = machine.workdir / "probe.cpio"
+        with open(joined, "wb") as out:
+            for part in machine.initrds:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out)
+        cmd[cmd.index("/dev/null")] = str(joined)
+    try:
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout, preexec_fn=_die_with_parent)
+    except (subprocess.TimeoutExpired, OSError):
+        return False
+    return b"=== FERROCE-EXIT rc=0" in proc.stdout
+
+
+def digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,103 @@
+"""Two VMs with rxe: GID table, rc/ud pingpong, rping, ib_write_bw, ib_send_lat.
+
+Proves the harness with the kernel's software RoCE device until ferroce can
+do the same itself. rxe in 7.3 is RoCE v2 only: GID 0 is the fe80:: EUI-64
+of the MAC, GID 1 the IPv4-mapped address.
+"""
+
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm
+
+VMS = [Vm("a", "10.0.0.1/24"), Vm("b", "10.0.0.2/24")]
+scenario = Scenario(vms=VMS, timeout=900)
+
+
+def mac_of(index: int) -> str:
+    # The harness gives VM i the MAC 52:54:00:fe:00:<i+1>.
+    return f"52:54:00:fe:00:{index + 1:02x}"
+
+
+def eui64_link_local(mac: str) -> str:
+    b = [int(x, 16) for x in mac.split(":")]
+    b[0] ^= 0x02
+    words = [b[0] << 8 | b[1], b[2] << 8 | 0xFF, 0xFE << 8 | b[3], b[4] << 8 | b[5]]
+    return "fe80::" + ":".join(f"{w:x}" for w in words)
+
+
+@scenario.check
+def port_active(run: Run) -> None:
+    for vm in VMS:
+        info = run.vm(vm.name).step("devinfo")
+        info.ok()
+        info.expect(r"hca_id:\s+rxe0")
+        info.expect(r"state:\s+PORT_ACTIVE \(4\)")
+        run.vm(vm.name).step("rdma-link").expect(r"link rxe0/1 state ACTIVE .*netdev eth0")
+
+
+@scenario.check
+def gid_table(run: Run) -> None:
+    for index, vm in enumerate(VMS):
+        info = run.vm(vm.name).step("devinfo")
+        gids = dict(re.findall(r"GID\[\s*(\d+)\]:\s+(\S+), (RoCE v\d)", info.output))
+        want = {"0": eui64_link_local(mac_of(index)), "1": f"::ffff:{vm.address}"}
+        for idx, gid in want.items():
+            got = gids.get(idx)
+            if got != gid:
+                raise CheckFailed(f"VM {vm.name}: GID[{idx}] is {got!r}, expected {gid}")
+        types = re.findall(r"GID\[\s*[01]\]:\s+\S+, (RoCE v\d)", info.output)
+        if types != ["RoCE v2", "RoCE v2"]:
+            raise CheckFailed(f"VM {vm.name}: GID types {types}, expected RoCE v2 twice")
+
+
+def pingpong(run: Run, name: str, size: int) -> str:
+    figures = []
+    for vm in VMS:
+        step = run.vm(vm.name).step(name)
+        step.ok()
+        m = step.expect(r"^(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec")
+        iters = step.expect(r"^(\d+) iters in ")
+        if int(m.group(1)) != size * int(iters.group(1)) * 2:
+            raise CheckFailed(f"{vm.name}: {m.group(0)} does not match {iters.group(1)} iterations of {size} B")
+        figures.append(f"{vm.name}: {m.group(0)}")
+    return "\n".join(figures)
+
+
+@scenario.check
+def rc_pingpong(run: Run) -> str:
+    return pingpong(run, "rc-pingpong", 4096)
+
+
+@scenario.check
+def ud_pingpong(run: Run) -> str:
+    return pingpong(run, "ud-pingpong", 1024)
+
+
+@scenario.check
+def rping(run: Run) -> None:
+    for vm in VMS:
+        step = run.vm(vm.name).step("rping")
+        step.ok()
+    client = run.vm("a").step("rping")
+    pings = re.findall(r"^ping data: rdma-ping-(\d+): ", client.output, re.M)
+    if len(pings) != 10:
+        raise CheckFailed(f"client printed {len(pings)} verified pings, expected 10")
+
+
+def perftest(run: Run, name: str, pattern: str) -> str:
+    for vm in VMS:
+        run.vm(vm.name).step(name).ok()
+    m = run.vm("a").step(name).expect(pattern)
+    return f"{name}: " + " ".join(m.group(0).split())
+
+
+@scenario.check
+def write_bw(run: Run) -> str:
+    # #bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]
+    return perftest(run, "write-bw", r"^\s*65536\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$")
+
+
+@scenario.check
+def send_lat(run: Run) -> str:
+    # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+    return perftest(run, "send-lat", r"^\s*8\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+.*$")

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Run ferroce VM scenarios and report each check as PASS or FAIL.
+
+    vmtest.py --kernel BZIMAGE --initrd BASE --initrd MODULES [SCENARIO...]
+
+Without SCENARIO, runs them all (scenarios/*/scenario.py, sorted). Console
+logs go to --logs/<scenario>/<vm>.log; --results gets one "PASS name" or
+"FAIL name" line per check. Exit status 0 when every check passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+
+
+def load(name: str) -> harness.Scenario:
+    path = SCENARIOS / name / "scenario.py"
+    if not path.exists():
+        raise SystemExit(f"vmtest: no scenario {name} (looked for {path})")
+    spec = importlib.util.spec_from_file_location(f"scenario_{name.replace('-', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    scenario = module.scenario
+    scenario.name = name
+    scenario.directory = path.parent
+    scenario.doc = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+    return scenario
+
+
+def choose_accel(requested: str, machine: harness.Machine, cache: Path | None) -> str:
+    if requested != "auto":
+        return requested
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    key = f"{boot_id}-{harness.digest(machine.kernel)}"
+    memo = cache / "accel-probe" if cache else None
+    if memo and memo.exists():
+        saved_key, _, saved = memo.read_text().partition(" ")
+        if saved_key == key:
+            return saved.strip()
+    accel = "tcg"
+    if Path("/dev/kvm").exists():
+        print("vmtest: probing KVM (a nested KVM may hang the guest; then TCG is used)", flush=True)
+        accel = "kvm" if harness.probe_accel(machine) else "tcg"
+    if memo:
+        memo.write_text(f"{key} {accel}\n")
+    return accel
+
+
+def report(results: list[tuple[str, bool, str]], out) -> None:
+    for name, passed, message in results:
+        print(f"{'PASS' if passed else 'FAIL'} {name}", flush=True)
+        if message:
+            print(textwrap.indent(message.rstrip(), "    "), flush=True)
+        if out:
+            out.write(f"{'PASS' if passed else 'FAIL'} {name}\n")
+            out.flush()
+
+
+def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, follow: bool):
+    log_dir = logs / scenario.name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    print(f"--- {scenario.name}: {len(scenario.vms)} VM(s), {machine.accel}, "
+          f"timeout {scenario.timeout:.0f} s, logs in {log_dir}", flush=True)
+    run = harness.run_scenario(machine, scenario, log_dir, follow)
+    results = []
+
+    # The implicit first check: every VM booted, ran its script and exited.
+    problems = []
+    for name, result in run.results.items():
+        if result.exit_rc is None:
+            why = "timed out" if run.timed_out else f"QEMU exited with {result.qemu_rc}"
+            problems.append(f"VM {name} never finished ({why}); console tail:\n"
+                            + textwrap.indent(result.tail(), "  "))
+        elif result.exit_rc != 0 and scenario.needs_all_exit_zero:
+            problems.append(f"VM {name}: script exited with rc={result.exit_rc}; console tail:\n"
+                            + textwrap.indent(result.tail(), "  "))
+    results.append((f"{scenario.name}/vms-complete", not problems, "\n".join(problems)))
+
+    for check_name, check in scenario.checks:
+        try:
+            info = check(run)
+        except harness.CheckFailed as e:
+            results.append((f"{scenario.name}/{check_name}", False, str(e)))
+        except Exception as e:  # a broken check is a failed check, not a crash
+            results.append((f"{scenario.name}/{check_name}", False, f"{type(e).__name__}: {e}"))
+        else:
+            results.append((f"{scenario.name}/{check_name}", True, info or ""))
+    print(f"    ({run.seconds:.1f} s)", flush=True)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernel", type=Path, required=True)
+    parser.add_argument("--initrd", type=Path, action="append", required=True,
+                        help="initramfs piece (newc cpio); repeat, concatenated in order")
+    parser.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto")
+    parser.add_argument("--logs", type=Path, default=Path("out/logs"))
+    parser.add_argument("--cache", type=Path, help="where to remember the KVM probe")
+    parser.add_argument("--results", type=Path)
+    parser.add_argument("--cmdline", default="", help="extra kernel command line")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--follow", action="store_true", help="echo the VMs' consoles while they run")
+    parser.add_argument("scenarios", nargs="*")
+    args = parser.parse_args()
+
+    names = args.scenarios or sorted(p.parent.name for p in SCENARIOS.glob("*/scenario.py"))
+    if args.list:
+        for name in names:
+            print(f"{name}: {load(name).doc}")
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
+        machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline)
+        machine.accel = choose_accel(args.accel, machine, args.cache)
+        out = open(args.results, "a") if args.results else None
+        failed = 0
+        start = time.monotonic()
+        for name in names:
+            results = run_one(machine, load(name), args.logs, args.follow)
+            report(results, out)
+            failed += sum(1 for _, passed, _ in results if not passed)
+        print(f"vmtest: {len(names)} scenario(s) in {time.monotonic() - start:.0f} s", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
