@@ -1,1 +1,116 @@
-fn main() {}
+// SPDX-License-Identifier: GPL-2.0
+
+//! `ferroce-nic`: the emulated ferroce RDMA NIC as a vfio-user server, and its control client.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use ferroce_nic::control;
+use ferroce_nic::device::DeviceConfig;
+use ferroce_nic::server::{self, Nic};
+
+#[derive(Parser)]
+#[command(version, about = "Emulated ferroce RoCEv2 NIC (vfio-user device for QEMU)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the device on a vfio-user socket (QEMU: -device vfio-user-pci).
+    Serve(ServeArgs),
+    /// Send a host control command to a running device and print the JSON reply.
+    Ctl {
+        /// Control socket of the device.
+        #[arg(long)]
+        control: PathBuf,
+        /// Command and arguments: counters | gids | objects | status | stall on|off |
+        /// hang on|off | bogus-version on|off | bogus-cqe on|off | port up|down | fatal |
+        /// trace start PATH | trace stop.
+        #[arg(required = true, num_args = 1..)]
+        command: Vec<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// vfio-user socket path (a stale socket is removed).
+    #[arg(long)]
+    socket: PathBuf,
+    /// Host control socket path.
+    #[arg(long)]
+    control: Option<PathBuf>,
+    /// Write a JSON-lines trace of MMIO, doorbells, DMA, CQEs, EQEs and interrupts here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// MAC address of the companion virtio-net NIC, reported by QUERY_PORT.
+    #[arg(long, default_value = "52:54:00:12:34:56", value_parser = parse_mac)]
+    mac: [u8; 6],
+    /// Number of MSI-X vectors (EQ 0 async, EQ 1 commands, completion EQs).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(2..=64))]
+    msix_vectors: u16,
+    /// Start stalled (commands and doorbells are not processed).
+    #[arg(long)]
+    stall: bool,
+    /// Start reporting a bogus interface version.
+    #[arg(long)]
+    bogus_version: bool,
+    /// Start writing bogus CQEs.
+    #[arg(long)]
+    bogus_cqe: bool,
+    /// Start with the port down.
+    #[arg(long)]
+    port_down: bool,
+}
+
+fn parse_mac(text: &str) -> Result<[u8; 6], String> {
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|part| u8::from_str_radix(part, 16).map_err(|e| format!("{text}: {e}")))
+        .collect::<Result<_, _>>()?;
+    bytes.try_into().map_err(|_| format!("{text}: expected 6 bytes"))
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    use std::sync::atomic::Ordering;
+    let config = DeviceConfig { mac: args.mac, msix_vectors: args.msix_vectors, ..DeviceConfig::default() };
+    let nic = Nic::new(config);
+    nic.host.stall.store(args.stall, Ordering::Relaxed);
+    nic.host.bogus_version.store(args.bogus_version, Ordering::Relaxed);
+    nic.host.bogus_cqe.store(args.bogus_cqe, Ordering::Relaxed);
+    if args.port_down {
+        nic.lock().core.port.state = ferroce_hw::PORT_STATE_DOWN;
+    }
+    if let Some(path) = &args.trace {
+        nic.trace.start(path).with_context(|| format!("trace file {}", path.display()))?;
+    }
+    if let Some(path) = &args.control {
+        control::spawn_control_server(nic.clone(), path)?;
+    }
+    nic.spawn_device_thread()?;
+    server::serve(nic, &args.socket, args.msix_vectors)
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args),
+        Command::Ctl { control, command } => {
+            let reply = control::request(&control, &command.join(" "))?;
+            println!("{}", serde_json::to_string_pretty(&reply)?);
+            if reply.get("ok").and_then(|v| v.as_bool()) == Some(true) {
+                Ok(())
+            } else {
+                anyhow::bail!("command failed")
+            }
+        }
+    }
+}

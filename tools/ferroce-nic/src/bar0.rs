@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! BAR0 decoding: identification and limit registers, control/status, command queue and EQ
+//! setup registers, counters, the MSI-X PBA, and the doorbell pages with their push windows.
+//! Accesses are 32-bit registers; 64-bit accesses are split in two, narrower ones are allowed
+//! only in push windows (other narrow writes are ignored, narrow reads see the register bytes).
+
+use ferroce_hw::*;
+
+use crate::device::{Device, DeviceCore, HostControls, BOGUS_IF_VERSION};
+
+fn lo(value: u64) -> u32 {
+    value as u32
+}
+
+fn hi(value: u64) -> u32 {
+    (value >> 32) as u32
+}
+
+fn set_lo(target: &mut u64, value: u32) {
+    *target = (*target & !0xffff_ffff) | u64::from(value);
+}
+
+fn set_hi(target: &mut u64, value: u32) {
+    *target = (*target & 0xffff_ffff) | (u64::from(value) << 32);
+}
+
+impl DeviceCore {
+    /// Value of the 32-bit register at `offset` (4-byte aligned).
+    pub fn read_reg(&self, offset: usize) -> u32 {
+        let config = &self.config;
+        match offset {
+            REG_ID => ID_MAGIC,
+            REG_IF_VERSION => {
+                if HostControls::get(&self.host.bogus_version) {
+                    BOGUS_IF_VERSION
+                } else {
+                    IF_VERSION
+                }
+            }
+            REG_CAPS => {
+                CAP_ROCE_V1
+                    | CAP_ROCE_V2
+                    | CAP_RC
+                    | CAP_UD
+                    | CAP_SRQ
+                    | CAP_ATOMIC
+                    | CAP_INLINE
+                    | CAP_WQE_PUSH
+                    | CAP_CQ_MODERATION
+                    | CAP_QID_TRANSLATION
+                    | CAP_FAST_REG
+            }
+            REG_NUM_MSIX => u32::from(self.irq.vectors()),
+            REG_MAX_QP => config.max_qp,
+            REG_MAX_CQ => config.max_cq,
+            REG_MAX_MR => config.max_mr,
+            REG_MAX_SRQ => config.max_srq,
+            REG_MAX_AH => config.max_ah,
+            REG_MAX_EQ => self.eqs.capacity(),
+            REG_GID_TABLE_LEN => GID_TABLE_LEN,
+            REG_NUM_DB_PAGES => NUM_DB_PAGES as u32,
+            REG_MAX_LOG_QUEUE => MAX_LOG_QUEUE,
+            REG_MAX_SGE => MAX_SGE,
+            REG_MAX_INLINE => MAX_INLINE,
+            REG_MAX_MR_PAGES => MAX_MR_PAGES,
+            REG_DB_AREA_OFFSET => DB_AREA_OFFSET as u32,
+            REG_COUNTERS_OFFSET => COUNTERS_OFFSET as u32,
+            REG_NUM_COUNTERS => NUM_COUNTERS as u32,
+            REG_QID_TABLE_LEN => QID_TABLE_LEN as u32,
+            REG_CMD_TIMEOUT_MS => 2000,
+            REG_DEV_CTRL => self.regs.ctrl,
+            REG_DEV_STATUS => self.status(),
+            REG_FATAL_CODE => self.regs.fatal_code,
+            REG_SCRATCH => self.regs.scratch,
+            REG_CMDQ_SQ_BASE_LO => lo(self.regs.cmdq_sq_base),
+            REG_CMDQ_SQ_BASE_HI => hi(self.regs.cmdq_sq_base),
+            REG_CMDQ_CQ_BASE_LO => lo(self.regs.cmdq_cq_base),
+            REG_CMDQ_CQ_BASE_HI => hi(self.regs.cmdq_cq_base),
+            REG_CMDQ_LOG_SIZE => self.regs.cmdq_log_size,
+            REG_CMDQ_CTRL => u32::from(self.cmdq.is_some()),
+            REG_CMDQ_CI => self.cmdq.as_ref().map_or(0, |q| u32::from(q.ci)),
+            REG_CMDQ_STATUS => self.cmdq_status(),
+            REG_EQ_SETUP_BASE_LO => lo(self.regs.eq_setup_base),
+            REG_EQ_SETUP_BASE_HI => hi(self.regs.eq_setup_base),
+            REG_EQ_SETUP_LOG_SIZE => self.regs.eq_setup_log_size,
+            REG_EQ_SETUP_VECTOR => self.regs.eq_setup_vector,
+            REG_EQ_SETUP_STATUS => self.regs.eq_setup_status,
+            o if (COUNTERS_OFFSET..COUNTERS_OFFSET + NUM_COUNTERS * 8).contains(&o) => {
+                let value = self.counters.get((o - COUNTERS_OFFSET) / 8);
+                if o % 8 == 0 {
+                    lo(value)
+                } else {
+                    hi(value)
+                }
+            }
+            o if o == MSIX_PBA_OFFSET => lo(self.irq.pending_bits()),
+            o if o == MSIX_PBA_OFFSET + 4 => hi(self.irq.pending_bits()),
+            _ => 0,
+        }
+    }
+
+    /// Write of the 32-bit register at `offset` (4-byte aligned), outside the doorbell area.
+    pub fn write_reg(&mut self, offset: usize, value: u32) {
+        match offset {
+            REG_DEV_CTRL => {
+                if value & CTRL_RESET != 0 {
+                    // The device thread performs it; READY reads 0 until then.
+                    self.reset_pending = true;
+                    self.regs.ctrl = 0;
+                } else {
+                    self.regs.ctrl = value & CTRL_ENABLE;
+                }
+            }
+            REG_SCRATCH => self.regs.scratch = value,
+            REG_CMDQ_SQ_BASE_LO => set_lo(&mut self.regs.cmdq_sq_base, value),
+            REG_CMDQ_SQ_BASE_HI => set_hi(&mut self.regs.cmdq_sq_base, value),
+            REG_CMDQ_CQ_BASE_LO => set_lo(&mut self.regs.cmdq_cq_base, value),
+            REG_CMDQ_CQ_BASE_HI => set_hi(&mut self.regs.cmdq_cq_base, value),
+            REG_CMDQ_LOG_SIZE => self.regs.cmdq_log_size = value,
+            REG_CMDQ_CTRL => self.cmdq_ctrl_write(value),
+            REG_CMDQ_DB => self.cmdq_doorbell_write(value),
+            REG_EQ_SETUP_BASE_LO => set_lo(&mut self.regs.eq_setup_base, value),
+            REG_EQ_SETUP_BASE_HI => set_hi(&mut self.regs.eq_setup_base, value),
+            REG_EQ_SETUP_LOG_SIZE => self.regs.eq_setup_log_size = value,
+            REG_EQ_SETUP_VECTOR => self.regs.eq_setup_vector = value,
+            // EQ 0/1 creation touches guest memory only to validate; it is cheap and the
+            // driver needs the status right after the write.
+            REG_EQ_SETUP_CTRL => self.eq_setup(value),
+            REG_EQ_DB => self.eq_doorbell_write(value),
+            _ => {}
+        }
+    }
+}
+
+impl Device {
+    /// A BAR0 read of 1, 2, 4 or 8 bytes at `offset`.
+    pub fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
+        let core = &mut self.core;
+        core.counters.inc(COUNTER_MMIO_READS);
+        let len = data.len();
+        if HostControls::get(&core.host.hang) {
+            // A hung device answers like a surprise-removed one.
+            data.fill(0xff);
+            return;
+        }
+        let valid = matches!(len, 1 | 2 | 4 | 8)
+            && offset.checked_add(len as u64).is_some_and(|end| end <= BAR0_SIZE as u64);
+        if !valid {
+            data.fill(0);
+            return;
+        }
+        let offset = offset as usize;
+        let base = offset & !3;
+        let mut window = [0u8; 12];
+        for (i, chunk) in window.chunks_exact_mut(4).enumerate() {
+            chunk.copy_from_slice(&core.read_reg(base + i * 4).to_le_bytes());
+        }
+        let start = offset - base;
+        data.copy_from_slice(&window[start..start + len]);
+        core.trace.event("mmio", || {
+            serde_json::json!({"dir": "r", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
+        });
+    }
+
+    /// A BAR0 write of 1, 2, 4 or 8 bytes at `offset`.
+    pub fn bar0_write(&mut self, offset: u64, data: &[u8]) {
+        let core = &mut self.core;
+        core.counters.inc(COUNTER_MMIO_WRITES);
+        let len = data.len();
+        core.trace.event("mmio", || {
+            serde_json::json!({"dir": "w", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
+        });
+        if HostControls::get(&core.host.hang) {
+            return;
+        }
+        let valid = matches!(len, 1 | 2 | 4 | 8)
+            && offset.checked_add(len as u64).is_some_and(|end| end <= BAR0_SIZE as u64);
+        if !valid {
+            return;
+        }
+        let offset = offset as usize;
+        let db_end = DB_AREA_OFFSET + NUM_DB_PAGES * DB_PAGE_SIZE;
+        if (DB_AREA_OFFSET..db_end).contains(&offset) {
+            let ctx = (offset - DB_AREA_OFFSET) / DB_PAGE_SIZE;
+            let in_page = (offset - DB_AREA_OFFSET) % DB_PAGE_SIZE;
+            if (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE).contains(&in_page) {
+                core.push.write(ctx, in_page - PUSH_WINDOW_OFFSET, data);
+            } else if len == 4 && in_page % 4 == 0 {
+                let value = u32::from_le_bytes(pad4(data));
+                core.doorbell_write(ctx, in_page, value);
+            } else {
+                core.counters.inc(COUNTER_BAD_DOORBELLS);
+            }
+            return;
+        }
+        if offset % 4 != 0 || (len != 4 && len != 8) {
+            return;
+        }
+        let value = u64::from_le_bytes(pad8(data));
+        core.write_reg(offset, lo(value));
+        if len == 8 {
+            core.write_reg(offset + 4, hi(value));
+        }
+    }
+}
+
+fn pad8(data: &[u8]) -> [u8; 8] {
+    let mut bytes = [0u8; 8];
+    let n = data.len().min(8);
+    bytes[..n].copy_from_slice(&data[..n]);
+    bytes
+}
+
+fn pad4(data: &[u8]) -> [u8; 4] {
+    let mut bytes = [0u8; 4];
+    let n = data.len().min(4);
+    bytes[..n].copy_from_slice(&data[..n]);
+    bytes
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host control: a unix socket taking one command line per connection and answering one JSON
+//! document, and the client the `ctl` subcommand uses.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ferroce_hw::*;
+use serde_json::{json, Value};
+
+use crate::device::Device;
+use crate::server::Nic;
+
+/// Longest command line accepted.
+const MAX_LINE: u64 = 4096;
+
+/// The commands, for help texts.
+pub const COMMANDS: &str = "counters | gids | objects | status | stall on|off | hang on|off | \
+bogus-version on|off | bogus-cqe on|off | port up|down | fatal | trace start PATH | trace stop";
+
+fn on_off(arg: Option<&str>) -> Result<bool, String> {
+    match arg {
+        Some("on") | Some("1") | None => Ok(true),
+        Some("off") | Some("0") => Ok(false),
+        Some(other) => Err(format!("expected on|off, got {other:?}")),
+    }
+}
+
+fn gid_text(gid: &[u8; 16]) -> String {
+    std::net::Ipv6Addr::from(*gid).to_string()
+}
+
+fn mac_text(mac: &[u8; 6]) -> String {
+    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// The GID table as JSON.
+pub fn gids_json(device: &Device) -> Value {
+    let entries: Vec<Value> = device
+        .core
+        .gids
+        .iter()
+        .enumerate()
+        .filter_map(|(index, entry)| {
+            entry.map(|e| {
+                json!({
+                    "index": index,
+                    "gid": gid_text(&e.gid),
+                    "type": if e.gid_type == GID_TYPE_ROCE_V1 { "RoCEv1" } else { "RoCEv2" },
+                    "family": if e.family == GID_FAMILY_IPV4 { "ipv4" } else { "ipv6" },
+                    "mac": mac_text(&e.mac),
+                    "vlan": if e.vlan == VLAN_NONE { Value::Null } else { Value::from(e.vlan) },
+                })
+            })
+        })
+        .collect();
+    json!({ "gids": entries })
+}
+
+/// The object tables as JSON.
+pub fn objects_json(nic: &Nic, device: &Device) -> Value {
+    let core = &device.core;
+    let eqs: Vec<Value> = core
+        .eqs
+        .iter()
+        .map(|(n, eq)| json!({"eqn": n, "log_size": eq.buf.ring.log_size(), "pi": eq.pi, "ci": eq.ci, "vector": eq.vector, "armed": eq.armed, "overruns": eq.overruns}))
+        .collect();
+    let cqs: Vec<Value> = core
+        .cqs
+        .iter()
+        .map(|(n, cq)| json!({"cqn": n, "log_size": cq.buf.ring.log_size(), "pi": cq.pi, "eqn": cq.eqn, "arm": cq.arm, "error": cq.error, "moder_count": cq.moder_count, "moder_period_us": cq.moder_period_us, "users": cq.users}))
+        .collect();
+    let qps: Vec<Value> = core
+        .qps
+        .iter()
+        .map(|(n, qp)| {
+            json!({"qpn": n, "type": qp.qp_type, "state": qp.state, "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
+                   "srqn": if qp.srqn == NONE { Value::Null } else { Value::from(qp.srqn) },
+                   "sq": {"pi": qp.sq.pi, "fetch": qp.sq.fetch, "ci": qp.sq.ci}, "inflight": qp.inflight.len(),
+                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.sgid_index})
+        })
+        .collect();
+    let mrs: Vec<Value> = core
+        .mrs
+        .iter()
+        .map(|(_, mr)| json!({"key": mr.key, "pd": mr.pd, "access": mr.access, "iova": mr.iova, "length": mr.length, "fast_reg": mr.fast_reg_max_pages.is_some()}))
+        .collect();
+    let ahs: Vec<Value> = core
+        .ahs
+        .iter()
+        .map(|(n, ah)| json!({"ah": n, "pd": ah.pd, "sgid_index": ah.sgid_index, "dgid": gid_text(&ah.dgid), "dmac": mac_text(&ah.dmac)}))
+        .collect();
+    let srqs: Vec<Value> = core
+        .srqs
+        .iter()
+        .map(|(n, srq)| json!({"srqn": n, "log_size": srq.buf.ring.log_size(), "ci": srq.ci, "limit": srq.limit, "users": srq.users}))
+        .collect();
+    let contexts: Vec<Value> = core
+        .contexts
+        .iter()
+        .enumerate()
+        .filter_map(|(n, c)| {
+            c.as_ref().map(|c| {
+                let qids: Vec<Value> = c
+                    .qids
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(local, e)| e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global})))
+                    .collect();
+                json!({"ctx": n, "qids": qids})
+            })
+        })
+        .collect();
+    let engine = nic.engine_log.lock().map(|log| json!({"records": log.records.len(), "dropped": log.dropped})).unwrap_or(Value::Null);
+    json!({
+        "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
+        "cmdq": core.cmdq, "registers": core.regs, "port": core.port, "dma_regions": nic.dma.regions(),
+        "engine": engine,
+    })
+}
+
+/// Executes one control command.
+pub fn execute(nic: &Nic, line: &str) -> Value {
+    let mut words = line.split_whitespace();
+    let command = words.next().unwrap_or("");
+    let arg = words.next();
+    let host = &nic.host;
+    let result: Result<Value, String> = (|| match command {
+        "counters" => {
+            let map: serde_json::Map<String, Value> =
+                nic.counters.named().into_iter().map(|(k, v)| (k.to_string(), Value::from(v))).collect();
+            Ok(json!({ "counters": map }))
+        }
+        "gids" => Ok(gids_json(&nic.lock())),
+        "objects" => Ok(objects_json(nic, &nic.lock())),
+        "status" => {
+            let device = nic.lock();
+            Ok(json!({
+                "status": device.core.status(), "fatal_code": device.core.regs.fatal_code,
+                "stall": host.stall.load(Ordering::Relaxed), "hang": host.hang.load(Ordering::Relaxed),
+                "bogus_version": host.bogus_version.load(Ordering::Relaxed), "bogus_cqe": host.bogus_cqe.load(Ordering::Relaxed),
+                "port_state": device.core.port.state, "mac": mac_text(&device.core.config.mac),
+            }))
+        }
+        "stall" | "hang" | "bogus-version" | "bogus-cqe" => {
+            let flag = match command {
+                "stall" => &host.stall,
+                "hang" => &host.hang,
+                "bogus-version" => &host.bogus_version,
+                _ => &host.bogus_cqe,
+            };
+            let on = on_off(arg)?;
+            flag.store(on, Ordering::Relaxed);
+            Ok(json!({ command: on }))
+        }
+        "port" => {
+            let up = match arg {
+                Some("up") => true,
+                Some("down") => false,
+                _ => return Err("expected port up|down".into()),
+            };
+            nic.lock().core.set_port_state(up);
+            Ok(json!({ "port": if up { "up" } else { "down" } }))
+        }
+        "fatal" => {
+            nic.lock().core.fatal(FATAL_INJECTED);
+            Ok(json!({ "fatal": FATAL_INJECTED }))
+        }
+        "trace" => match (arg, words.next()) {
+            (Some("start"), Some(path)) => {
+                nic.trace.start(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
+                Ok(json!({ "trace": path }))
+            }
+            (Some("stop"), _) => {
+                nic.trace.stop().map_err(|e| e.to_string())?;
+                Ok(json!({ "trace": Value::Null }))
+            }
+            _ => Err("expected trace start PATH | trace stop".into()),
+        },
+        _ => Err(format!("unknown command {command:?}; commands: {COMMANDS}")),
+    })();
+    nic.doorbell.ring();
+    match result {
+        Ok(Value::Object(mut map)) => {
+            map.insert("ok".into(), Value::Bool(true));
+            Value::Object(map)
+        }
+        Ok(other) => json!({ "ok": true, "result": other }),
+        Err(error) => json!({ "ok": false, "error": error }),
+    }
+}
+
+fn handle(nic: &Nic, stream: UnixStream) -> std::io::Result<()> {
+    let mut line = String::new();
+    BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
+    let reply = execute(nic, line.trim());
+    let mut out = &stream;
+    serde_json::to_writer(&mut out, &reply)?;
+    out.write_all(b"\n")
+}
+
+/// Serves the control socket on a thread of its own.
+pub fn spawn_control_server(nic: Arc<Nic>, path: &Path) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    if path.exists() {
+        std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
+    }
+    let listener = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+    let handle = std::thread::Builder::new().name("ferroce-control".into()).spawn(move || {
+        for stream in listener.incoming() {
+            match stream {
+                Ok(stream) => {
+                    if let Err(e) = handle(&nic, stream) {
+                        tracing::warn!("control connection: {e}");
+                    }
+                }
+                Err(e) => tracing::warn!("control accept: {e}"),
+            }
+        }
+    })?;
+    Ok(handle)
+}
+
+/// Sends one command and returns the reply.
+pub fn request(path: &Path, command: &str) -> anyhow::Result<Value> {
+    let mut stream = UnixStream::connect(path).with_context(|| format!("connecting to {}", path.display()))?;
+    stream.write_all(command.as_bytes())?;
+    stream.write_all(b"\n")?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    serde_json::from_str(&reply).with_context(|| format!("bad reply {reply:?}"))
+}

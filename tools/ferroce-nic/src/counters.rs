@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device counters, shared between the device, BAR0 and the host control interface.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ferroce_hw::{COUNTER_NAMES, NUM_COUNTERS};
+
+/// The device's counters (`COUNTER_*` indexes). Relaxed atomics: each is a statistic.
+pub struct Counters {
+    values: [AtomicU64; NUM_COUNTERS],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self { values: std::array::from_fn(|_| AtomicU64::new(0)) }
+    }
+}
+
+impl Counters {
+    /// All counters zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one to counter `index` (ignored if out of range).
+    pub fn inc(&self, index: usize) {
+        self.add(index, 1);
+    }
+
+    /// Adds `n` to counter `index` (ignored if out of range).
+    pub fn add(&self, index: usize, n: u64) {
+        if let Some(counter) = self.values.get(index) {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Value of counter `index` (0 if out of range).
+    pub fn get(&self, index: usize) -> u64 {
+        self.values.get(index).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Named, non-reserved counters.
+    pub fn named(&self) -> Vec<(&'static str, u64)> {
+        COUNTER_NAMES
+            .iter()
+            .enumerate()
+            .filter(|(_, name)| !name.is_empty())
+            .map(|(i, name)| (*name, self.get(i)))
+            .collect()
+    }
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: CQE writing with overrun detection through the consumer index in the CQ's
+//! doorbell record, arming (next / solicited) and moderation (count / period).
+
+use ferroce_hw::*;
+
+use crate::device::{DeviceCore, HostControls, Work};
+use crate::objects::{CmdError, Cq, CqArm, RingBuffer};
+
+impl DeviceCore {
+    /// Creates a CQ.
+    pub fn create_cq(&mut self, cmd: &CreateCqCmd) -> Result<u32, CmdError> {
+        if cmd.flags != 0 || cmd.rsvd0 != 0 || cmd.rsvd1 != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 33));
+        }
+        if cmd.dbrec_addr % 8 != 0 || cmd.dbrec_addr == 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+        }
+        if cmd.eqn < EQN_FIRST_COMPLETION || self.eqs.get(cmd.eqn).is_none() {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 24));
+        }
+        let mut record = [0u8; CqDbRecord::SIZE];
+        self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec").map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+        let buf = RingBuffer::resolve(&*self.mem, &cmd.ring, u32::from(cmd.log_size), CQE_SIZE as u32)?;
+        let cq = Cq {
+            buf,
+            dbrec_addr: cmd.dbrec_addr,
+            eqn: cmd.eqn,
+            pi: 0,
+            arm: CqArm::Disarmed,
+            moder_count: cmd.moder_count,
+            moder_period_us: cmd.moder_period_us,
+            unreported: 0,
+            first_unreported_us: None,
+            error: false,
+            pending_arm: None,
+            queued: false,
+            users: 0,
+        };
+        let cqn = self.cqs.insert(cq).ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        if let Some(eq) = self.eqs.get_mut(cmd.eqn) {
+            eq.users += 1;
+        }
+        Ok(cqn)
+    }
+
+    /// Destroys a CQ no QP uses.
+    pub fn destroy_cq(&mut self, cqn: u32) -> Result<(), CmdError> {
+        let cq = self.cqs.get(cqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        if cq.users > 0 {
+            return Err(CmdError::new(STATUS_BUSY));
+        }
+        let eqn = cq.eqn;
+        self.cqs.remove(cqn);
+        self.work.retain(|w| *w != Work::Cq(cqn));
+        if let Some(eq) = self.eqs.get_mut(eqn) {
+            eq.users = eq.users.saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    /// Reads the consumer index from a CQ's doorbell record.
+    fn cq_consumer_index(&self, dbrec_addr: u64) -> Option<u16> {
+        let mut record = [0u8; CqDbRecord::SIZE];
+        self.counters.inc(COUNTER_DBREC_READS);
+        self.dma_read(dbrec_addr, &mut record, "cq_dbrec").ok()?;
+        Some(CqDbRecord::decode(&record).ci as u16)
+    }
+
+    /// Marks a CQ in error and tells the driver.
+    fn cq_error(&mut self, cqn: u32) {
+        if let Some(cq) = self.cqs.get_mut(cqn) {
+            if !cq.error {
+                cq.error = true;
+                self.post_async_event(EVENT_CQ_ERROR, 0, cqn, 0);
+            }
+        }
+    }
+
+    /// Writes a CQE (owner bit set here) and generates the completion event the arm state and
+    /// moderation call for. Fails if the CQ is missing, in error, or full according to its
+    /// doorbell record (which puts it in error).
+    pub fn write_cqe(&mut self, cqn: u32, mut cqe: Cqe) -> Result<(), crate::engine::HostError> {
+        use crate::engine::HostError;
+        let (dbrec, pi, ring) = match self.cqs.get(cqn) {
+            Some(cq) if !cq.error => (cq.dbrec_addr, cq.pi, cq.buf.ring),
+            _ => return Err(HostError::CqError),
+        };
+        let Some(ci) = self.cq_consumer_index(dbrec) else {
+            self.cq_error(cqn);
+            return Err(HostError::CqError);
+        };
+        if !ring.producer_valid(pi, ci) || ring.is_full(pi, ci) {
+            self.trace.event("cq_overrun", || serde_json::json!({"cqn": cqn, "pi": pi, "ci": ci}));
+            self.cq_error(cqn);
+            return Err(HostError::CqError);
+        }
+        if HostControls::get(&self.host.bogus_cqe) {
+            cqe.opcode = 0x7f;
+            cqe.status = 0xee;
+            cqe.wr_id ^= 0xdead_beef_dead_beef;
+            cqe.byte_len = u32::MAX;
+        }
+        cqe.owner = ring.owner(pi);
+        let bytes = cqe.encode();
+        let Some(cq) = self.cqs.get(cqn) else { return Err(HostError::CqError) };
+        let offset = cq.buf.offset(pi);
+        let map = cq.buf.map.clone();
+        let body = map.write(&*self.mem, offset, &bytes[..CQE_OWNER_OFFSET]);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        let written = body.and_then(|()| map.write(&*self.mem, offset + CQE_OWNER_OFFSET as u64, &bytes[CQE_OWNER_OFFSET..]));
+        if written.is_err() {
+            self.counters.inc(COUNTER_DMA_ERRORS);
+            self.cq_error(cqn);
+            return Err(HostError::CqError);
+        }
+        self.counters.inc(COUNTER_CQES);
+        self.trace.event("cqe", || {
+            serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id})
+        });
+        let now = self.elapsed_us();
+        let Some(cq) = self.cqs.get_mut(cqn) else { return Err(HostError::CqError) };
+        cq.pi = pi.wrapping_add(1);
+        let triggers = match cq.arm {
+            CqArm::Disarmed => false,
+            CqArm::Next => true,
+            CqArm::Solicited => cqe.flags & CQE_FLAG_SOLICITED != 0 || cqe.status != WC_SUCCESS,
+        };
+        if triggers || cq.unreported > 0 {
+            cq.unreported += 1;
+            cq.first_unreported_us.get_or_insert(now);
+            if u32::from(cq.moder_count.max(1)) <= cq.unreported || cq.moder_period_us == 0 && cq.moder_count <= 1 {
+                self.completion_event(cqn);
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts the completion EQE of a CQ and disarms it.
+    fn completion_event(&mut self, cqn: u32) {
+        let Some(cq) = self.cqs.get_mut(cqn) else { return };
+        cq.arm = CqArm::Disarmed;
+        cq.unreported = 0;
+        cq.first_unreported_us = None;
+        let eqn = cq.eqn;
+        self.post_eqe(eqn, Eqe { event_type: EVENT_COMPLETION, data0: cqn, ..Eqe::default() });
+    }
+
+    /// Fires moderated completion events whose period expired.
+    pub fn moderation_tick(&mut self) {
+        let now = self.elapsed_us();
+        let due: Vec<u32> = self
+            .cqs
+            .iter()
+            .filter(|(_, cq)| {
+                cq.moder_period_us > 0
+                    && cq.first_unreported_us.is_some_and(|t| now.saturating_sub(t) >= u64::from(cq.moder_period_us))
+            })
+            .map(|(cqn, _)| cqn)
+            .collect();
+        for cqn in due {
+            self.completion_event(cqn);
+        }
+    }
+
+    /// Applies a pending arm doorbell: if CQEs the driver has not consumed (per the doorbell
+    /// record) are already there, the event fires now; otherwise the CQ waits armed.
+    pub fn service_cq_arm(&mut self, cqn: u32) {
+        let Some(cq) = self.cqs.get_mut(cqn) else { return };
+        cq.queued = false;
+        let Some(solicited) = cq.pending_arm.take() else { return };
+        if cq.error {
+            return;
+        }
+        let (dbrec, pi) = (cq.dbrec_addr, cq.pi);
+        self.counters.inc(COUNTER_CQ_ARMS);
+        let Some(ci) = self.cq_consumer_index(dbrec) else {
+            self.cq_error(cqn);
+            return;
+        };
+        let Some(cq) = self.cqs.get_mut(cqn) else { return };
+        cq.arm = if solicited { CqArm::Solicited } else { CqArm::Next };
+        // Unconsumed CQEs satisfy a "next" arm at once (the IB rule for req_notify_cq racing
+        // with new completions); solicited arms wait for a solicited one.
+        if !solicited && pi != ci && cq.buf.ring.producer_valid(pi, ci) {
+            self.completion_event(cqn);
+        }
+    }
+}

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The device model: state, the work loop and reset.
+//!
+//! [`Device::bar0_read`] / [`Device::bar0_write`] are called from the vfio-user thread and only
+//! decode: registers are latched, doorbells are translated and recorded on their queue, and the
+//! object is queued for the device thread. [`Device::process`] runs on the device thread and does
+//! everything that touches guest memory or raises interrupts.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ferroce_hw::*;
+use serde::Serialize;
+
+use crate::counters::Counters;
+use crate::doorbell::PushWindows;
+use crate::engine::Engine;
+use crate::interrupts::InterruptSink;
+use crate::memory::{DmaError, GuestMemory};
+use crate::objects::{Ah, Context, Cq, Eq, GidEntry, Mr, Qp, Srq, Table};
+use crate::trace::Tracer;
+
+/// Device limits and identity.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceConfig {
+    /// MSI-X vectors.
+    pub msix_vectors: u16,
+    /// MAC of the companion Ethernet function.
+    pub mac: [u8; 6],
+    /// Maximum QPs.
+    pub max_qp: u32,
+    /// Maximum CQs.
+    pub max_cq: u32,
+    /// Maximum MRs.
+    pub max_mr: u32,
+    /// Maximum SRQs.
+    pub max_srq: u32,
+    /// Maximum AHs.
+    pub max_ah: u32,
+    /// Maximum EQs.
+    pub max_eq: u32,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            msix_vectors: 8,
+            mac: [0x52, 0x54, 0x00, 0x12, 0x34, 0x56],
+            max_qp: 1024,
+            max_cq: 1024,
+            max_mr: 4096,
+            max_srq: 256,
+            max_ah: 4096,
+            max_eq: 32,
+        }
+    }
+}
+
+/// Fault injection and host-side switches, shared with the control socket.
+#[derive(Default)]
+pub struct HostControls {
+    /// Stop processing commands and doorbells (MMIO still answers).
+    pub stall: AtomicBool,
+    /// Stop everything; MMIO reads return all ones.
+    pub hang: AtomicBool,
+    /// Report a bogus interface version.
+    pub bogus_version: AtomicBool,
+    /// Write bogus CQEs.
+    pub bogus_cqe: AtomicBool,
+}
+
+impl HostControls {
+    /// Reads a switch.
+    pub fn get(flag: &AtomicBool) -> bool {
+        flag.load(Ordering::Relaxed)
+    }
+}
+
+/// The interface version reported while `bogus_version` is set.
+pub const BOGUS_IF_VERSION: u32 = 0x7eef_0000;
+
+/// Latched register values.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Registers {
+    /// `REG_DEV_CTRL` (enable bit).
+    pub ctrl: u32,
+    /// `REG_FATAL_CODE`.
+    pub fatal_code: u32,
+    /// `STATUS_READY` (cleared while a reset is pending).
+    pub ready: bool,
+    /// `REG_SCRATCH`.
+    pub scratch: u32,
+    /// `REG_CMDQ_SQ_BASE_*`.
+    pub cmdq_sq_base: u64,
+    /// `REG_CMDQ_CQ_BASE_*`.
+    pub cmdq_cq_base: u64,
+    /// `REG_CMDQ_LOG_SIZE`.
+    pub cmdq_log_size: u32,
+    /// `REG_EQ_SETUP_BASE_*`.
+    pub eq_setup_base: u64,
+    /// `REG_EQ_SETUP_LOG_SIZE`.
+    pub eq_setup_log_size: u32,
+    /// `REG_EQ_SETUP_VECTOR`.
+    pub eq_setup_vector: u32,
+    /// `REG_EQ_SETUP_STATUS`.
+    pub eq_setup_status: u32,
+}
+
+/// The command queue, as latched when enabled.
+#[derive(Clone, Debug, Serialize)]
+pub struct CmdQueue {
+    /// Command ring base.
+    pub sq_base: u64,
+    /// Completion ring base.
+    pub cq_base: u64,
+    /// log2 entries.
+    pub log_size: u32,
+    /// Device consumer index.
+    pub ci: u16,
+    /// Producer index from the last doorbell.
+    pub pi: u16,
+    /// A doorbell overran the ring; the queue stopped.
+    pub error: bool,
+}
+
+/// Port state.
+#[derive(Clone, Debug, Serialize)]
+pub struct Port {
+    /// `PORT_STATE_*`.
+    pub state: u8,
+    /// Active MTU (`MTU_*`).
+    pub active_mtu: u8,
+    /// Maximum MTU.
+    pub max_mtu: u8,
+}
+
+/// An object queued for the device thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// SQ doorbell, push or RQ announcement on a QP.
+    Qp(u32),
+    /// CQ arm.
+    Cq(u32),
+    /// EQ doorbell.
+    Eq(u32),
+    /// SRQ announcement.
+    Srq(u32),
+}
+
+/// Most objects serviced per `process` round before the command queue gets another turn.
+const WORK_BUDGET: usize = 256;
+/// Most commands executed per `process` round.
+const COMMAND_BUDGET: usize = 64;
+
+/// Everything but the engine (which gets `&mut DeviceCore` as its [`EngineHost`]).
+///
+/// [`EngineHost`]: crate::engine::EngineHost
+pub struct DeviceCore {
+    /// Limits and identity.
+    pub config: DeviceConfig,
+    /// Guest memory.
+    pub mem: Arc<dyn GuestMemory>,
+    /// MSI-X.
+    pub irq: Arc<dyn InterruptSink>,
+    /// Counters.
+    pub counters: Arc<Counters>,
+    /// Trace.
+    pub trace: Arc<Tracer>,
+    /// Host switches.
+    pub host: Arc<HostControls>,
+    /// Registers.
+    pub regs: Registers,
+    /// Command queue, once enabled.
+    pub cmdq: Option<CmdQueue>,
+    /// A reset was requested.
+    pub reset_pending: bool,
+    /// Event queues.
+    pub eqs: Table<Eq>,
+    /// Completion queues.
+    pub cqs: Table<Cq>,
+    /// Queue pairs.
+    pub qps: Table<Qp>,
+    /// Memory regions.
+    pub mrs: Table<Mr>,
+    /// Address handles.
+    pub ahs: Table<Ah>,
+    /// Shared receive queues.
+    pub srqs: Table<Srq>,
+    /// GID table.
+    pub gids: Vec<Option<GidEntry>>,
+    /// Contexts (doorbell pages) with their QID tables; 0 is the kernel's.
+    pub contexts: Vec<Option<Context>>,
+    /// Port.
+    pub port: Port,
+    /// Objects queued for the device thread (each at most once: bounded by the tables).
+    pub work: VecDeque<Work>,
+    /// Push window contents per context.
+    pub push: PushWindows,
+    /// Rejected doorbells (context, value) to report as async events; bounded.
+    pub pending_bad_doorbells: VecDeque<(u32, u32)>,
+    start: Instant,
+}
+
+/// The device: core state plus the engine.
+pub struct Device {
+    /// State.
+    pub core: DeviceCore,
+    /// Transport engine.
+    pub engine: Box<dyn Engine>,
+}
+
+impl Device {
+    /// A device in its post-reset state.
+    pub fn new(
+        config: DeviceConfig,
+        mem: Arc<dyn GuestMemory>,
+        irq: Arc<dyn InterruptSink>,
+        engine: Box<dyn Engine>,
+        counters: Arc<Counters>,
+        trace: Arc<Tracer>,
+        host: Arc<HostControls>,
+    ) -> Self {
+        let core = DeviceCore {
+            eqs: Table::new(config.max_eq.max(EQN_FIRST_COMPLETION), 0),
+            cqs: Table::new(config.max_cq, 0),
+            qps: Table::new(config.max_qp.max(FIRST_QPN), FIRST_QPN),
+            mrs: Table::new(config.max_mr, 1),
+            ahs: Table::new(config.max_ah, 0),
+            srqs: Table::new(config.max_srq, 0),
+            gids: vec![None; GID_TABLE_LEN as usize],
+            contexts: Self::fresh_contexts(),
+            port: Port { state: PORT_STATE_ACTIVE, active_mtu: MTU_1024, max_mtu: MTU_4096 },
+            config,
+            mem,
+            irq,
+            counters,
+            trace,
+            host,
+            regs: Registers { ready: true, ..Registers::default() },
+            cmdq: None,
+            reset_pending: false,
+            work: VecDeque::new(),
+            push: PushWindows::default(),
+            pending_bad_doorbells: VecDeque::new(),
+            start: Instant::now(),
+        };
+        Self { core, engine }
+    }
+
+    fn fresh_contexts() -> Vec<Option<Context>> {
+        let mut contexts: Vec<Option<Context>> = (0..NUM_DB_PAGES).map(|_| None).collect();
+        contexts[0] = Some(Context::new());
+        contexts
+    }
+
+    /// Function reset: every object, queue and register goes; counters, host switches and the
+    /// port stay.
+    pub fn reset(&mut self) {
+        let core = &mut self.core;
+        for (qpn, _) in core.qps.iter() {
+            self.engine.qp_destroyed(qpn);
+        }
+        self.engine.reset();
+        core.eqs.clear();
+        core.cqs.clear();
+        core.qps.clear();
+        core.mrs.clear();
+        core.ahs.clear();
+        core.srqs.clear();
+        core.gids.iter_mut().for_each(|g| *g = None);
+        core.contexts = Self::fresh_contexts();
+        core.cmdq = None;
+        core.work.clear();
+        core.push = PushWindows::default();
+        core.pending_bad_doorbells.clear();
+        core.regs = Registers { ready: true, ..Registers::default() };
+        core.reset_pending = false;
+        core.trace.event("reset", || serde_json::json!({}));
+    }
+
+    /// Does all pending device work: reset, commands, doorbells, timers, engine polling.
+    /// Returns `true` if work remains (call again).
+    pub fn process(&mut self) -> bool {
+        if self.core.reset_pending {
+            self.reset();
+        }
+        if HostControls::get(&self.core.host.hang) || HostControls::get(&self.core.host.stall) {
+            return false;
+        }
+        if self.core.regs.ctrl & CTRL_ENABLE == 0 || self.core.regs.fatal_code != FATAL_NONE {
+            return false;
+        }
+        self.core.report_bad_doorbells();
+        let mut more = self.process_cmdq(COMMAND_BUDGET);
+        for _ in 0..WORK_BUDGET {
+            let Some(work) = self.core.work.pop_front() else { break };
+            self.service(work);
+        }
+        more |= !self.core.work.is_empty();
+        self.core.moderation_tick();
+        let now = Instant::now();
+        self.engine.poll(&mut self.core, now);
+        more
+    }
+
+    /// Processes until idle (tests and the device thread's drain).
+    pub fn process_all(&mut self) {
+        // Bounded: each round consumes queued work; a hostile guest can only re-queue by
+        // writing more doorbells, which happens on another thread.
+        for _ in 0..1_000_000 {
+            if !self.process() {
+                break;
+            }
+        }
+    }
+
+    /// Whether the device thread has something to do.
+    pub fn has_work(&self) -> bool {
+        self.core.reset_pending
+            || !self.core.work.is_empty()
+            || self.core.cmdq.as_ref().is_some_and(|q| q.ci != q.pi && !q.error)
+            || self.core.cqs.iter().any(|(_, cq)| cq.first_unreported_us.is_some())
+    }
+
+    fn service(&mut self, work: Work) {
+        match work {
+            Work::Qp(qpn) => self.service_qp(qpn),
+            Work::Cq(cqn) => self.core.service_cq_arm(cqn),
+            Work::Eq(eqn) => self.core.service_eq_doorbell(eqn),
+            Work::Srq(srqn) => self.service_srq(srqn),
+        }
+    }
+}
+
+impl DeviceCore {
+    /// Microseconds since the device was created.
+    pub fn elapsed_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// Reads guest memory for device structures (rings, records), counting DMA errors.
+    pub fn dma_read(&self, addr: u64, buf: &mut [u8], what: &'static str) -> Result<(), DmaError> {
+        let result = self.mem.read(addr, buf);
+        self.trace.event("dma", || {
+            serde_json::json!({"dir": "read", "what": what, "addr": addr, "len": buf.len(), "ok": result.is_ok()})
+        });
+        if result.is_err() {
+            self.counters.inc(COUNTER_DMA_ERRORS);
+        }
+        result
+    }
+
+    /// Writes guest memory for device structures, counting DMA errors.
+    pub fn dma_write(&self, addr: u64, data: &[u8], what: &'static str) -> Result<(), DmaError> {
+        let result = self.mem.write(addr, data);
+        self.trace.event("dma", || {
+            serde_json::json!({"dir": "write", "what": what, "addr": addr, "len": data.len(), "ok": result.is_ok()})
+        });
+        if result.is_err() {
+            self.counters.inc(COUNTER_DMA_ERRORS);
+        }
+        result
+    }
+
+    /// Puts the device into fatal state and tells the driver (async EQ, if it can).
+    pub fn fatal(&mut self, code: u32) {
+        if self.regs.fatal_code != FATAL_NONE {
+            return;
+        }
+        tracing::warn!(code, "device fatal error");
+        self.regs.fatal_code = code;
+        self.trace.event("fatal", || serde_json::json!({"code": code}));
+        self.post_async_event(EVENT_DEVICE_FATAL, 0, code, 0);
+    }
+
+    /// Queues an object for the device thread unless already queued.
+    pub fn queue_work(&mut self, work: Work) {
+        let queued = match work {
+            Work::Qp(n) => self.qps.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Cq(n) => self.cqs.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Eq(n) => self.eqs.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Srq(n) => self.srqs.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
+        };
+        if queued == Some(false) {
+            self.work.push_back(work);
+        }
+    }
+
+    /// `REG_DEV_STATUS` value.
+    pub fn status(&self) -> u32 {
+        let mut status = 0;
+        if self.regs.ready && !self.reset_pending {
+            status |= STATUS_READY;
+        }
+        if self.regs.fatal_code != FATAL_NONE {
+            status |= STATUS_FATAL;
+        }
+        if self.regs.ctrl & CTRL_ENABLE != 0 {
+            status |= STATUS_ENABLED;
+        }
+        status
+    }
+
+    /// Sets the port state (host control), with the async event.
+    pub fn set_port_state(&mut self, up: bool) {
+        let state = if up { PORT_STATE_ACTIVE } else { PORT_STATE_DOWN };
+        if self.port.state != state {
+            self.port.state = state;
+            let event = if up { EVENT_PORT_ACTIVE } else { EVENT_PORT_DOWN };
+            self.post_async_event(event, 0, 1, 0);
+        }
+    }
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Doorbell decoding (vfio-user thread): which context page, which register, QID translation,
+//! index validation, push window capture. The resulting work goes to the device thread.
+
+use ferroce_hw::*;
+
+use crate::device::{DeviceCore, Work};
+use crate::objects::{PushedWqe, QidEntry, MAX_PUSHED_PER_QP};
+
+/// Per-context push window contents, written by the guest before a push doorbell.
+pub struct PushWindows {
+    windows: Vec<[u8; PUSH_WINDOW_SIZE]>,
+}
+
+impl Default for PushWindows {
+    fn default() -> Self {
+        Self { windows: vec![[0u8; PUSH_WINDOW_SIZE]; NUM_DB_PAGES] }
+    }
+}
+
+impl PushWindows {
+    /// Stores bytes written to context `ctx`'s window at `offset`; out-of-window parts are
+    /// dropped.
+    pub fn write(&mut self, ctx: usize, offset: usize, data: &[u8]) {
+        if let Some(window) = self.windows.get_mut(ctx) {
+            if let Some(dst) = offset.checked_add(data.len()).and_then(|end| window.get_mut(offset..end)) {
+                dst.copy_from_slice(data);
+            }
+        }
+    }
+
+    /// The window of context `ctx`.
+    pub fn window(&self, ctx: usize) -> Option<&[u8; PUSH_WINDOW_SIZE]> {
+        self.windows.get(ctx)
+    }
+}
+
+impl DeviceCore {
+    /// Translates a local QID of context `ctx`. Context 0 (the kernel's) maps unmapped QIDs to
+    /// themselves; other contexts only reach what was mapped with `CMD_MAP_QID`.
+    pub fn translate_qid(&self, ctx: usize, qid: u16, kind: u8) -> Option<u32> {
+        let context = self.contexts.get(ctx)?.as_ref()?;
+        match context.qids.get(qid as usize).copied().flatten() {
+            Some(QidEntry { kind: k, global }) if k == kind => Some(global),
+            Some(_) => None,
+            None if ctx == 0 => Some(u32::from(qid)),
+            None => None,
+        }
+    }
+
+    fn bad_doorbell(&mut self, ctx: usize, reg: usize, value: u32) {
+        self.counters.inc(COUNTER_BAD_DOORBELLS);
+        self.trace.event("bad_doorbell", || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}));
+        // The async EQ write happens on the device thread; the event is reported from there.
+        self.pending_bad_doorbells.push_back((ctx as u32, value));
+        if self.pending_bad_doorbells.len() > 64 {
+            self.pending_bad_doorbells.pop_front();
+        }
+    }
+
+    /// Decodes a 32-bit write to a doorbell register of context page `ctx`.
+    pub fn doorbell_write(&mut self, ctx: usize, reg: usize, value: u32) {
+        self.counters.inc(COUNTER_DOORBELLS);
+        let kind = match reg {
+            DB_SQ | DB_RQ | DB_PUSH => QID_KIND_QP,
+            DB_SRQ => QID_KIND_SRQ,
+            DB_CQ_ARM => QID_KIND_CQ,
+            _ => return self.bad_doorbell(ctx, reg, value),
+        };
+        let qid = (value >> 16) as u16;
+        self.trace.event("doorbell", || serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value}));
+        let Some(global) = self.translate_qid(ctx, qid, kind) else {
+            return self.bad_doorbell(ctx, reg, value);
+        };
+        let accepted = match reg {
+            DB_SQ => self.sq_doorbell(global, Doorbell::decode(value).index, None),
+            DB_PUSH => {
+                let index = Doorbell::decode(value).index;
+                let bytes = self.push.window(ctx).map(|w| w.to_vec());
+                self.sq_doorbell(global, index, bytes)
+            }
+            DB_RQ => match self.qps.get_mut(global) {
+                Some(qp) if qp.rq.is_some() => {
+                    qp.rq_notified = true;
+                    self.queue_work(Work::Qp(global));
+                    true
+                }
+                _ => false,
+            },
+            DB_SRQ => {
+                let exists = self.srqs.get(global).is_some();
+                self.queue_work(Work::Srq(global));
+                exists
+            }
+            _ => match self.cqs.get_mut(global) {
+                Some(cq) => {
+                    let solicited = CqArmDoorbell::decode(value).solicited;
+                    // Coalesced arms: "next" wins over "solicited".
+                    cq.pending_arm = Some(cq.pending_arm.unwrap_or(true) && solicited);
+                    self.queue_work(Work::Cq(global));
+                    true
+                }
+                None => false,
+            },
+        };
+        if !accepted {
+            self.bad_doorbell(ctx, reg, value);
+        }
+    }
+
+    /// Records a new SQ producer index (and a pushed WQE, which stands for `index - 1`).
+    fn sq_doorbell(&mut self, qpn: u32, index: u16, pushed: Option<Vec<u8>>) -> bool {
+        let Some(qp) = self.qps.get_mut(qpn) else { return false };
+        let ring = qp.sq.buf.ring;
+        if !ring.advance_valid(qp.sq.pi, index, qp.sq.ci) {
+            return false;
+        }
+        qp.sq.pi = index;
+        if let Some(bytes) = pushed {
+            if qp.pushed.len() < MAX_PUSHED_PER_QP {
+                qp.pushed.push_back(PushedWqe { index: index.wrapping_sub(1), bytes });
+            }
+        }
+        self.queue_work(Work::Qp(qpn));
+        true
+    }
+
+    /// Handles an EQ doorbell write (`REG_EQ_DB`).
+    pub fn eq_doorbell_write(&mut self, value: u32) {
+        self.counters.inc(COUNTER_DOORBELLS);
+        let db = EqDoorbell::decode(value);
+        let eqn = u32::from(db.eqn);
+        self.trace.event("eq_doorbell", || serde_json::json!({"eqn": eqn, "ci": db.ci, "arm": db.arm}));
+        match self.eqs.get_mut(eqn) {
+            Some(eq) => {
+                let arm = db.arm || eq.pending_doorbell.is_some_and(|p| p.arm);
+                eq.pending_doorbell = Some(EqDoorbell { arm, ..db });
+                self.queue_work(Work::Eq(eqn));
+            }
+            None => self.counters.inc(COUNTER_BAD_DOORBELLS),
+        }
+    }
+
+    /// Reports doorbell errors collected by the decoder (device thread).
+    pub fn report_bad_doorbells(&mut self) {
+        while let Some((ctx, value)) = self.pending_bad_doorbells.pop_front() {
+            self.post_async_event(EVENT_DOORBELL_ERROR, 0, ctx, value);
+        }
+    }
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The interface between the device shell and the transport engine.
+//!
+//! The shell decodes doorbells, fetches and validates WQEs (or takes them from push windows) and
+//! hands them to the [`Engine`]. The engine does the transport work and calls back through
+//! [`EngineHost`] to reach guest memory under MR protection, to take receive WQEs, to complete
+//! work (CQEs, events) and to count. Part 1 ships [`StubEngine`], which only records what it is
+//! handed; the RoCEv2 engine implements the same trait.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ferroce_hw::{CreateAhCmd, ModifyQpCmd, Sge, WqeCtrl};
+use serde::Serialize;
+
+use crate::memory::DmaError;
+use crate::objects::{GidEntry, MrError};
+
+/// A send WQE handed to the engine.
+#[derive(Clone, Debug)]
+pub struct SendWork {
+    /// Global QPN.
+    pub qpn: u32,
+    /// `QPT_*` of the QP.
+    pub qp_type: u8,
+    /// Ring index of the WQE.
+    pub index: u16,
+    /// Control segment.
+    pub ctrl: WqeCtrl,
+    /// Operation segment bytes (decode with `RdmaSeg`, `AtomicSeg`, `UdSeg`, `RegMrSeg`).
+    pub seg: [u8; 40],
+    /// Gather list (empty when inline).
+    pub sges: Vec<Sge>,
+    /// Inline payload (empty unless `WQE_FLAG_INLINE`).
+    pub inline_data: Vec<u8>,
+    /// Taken from a push window rather than fetched by DMA.
+    pub pushed: bool,
+}
+
+/// A receive WQE taken from an RQ or SRQ.
+#[derive(Clone, Debug)]
+pub struct RecvWork {
+    /// Ring index.
+    pub index: u16,
+    /// `wr_id`.
+    pub wr_id: u64,
+    /// Scatter list.
+    pub sges: Vec<Sge>,
+    /// SRQ it came from, if any.
+    pub srqn: Option<u32>,
+}
+
+/// What a receive completion reports (the fields of a receive CQE the engine knows).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecvCompletion {
+    /// `WC_*` status.
+    pub status: u8,
+    /// `CQE_OP_RECV` or `CQE_OP_RECV_RDMA_WITH_IMM`.
+    pub opcode: u8,
+    /// `CQE_FLAG_*`.
+    pub flags: u8,
+    /// Bytes received.
+    pub byte_len: u32,
+    /// Immediate data or invalidated key.
+    pub imm_or_inv: u32,
+    /// Source QPN (UD).
+    pub src_qpn: u32,
+    /// Source MAC (UD).
+    pub smac: [u8; 6],
+    /// VLAN (UD).
+    pub vlan: u16,
+    /// `NET_HDR_*` (UD).
+    pub network_hdr_type: u8,
+}
+
+/// Why a host call failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// No such QP, or it is not in a state that allows this.
+    #[error("no such QP or bad QP state")]
+    BadQp,
+    /// The CQ is full or in error.
+    #[error("CQ overrun or error")]
+    CqError,
+    /// MR protection check failed.
+    #[error("memory protection: {0:?}")]
+    Protection(MrError),
+    /// Guest memory not accessible.
+    #[error("{0}")]
+    Dma(DmaError),
+}
+
+/// What the device offers the engine.
+pub trait EngineHost {
+    /// Reads payload bytes at local `iova` under MR `lkey` (checked for `pd` and `access`),
+    /// counting payload DMA.
+    fn read_payload(&mut self, pd: u32, lkey: u32, iova: u64, buf: &mut [u8], access: u32) -> Result<(), HostError>;
+    /// Writes payload bytes at `iova` under MR `key`.
+    fn write_payload(&mut self, pd: u32, key: u32, iova: u64, data: &[u8], access: u32) -> Result<(), HostError>;
+    /// Completes the oldest send WQEs of `qpn` up to and including ring index `index`: a CQE for
+    /// signalled ones (and for any error); an error moves the QP to ERR and flushes the rest.
+    fn complete_send(&mut self, qpn: u32, index: u16, status: u8, byte_len: u32) -> Result<(), HostError>;
+    /// Takes the next receive WQE of `qpn` (its RQ or SRQ); `None` if there is none (RNR).
+    fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError>;
+    /// Writes a receive CQE for `work` on `qpn`'s receive CQ.
+    fn complete_recv(&mut self, qpn: u32, work: &RecvWork, completion: RecvCompletion) -> Result<(), HostError>;
+    /// Raises an async event (`EVENT_*`) about object `data0`.
+    fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32);
+    /// GID table entry.
+    fn gid(&self, index: u32) -> Option<GidEntry>;
+    /// Address handle.
+    fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
+    /// QP attributes and state.
+    fn qp_attrs(&self, qpn: u32) -> Option<(u8, ModifyQpCmd)>;
+    /// Adds to a `COUNTER_*`.
+    fn count(&self, counter: usize, n: u64);
+    /// Microseconds since the device started.
+    fn now_us(&self) -> u64;
+}
+
+/// The transport engine.
+pub trait Engine: Send {
+    /// A QP was created.
+    fn qp_created(&mut self, _qpn: u32, _qp_type: u8) {}
+    /// A QP was modified (attributes already stored; `state` is the new state).
+    fn qp_modified(&mut self, _qpn: u32, _state: u8, _attrs: &ModifyQpCmd) {}
+    /// A QP was destroyed or reset: forget its transport state.
+    fn qp_destroyed(&mut self, _qpn: u32) {}
+    /// New send work, in ring order.
+    fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork);
+    /// New receive WQEs were posted to `qpn`'s RQ (or its SRQ): retry RNR-waiting receives.
+    fn recv_posted(&mut self, _host: &mut dyn EngineHost, _qpn: u32) {}
+    /// Periodic work (timers, received frames).
+    fn poll(&mut self, _host: &mut dyn EngineHost, _now: Instant) {}
+    /// Device reset: drop everything.
+    fn reset(&mut self) {}
+}
+
+/// One thing the stub engine was handed.
+#[derive(Clone, Debug, Serialize)]
+pub enum StubRecord {
+    /// `post_send`.
+    Send {
+        /// QPN.
+        qpn: u32,
+        /// Ring index.
+        index: u16,
+        /// `WR_*`.
+        opcode: u8,
+        /// `wr_id`.
+        wr_id: u64,
+        /// Number of SGEs.
+        num_sge: usize,
+        /// Inline bytes.
+        inline_len: usize,
+        /// From a push window.
+        pushed: bool,
+    },
+    /// `recv_posted`.
+    RecvPosted {
+        /// QPN.
+        qpn: u32,
+    },
+    /// `qp_created`.
+    QpCreated {
+        /// QPN.
+        qpn: u32,
+    },
+    /// `qp_modified`.
+    QpModified {
+        /// QPN.
+        qpn: u32,
+        /// New state.
+        state: u8,
+    },
+    /// `qp_destroyed`.
+    QpDestroyed {
+        /// QPN.
+        qpn: u32,
+    },
+}
+
+/// Most records the stub keeps; later ones are counted in `dropped`.
+pub const STUB_LOG_CAPACITY: usize = 4096;
+
+/// The stub engine's log, shared with tests and the control interface.
+#[derive(Default, Serialize)]
+pub struct StubLog {
+    /// Records, oldest first.
+    pub records: Vec<StubRecord>,
+    /// Records not kept because the log was full.
+    pub dropped: u64,
+    /// The send work, complete (for tests).
+    #[serde(skip)]
+    pub sends: Vec<SendWork>,
+}
+
+/// Placeholder engine: records what it is handed and does nothing else (part 2 replaces it).
+#[derive(Default)]
+pub struct StubEngine {
+    log: Arc<Mutex<StubLog>>,
+}
+
+impl StubEngine {
+    /// A stub engine and a handle to its log.
+    pub fn new() -> (Self, Arc<Mutex<StubLog>>) {
+        let log = Arc::new(Mutex::new(StubLog::default()));
+        (Self { log: log.clone() }, log)
+    }
+
+    fn record(&self, record: StubRecord, send: Option<SendWork>) {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        if log.records.len() >= STUB_LOG_CAPACITY {
+            log.dropped += 1;
+            return;
+        }
+        log.records.push(record);
+        if let Some(send) = send {
+            log.sends.push(send);
+        }
+    }
+}
+
+impl Engine for StubEngine {
+    fn qp_created(&mut self, qpn: u32, _qp_type: u8) {
+        self.record(StubRecord::QpCreated { qpn }, None);
+    }
+
+    fn qp_modified(&mut self, qpn: u32, state: u8, _attrs: &ModifyQpCmd) {
+        self.record(StubRecord::QpModified { qpn, state }, None);
+    }
+
+    fn qp_destroyed(&mut self, qpn: u32) {
+        self.record(StubRecord::QpDestroyed { qpn }, None);
+    }
+
+    fn post_send(&mut self, _host: &mut dyn EngineHost, work: SendWork) {
+        let record = StubRecord::Send {
+            qpn: work.qpn,
+            index: work.index,
+            opcode: work.ctrl.opcode,
+            wr_id: work.ctrl.wr_id,
+            num_sge: work.sges.len(),
+            inline_len: work.inline_data.len(),
+            pushed: work.pushed,
+        };
+        self.record(record, Some(work));
+    }
+
+    fn recv_posted(&mut self, _host: &mut dyn EngineHost, qpn: u32) {
+        self.record(StubRecord::RecvPosted { qpn }, None);
+    }
+
+    fn reset(&mut self) {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.records.clear();
+        log.sends.clear();
+    }
+}

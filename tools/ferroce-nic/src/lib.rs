@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ferroce emulated RDMA NIC.
+//!
+//! The device model ([`device::Device`]) is independent of vfio-user: it has a BAR0 read/write
+//! API, reaches guest memory through [`memory::GuestMemory`] and raises interrupts through
+//! [`interrupts::InterruptSink`]. [`server`] wires it to QEMU through the `vfio_user` crate; the
+//! tests drive it directly.
+
+pub mod bar0;
+pub mod cmdq;
+pub mod commands;
+pub mod config_space;
+pub mod control;
+pub mod counters;
+pub mod cq;
+pub mod device;
+pub mod dma;
+pub mod doorbell;
+pub mod engine;
+pub mod eq;
+pub mod interrupts;
+pub mod memory;
+pub mod objects;
+pub mod qp;
+pub mod server;
+pub mod trace;

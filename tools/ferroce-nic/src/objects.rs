@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, contexts with QID translation) and the
+//! resolution of guest buffers (contiguous or page lists) they live in.
+
+use std::collections::VecDeque;
+
+use ferroce_hw::*;
+use serde::Serialize;
+
+use crate::memory::{DmaError, GuestMemory};
+
+/// A fixed-capacity table of objects numbered from `first`.
+pub struct Table<T> {
+    slots: Vec<Option<T>>,
+    first: u32,
+}
+
+impl<T> Table<T> {
+    /// A table whose numbers run from `first` to `capacity - 1`.
+    pub fn new(capacity: u32, first: u32) -> Self {
+        Self { slots: (0..capacity).map(|_| None).collect(), first }
+    }
+
+    /// Number of slots, including reserved ones below `first`.
+    pub fn capacity(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// Inserts at the lowest free number; `None` if full.
+    pub fn insert(&mut self, item: T) -> Option<u32> {
+        let start = self.first as usize;
+        let index = self.slots.iter().skip(start).position(Option::is_none)? + start;
+        self.slots[index] = Some(item);
+        Some(index as u32)
+    }
+
+    /// Inserts at a given number (reserved numbers such as the GSI QP); `false` if taken.
+    pub fn insert_at(&mut self, number: u32, item: T) -> bool {
+        match self.slots.get_mut(number as usize) {
+            Some(slot @ None) => {
+                *slot = Some(item);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The object numbered `number`.
+    pub fn get(&self, number: u32) -> Option<&T> {
+        self.slots.get(number as usize)?.as_ref()
+    }
+
+    /// The object numbered `number`, mutably.
+    pub fn get_mut(&mut self, number: u32) -> Option<&mut T> {
+        self.slots.get_mut(number as usize)?.as_mut()
+    }
+
+    /// Removes and returns the object numbered `number`.
+    pub fn remove(&mut self, number: u32) -> Option<T> {
+        self.slots.get_mut(number as usize)?.take()
+    }
+
+    /// Live objects with their numbers.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|o| (i as u32, o)))
+    }
+
+    /// Live objects with their numbers, mutably.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut T)> {
+        self.slots.iter_mut().enumerate().filter_map(|(i, s)| s.as_mut().map(|o| (i as u32, o)))
+    }
+
+    /// Number of live objects.
+    pub fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Whether no object is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every object.
+    pub fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = None);
+    }
+}
+
+/// Largest page list of a ring.
+pub const MAX_RING_PAGES: u32 = 8192;
+
+/// A command failure: status code and the payload offset of the offending field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdError {
+    /// `STATUS_*`.
+    pub status: u8,
+    /// Payload offset of the field + 1, or 0.
+    pub syndrome: u32,
+}
+
+impl CmdError {
+    /// An error with no field detail.
+    pub const fn new(status: u8) -> Self {
+        Self { status, syndrome: 0 }
+    }
+
+    /// An error about the field at payload offset `offset`.
+    pub const fn field(status: u8, offset: usize) -> Self {
+        Self { status, syndrome: offset as u32 + 1 }
+    }
+}
+
+/// Where a buffer (ring or MR) lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BufferMap {
+    /// Physically contiguous.
+    Contiguous {
+        /// Guest address of byte 0.
+        base: u64,
+    },
+    /// A page list.
+    Pages {
+        /// Page addresses.
+        pages: Vec<u64>,
+        /// log2 of the page size.
+        log_page_size: u32,
+    },
+}
+
+impl BufferMap {
+    /// Resolves `desc` for a buffer of `len` bytes, reading a page list of at most `max_pages`
+    /// entries from guest memory. `align` is the alignment contiguous buffers need.
+    pub fn resolve(
+        mem: &dyn GuestMemory,
+        desc: &BufDesc,
+        len: u64,
+        align: u64,
+        max_pages: u32,
+    ) -> Result<Self, CmdError> {
+        if desc.rsvd != [0; 3] {
+            return Err(CmdError::new(STATUS_BAD_PARAM));
+        }
+        if desc.page_count == 0 {
+            if desc.addr % align != 0 || desc.addr.checked_add(len).is_none() {
+                return Err(CmdError::new(STATUS_BAD_PARAM));
+            }
+            return Ok(BufferMap::Contiguous { base: desc.addr });
+        }
+        let log = desc.log_page_size as u32;
+        if !(MIN_LOG_PAGE_SIZE..=MAX_LOG_PAGE_SIZE).contains(&log) || desc.page_count > max_pages {
+            return Err(CmdError::new(STATUS_BAD_PARAM));
+        }
+        let page_size = 1u64 << log;
+        let needed = len.div_ceil(page_size);
+        if (desc.page_count as u64) < needed {
+            return Err(CmdError::new(STATUS_BAD_SIZE));
+        }
+        // Bounded by `max_pages`: at most 2 MiB for the largest MR page list.
+        let mut raw = vec![0u8; desc.page_count as usize * 8];
+        mem.read(desc.addr, &mut raw).map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
+        let pages: Vec<u64> = raw.chunks_exact(8).map(|c| read_u64(c, 0)).collect();
+        if pages.iter().any(|&p| p % page_size != 0 || p.checked_add(page_size).is_none()) {
+            return Err(CmdError::new(STATUS_BAD_PARAM));
+        }
+        Ok(BufferMap::Pages { pages, log_page_size: log })
+    }
+
+    /// Guest address of byte `offset`, and how many bytes are contiguous from there.
+    pub fn translate(&self, offset: u64) -> Option<(u64, u64)> {
+        match self {
+            BufferMap::Contiguous { base } => Some((base.checked_add(offset)?, u64::MAX - offset)),
+            BufferMap::Pages { pages, log_page_size } => {
+                let page = pages.get(usize::try_from(offset >> log_page_size).ok()?)?;
+                let within = offset & ((1u64 << log_page_size) - 1);
+                Some((page + within, (1u64 << log_page_size) - within))
+            }
+        }
+    }
+
+    /// Reads `buf.len()` bytes at buffer offset `offset`, across pages.
+    pub fn read(&self, mem: &dyn GuestMemory, offset: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let (addr, run) = self.translate(at).ok_or(DmaError::Unmapped { addr: at, len: 0 })?;
+            let chunk = ((buf.len() - done) as u64).min(run) as usize;
+            mem.read(addr, &mut buf[done..done + chunk])?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at buffer offset `offset`, across pages.
+    pub fn write(&self, mem: &dyn GuestMemory, offset: u64, data: &[u8]) -> Result<(), DmaError> {
+        let mut done = 0usize;
+        while done < data.len() {
+            let at = offset + done as u64;
+            let (addr, run) = self.translate(at).ok_or(DmaError::Unmapped { addr: at, len: 0 })?;
+            let chunk = ((data.len() - done) as u64).min(run) as usize;
+            mem.write(addr, &data[done..done + chunk])?;
+            done += chunk;
+        }
+        Ok(())
+    }
+}
+
+/// A ring in guest memory: geometry, entry size and location.
+#[derive(Clone, Debug)]
+pub struct RingBuffer {
+    /// Geometry.
+    pub ring: Ring,
+    /// Entry size (stride).
+    pub stride: u32,
+    /// Location.
+    pub map: BufferMap,
+}
+
+impl RingBuffer {
+    /// Resolves a ring of `1 << log_size` entries of `stride` bytes.
+    pub fn resolve(
+        mem: &dyn GuestMemory,
+        desc: &BufDesc,
+        log_size: u32,
+        stride: u32,
+    ) -> Result<Self, CmdError> {
+        let ring = Ring::new(log_size, MAX_LOG_QUEUE).ok_or(CmdError::new(STATUS_BAD_SIZE))?;
+        let len = u64::from(ring.size()) * u64::from(stride);
+        let map = BufferMap::resolve(mem, desc, len, u64::from(stride).min(64), MAX_RING_PAGES)?;
+        if let BufferMap::Pages { log_page_size, .. } = &map {
+            // Entries never straddle pages: strides are powers of two no larger than a page.
+            if u64::from(stride) > 1u64 << log_page_size {
+                return Err(CmdError::new(STATUS_BAD_PARAM));
+            }
+        }
+        Ok(Self { ring, stride, map })
+    }
+
+    /// Byte offset of the entry at free-running index `index`.
+    pub fn offset(&self, index: u16) -> u64 {
+        u64::from(self.ring.slot(index)) * u64::from(self.stride)
+    }
+}
+
+/// Event queue.
+pub struct Eq {
+    /// EQE ring.
+    pub buf: RingBuffer,
+    /// Producer index (device).
+    pub pi: u16,
+    /// Consumer index (last EQ doorbell).
+    pub ci: u16,
+    /// MSI-X vector.
+    pub vector: u16,
+    /// Raise the vector for the next EQE.
+    pub armed: bool,
+    /// EQEs lost because the ring was full.
+    pub overruns: u64,
+    /// Latest doorbell not yet applied by the device thread.
+    pub pending_doorbell: Option<EqDoorbell>,
+    /// Queued for the device thread.
+    pub queued: bool,
+    /// CQs using this EQ.
+    pub users: u32,
+}
+
+/// How a CQ is armed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum CqArm {
+    /// Not armed.
+    Disarmed,
+    /// Next completion.
+    Next,
+    /// Next solicited or error completion.
+    Solicited,
+}
+
+/// Completion queue.
+pub struct Cq {
+    /// CQE ring.
+    pub buf: RingBuffer,
+    /// Doorbell record address.
+    pub dbrec_addr: u64,
+    /// Completion EQ.
+    pub eqn: u32,
+    /// Producer index (device).
+    pub pi: u16,
+    /// Arm state.
+    pub arm: CqArm,
+    /// Moderation count.
+    pub moder_count: u16,
+    /// Moderation period (µs).
+    pub moder_period_us: u16,
+    /// CQEs written since the last event while armed, for moderation.
+    pub unreported: u32,
+    /// When the first unreported CQE was written (µs since start), for the moderation timer.
+    pub first_unreported_us: Option<u64>,
+    /// Overrun or DMA error: no more CQEs.
+    pub error: bool,
+    /// Arm doorbell not yet applied.
+    pub pending_arm: Option<bool>,
+    /// Queued for the device thread.
+    pub queued: bool,
+    /// QPs using this CQ.
+    pub users: u32,
+}
+
+/// A send WQE the engine holds, for completion and flush.
+#[derive(Clone, Copy, Debug)]
+pub struct InflightSend {
+    /// Ring index.
+    pub index: u16,
+    /// `wr_id`.
+    pub wr_id: u64,
+    /// `WR_*` opcode.
+    pub opcode: u8,
+    /// Whether it needs a CQE on success.
+    pub signaled: bool,
+}
+
+/// A WQE copied out of a push window.
+#[derive(Clone, Debug)]
+pub struct PushedWqe {
+    /// Ring index it stands for.
+    pub index: u16,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Most pushed WQEs buffered per QP; more are fetched from the ring (the driver writes pushed
+/// WQEs to the ring too).
+pub const MAX_PUSHED_PER_QP: usize = 16;
+
+/// A work queue (SQ or RQ) of a QP.
+pub struct WorkQueue {
+    /// The ring.
+    pub buf: RingBuffer,
+    /// Producer index the device knows (doorbell or doorbell record).
+    pub pi: u16,
+    /// Next WQE the device will fetch (SQ) or hand out (RQ).
+    pub fetch: u16,
+    /// Completed up to (SQ: CQE written or skipped).
+    pub ci: u16,
+}
+
+/// Queue pair.
+pub struct Qp {
+    /// `QPT_*`.
+    pub qp_type: u8,
+    /// `QPS_*`.
+    pub state: u8,
+    /// PD tag.
+    pub pd: u32,
+    /// Send CQ.
+    pub sq_cqn: u32,
+    /// Receive CQ.
+    pub rq_cqn: u32,
+    /// SRQ or `NONE`.
+    pub srqn: u32,
+    /// `QP_FLAG_*`.
+    pub flags: u8,
+    /// Doorbell record.
+    pub dbrec_addr: u64,
+    /// Send queue.
+    pub sq: WorkQueue,
+    /// Receive queue (absent with an SRQ).
+    pub rq: Option<WorkQueue>,
+    /// Attributes as last modified.
+    pub attrs: ModifyQpCmd,
+    /// Send WQEs handed to the engine, oldest first.
+    pub inflight: VecDeque<InflightSend>,
+    /// WQEs taken from push windows, not yet processed.
+    pub pushed: VecDeque<PushedWqe>,
+    /// New RQ WQEs were announced.
+    pub rq_notified: bool,
+    /// Queued for the device thread.
+    pub queued: bool,
+}
+
+/// Shared receive queue.
+pub struct Srq {
+    /// The ring.
+    pub buf: RingBuffer,
+    /// Doorbell record.
+    pub dbrec_addr: u64,
+    /// PD tag.
+    pub pd: u32,
+    /// Limit (0 = disarmed).
+    pub limit: u32,
+    /// Next WQE to hand out.
+    pub ci: u16,
+    /// QPs using this SRQ.
+    pub users: u32,
+    /// Queued for the device thread.
+    pub queued: bool,
+}
+
+/// Where an MR's bytes are.
+#[derive(Clone, Debug)]
+pub enum MrBacking {
+    /// All guest memory, iova = guest address.
+    AllMemory,
+    /// A buffer.
+    Buffer(BufferMap),
+    /// A fast-registration MR not registered (yet, or after invalidation).
+    Invalid,
+}
+
+/// Memory region.
+pub struct Mr {
+    /// Current key.
+    pub key: u32,
+    /// PD tag.
+    pub pd: u32,
+    /// `ACCESS_*`.
+    pub access: u32,
+    /// First iova.
+    pub iova: u64,
+    /// Length.
+    pub length: u64,
+    /// Bytes.
+    pub backing: MrBacking,
+    /// Fast-registration MR and its page limit.
+    pub fast_reg_max_pages: Option<u32>,
+}
+
+/// Why an MR access was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MrError {
+    /// No MR with this key.
+    BadKey,
+    /// PD mismatch.
+    BadPd,
+    /// Access flags do not allow it.
+    Access,
+    /// Outside the region.
+    Bounds,
+}
+
+impl Mr {
+    /// Checks an access of `len` bytes at `iova` and returns the guest address pieces.
+    pub fn translate(&self, pd: u32, iova: u64, len: u64, access: u32) -> Result<Vec<(u64, u64)>, MrError> {
+        if self.pd != pd {
+            return Err(MrError::BadPd);
+        }
+        if self.access & access != access {
+            return Err(MrError::Access);
+        }
+        let end = iova.checked_add(len).ok_or(MrError::Bounds)?;
+        if iova < self.iova || end > self.iova.saturating_add(self.length) {
+            return Err(MrError::Bounds);
+        }
+        match &self.backing {
+            MrBacking::AllMemory => Ok(vec![(iova, len)]),
+            MrBacking::Invalid => Err(MrError::BadKey),
+            MrBacking::Buffer(map) => {
+                let first_offset = match map {
+                    BufferMap::Contiguous { .. } => 0,
+                    BufferMap::Pages { log_page_size, .. } => self.iova & ((1u64 << log_page_size) - 1),
+                };
+                let mut pieces = Vec::new();
+                let mut done = 0u64;
+                while done < len {
+                    let offset = first_offset + (iova - self.iova) + done;
+                    let (addr, run) = map.translate(offset).ok_or(MrError::Bounds)?;
+                    let chunk = (len - done).min(run);
+                    pieces.push((addr, chunk));
+                    done += chunk;
+                }
+                Ok(pieces)
+            }
+        }
+    }
+}
+
+/// A GID table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GidEntry {
+    /// The GID.
+    pub gid: [u8; 16],
+    /// `GID_TYPE_*`.
+    pub gid_type: u8,
+    /// `GID_FAMILY_*`.
+    pub family: u8,
+    /// Source MAC.
+    pub mac: [u8; 6],
+    /// VLAN or `VLAN_NONE`.
+    pub vlan: u16,
+}
+
+/// A QID translation entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct QidEntry {
+    /// `QID_KIND_*`.
+    pub kind: u8,
+    /// Global number.
+    pub global: u32,
+}
+
+/// A context: its doorbell page's QID translation table.
+pub struct Context {
+    /// Local QID → queue.
+    pub qids: Vec<Option<QidEntry>>,
+}
+
+impl Context {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self { qids: vec![None; QID_TABLE_LEN] }
+    }
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Address handle: the address vector as created.
+pub type Ah = CreateAhCmd;

@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: lifecycle and state machine, WQE fetch (by DMA or from a push window) into the
+//! engine, flush on error, receive WQE hand-out from RQs and SRQs, and the [`EngineHost`]
+//! services.
+
+use std::collections::VecDeque;
+
+use ferroce_hw::*;
+
+use crate::device::{Device, DeviceCore, Work};
+use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork, SendWork};
+use crate::objects::{CmdError, InflightSend, MrError, Qp, RingBuffer, WorkQueue};
+
+/// Most send WQEs fetched for one QP per service round (then it is queued again).
+const FETCH_BUDGET: usize = 64;
+
+/// Largest PSN, QPN and similar 24-bit fields.
+const MASK_24: u32 = 0x00ff_ffff;
+
+impl DeviceCore {
+    fn cq_usable(&self, cqn: u32) -> bool {
+        self.cqs.get(cqn).is_some_and(|cq| !cq.error)
+    }
+
+    /// Creates a QP in RESET.
+    pub fn create_qp(&mut self, cmd: &CreateQpCmd) -> Result<u32, CmdError> {
+        if !matches!(cmd.qp_type, QPT_RC | QPT_UD | QPT_GSI) {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 56));
+        }
+        if cmd.flags & !QP_FLAGS_VALID != 0 || cmd.rsvd != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 61));
+        }
+        if !self.cq_usable(cmd.sq_cqn) {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 44));
+        }
+        if !self.cq_usable(cmd.rq_cqn) {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
+        }
+        let has_srq = cmd.srqn != NONE;
+        if has_srq && (cmd.qp_type != QPT_RC || self.srqs.get(cmd.srqn).is_none()) {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 52));
+        }
+        if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 32));
+        }
+        let mut record = [0u8; QpDbRecord::SIZE];
+        self.dma_read(cmd.dbrec_addr, &mut record, "qp_dbrec").map_err(|_| CmdError::field(STATUS_DMA_ERROR, 32))?;
+        let stride_ok = |log: u8| (MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(log));
+        if !stride_ok(cmd.sq_log_stride) {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 58));
+        }
+        let sq_buf = RingBuffer::resolve(&*self.mem, &cmd.sq, u32::from(cmd.sq_log_size), 1 << cmd.sq_log_stride)?;
+        let rq = if has_srq {
+            None
+        } else {
+            if !stride_ok(cmd.rq_log_stride) {
+                return Err(CmdError::field(STATUS_BAD_PARAM, 60));
+            }
+            let buf = RingBuffer::resolve(&*self.mem, &cmd.rq, u32::from(cmd.rq_log_size), 1 << cmd.rq_log_stride)?;
+            Some(WorkQueue { buf, pi: 0, fetch: 0, ci: 0 })
+        };
+        let qp = Qp {
+            qp_type: cmd.qp_type,
+            state: QPS_RESET,
+            pd: cmd.pd,
+            sq_cqn: cmd.sq_cqn,
+            rq_cqn: cmd.rq_cqn,
+            srqn: cmd.srqn,
+            flags: cmd.flags,
+            dbrec_addr: cmd.dbrec_addr,
+            sq: WorkQueue { buf: sq_buf, pi: 0, fetch: 0, ci: 0 },
+            rq,
+            attrs: ModifyQpCmd { vlan: VLAN_NONE, ..ModifyQpCmd::default() },
+            inflight: VecDeque::new(),
+            pushed: VecDeque::new(),
+            rq_notified: false,
+            queued: false,
+        };
+        let qpn = if cmd.qp_type == QPT_GSI {
+            if !self.qps.insert_at(GSI_QPN, qp) {
+                return Err(CmdError::new(STATUS_BUSY));
+            }
+            GSI_QPN
+        } else {
+            self.qps.insert(qp).ok_or(CmdError::new(STATUS_NO_RESOURCES))?
+        };
+        for cqn in [cmd.sq_cqn, cmd.rq_cqn] {
+            if let Some(cq) = self.cqs.get_mut(cqn) {
+                cq.users += 1;
+            }
+        }
+        if has_srq {
+            if let Some(srq) = self.srqs.get_mut(cmd.srqn) {
+                srq.users += 1;
+            }
+        }
+        Ok(qpn)
+    }
+
+    /// Removes a QP and every reference to it (CQ/SRQ users, QID entries, queued work).
+    pub fn remove_qp(&mut self, qpn: u32) -> Result<(), CmdError> {
+        let qp = self.qps.remove(qpn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        for cqn in [qp.sq_cqn, qp.rq_cqn] {
+            if let Some(cq) = self.cqs.get_mut(cqn) {
+                cq.users = cq.users.saturating_sub(1);
+            }
+        }
+        if let Some(srq) = self.srqs.get_mut(qp.srqn) {
+            srq.users = srq.users.saturating_sub(1);
+        }
+        self.unmap_qids_of(QID_KIND_QP, qpn);
+        self.work.retain(|w| *w != Work::Qp(qpn));
+        Ok(())
+    }
+
+    /// Drops QID translations pointing at a destroyed queue, so a reused number is never
+    /// reachable from another context's doorbell page.
+    pub fn unmap_qids_of(&mut self, kind: u8, global: u32) {
+        for context in self.contexts.iter_mut().flatten() {
+            for entry in context.qids.iter_mut() {
+                if entry.is_some_and(|e| e.kind == kind && e.global == global) {
+                    *entry = None;
+                }
+            }
+        }
+    }
+
+    /// Validates a modify command against the QP and returns the new state.
+    fn check_modify(&self, qp: &Qp, cmd: &ModifyQpCmd) -> Result<u8, CmdError> {
+        let mask = cmd.attr_mask;
+        let bad = |offset: usize| Err(CmdError::field(STATUS_BAD_PARAM, offset));
+        if mask & !QP_ATTR_VALID_MASK != 0 || cmd.rsvd != 0 {
+            return bad(4);
+        }
+        if mask & QP_ATTR_CUR_STATE != 0 && cmd.cur_state != QPS_ANY && cmd.cur_state != qp.state {
+            return Err(CmdError::field(STATUS_BAD_STATE, 9));
+        }
+        let new_state = if mask & QP_ATTR_STATE != 0 { cmd.new_state } else { qp.state };
+        if new_state > QPS_ERR || !qp_transition_allowed(qp.state, new_state) {
+            return Err(CmdError::field(STATUS_BAD_STATE, 8));
+        }
+        if mask & QP_ATTR_PATH_MTU != 0 && mtu_bytes(cmd.path_mtu).is_none() {
+            return bad(10);
+        }
+        if mask & QP_ATTR_AV != 0 {
+            if u32::from(cmd.sgid_index) >= GID_TABLE_LEN {
+                return bad(11);
+            }
+            if cmd.vlan != VLAN_NONE && cmd.vlan > 4095 {
+                return bad(34);
+            }
+            if cmd.flow_label > FLOW_LABEL_MASK {
+                return bad(36);
+            }
+        }
+        if mask & QP_ATTR_DEST_QPN != 0 && cmd.dest_qpn > MASK_24 {
+            return bad(40);
+        }
+        if mask & QP_ATTR_RQ_PSN != 0 && cmd.rq_psn > PSN_MASK {
+            return bad(44);
+        }
+        if mask & QP_ATTR_SQ_PSN != 0 && cmd.sq_psn > PSN_MASK {
+            return bad(48);
+        }
+        if mask & QP_ATTR_ACCESS_FLAGS != 0 && cmd.access_flags & !ACCESS_VALID_MASK != 0 {
+            return bad(56);
+        }
+        if mask & QP_ATTR_TIMEOUT != 0 && cmd.timeout > 31 {
+            return bad(62);
+        }
+        if mask & QP_ATTR_RETRY_CNT != 0 && cmd.retry_cnt > 7 {
+            return bad(63);
+        }
+        if mask & QP_ATTR_RNR_RETRY != 0 && cmd.rnr_retry > 7 {
+            return bad(64);
+        }
+        if mask & QP_ATTR_MIN_RNR_TIMER != 0 && cmd.min_rnr_timer > 31 {
+            return bad(65);
+        }
+        if mask & QP_ATTR_MAX_QP_RD_ATOMIC != 0 && cmd.max_rd_atomic > MAX_RD_ATOMIC {
+            return bad(66);
+        }
+        if mask & QP_ATTR_MAX_DEST_RD_ATOMIC != 0 && cmd.max_dest_rd_atomic > MAX_RD_ATOMIC {
+            return bad(67);
+        }
+        if mask & QP_ATTR_PKEY_INDEX != 0 && cmd.pkey_index != 0 {
+            return bad(68);
+        }
+        // Attributes an RC connection cannot do without.
+        if qp.qp_type == QPT_RC && mask & QP_ATTR_STATE != 0 {
+            let needed = match (qp.state, new_state) {
+                (QPS_INIT, QPS_RTR) => QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN,
+                (QPS_RTR, QPS_RTS) => QP_ATTR_SQ_PSN,
+                _ => 0,
+            };
+            if mask & needed != needed {
+                return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            }
+        }
+        Ok(new_state)
+    }
+
+    /// Applies a modify command; returns the new state. The caller tells the engine.
+    pub fn modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<u8, CmdError> {
+        let qp = self.qps.get(cmd.qpn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let new_state = self.check_modify(qp, cmd)?;
+        let Some(qp) = self.qps.get_mut(cmd.qpn) else { return Err(CmdError::new(STATUS_BAD_RESOURCE)) };
+        merge_attrs(&mut qp.attrs, cmd);
+        let old_state = qp.state;
+        qp.state = new_state;
+        match new_state {
+            QPS_RESET => {
+                qp.sq.pi = 0;
+                qp.sq.fetch = 0;
+                qp.sq.ci = 0;
+                if let Some(rq) = qp.rq.as_mut() {
+                    *rq = WorkQueue { buf: rq.buf.clone(), pi: 0, fetch: 0, ci: 0 };
+                }
+                qp.inflight.clear();
+                qp.pushed.clear();
+            }
+            QPS_ERR if old_state != QPS_ERR => {
+                if qp.srqn != NONE {
+                    self.post_async_event(EVENT_QP_LAST_WQE_REACHED, 0, cmd.qpn, 0);
+                }
+                self.queue_work(Work::Qp(cmd.qpn));
+            }
+            QPS_RTS => self.queue_work(Work::Qp(cmd.qpn)),
+            _ => {}
+        }
+        Ok(new_state)
+    }
+
+    /// Moves a QP to ERR after a fatal WQE problem and reports it.
+    pub fn qp_fatal(&mut self, qpn: u32, detail: u8) {
+        if let Some(qp) = self.qps.get_mut(qpn) {
+            if qp.state != QPS_ERR {
+                qp.state = QPS_ERR;
+                self.post_async_event(EVENT_QP_FATAL, detail, qpn, 0);
+            }
+            self.queue_work(Work::Qp(qpn));
+        }
+    }
+
+    /// Reads the `wr_id` of a send WQE still in the ring (for flush CQEs).
+    fn ring_wqe_ctrl(&self, buf: &RingBuffer, index: u16) -> WqeCtrl {
+        let mut bytes = [0u8; WqeCtrl::SIZE];
+        match buf.map.read(&*self.mem, buf.offset(index), &mut bytes) {
+            Ok(()) => WqeCtrl::decode(&bytes),
+            Err(_) => WqeCtrl::default(),
+        }
+    }
+
+    /// Completes every outstanding WQE of a QP in ERR with `WC_WR_FLUSH_ERR`.
+    pub fn flush_qp(&mut self, qpn: u32) {
+        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let inflight: Vec<InflightSend> = qp.inflight.drain(..).collect();
+        qp.pushed.clear();
+        let (sq_buf, fetch, pi, sq_cqn) = (qp.sq.buf.clone(), qp.sq.fetch, qp.sq.pi, qp.sq_cqn);
+        qp.sq.fetch = pi;
+        qp.sq.ci = pi;
+        let mut flushed: Vec<(u16, u64, u8)> = inflight.iter().map(|w| (w.index, w.wr_id, w.opcode)).collect();
+        let mut index = fetch;
+        while index != pi {
+            let ctrl = self.ring_wqe_ctrl(&sq_buf, index);
+            flushed.push((index, ctrl.wr_id, ctrl.opcode));
+            index = index.wrapping_add(1);
+        }
+        for (index, wr_id, opcode) in flushed {
+            let cqe = Cqe {
+                wr_id,
+                qpn,
+                wqe_index: index,
+                opcode: cqe_opcode_for_send(opcode),
+                status: WC_WR_FLUSH_ERR,
+                ..Cqe::default()
+            };
+            if self.write_cqe(sq_cqn, cqe).is_err() {
+                break;
+            }
+        }
+        // Own RQ: everything the doorbell record says was posted.
+        let Some(qp) = self.qps.get(qpn) else { return };
+        let (Some(rq), rq_cqn, dbrec) = (qp.rq.as_ref(), qp.rq_cqn, qp.dbrec_addr) else { return };
+        let (rq_buf, mut index) = (rq.buf.clone(), rq.fetch);
+        let Some(pi) = self.read_qp_dbrec(dbrec).map(|r| r.rq_pi as u16) else { return };
+        if !rq_buf.ring.producer_valid(pi, index) {
+            return;
+        }
+        while index != pi {
+            let mut header = [0u8; RecvWqeHeader::SIZE];
+            let wr_id = match rq_buf.map.read(&*self.mem, rq_buf.offset(index), &mut header) {
+                Ok(()) => RecvWqeHeader::decode(&header).wr_id,
+                Err(_) => 0,
+            };
+            let cqe = Cqe { wr_id, qpn, wqe_index: index, opcode: CQE_OP_RECV, status: WC_WR_FLUSH_ERR, ..Cqe::default() };
+            index = index.wrapping_add(1);
+            if self.write_cqe(rq_cqn, cqe).is_err() {
+                break;
+            }
+        }
+        if let Some(rq) = self.qps.get_mut(qpn).and_then(|qp| qp.rq.as_mut()) {
+            rq.fetch = index;
+            rq.ci = index;
+            rq.pi = index;
+        }
+    }
+
+    fn read_qp_dbrec(&self, addr: u64) -> Option<QpDbRecord> {
+        let mut bytes = [0u8; QpDbRecord::SIZE];
+        self.counters.inc(COUNTER_DBREC_READS);
+        self.dma_read(addr, &mut bytes, "qp_dbrec").ok()?;
+        Some(QpDbRecord::decode(&bytes))
+    }
+
+    /// Fetches the next send WQE of a QP in RTS, or `None` if there is none or it is bad (then
+    /// the QP went to ERR).
+    fn fetch_send_wqe(&mut self, qpn: u32) -> Option<SendWork> {
+        let qp = self.qps.get_mut(qpn)?;
+        if qp.sq.fetch == qp.sq.pi {
+            return None;
+        }
+        let index = qp.sq.fetch;
+        let stride = qp.sq.buf.stride as usize;
+        // Pushes for WQEs before the fetch point are stale (the QP was flushed or reset).
+        while qp.pushed.front().is_some_and(|p| {
+            let behind = index.wrapping_sub(p.index);
+            behind != 0 && behind < 0x8000
+        }) {
+            qp.pushed.pop_front();
+        }
+        let pushed = match qp.pushed.front() {
+            Some(p) if p.index == index => qp.pushed.pop_front().map(|p| p.bytes),
+            _ => None,
+        };
+        let (qp_type, buf) = (qp.qp_type, qp.sq.buf.clone());
+        let (bytes, was_pushed) = match pushed {
+            Some(mut bytes) => {
+                bytes.truncate(stride);
+                self.counters.inc(COUNTER_WQE_PUSHES);
+                (bytes, true)
+            }
+            None => {
+                let mut bytes = vec![0u8; stride];
+                self.counters.inc(COUNTER_WQE_FETCHES);
+                if buf.map.read(&*self.mem, buf.offset(index), &mut bytes).is_err() {
+                    self.counters.inc(COUNTER_DMA_ERRORS);
+                    self.qp_fatal(qpn, WQE_ERR_DMA);
+                    return None;
+                }
+                (bytes, false)
+            }
+        };
+        self.trace.event("wqe", || serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed}));
+        let ctrl = WqeCtrl::read_from(&bytes)?;
+        if let Err(e) = validate_send_wqe(&ctrl, qp_type, stride) {
+            self.qp_fatal(qpn, e.code());
+            return None;
+        }
+        let mut seg = [0u8; 40];
+        seg.copy_from_slice(bytes.get(WQE_SEG_OFFSET..WQE_HEADER_SIZE)?);
+        let (sges, inline_data) = if ctrl.flags & WQE_FLAG_INLINE != 0 {
+            let end = WQE_HEADER_SIZE + usize::from(ctrl.inline_len);
+            (Vec::new(), bytes.get(WQE_HEADER_SIZE..end)?.to_vec())
+        } else {
+            let sges = (0..usize::from(ctrl.num_sge)).filter_map(|i| wqe_sge(&bytes, WQE_HEADER_SIZE, i)).collect();
+            (sges, Vec::new())
+        };
+        let qp = self.qps.get_mut(qpn)?;
+        let signaled = ctrl.flags & WQE_FLAG_SIGNALED != 0 || qp.flags & QP_FLAG_SIGNAL_ALL != 0;
+        qp.inflight.push_back(InflightSend { index, wr_id: ctrl.wr_id, opcode: ctrl.opcode, signaled });
+        qp.sq.fetch = index.wrapping_add(1);
+        Some(SendWork { qpn, qp_type, index, ctrl, seg, sges, inline_data, pushed: was_pushed })
+    }
+
+    /// Reads a receive WQE at `index` of `buf`.
+    fn read_recv_wqe(&mut self, buf: &RingBuffer, index: u16) -> Result<(u64, Vec<Sge>), u8> {
+        let mut bytes = vec![0u8; buf.stride as usize];
+        self.counters.inc(COUNTER_WQE_FETCHES);
+        buf.map.read(&*self.mem, buf.offset(index), &mut bytes).map_err(|_| WQE_ERR_DMA)?;
+        let header = RecvWqeHeader::read_from(&bytes).ok_or(WQE_ERR_DMA)?;
+        validate_recv_wqe(&header, bytes.len()).map_err(|e| e.code())?;
+        let sges = (0..usize::from(header.num_sge)).filter_map(|i| wqe_sge(&bytes, RecvWqeHeader::SIZE, i)).collect();
+        Ok((header.wr_id, sges))
+    }
+
+    fn take_srq_wqe(&mut self, srqn: u32) -> Option<RecvWork> {
+        let srq = self.srqs.get(srqn)?;
+        let (dbrec, buf, ci, limit) = (srq.dbrec_addr, srq.buf.clone(), srq.ci, srq.limit);
+        let mut bytes = [0u8; SrqDbRecord::SIZE];
+        self.counters.inc(COUNTER_DBREC_READS);
+        self.dma_read(dbrec, &mut bytes, "srq_dbrec").ok()?;
+        let pi = SrqDbRecord::decode(&bytes).pi as u16;
+        if pi == ci || !buf.ring.producer_valid(pi, ci) {
+            return None;
+        }
+        let (wr_id, sges) = match self.read_recv_wqe(&buf, ci) {
+            Ok(wqe) => wqe,
+            Err(detail) => {
+                self.post_async_event(EVENT_SRQ_ERR, detail, srqn, 0);
+                return None;
+            }
+        };
+        let srq = self.srqs.get_mut(srqn)?;
+        srq.ci = ci.wrapping_add(1);
+        if limit > 0 && buf.ring.used(pi, srq.ci) < limit {
+            srq.limit = 0;
+            self.post_async_event(EVENT_SRQ_LIMIT, 0, srqn, 0);
+        }
+        Some(RecvWork { index: ci, wr_id, sges, srqn: Some(srqn) })
+    }
+
+    fn mr_for_key(&self, key: u32) -> Result<&crate::objects::Mr, HostError> {
+        match self.mrs.get(mr_key_index(key)) {
+            Some(mr) if mr.key == key => Ok(mr),
+            _ => Err(HostError::Protection(MrError::BadKey)),
+        }
+    }
+}
+
+fn merge_attrs(attrs: &mut ModifyQpCmd, cmd: &ModifyQpCmd) {
+    let mask = cmd.attr_mask;
+    let set = |bit: u32| mask & bit != 0;
+    if set(QP_ATTR_PATH_MTU) {
+        attrs.path_mtu = cmd.path_mtu;
+    }
+    if set(QP_ATTR_AV) {
+        attrs.sgid_index = cmd.sgid_index;
+        attrs.dgid = cmd.dgid;
+        attrs.dmac = cmd.dmac;
+        attrs.vlan = cmd.vlan;
+        attrs.flow_label = cmd.flow_label;
+        attrs.hop_limit = cmd.hop_limit;
+        attrs.traffic_class = cmd.traffic_class;
+    }
+    if set(QP_ATTR_DEST_QPN) {
+        attrs.dest_qpn = cmd.dest_qpn;
+    }
+    if set(QP_ATTR_RQ_PSN) {
+        attrs.rq_psn = cmd.rq_psn;
+    }
+    if set(QP_ATTR_SQ_PSN) {
+        attrs.sq_psn = cmd.sq_psn;
+    }
+    if set(QP_ATTR_QKEY) {
+        attrs.qkey = cmd.qkey;
+    }
+    if set(QP_ATTR_ACCESS_FLAGS) {
+        attrs.access_flags = cmd.access_flags;
+    }
+    if set(QP_ATTR_TIMEOUT) {
+        attrs.timeout = cmd.timeout;
+    }
+    if set(QP_ATTR_RETRY_CNT) {
+        attrs.retry_cnt = cmd.retry_cnt;
+    }
+    if set(QP_ATTR_RNR_RETRY) {
+        attrs.rnr_retry = cmd.rnr_retry;
+    }
+    if set(QP_ATTR_MIN_RNR_TIMER) {
+        attrs.min_rnr_timer = cmd.min_rnr_timer;
+    }
+    if set(QP_ATTR_MAX_QP_RD_ATOMIC) {
+        attrs.max_rd_atomic = cmd.max_rd_atomic;
+    }
+    if set(QP_ATTR_MAX_DEST_RD_ATOMIC) {
+        attrs.max_dest_rd_atomic = cmd.max_dest_rd_atomic;
+    }
+    if set(QP_ATTR_PKEY_INDEX) {
+        attrs.pkey_index = cmd.pkey_index;
+    }
+}
+
+impl Device {
+    /// Services a queued QP: flush in ERR, announce receives, fetch send WQEs into the engine.
+    pub fn service_qp(&mut self, qpn: u32) {
+        let Some(qp) = self.core.qps.get_mut(qpn) else { return };
+        qp.queued = false;
+        let state = qp.state;
+        if state == QPS_ERR {
+            self.core.flush_qp(qpn);
+            return;
+        }
+        if std::mem::take(&mut qp.rq_notified) && state >= QPS_INIT {
+            self.engine.recv_posted(&mut self.core, qpn);
+        }
+        if state != QPS_RTS {
+            return;
+        }
+        for _ in 0..FETCH_BUDGET {
+            let Some(work) = self.core.fetch_send_wqe(qpn) else { return };
+            self.engine.post_send(&mut self.core, work);
+        }
+        // Budget used up: come back after others had their turn.
+        self.core.queue_work(Work::Qp(qpn));
+    }
+
+    /// Services a queued SRQ: tells the engine about every QP attached to it.
+    pub fn service_srq(&mut self, srqn: u32) {
+        let Some(srq) = self.core.srqs.get_mut(srqn) else { return };
+        srq.queued = false;
+        let qpns: Vec<u32> = self.core.qps.iter().filter(|(_, qp)| qp.srqn == srqn).map(|(n, _)| n).collect();
+        for qpn in qpns {
+            self.engine.recv_posted(&mut self.core, qpn);
+        }
+    }
+}
+
+impl EngineHost for DeviceCore {
+    fn read_payload(&mut self, pd: u32, lkey: u32, iova: u64, buf: &mut [u8], access: u32) -> Result<(), HostError> {
+        let pieces = self.mr_for_key(lkey)?.translate(pd, iova, buf.len() as u64, access).map_err(HostError::Protection)?;
+        let mut done = 0usize;
+        for (addr, len) in pieces {
+            let len = len as usize;
+            self.mem.read(addr, &mut buf[done..done + len]).map_err(HostError::Dma)?;
+            done += len;
+        }
+        self.counters.inc(COUNTER_PAYLOAD_DMA_READS);
+        self.counters.add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
+        self.trace.event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
+        Ok(())
+    }
+
+    fn write_payload(&mut self, pd: u32, key: u32, iova: u64, data: &[u8], access: u32) -> Result<(), HostError> {
+        let pieces = self.mr_for_key(key)?.translate(pd, iova, data.len() as u64, access).map_err(HostError::Protection)?;
+        let mut done = 0usize;
+        for (addr, len) in pieces {
+            let len = len as usize;
+            self.mem.write(addr, &data[done..done + len]).map_err(HostError::Dma)?;
+            done += len;
+        }
+        self.counters.inc(COUNTER_PAYLOAD_DMA_WRITES);
+        self.counters.add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
+        self.trace.event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
+        Ok(())
+    }
+
+    fn complete_send(&mut self, qpn: u32, index: u16, status: u8, byte_len: u32) -> Result<(), HostError> {
+        let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
+        if !qp.inflight.iter().any(|w| w.index == index) {
+            return Err(HostError::BadQp);
+        }
+        let cqn = qp.sq_cqn;
+        let mut done = Vec::new();
+        while let Some(wqe) = qp.inflight.pop_front() {
+            let last = wqe.index == index;
+            done.push((wqe, last));
+            if last {
+                break;
+            }
+        }
+        qp.sq.ci = index.wrapping_add(1);
+        for (wqe, last) in done {
+            let wc_status = if last { status } else { WC_SUCCESS };
+            if wqe.signaled || wc_status != WC_SUCCESS {
+                let cqe = Cqe {
+                    wr_id: wqe.wr_id,
+                    byte_len: if last { byte_len } else { 0 },
+                    qpn,
+                    wqe_index: wqe.index,
+                    opcode: cqe_opcode_for_send(wqe.opcode),
+                    status: wc_status,
+                    ..Cqe::default()
+                };
+                self.write_cqe(cqn, cqe)?;
+            }
+        }
+        if status != WC_SUCCESS {
+            if let Some(qp) = self.qps.get_mut(qpn) {
+                qp.state = QPS_ERR;
+            }
+            self.queue_work(Work::Qp(qpn));
+        }
+        Ok(())
+    }
+
+    fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError> {
+        let qp = self.qps.get(qpn).ok_or(HostError::BadQp)?;
+        if !matches!(qp.state, QPS_RTR | QPS_RTS | QPS_SQD) {
+            return Err(HostError::BadQp);
+        }
+        if qp.srqn != NONE {
+            return Ok(self.take_srq_wqe(qp.srqn));
+        }
+        let Some(rq) = qp.rq.as_ref() else { return Err(HostError::BadQp) };
+        let (buf, fetch, dbrec) = (rq.buf.clone(), rq.fetch, qp.dbrec_addr);
+        let pi = self.read_qp_dbrec(dbrec).map(|r| r.rq_pi as u16).ok_or(HostError::BadQp)?;
+        if pi == fetch {
+            return Ok(None);
+        }
+        if !buf.ring.producer_valid(pi, fetch) {
+            self.qp_fatal(qpn, WQE_ERR_BAD_INDEX);
+            return Err(HostError::BadQp);
+        }
+        match self.read_recv_wqe(&buf, fetch) {
+            Ok((wr_id, sges)) => {
+                if let Some(rq) = self.qps.get_mut(qpn).and_then(|qp| qp.rq.as_mut()) {
+                    rq.pi = pi;
+                    rq.fetch = fetch.wrapping_add(1);
+                }
+                Ok(Some(RecvWork { index: fetch, wr_id, sges, srqn: None }))
+            }
+            Err(detail) => {
+                self.qp_fatal(qpn, detail);
+                Err(HostError::BadQp)
+            }
+        }
+    }
+
+    fn complete_recv(&mut self, qpn: u32, work: &RecvWork, c: RecvCompletion) -> Result<(), HostError> {
+        let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
+        let cqn = qp.rq_cqn;
+        if let Some(rq) = qp.rq.as_mut() {
+            rq.ci = rq.ci.wrapping_add(1);
+        }
+        let cqe = Cqe {
+            wr_id: work.wr_id,
+            byte_len: c.byte_len,
+            imm_or_inv: c.imm_or_inv,
+            qpn,
+            src_qpn: c.src_qpn,
+            wqe_index: work.index,
+            opcode: c.opcode,
+            status: c.status,
+            flags: c.flags,
+            vlan: c.vlan,
+            smac: c.smac,
+            network_hdr_type: c.network_hdr_type,
+            ..Cqe::default()
+        };
+        self.write_cqe(cqn, cqe)
+    }
+
+    fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32) {
+        self.post_async_event(event_type, subtype, data0, 0);
+    }
+
+    fn gid(&self, index: u32) -> Option<crate::objects::GidEntry> {
+        *self.gids.get(index as usize)?
+    }
+
+    fn ah(&self, ah: u32) -> Option<CreateAhCmd> {
+        self.ahs.get(ah).copied()
+    }
+
+    fn qp_attrs(&self, qpn: u32) -> Option<(u8, ModifyQpCmd)> {
+        self.qps.get(qpn).map(|qp| (qp.state, qp.attrs))
+    }
+
+    fn count(&self, counter: usize, n: u64) {
+        self.counters.add(counter, n);
+    }
+
+    fn now_us(&self) -> u64 {
+        self.elapsed_us()
+    }
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The vfio-user front end: serves config space, BAR0, DMA_MAP/UNMAP, SET_IRQS and reset to
+//! QEMU on the `vfio_user` crate's thread, and runs the device on a thread of its own.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use vfio_bindings::bindings::vfio::*;
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion};
+
+use crate::config_space::{ConfigSpace, CONFIG_SIZE};
+use crate::counters::Counters;
+use crate::device::{Device, DeviceConfig, HostControls};
+use crate::dma::DmaTable;
+use crate::engine::{StubEngine, StubLog};
+use crate::interrupts::MsixController;
+use crate::trace::Tracer;
+
+/// Wakes the device thread.
+#[derive(Default)]
+pub struct Doorbell {
+    pending: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Doorbell {
+    /// Signals work.
+    pub fn ring(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        *pending = true;
+        self.cond.notify_one();
+    }
+
+    /// Waits for a signal or the timeout.
+    fn wait(&self, timeout: Duration) {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut pending, _) = self
+            .cond
+            .wait_timeout_while(pending, timeout, |p| !*p)
+            .unwrap_or_else(|e| e.into_inner());
+        *pending = false;
+    }
+}
+
+/// Everything the vfio-user thread, the device thread and the control socket share.
+pub struct Nic {
+    /// The device model.
+    pub device: Mutex<Device>,
+    /// Wakes the device thread.
+    pub doorbell: Doorbell,
+    /// DMA regions.
+    pub dma: Arc<DmaTable>,
+    /// MSI-X.
+    pub msix: Arc<MsixController>,
+    /// Counters.
+    pub counters: Arc<Counters>,
+    /// Trace.
+    pub trace: Arc<Tracer>,
+    /// Host switches.
+    pub host: Arc<HostControls>,
+    /// The stub engine's log.
+    pub engine_log: Arc<Mutex<StubLog>>,
+    /// Stops the device thread.
+    pub shutdown: AtomicBool,
+}
+
+impl Nic {
+    /// A NIC with the stub engine.
+    pub fn new(config: DeviceConfig) -> Arc<Self> {
+        let dma = Arc::new(DmaTable::new());
+        let msix = Arc::new(MsixController::new(config.msix_vectors));
+        let counters = Arc::new(Counters::new());
+        let trace = Arc::new(Tracer::new());
+        let host = Arc::new(HostControls::default());
+        let (engine, engine_log) = StubEngine::new();
+        let device = Device::new(
+            config,
+            dma.clone(),
+            msix.clone(),
+            Box::new(engine),
+            counters.clone(),
+            trace.clone(),
+            host.clone(),
+        );
+        Arc::new(Self {
+            device: Mutex::new(device),
+            doorbell: Doorbell::default(),
+            dma,
+            msix,
+            counters,
+            trace,
+            host,
+            engine_log,
+            shutdown: AtomicBool::new(false),
+        })
+    }
+
+    /// Locks the device (a panicked holder does not make it unusable).
+    pub fn lock(&self) -> MutexGuard<'_, Device> {
+        self.device.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the device thread.
+    pub fn spawn_device_thread(self: &Arc<Self>) -> std::io::Result<JoinHandle<()>> {
+        let nic = self.clone();
+        std::thread::Builder::new().name("ferroce-device".into()).spawn(move || nic.device_loop())
+    }
+
+    fn device_loop(&self) {
+        while !self.shutdown.load(Ordering::Relaxed) {
+            let timed_work = {
+                let mut device = self.lock();
+                device.process();
+                device.has_work()
+            };
+            // Short sleeps only while something is pending (moderation timers, budgets).
+            let timeout = if timed_work { Duration::from_micros(200) } else { Duration::from_millis(50) };
+            self.doorbell.wait(timeout);
+            self.trace.flush();
+        }
+    }
+}
+
+/// The vfio-user backend.
+pub struct Backend {
+    nic: Arc<Nic>,
+    config: ConfigSpace,
+}
+
+impl Backend {
+    /// A backend for `nic`.
+    pub fn new(nic: Arc<Nic>, msix_vectors: u16) -> Self {
+        Self { nic, config: ConfigSpace::new(msix_vectors) }
+    }
+
+    /// After a client disconnects: forget its memory and interrupts, reset the device.
+    pub fn disconnected(&mut self) {
+        self.nic.dma.unmap_all();
+        self.nic.msix.clear_eventfds();
+        self.nic.msix.set_control(false, false);
+        self.config.reset();
+        self.nic.lock().reset();
+    }
+}
+
+fn einval() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+impl ServerBackend for Backend {
+    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), std::io::Error> {
+        match region {
+            VFIO_PCI_CONFIG_REGION_INDEX => self.config.read(offset, data),
+            VFIO_PCI_BAR0_REGION_INDEX => self.nic.lock().bar0_read(offset, data),
+            _ => return Err(einval()),
+        }
+        Ok(())
+    }
+
+    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        match region {
+            VFIO_PCI_CONFIG_REGION_INDEX => {
+                if let Some((enabled, masked)) = self.config.write(offset, data) {
+                    tracing::debug!(enabled, masked, "MSI-X control");
+                    self.nic.msix.set_control(enabled, masked);
+                }
+            }
+            VFIO_PCI_BAR0_REGION_INDEX => {
+                self.nic.lock().bar0_write(offset, data);
+                self.nic.doorbell.ring();
+            }
+            _ => return Err(einval()),
+        }
+        Ok(())
+    }
+
+    fn dma_map(
+        &mut self,
+        flags: DmaMapFlags,
+        offset: u64,
+        address: u64,
+        size: u64,
+        fd: Option<File>,
+    ) -> Result<(), std::io::Error> {
+        let readable = flags.contains(DmaMapFlags::READ);
+        let writable = flags.contains(DmaMapFlags::WRITE);
+        tracing::info!(iova = format_args!("{address:#x}"), size = format_args!("{size:#x}"), has_fd = fd.is_some(), writable, "DMA_MAP");
+        self.nic.trace.event("dma_map", || {
+            serde_json::json!({"iova": address, "size": size, "fd": fd.is_some(), "writable": writable})
+        });
+        if let Err(e) = self.nic.dma.map(address, size, offset, fd.as_ref(), readable, writable) {
+            // QEMU cannot do anything about it; the device sees DMA errors for that range.
+            tracing::warn!("{e}");
+        }
+        Ok(())
+    }
+
+    fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> Result<(), std::io::Error> {
+        // Device work must not race with the unmap: take the device lock first.
+        let _device = self.nic.lock();
+        let removed = if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
+            self.nic.dma.unmap_all()
+        } else {
+            self.nic.dma.unmap(address, size)
+        };
+        tracing::info!(iova = format_args!("{address:#x}"), size = format_args!("{size:#x}"), removed, "DMA_UNMAP");
+        self.nic.trace.event("dma_unmap", || serde_json::json!({"iova": address, "size": size, "removed": removed}));
+        Ok(())
+    }
+
+    fn reset(&mut self) -> Result<(), std::io::Error> {
+        tracing::info!("device reset");
+        self.config.reset();
+        self.nic.msix.set_control(false, false);
+        self.nic.lock().reset();
+        Ok(())
+    }
+
+    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), std::io::Error> {
+        tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
+        if index != VFIO_PCI_MSIX_IRQ_INDEX {
+            // INTx, MSI, ERR and REQ are offered or not at all; nothing is raised on them.
+            return Ok(());
+        }
+        let msix = &self.nic.msix;
+        let data_none = flags & VFIO_IRQ_SET_DATA_NONE != 0;
+        if flags & VFIO_IRQ_SET_ACTION_TRIGGER != 0 {
+            if flags & VFIO_IRQ_SET_DATA_EVENTFD != 0 {
+                // One fd per vector; vectors without one are disabled.
+                let mut fds = fds.into_iter();
+                msix.set_eventfds(start, (0..count).map(|_| fds.next()).collect());
+            } else if data_none && count == 0 {
+                msix.clear_eventfds();
+            } else if data_none {
+                let device = self.nic.lock();
+                for vector in start..start.saturating_add(count).min(u32::from(u16::MAX)) {
+                    device.core.raise(vector as u16);
+                }
+            }
+        } else if flags & VFIO_IRQ_SET_ACTION_MASK != 0 {
+            msix.set_masked(start, count, true);
+        } else if flags & VFIO_IRQ_SET_ACTION_UNMASK != 0 {
+            msix.set_masked(start, count, false);
+        }
+        Ok(())
+    }
+}
+
+/// The IRQ indexes we offer.
+pub fn irq_infos(msix_vectors: u16) -> Vec<IrqInfo> {
+    (0..VFIO_PCI_NUM_IRQS)
+        .map(|index| match index {
+            VFIO_PCI_INTX_IRQ_INDEX => IrqInfo {
+                index,
+                count: 1,
+                flags: VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_MASKABLE | VFIO_IRQ_INFO_AUTOMASKED,
+            },
+            VFIO_PCI_MSIX_IRQ_INDEX => IrqInfo {
+                index,
+                count: u32::from(msix_vectors),
+                flags: VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_MASKABLE,
+            },
+            _ => IrqInfo { index, count: 0, flags: 0 },
+        })
+        .collect()
+}
+
+/// The regions we offer: BAR0 (trapped: no MMAP flag, so every doorbell reaches us) and config.
+pub fn region_infos() -> Vec<ServerRegion> {
+    (0..VFIO_PCI_NUM_REGIONS)
+        .map(|index| {
+            let mut info = vfio_region_info {
+                argsz: std::mem::size_of::<vfio_region_info>() as u32,
+                index,
+                ..Default::default()
+            };
+            match index {
+                VFIO_PCI_BAR0_REGION_INDEX => {
+                    info.size = ferroce_hw::BAR0_SIZE as u64;
+                    info.flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+                }
+                VFIO_PCI_CONFIG_REGION_INDEX => {
+                    info.size = CONFIG_SIZE as u64;
+                    info.flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+                }
+                _ => {}
+            }
+            ServerRegion { region_info: info, sparse_areas: Vec::new(), mmap_fd: None }
+        })
+        .collect()
+}
+
+/// Serves QEMU connections on `socket` forever (one at a time; the device resets between them).
+pub fn serve(nic: Arc<Nic>, socket: &Path, msix_vectors: u16) -> anyhow::Result<()> {
+    if socket.exists() {
+        // A stale socket from an earlier run makes the bind fail.
+        std::fs::remove_file(socket).with_context(|| format!("removing stale {}", socket.display()))?;
+    }
+    let server = Server::new(socket, true, irq_infos(msix_vectors), region_infos())
+        .map_err(|e| anyhow::anyhow!("vfio-user server on {}: {e:?}", socket.display()))?;
+    tracing::info!(socket = %socket.display(), "listening");
+    let mut backend = Backend::new(nic, msix_vectors);
+    loop {
+        match server.run(&mut backend) {
+            Ok(()) => tracing::info!("client disconnected"),
+            Err(e) => tracing::warn!("vfio-user connection ended: {e:?}"),
+        }
+        backend.disconnected();
+    }
+}
