@@ -42,6 +42,16 @@ fn get_bytes<const N: usize>(buf: &[u8], off: usize) -> [u8; N] {
     out
 }
 
+/// The first `N` bytes of `buf`, zero-padded if it is shorter.
+fn get_prefix<const N: usize>(buf: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let n = if buf.len() < N { buf.len() } else { N };
+    if let (Some(dst), Some(src)) = (out.get_mut(..n), buf.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    out
+}
+
 fn put_bytes<const N: usize>(buf: &mut [u8], off: usize, bytes: &[u8; N]) {
     if let Some(dst) = off.checked_add(N).and_then(|end| buf.get_mut(off..end)) {
         dst.copy_from_slice(bytes);
@@ -985,7 +995,7 @@ pub trait Command: Sized {
     const OPCODE: u16;
     /// Encodes the payload (zero-padded to `CMD_PAYLOAD_SIZE`).
     fn to_payload(&self) -> [u8; CMD_PAYLOAD_SIZE];
-    /// Decodes the payload.
+    /// Decodes the payload; a short payload is zero-padded.
     fn from_payload(payload: &[u8]) -> Self;
 }
 
@@ -1003,7 +1013,7 @@ macro_rules! hw_command {
             }
 
             fn from_payload(payload: &[u8]) -> Self {
-                Self::decode(&get_bytes(payload, 0))
+                Self::decode(&get_prefix(payload))
             }
         }
     };
