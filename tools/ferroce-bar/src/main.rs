@@ -20,7 +20,10 @@ use memmap2::{MmapOptions, MmapRaw};
 const SYSFS_PCI: &str = "/sys/bus/pci/devices";
 
 #[derive(Parser)]
-#[command(version, about = "Read or write 32-bit PCI BAR registers through sysfs")]
+#[command(
+    version,
+    about = "Read or write 32-bit PCI BAR registers through sysfs"
+)]
 struct Cli {
     /// BAR index (the sysfs resourceN file).
     #[arg(long, default_value_t = 0)]
@@ -73,7 +76,8 @@ fn parse_number(text: &str) -> Result<u64, String> {
 fn read_sysfs_hex(path: &Path) -> anyhow::Result<u32> {
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     let text = text.trim();
-    u32::from_str_radix(text.trim_start_matches("0x"), 16).with_context(|| format!("{}: {text:?}", path.display()))
+    u32::from_str_radix(text.trim_start_matches("0x"), 16)
+        .with_context(|| format!("{}: {text:?}", path.display()))
 }
 
 /// A mapped BAR.
@@ -87,15 +91,24 @@ impl Bar {
             bail!("{bdf}: not a PCI address");
         }
         let path = sysfs.join(bdf).join(format!("resource{bar}"));
-        let file = OpenOptions::new().read(true).write(true).open(&path).with_context(|| path.display().to_string())?;
-        let map = MmapOptions::new().map_raw(&file).with_context(|| format!("mmap {}", path.display()))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| path.display().to_string())?;
+        let map = MmapOptions::new()
+            .map_raw(&file)
+            .with_context(|| format!("mmap {}", path.display()))?;
         Ok(Self { map })
     }
 
     fn check(&self, offset: u64) -> anyhow::Result<usize> {
         let offset = usize::try_from(offset)?;
         if offset % 4 != 0 || offset.checked_add(4).is_none_or(|end| end > self.map.len()) {
-            bail!("offset {offset:#x} is unaligned or beyond the BAR ({:#x} bytes)", self.map.len());
+            bail!(
+                "offset {offset:#x} is unaligned or beyond the BAR ({:#x} bytes)",
+                self.map.len()
+            );
         }
         Ok(offset)
     }
@@ -121,8 +134,14 @@ fn find(sysfs: &Path) -> anyhow::Result<Vec<String>> {
         let path = entry?.path();
         let vendor = read_sysfs_hex(&path.join("vendor"))?;
         let device = read_sysfs_hex(&path.join("device"))?;
-        if vendor == u32::from(ferroce_hw::PCI_VENDOR_ID) && device == u32::from(ferroce_hw::PCI_DEVICE_ID) {
-            found.push(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        if vendor == u32::from(ferroce_hw::PCI_VENDOR_ID)
+            && device == u32::from(ferroce_hw::PCI_DEVICE_ID)
+        {
+            found.push(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
         }
     }
     found.sort();
@@ -138,7 +157,10 @@ fn main() -> anyhow::Result<()> {
             }
         }
         Command::Read { bdf, offset } => {
-            println!("{:#010x}", Bar::open(&cli.sysfs, &bdf, cli.bar)?.read32(offset)?);
+            println!(
+                "{:#010x}",
+                Bar::open(&cli.sysfs, &bdf, cli.bar)?.read32(offset)?
+            );
         }
         Command::Write { bdf, offset, value } => {
             let value = u32::try_from(value).context("value does not fit in 32 bits")?;
@@ -152,7 +174,10 @@ fn main() -> anyhow::Result<()> {
             let bar = Bar::open(&cli.sysfs, &bdf, cli.bar)?;
             let id = bar.read32(REG_ID as u64)?;
             let version = bar.read32(REG_IF_VERSION as u64)?;
-            println!("id          {id:#010x} ({})", if id == ID_MAGIC { "ferroce" } else { "unknown" });
+            println!(
+                "id          {id:#010x} ({})",
+                if id == ID_MAGIC { "ferroce" } else { "unknown" }
+            );
             println!("if_version  {}.{}", version >> 16, version & 0xffff);
             println!("caps        {:#010x}", bar.read32(REG_CAPS as u64)?);
             println!("status      {:#010x}", bar.read32(REG_DEV_STATUS as u64)?);

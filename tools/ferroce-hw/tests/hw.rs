@@ -21,7 +21,10 @@ fn ring_index_wraps_at_16_bits() {
     assert!(ring.producer_valid(ci.wrapping_add(8), ci));
     assert!(!ring.producer_valid(ci.wrapping_add(9), ci));
     assert!(ring.advance_valid(0xfffe, 3, 0xfffc));
-    assert!(!ring.advance_valid(5, 3, 0), "a producer never moves backwards");
+    assert!(
+        !ring.advance_valid(5, 3, 0),
+        "a producer never moves backwards"
+    );
     assert!(Ring::new(16, MAX_LOG_QUEUE).is_none());
     assert!(Ring::new(5, 4).is_none());
 }
@@ -39,19 +42,32 @@ fn owner_bit_alternates_per_pass_and_survives_the_wrap() {
         let ring = Ring::new(log, MAX_LOG_QUEUE).expect("ring");
         assert_ne!(ring.owner(0xffff), ring.owner(0));
         assert!(ring.entry_valid(0, 1));
-        assert!(!ring.entry_valid(0, 0), "a zeroed ring holds no valid entry");
+        assert!(
+            !ring.entry_valid(0, 0),
+            "a zeroed ring holds no valid entry"
+        );
     }
 }
 
 #[test]
 fn doorbell_formats_round_trip() {
-    let db = Doorbell { qid: 0x1234, index: 0xfffe };
+    let db = Doorbell {
+        qid: 0x1234,
+        index: 0xfffe,
+    };
     assert_eq!(db.encode(), 0x1234_fffe);
     assert_eq!(Doorbell::decode(db.encode()), db);
-    let arm = CqArmDoorbell { qid: 7, solicited: true };
+    let arm = CqArmDoorbell {
+        qid: 7,
+        solicited: true,
+    };
     assert_eq!(arm.encode(), 0x0007_0001);
     assert_eq!(CqArmDoorbell::decode(arm.encode()), arm);
-    let eq = EqDoorbell { eqn: 3, ci: 0x8001, arm: true };
+    let eq = EqDoorbell {
+        eqn: 3,
+        ci: 0x8001,
+        arm: true,
+    };
     assert_eq!(eq.encode(), 0x8003_8001);
     assert_eq!(EqDoorbell::decode(eq.encode()), eq);
 }
@@ -100,18 +116,44 @@ fn encode_decode_round_trip_little_endian() {
     assert_eq!(Cqe::read_from(&bytes[..63]), None);
     let mut short = [0u8; 10];
     assert!(!cqe.write_to(&mut short));
-    let cmd = CreateQpCmd { qp_type: QPT_RC, srqn: NONE, sq_log_stride: 7, ..CreateQpCmd::default() };
+    let cmd = CreateQpCmd {
+        qp_type: QPT_RC,
+        srqn: NONE,
+        sq_log_stride: 7,
+        ..CreateQpCmd::default()
+    };
     assert_eq!(CreateQpCmd::from_payload(&cmd.to_payload()), cmd);
     // A short payload decodes as zeros rather than panicking.
-    assert_eq!(CreateQpCmd::from_payload(&[QPT_RC]), CreateQpCmd { sq: BufDesc { addr: 2, ..BufDesc::default() }, ..CreateQpCmd::default() });
-    let entry = encode_command(&CmdHeader { opcode: CMD_SET_GID, token: 5, ..CmdHeader::default() }, &[0xaa; 200]);
+    assert_eq!(
+        CreateQpCmd::from_payload(&[QPT_RC]),
+        CreateQpCmd {
+            sq: BufDesc {
+                addr: 2,
+                ..BufDesc::default()
+            },
+            ..CreateQpCmd::default()
+        }
+    );
+    let entry = encode_command(
+        &CmdHeader {
+            opcode: CMD_SET_GID,
+            token: 5,
+            ..CmdHeader::default()
+        },
+        &[0xaa; 200],
+    );
     assert_eq!(command_payload(&entry).len(), CMD_PAYLOAD_SIZE);
     assert_eq!(read_u32(&entry, 4), 5);
 }
 
 #[test]
 fn port_info_round_trips_through_results() {
-    let info = PortInfo { state: PORT_STATE_ACTIVE, active_mtu: MTU_1024, max_mtu: MTU_4096, mac: [0x52, 0x54, 0, 0x12, 0x34, 0x56] };
+    let info = PortInfo {
+        state: PORT_STATE_ACTIVE,
+        active_mtu: MTU_1024,
+        max_mtu: MTU_4096,
+        mac: [0x52, 0x54, 0, 0x12, 0x34, 0x56],
+    };
     assert_eq!(PortInfo::from_results(info.to_results()), info);
 }
 
@@ -132,19 +174,52 @@ fn qp_state_machine_follows_ib() {
 
 #[test]
 fn wqe_validation() {
-    let ctrl = WqeCtrl { opcode: WR_SEND, flags: WQE_FLAG_INLINE, inline_len: 256, ..WqeCtrl::default() };
+    let ctrl = WqeCtrl {
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE,
+        inline_len: 256,
+        ..WqeCtrl::default()
+    };
     assert_eq!(validate_send_wqe(&ctrl, QPT_RC, 512), Ok(()));
-    assert_eq!(validate_send_wqe(&ctrl, QPT_RC, 256), Err(WqeError::BadInline));
-    let too_long = WqeCtrl { inline_len: 257, ..ctrl };
-    assert_eq!(validate_send_wqe(&too_long, QPT_RC, 1024), Err(WqeError::BadInline));
-    let sges = WqeCtrl { opcode: WR_RDMA_WRITE, num_sge: 4, ..WqeCtrl::default() };
+    assert_eq!(
+        validate_send_wqe(&ctrl, QPT_RC, 256),
+        Err(WqeError::BadInline)
+    );
+    let too_long = WqeCtrl {
+        inline_len: 257,
+        ..ctrl
+    };
+    assert_eq!(
+        validate_send_wqe(&too_long, QPT_RC, 1024),
+        Err(WqeError::BadInline)
+    );
+    let sges = WqeCtrl {
+        opcode: WR_RDMA_WRITE,
+        num_sge: 4,
+        ..WqeCtrl::default()
+    };
     assert_eq!(validate_send_wqe(&sges, QPT_RC, 128), Ok(()));
-    assert_eq!(validate_send_wqe(&sges, QPT_RC, 64), Err(WqeError::BadSgeCount));
-    assert_eq!(validate_send_wqe(&sges, QPT_UD, 128), Err(WqeError::BadQpType));
-    let bad = WqeCtrl { opcode: 0x42, ..WqeCtrl::default() };
-    assert_eq!(validate_send_wqe(&bad, QPT_RC, 1024), Err(WqeError::BadOpcode));
+    assert_eq!(
+        validate_send_wqe(&sges, QPT_RC, 64),
+        Err(WqeError::BadSgeCount)
+    );
+    assert_eq!(
+        validate_send_wqe(&sges, QPT_UD, 128),
+        Err(WqeError::BadQpType)
+    );
+    let bad = WqeCtrl {
+        opcode: 0x42,
+        ..WqeCtrl::default()
+    };
+    assert_eq!(
+        validate_send_wqe(&bad, QPT_RC, 1024),
+        Err(WqeError::BadOpcode)
+    );
     assert_eq!(send_wqe_size(0, 1), 80);
-    let header = RecvWqeHeader { num_sge: 3, ..RecvWqeHeader::default() };
+    let header = RecvWqeHeader {
+        num_sge: 3,
+        ..RecvWqeHeader::default()
+    };
     assert_eq!(validate_recv_wqe(&header, 64), Ok(()));
     assert_eq!(validate_recv_wqe(&header, 32), Err(WqeError::BadSgeCount));
     assert_eq!(wqe_sge(&[0u8; 64], 64, 0), None);
@@ -155,8 +230,13 @@ fn wqe_validation() {
 fn gids_follow_seed_2_layout_rules() {
     // fe80:: + EUI-64 with the universal/local bit flipped, as Linux addrconf does.
     let gid = gid_from_mac([0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
-    assert_eq!(std::net::Ipv6Addr::from(gid).to_string(), "fe80::5054:ff:fe12:3456");
-    let v4: [u8; 16] = std::net::Ipv4Addr::new(10, 0, 1, 36).to_ipv6_mapped().octets();
+    assert_eq!(
+        std::net::Ipv6Addr::from(gid).to_string(),
+        "fe80::5054:ff:fe12:3456"
+    );
+    let v4: [u8; 16] = std::net::Ipv4Addr::new(10, 0, 1, 36)
+        .to_ipv6_mapped()
+        .octets();
     assert!(gid_is_ipv4_mapped(&v4));
     assert!(!gid_is_ipv4_mapped(&gid));
 }

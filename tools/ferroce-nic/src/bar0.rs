@@ -145,7 +145,9 @@ impl Device {
             return;
         }
         let valid = matches!(len, 1 | 2 | 4 | 8)
-            && offset.checked_add(len as u64).is_some_and(|end| end <= BAR0_SIZE as u64);
+            && offset
+                .checked_add(len as u64)
+                .is_some_and(|end| end <= BAR0_SIZE as u64);
         if !valid {
             data.fill(0);
             return;
@@ -175,7 +177,9 @@ impl Device {
             return;
         }
         let valid = matches!(len, 1 | 2 | 4 | 8)
-            && offset.checked_add(len as u64).is_some_and(|end| end <= BAR0_SIZE as u64);
+            && offset
+                .checked_add(len as u64)
+                .is_some_and(|end| end <= BAR0_SIZE as u64);
         if !valid {
             return;
         }

@@ -24,7 +24,14 @@ impl DeviceCore {
             || cq_base % CmdCompletion::SIZE as u64 != 0
             || sq_base.checked_add(span(CMD_ENTRY_SIZE)).is_none()
             || cq_base.checked_add(span(CmdCompletion::SIZE)).is_none();
-        self.cmdq = Some(CmdQueue { sq_base, cq_base, log_size: log_size.min(MAX_LOG_CMDQ), ci: 0, pi: 0, error });
+        self.cmdq = Some(CmdQueue {
+            sq_base,
+            cq_base,
+            log_size: log_size.min(MAX_LOG_CMDQ),
+            ci: 0,
+            pi: 0,
+            error,
+        });
     }
 
     /// Records a command doorbell (new producer index).
@@ -44,7 +51,8 @@ impl DeviceCore {
             return;
         }
         cmdq.pi = pi;
-        self.trace.event("cmdq_doorbell", || serde_json::json!({"pi": pi}));
+        self.trace
+            .event("cmdq_doorbell", || serde_json::json!({"pi": pi}));
     }
 
     /// `REG_CMDQ_STATUS` value.
@@ -61,15 +69,23 @@ impl Device {
     /// Executes up to `budget` commands; returns whether more are waiting.
     pub fn process_cmdq(&mut self, budget: usize) -> bool {
         for _ in 0..budget {
-            let Some(q) = self.core.cmdq.clone() else { return false };
+            let Some(q) = self.core.cmdq.clone() else {
+                return false;
+            };
             if q.error || q.ci == q.pi {
                 return false;
             }
-            let Some(ring) = Ring::new(q.log_size, MAX_LOG_CMDQ) else { return false };
+            let Some(ring) = Ring::new(q.log_size, MAX_LOG_CMDQ) else {
+                return false;
+            };
             let index = q.ci;
             let slot = u64::from(ring.slot(index));
             let mut entry = [0u8; CMD_ENTRY_SIZE];
-            if self.core.dma_read(q.sq_base + slot * CMD_ENTRY_SIZE as u64, &mut entry, "cmd").is_err() {
+            if self
+                .core
+                .dma_read(q.sq_base + slot * CMD_ENTRY_SIZE as u64, &mut entry, "cmd")
+                .is_err()
+            {
                 self.core.fatal(FATAL_CMDQ_DMA);
                 return false;
             }
@@ -101,10 +117,16 @@ impl Device {
             };
             let bytes = completion.encode();
             let at = q.cq_base + slot * CmdCompletion::SIZE as u64;
-            let body = self.core.dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
+            let body =
+                self.core
+                    .dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
             std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
             let owner = body.and_then(|()| {
-                self.core.dma_write(at + CMD_COMPLETION_OWNER_OFFSET as u64, &bytes[CMD_COMPLETION_OWNER_OFFSET..], "cmd_completion")
+                self.core.dma_write(
+                    at + CMD_COMPLETION_OWNER_OFFSET as u64,
+                    &bytes[CMD_COMPLETION_OWNER_OFFSET..],
+                    "cmd_completion",
+                )
             });
             if owner.is_err() {
                 self.core.fatal(FATAL_CMDQ_DMA);
@@ -114,9 +136,17 @@ impl Device {
             if let Some(cmdq) = self.core.cmdq.as_mut() {
                 cmdq.ci = index.wrapping_add(1);
             }
-            let eqe = Eqe { event_type: EVENT_CMD_DONE, data0: header.token, data1: u32::from(index), ..Eqe::default() };
+            let eqe = Eqe {
+                event_type: EVENT_CMD_DONE,
+                data0: header.token,
+                data1: u32::from(index),
+                ..Eqe::default()
+            };
             self.core.post_eqe(EQN_CMD, eqe);
         }
-        self.core.cmdq.as_ref().is_some_and(|q| !q.error && q.ci != q.pi)
+        self.core
+            .cmdq
+            .as_ref()
+            .is_some_and(|q| !q.error && q.ci != q.pi)
     }
 }

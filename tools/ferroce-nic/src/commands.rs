@@ -5,7 +5,9 @@
 use ferroce_hw::*;
 
 use crate::device::Device;
-use crate::objects::{BufferMap, CmdError, Context, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq};
+use crate::objects::{
+    BufferMap, CmdError, Context, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
+};
 
 /// Command results: up to three words.
 pub type CmdResult = Result<[u32; 3], CmdError>;
@@ -51,7 +53,9 @@ impl Device {
             CMD_MODIFY_SRQ => self.modify_srq(&ModifySrqCmd::from_payload(payload)),
             CMD_SET_GID => self.set_gid(&SetGidCmd::from_payload(payload)),
             CMD_CLEAR_GID => self.clear_gid(&ClearGidCmd::from_payload(payload)),
-            CMD_QUERY_COUNTERS => self.query_counters(header, &QueryCountersCmd::from_payload(payload)),
+            CMD_QUERY_COUNTERS => {
+                self.query_counters(header, &QueryCountersCmd::from_payload(payload))
+            }
             CMD_ALLOC_CTX => self.alloc_ctx(&AllocCtxCmd::from_payload(payload)),
             CMD_FREE_CTX => self.free_ctx(&FreeCtxCmd::from_payload(payload)),
             CMD_MAP_QID => self.map_qid(&MapQidCmd::from_payload(payload)),
@@ -82,14 +86,27 @@ impl Device {
         if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port.max_mtu {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        reserved_zero(u64::from(u32::from_le_bytes([cmd.rsvd[0], cmd.rsvd[1], cmd.rsvd[2], 0])), 5)?;
+        reserved_zero(
+            u64::from(u32::from_le_bytes([
+                cmd.rsvd[0],
+                cmd.rsvd[1],
+                cmd.rsvd[2],
+                0,
+            ])),
+            5,
+        )?;
         self.core.port.active_mtu = cmd.active_mtu;
         ok(0)
     }
 
     fn cmd_create_eq(&mut self, cmd: &CreateEqCmd) -> CmdResult {
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 17)?;
-        ok(self.core.create_eq(None, &cmd.ring, u32::from(cmd.log_size), u32::from(cmd.vector))?)
+        ok(self.core.create_eq(
+            None,
+            &cmd.ring,
+            u32::from(cmd.log_size),
+            u32::from(cmd.vector),
+        )?)
     }
 
     fn cmd_destroy_eq(&mut self, cmd: &DestroyEqCmd) -> CmdResult {
@@ -107,7 +124,11 @@ impl Device {
         if cmd.vector >= self.core.irq.vectors() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        let eq = self.core.eqs.get_mut(cmd.eqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let eq = self
+            .core
+            .eqs
+            .get_mut(cmd.eqn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         eq.vector = cmd.vector;
         ok(0)
     }
@@ -121,7 +142,11 @@ impl Device {
 
     fn modify_cq(&mut self, cmd: &ModifyCqCmd) -> CmdResult {
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 4)?;
-        let cq = self.core.cqs.get_mut(cmd.cqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let cq = self
+            .core
+            .cqs
+            .get_mut(cmd.cqn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         cq.moder_count = cmd.moder_count;
         cq.moder_period_us = cmd.moder_period_us;
         ok(0)
@@ -152,7 +177,11 @@ impl Device {
     }
 
     fn query_qp(&mut self, header: &CmdHeader, cmd: &QueryQpCmd) -> CmdResult {
-        let qp = self.core.qps.get(cmd.qpn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let qp = self
+            .core
+            .qps
+            .get(cmd.qpn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         let image = ModifyQpCmd {
             qpn: cmd.qpn,
             attr_mask: QP_ATTR_VALID_MASK,
@@ -178,7 +207,9 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 36));
         }
         // IB rule: remote write or atomic requires local write.
-        if cmd.access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0 && cmd.access & ACCESS_LOCAL_WRITE == 0 {
+        if cmd.access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0
+            && cmd.access & ACCESS_LOCAL_WRITE == 0
+        {
             return Err(CmdError::field(STATUS_BAD_PARAM, 36));
         }
         reserved_zero(cmd.rsvd.into(), 42)?;
@@ -211,7 +242,11 @@ impl Device {
             backing,
             fast_reg_max_pages: fast_reg,
         };
-        let index = self.core.mrs.insert(mr).ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        let index = self
+            .core
+            .mrs
+            .insert(mr)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
         let key = mr_key(index, cmd.key_variant);
         if let Some(mr) = self.core.mrs.get_mut(index) {
             mr.key = key;
@@ -242,12 +277,19 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 30));
         }
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 35)?;
-        ok(self.core.ahs.insert(*cmd).ok_or(CmdError::new(STATUS_NO_RESOURCES))?)
+        ok(self
+            .core
+            .ahs
+            .insert(*cmd)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?)
     }
 
     fn destroy_ah(&mut self, cmd: &DestroyAhCmd) -> CmdResult {
         reserved_zero(cmd.rsvd.into(), 4)?;
-        self.core.ahs.remove(cmd.ah).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        self.core
+            .ahs
+            .remove(cmd.ah)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         ok(0)
     }
 
@@ -259,7 +301,12 @@ impl Device {
         if !(MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(cmd.log_stride)) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 33));
         }
-        let buf = RingBuffer::resolve(&*self.core.mem, &cmd.ring, u32::from(cmd.log_size), 1 << cmd.log_stride)?;
+        let buf = RingBuffer::resolve(
+            &*self.core.mem,
+            &cmd.ring,
+            u32::from(cmd.log_size),
+            1 << cmd.log_stride,
+        )?;
         if cmd.limit >= buf.ring.size() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 28));
         }
@@ -267,24 +314,46 @@ impl Device {
         self.core
             .dma_read(cmd.dbrec_addr, &mut record, "srq_dbrec")
             .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
-        let srq = Srq { buf, dbrec_addr: cmd.dbrec_addr, pd: cmd.pd, limit: cmd.limit, ci: 0, users: 0, queued: false };
-        ok(self.core.srqs.insert(srq).ok_or(CmdError::new(STATUS_NO_RESOURCES))?)
+        let srq = Srq {
+            buf,
+            dbrec_addr: cmd.dbrec_addr,
+            pd: cmd.pd,
+            limit: cmd.limit,
+            ci: 0,
+            users: 0,
+            queued: false,
+        };
+        ok(self
+            .core
+            .srqs
+            .insert(srq)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?)
     }
 
     fn destroy_srq(&mut self, cmd: &DestroySrqCmd) -> CmdResult {
         reserved_zero(cmd.rsvd.into(), 4)?;
-        let srq = self.core.srqs.get(cmd.srqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let srq = self
+            .core
+            .srqs
+            .get(cmd.srqn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if srq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
         self.core.srqs.remove(cmd.srqn);
         self.core.unmap_qids_of(QID_KIND_SRQ, cmd.srqn);
-        self.core.work.retain(|w| *w != crate::device::Work::Srq(cmd.srqn));
+        self.core
+            .work
+            .retain(|w| *w != crate::device::Work::Srq(cmd.srqn));
         ok(0)
     }
 
     fn modify_srq(&mut self, cmd: &ModifySrqCmd) -> CmdResult {
-        let srq = self.core.srqs.get_mut(cmd.srqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let srq = self
+            .core
+            .srqs
+            .get_mut(cmd.srqn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if cmd.limit >= srq.buf.ring.size() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
@@ -299,7 +368,11 @@ impl Device {
         if !matches!(cmd.gid_type, GID_TYPE_ROCE_V1 | GID_TYPE_ROCE_V2) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        let family = if gid_is_ipv4_mapped(&cmd.gid) { GID_FAMILY_IPV4 } else { GID_FAMILY_IPV6 };
+        let family = if gid_is_ipv4_mapped(&cmd.gid) {
+            GID_FAMILY_IPV4
+        } else {
+            GID_FAMILY_IPV6
+        };
         if cmd.family != family {
             return Err(CmdError::field(STATUS_BAD_PARAM, 5));
         }
@@ -311,19 +384,35 @@ impl Device {
             // A multicast source MAC is never valid.
             return Err(CmdError::field(STATUS_BAD_PARAM, 24));
         }
-        let entry = GidEntry { gid: cmd.gid, gid_type: cmd.gid_type, family, mac: cmd.mac, vlan: cmd.vlan };
+        let entry = GidEntry {
+            gid: cmd.gid,
+            gid_type: cmd.gid_type,
+            family,
+            mac: cmd.mac,
+            vlan: cmd.vlan,
+        };
         if let Some(slot) = self.core.gids.get_mut(cmd.index as usize) {
             *slot = Some(entry);
         }
-        self.core.trace.event("gid", || serde_json::json!({"index": cmd.index, "set": true, "type": cmd.gid_type}));
+        self.core.trace.event(
+            "gid",
+            || serde_json::json!({"index": cmd.index, "set": true, "type": cmd.gid_type}),
+        );
         ok(0)
     }
 
     fn clear_gid(&mut self, cmd: &ClearGidCmd) -> CmdResult {
         reserved_zero(cmd.rsvd.into(), 4)?;
-        let slot = self.core.gids.get_mut(cmd.index as usize).ok_or(CmdError::field(STATUS_BAD_PARAM, 0))?;
+        let slot = self
+            .core
+            .gids
+            .get_mut(cmd.index as usize)
+            .ok_or(CmdError::field(STATUS_BAD_PARAM, 0))?;
         *slot = None;
-        self.core.trace.event("gid", || serde_json::json!({"index": cmd.index, "set": false}));
+        self.core.trace.event(
+            "gid",
+            || serde_json::json!({"index": cmd.index, "set": false}),
+        );
         ok(0)
     }
 
@@ -336,7 +425,9 @@ impl Device {
         if header.out_addr == 0 || header.out_addr % 8 != 0 {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
-        let bytes: Vec<u8> = (first..first + count).flat_map(|i| self.core.counters.get(i).to_le_bytes()).collect();
+        let bytes: Vec<u8> = (first..first + count)
+            .flat_map(|i| self.core.counters.get(i).to_le_bytes())
+            .collect();
         self.core
             .dma_write(header.out_addr, &bytes, "cmd_out")
             .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
@@ -345,7 +436,12 @@ impl Device {
 
     fn alloc_ctx(&mut self, cmd: &AllocCtxCmd) -> CmdResult {
         reserved_zero(cmd.rsvd, 0)?;
-        let free = self.core.contexts.iter().position(Option::is_none).ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        let free = self
+            .core
+            .contexts
+            .iter()
+            .position(Option::is_none)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
         self.core.contexts[free] = Some(Context::new());
         ok(free as u32)
     }
@@ -355,7 +451,11 @@ impl Device {
         if cmd.ctx == 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
-        let slot = self.core.contexts.get_mut(cmd.ctx as usize).ok_or(CmdError::field(STATUS_BAD_PARAM, 0))?;
+        let slot = self
+            .core
+            .contexts
+            .get_mut(cmd.ctx as usize)
+            .ok_or(CmdError::field(STATUS_BAD_PARAM, 0))?;
         if slot.take().is_none() {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         }
@@ -366,7 +466,15 @@ impl Device {
         if cmd.local_qid as usize >= QID_TABLE_LEN {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        reserved_zero(u64::from(u32::from_le_bytes([cmd.rsvd[0], cmd.rsvd[1], cmd.rsvd[2], 0])), 13)?;
+        reserved_zero(
+            u64::from(u32::from_le_bytes([
+                cmd.rsvd[0],
+                cmd.rsvd[1],
+                cmd.rsvd[2],
+                0,
+            ])),
+            13,
+        )?;
         let exists = match cmd.kind {
             QID_KIND_QP => self.core.qps.get(cmd.global).is_some(),
             QID_KIND_SRQ => self.core.srqs.get(cmd.global).is_some(),
@@ -382,7 +490,10 @@ impl Device {
             .get_mut(cmd.ctx as usize)
             .and_then(Option::as_mut)
             .ok_or(CmdError::field(STATUS_BAD_RESOURCE, 0))?;
-        context.qids[cmd.local_qid as usize] = Some(QidEntry { kind: cmd.kind, global: cmd.global });
+        context.qids[cmd.local_qid as usize] = Some(QidEntry {
+            kind: cmd.kind,
+            global: cmd.global,
+        });
         ok(0)
     }
 
@@ -393,7 +504,10 @@ impl Device {
             .get_mut(cmd.ctx as usize)
             .and_then(Option::as_mut)
             .ok_or(CmdError::field(STATUS_BAD_RESOURCE, 0))?;
-        let entry = context.qids.get_mut(cmd.local_qid as usize).ok_or(CmdError::field(STATUS_BAD_PARAM, 4))?;
+        let entry = context
+            .qids
+            .get_mut(cmd.local_qid as usize)
+            .ok_or(CmdError::field(STATUS_BAD_PARAM, 4))?;
         if entry.take().is_none() {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         }

@@ -31,16 +31,29 @@ impl ConfigSpace {
         put(0x02, &PCI_DEVICE_ID.to_le_bytes());
         put(0x06, &PCI_STATUS_CAP_LIST.to_le_bytes());
         put(0x08, &[PCI_REVISION]);
-        put(0x09, &[(PCI_CLASS_CODE & 0xff) as u8, (PCI_CLASS_CODE >> 8) as u8, (PCI_CLASS_CODE >> 16) as u8]);
+        put(
+            0x09,
+            &[
+                (PCI_CLASS_CODE & 0xff) as u8,
+                (PCI_CLASS_CODE >> 8) as u8,
+                (PCI_CLASS_CODE >> 16) as u8,
+            ],
+        );
         // BAR0: 32-bit non-prefetchable memory; the low bits read 0.
         put(0x2c, &PCI_SUBSYSTEM_VENDOR_ID.to_le_bytes());
         put(0x2e, &PCI_SUBSYSTEM_ID.to_le_bytes());
         put(0x34, &[MSIX_CAP_OFFSET as u8]);
         put(0x3d, &[1]); // INTA#
-        // MSI-X: table size N-1, table and PBA in BAR0 (BIR 0).
+                         // MSI-X: table size N-1, table and PBA in BAR0 (BIR 0).
         put(MSIX_CAP_OFFSET, &[PCI_CAP_ID_MSIX, 0]);
-        put(MSIX_CAP_OFFSET + 2, &(msix_vectors.saturating_sub(1)).to_le_bytes());
-        put(MSIX_CAP_OFFSET + 4, &(MSIX_TABLE_OFFSET as u32).to_le_bytes());
+        put(
+            MSIX_CAP_OFFSET + 2,
+            &(msix_vectors.saturating_sub(1)).to_le_bytes(),
+        );
+        put(
+            MSIX_CAP_OFFSET + 4,
+            &(MSIX_TABLE_OFFSET as u32).to_le_bytes(),
+        );
         put(MSIX_CAP_OFFSET + 8, &(MSIX_PBA_OFFSET as u32).to_le_bytes());
         // Writable: command (I/O, memory, bus master, parity, SERR, INTx disable), BAR0 address
         // bits, interrupt line, MSI-X enable + function mask.
@@ -71,8 +84,12 @@ impl ConfigSpace {
         let control = MSIX_CAP_OFFSET + 3;
         let mut touched_msix = false;
         for (i, byte) in data.iter().enumerate() {
-            let Some(o) = usize::try_from(offset).ok().and_then(|o| o.checked_add(i)) else { continue };
-            if let (Some(cur), Some(mask)) = (self.bytes.get(o).copied(), self.writable.get(o).copied()) {
+            let Some(o) = usize::try_from(offset).ok().and_then(|o| o.checked_add(i)) else {
+                continue;
+            };
+            if let (Some(cur), Some(mask)) =
+                (self.bytes.get(o).copied(), self.writable.get(o).copied())
+            {
                 self.bytes[o] = (cur & !mask) | (byte & mask);
                 touched_msix |= o == control;
             }
@@ -83,7 +100,10 @@ impl ConfigSpace {
     /// MSI-X (enable, function mask).
     pub fn msix_control(&self) -> (bool, bool) {
         let control = self.bytes[MSIX_CAP_OFFSET + 3];
-        (control & MSIX_CTRL_ENABLE != 0, control & MSIX_CTRL_FUNCTION_MASK != 0)
+        (
+            control & MSIX_CTRL_ENABLE != 0,
+            control & MSIX_CTRL_FUNCTION_MASK != 0,
+        )
     }
 
     /// Back to power-on values (command register and MSI-X control cleared, BAR kept).
@@ -103,7 +123,10 @@ mod tests {
         let mut cfg = ConfigSpace::new(8);
         let mut id = [0u8; 4];
         cfg.read(0, &mut id);
-        assert_eq!(u32::from_le_bytes(id), u32::from(PCI_DEVICE_ID) << 16 | u32::from(PCI_VENDOR_ID));
+        assert_eq!(
+            u32::from_le_bytes(id),
+            u32::from(PCI_DEVICE_ID) << 16 | u32::from(PCI_VENDOR_ID)
+        );
         let mut class = [0u8; 4];
         cfg.read(8, &mut class);
         assert_eq!(u32::from_le_bytes(class) >> 8, PCI_CLASS_CODE);
@@ -119,7 +142,10 @@ mod tests {
         let mut size = [0u8; 2];
         cfg.read((MSIX_CAP_OFFSET + 2) as u64, &mut size);
         assert_eq!(u16::from_le_bytes(size), 7);
-        assert_eq!(cfg.write((MSIX_CAP_OFFSET + 2) as u64, &[0x07, 0xc0]), Some((true, true)));
+        assert_eq!(
+            cfg.write((MSIX_CAP_OFFSET + 2) as u64, &[0x07, 0xc0]),
+            Some((true, true))
+        );
         cfg.reset();
         assert_eq!(cfg.msix_control(), (false, false));
         // Past the end.

@@ -36,7 +36,10 @@ fn gid_text(gid: &[u8; 16]) -> String {
 }
 
 fn mac_text(mac: &[u8; 6]) -> String {
-    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// The GID table as JSON.
@@ -110,13 +113,19 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
                     .qids
                     .iter()
                     .enumerate()
-                    .filter_map(|(local, e)| e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global})))
+                    .filter_map(|(local, e)| {
+                        e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global}))
+                    })
                     .collect();
                 json!({"ctx": n, "qids": qids})
             })
         })
         .collect();
-    let engine = nic.engine_log.lock().map(|log| json!({"records": log.records.len(), "dropped": log.dropped})).unwrap_or(Value::Null);
+    let engine = nic
+        .engine_log
+        .lock()
+        .map(|log| json!({"records": log.records.len(), "dropped": log.dropped}))
+        .unwrap_or(Value::Null);
     json!({
         "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
         "cmdq": core.cmdq, "registers": core.regs, "port": core.port, "dma_regions": nic.dma.regions(),
@@ -132,8 +141,12 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
     let host = &nic.host;
     let result: Result<Value, String> = (|| match command {
         "counters" => {
-            let map: serde_json::Map<String, Value> =
-                nic.counters.named().into_iter().map(|(k, v)| (k.to_string(), Value::from(v))).collect();
+            let map: serde_json::Map<String, Value> = nic
+                .counters
+                .named()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Value::from(v)))
+                .collect();
             Ok(json!({ "counters": map }))
         }
         "gids" => Ok(gids_json(&nic.lock())),
@@ -173,7 +186,9 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
         }
         "trace" => match (arg, words.next()) {
             (Some("start"), Some(path)) => {
-                nic.trace.start(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
+                nic.trace
+                    .start(Path::new(path))
+                    .map_err(|e| format!("{path}: {e}"))?;
                 Ok(json!({ "trace": path }))
             }
             (Some("stop"), _) => {
@@ -205,29 +220,36 @@ fn handle(nic: &Nic, stream: UnixStream) -> std::io::Result<()> {
 }
 
 /// Serves the control socket on a thread of its own.
-pub fn spawn_control_server(nic: Arc<Nic>, path: &Path) -> anyhow::Result<std::thread::JoinHandle<()>> {
+pub fn spawn_control_server(
+    nic: Arc<Nic>,
+    path: &Path,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
     if path.exists() {
         std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
     }
-    let listener = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
-    let handle = std::thread::Builder::new().name("ferroce-control".into()).spawn(move || {
-        for stream in listener.incoming() {
-            match stream {
-                Ok(stream) => {
-                    if let Err(e) = handle(&nic, stream) {
-                        tracing::warn!("control connection: {e}");
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+    let handle = std::thread::Builder::new()
+        .name("ferroce-control".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                match stream {
+                    Ok(stream) => {
+                        if let Err(e) = handle(&nic, stream) {
+                            tracing::warn!("control connection: {e}");
+                        }
                     }
+                    Err(e) => tracing::warn!("control accept: {e}"),
                 }
-                Err(e) => tracing::warn!("control accept: {e}"),
             }
-        }
-    })?;
+        })?;
     Ok(handle)
 }
 
 /// Sends one command and returns the reply.
 pub fn request(path: &Path, command: &str) -> anyhow::Result<Value> {
-    let mut stream = UnixStream::connect(path).with_context(|| format!("connecting to {}", path.display()))?;
+    let mut stream =
+        UnixStream::connect(path).with_context(|| format!("connecting to {}", path.display()))?;
     stream.write_all(command.as_bytes())?;
     stream.write_all(b"\n")?;
     let mut reply = String::new();

@@ -13,7 +13,9 @@ pub struct Counters {
 
 impl Default for Counters {
     fn default() -> Self {
-        Self { values: std::array::from_fn(|_| AtomicU64::new(0)) }
+        Self {
+            values: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
     }
 }
 
@@ -37,7 +39,9 @@ impl Counters {
 
     /// Value of counter `index` (0 if out of range).
     pub fn get(&self, index: usize) -> u64 {
-        self.values.get(index).map_or(0, |c| c.load(Ordering::Relaxed))
+        self.values
+            .get(index)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
     /// Named, non-reserved counters.

@@ -21,8 +21,14 @@ impl DeviceCore {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 24));
         }
         let mut record = [0u8; CqDbRecord::SIZE];
-        self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec").map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
-        let buf = RingBuffer::resolve(&*self.mem, &cmd.ring, u32::from(cmd.log_size), CQE_SIZE as u32)?;
+        self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
+            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+        let buf = RingBuffer::resolve(
+            &*self.mem,
+            &cmd.ring,
+            u32::from(cmd.log_size),
+            CQE_SIZE as u32,
+        )?;
         let cq = Cq {
             buf,
             dbrec_addr: cmd.dbrec_addr,
@@ -38,7 +44,10 @@ impl DeviceCore {
             queued: false,
             users: 0,
         };
-        let cqn = self.cqs.insert(cq).ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        let cqn = self
+            .cqs
+            .insert(cq)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
         if let Some(eq) = self.eqs.get_mut(cmd.eqn) {
             eq.users += 1;
         }
@@ -47,7 +56,10 @@ impl DeviceCore {
 
     /// Destroys a CQ no QP uses.
     pub fn destroy_cq(&mut self, cqn: u32) -> Result<(), CmdError> {
-        let cq = self.cqs.get(cqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let cq = self
+            .cqs
+            .get(cqn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if cq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
@@ -92,7 +104,10 @@ impl DeviceCore {
             return Err(HostError::CqError);
         };
         if !ring.producer_valid(pi, ci) || ring.is_full(pi, ci) {
-            self.trace.event("cq_overrun", || serde_json::json!({"cqn": cqn, "pi": pi, "ci": ci}));
+            self.trace.event(
+                "cq_overrun",
+                || serde_json::json!({"cqn": cqn, "pi": pi, "ci": ci}),
+            );
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
@@ -104,12 +119,20 @@ impl DeviceCore {
         }
         cqe.owner = ring.owner(pi);
         let bytes = cqe.encode();
-        let Some(cq) = self.cqs.get(cqn) else { return Err(HostError::CqError) };
+        let Some(cq) = self.cqs.get(cqn) else {
+            return Err(HostError::CqError);
+        };
         let offset = cq.buf.offset(pi);
         let map = cq.buf.map.clone();
         let body = map.write(&*self.mem, offset, &bytes[..CQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let written = body.and_then(|()| map.write(&*self.mem, offset + CQE_OWNER_OFFSET as u64, &bytes[CQE_OWNER_OFFSET..]));
+        let written = body.and_then(|()| {
+            map.write(
+                &*self.mem,
+                offset + CQE_OWNER_OFFSET as u64,
+                &bytes[CQE_OWNER_OFFSET..],
+            )
+        });
         if written.is_err() {
             self.counters.inc(COUNTER_DMA_ERRORS);
             self.cq_error(cqn);
@@ -120,7 +143,9 @@ impl DeviceCore {
             serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id})
         });
         let now = self.elapsed_us();
-        let Some(cq) = self.cqs.get_mut(cqn) else { return Err(HostError::CqError) };
+        let Some(cq) = self.cqs.get_mut(cqn) else {
+            return Err(HostError::CqError);
+        };
         cq.pi = pi.wrapping_add(1);
         let triggers = match cq.arm {
             CqArm::Disarmed => false,
@@ -130,7 +155,9 @@ impl DeviceCore {
         if triggers || cq.unreported > 0 {
             cq.unreported += 1;
             cq.first_unreported_us.get_or_insert(now);
-            if u32::from(cq.moder_count.max(1)) <= cq.unreported || cq.moder_period_us == 0 && cq.moder_count <= 1 {
+            if u32::from(cq.moder_count.max(1)) <= cq.unreported
+                || cq.moder_period_us == 0 && cq.moder_count <= 1
+            {
                 self.completion_event(cqn);
             }
         }
@@ -139,12 +166,21 @@ impl DeviceCore {
 
     /// Posts the completion EQE of a CQ and disarms it.
     fn completion_event(&mut self, cqn: u32) {
-        let Some(cq) = self.cqs.get_mut(cqn) else { return };
+        let Some(cq) = self.cqs.get_mut(cqn) else {
+            return;
+        };
         cq.arm = CqArm::Disarmed;
         cq.unreported = 0;
         cq.first_unreported_us = None;
         let eqn = cq.eqn;
-        self.post_eqe(eqn, Eqe { event_type: EVENT_COMPLETION, data0: cqn, ..Eqe::default() });
+        self.post_eqe(
+            eqn,
+            Eqe {
+                event_type: EVENT_COMPLETION,
+                data0: cqn,
+                ..Eqe::default()
+            },
+        );
     }
 
     /// Fires moderated completion events whose period expired.
@@ -155,7 +191,9 @@ impl DeviceCore {
             .iter()
             .filter(|(_, cq)| {
                 cq.moder_period_us > 0
-                    && cq.first_unreported_us.is_some_and(|t| now.saturating_sub(t) >= u64::from(cq.moder_period_us))
+                    && cq
+                        .first_unreported_us
+                        .is_some_and(|t| now.saturating_sub(t) >= u64::from(cq.moder_period_us))
             })
             .map(|(cqn, _)| cqn)
             .collect();
@@ -167,9 +205,13 @@ impl DeviceCore {
     /// Applies a pending arm doorbell: if CQEs the driver has not consumed (per the doorbell
     /// record) are already there, the event fires now; otherwise the CQ waits armed.
     pub fn service_cq_arm(&mut self, cqn: u32) {
-        let Some(cq) = self.cqs.get_mut(cqn) else { return };
+        let Some(cq) = self.cqs.get_mut(cqn) else {
+            return;
+        };
         cq.queued = false;
-        let Some(solicited) = cq.pending_arm.take() else { return };
+        let Some(solicited) = cq.pending_arm.take() else {
+            return;
+        };
         if cq.error {
             return;
         }
@@ -179,8 +221,14 @@ impl DeviceCore {
             self.cq_error(cqn);
             return;
         };
-        let Some(cq) = self.cqs.get_mut(cqn) else { return };
-        cq.arm = if solicited { CqArm::Solicited } else { CqArm::Next };
+        let Some(cq) = self.cqs.get_mut(cqn) else {
+            return;
+        };
+        cq.arm = if solicited {
+            CqArm::Solicited
+        } else {
+            CqArm::Next
+        };
         // Unconsumed CQEs satisfy a "next" arm at once (the IB rule for req_notify_cq racing
         // with new completions); solicited arms wait for a solicited one.
         if !solicited && pi != ci && cq.buf.ring.producer_valid(pi, ci) {

@@ -232,14 +232,21 @@ impl Device {
             srqs: Table::new(config.max_srq, 0),
             gids: vec![None; GID_TABLE_LEN as usize],
             contexts: Self::fresh_contexts(),
-            port: Port { state: PORT_STATE_ACTIVE, active_mtu: MTU_1024, max_mtu: MTU_4096 },
+            port: Port {
+                state: PORT_STATE_ACTIVE,
+                active_mtu: MTU_1024,
+                max_mtu: MTU_4096,
+            },
             config,
             mem,
             irq,
             counters,
             trace,
             host,
-            regs: Registers { ready: true, ..Registers::default() },
+            regs: Registers {
+                ready: true,
+                ..Registers::default()
+            },
             cmdq: None,
             reset_pending: false,
             work: VecDeque::new(),
@@ -276,7 +283,10 @@ impl Device {
         core.work.clear();
         core.push = PushWindows::default();
         core.pending_bad_doorbells.clear();
-        core.regs = Registers { ready: true, ..Registers::default() };
+        core.regs = Registers {
+            ready: true,
+            ..Registers::default()
+        };
         core.reset_pending = false;
         core.trace.event("reset", || serde_json::json!({}));
     }
@@ -296,7 +306,9 @@ impl Device {
         self.core.report_bad_doorbells();
         let mut more = self.process_cmdq(COMMAND_BUDGET);
         for _ in 0..WORK_BUDGET {
-            let Some(work) = self.core.work.pop_front() else { break };
+            let Some(work) = self.core.work.pop_front() else {
+                break;
+            };
             self.service(work);
         }
         more |= !self.core.work.is_empty();
@@ -321,8 +333,16 @@ impl Device {
     pub fn has_work(&self) -> bool {
         self.core.reset_pending
             || !self.core.work.is_empty()
-            || self.core.cmdq.as_ref().is_some_and(|q| q.ci != q.pi && !q.error)
-            || self.core.cqs.iter().any(|(_, cq)| cq.first_unreported_us.is_some())
+            || self
+                .core
+                .cmdq
+                .as_ref()
+                .is_some_and(|q| q.ci != q.pi && !q.error)
+            || self
+                .core
+                .cqs
+                .iter()
+                .any(|(_, cq)| cq.first_unreported_us.is_some())
     }
 
     fn service(&mut self, work: Work) {
@@ -372,17 +392,30 @@ impl DeviceCore {
         }
         tracing::warn!(code, "device fatal error");
         self.regs.fatal_code = code;
-        self.trace.event("fatal", || serde_json::json!({"code": code}));
+        self.trace
+            .event("fatal", || serde_json::json!({"code": code}));
         self.post_async_event(EVENT_DEVICE_FATAL, 0, code, 0);
     }
 
     /// Queues an object for the device thread unless already queued.
     pub fn queue_work(&mut self, work: Work) {
         let queued = match work {
-            Work::Qp(n) => self.qps.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Cq(n) => self.cqs.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Eq(n) => self.eqs.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Srq(n) => self.srqs.get_mut(n).map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Qp(n) => self
+                .qps
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Cq(n) => self
+                .cqs
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Eq(n) => self
+                .eqs
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Srq(n) => self
+                .srqs
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
         };
         if queued == Some(false) {
             self.work.push_back(work);
@@ -406,10 +439,18 @@ impl DeviceCore {
 
     /// Sets the port state (host control), with the async event.
     pub fn set_port_state(&mut self, up: bool) {
-        let state = if up { PORT_STATE_ACTIVE } else { PORT_STATE_DOWN };
+        let state = if up {
+            PORT_STATE_ACTIVE
+        } else {
+            PORT_STATE_DOWN
+        };
         if self.port.state != state {
             self.port.state = state;
-            let event = if up { EVENT_PORT_ACTIVE } else { EVENT_PORT_DOWN };
+            let event = if up {
+                EVENT_PORT_ACTIVE
+            } else {
+                EVENT_PORT_DOWN
+            };
             self.post_async_event(event, 0, 1, 0);
         }
     }

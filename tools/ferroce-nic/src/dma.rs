@@ -97,7 +97,11 @@ impl DmaTable {
                 // The mapping is guest RAM shared with QEMU and the guest, which may change it
                 // at any time: it is only ever accessed through raw copies below, never through
                 // Rust references.
-                let mapped = if writable { options.map_raw(file) } else { options.map_raw_read_only(file) };
+                let mapped = if writable {
+                    options.map_raw(file)
+                } else {
+                    options.map_raw_read_only(file)
+                };
                 Some(mapped.map_err(|source| MapError::Mmap { iova, size, source })?)
             }
             _ => None,
@@ -106,7 +110,15 @@ impl DmaTable {
         self.remove_locked(&mut regions, iova, size);
         let writable = writable && map.is_some();
         let at = regions.partition_point(|r| r.iova < iova);
-        regions.insert(at, DmaRegion { iova, size, map, writable });
+        regions.insert(
+            at,
+            DmaRegion {
+                iova,
+                size,
+                map,
+                writable,
+            },
+        );
         Ok(())
     }
 
@@ -163,8 +175,14 @@ impl DmaTable {
             let region = regions
                 .iter()
                 .find(|r| r.iova <= cur && cur < r.end())
-                .ok_or(DmaError::Unmapped { addr: cur, len: remaining })?;
-            let map = region.map.as_ref().ok_or(DmaError::Unmapped { addr: cur, len: remaining })?;
+                .ok_or(DmaError::Unmapped {
+                    addr: cur,
+                    len: remaining,
+                })?;
+            let map = region.map.as_ref().ok_or(DmaError::Unmapped {
+                addr: cur,
+                len: remaining,
+            })?;
             if write && !region.writable {
                 return Err(DmaError::ReadOnly { addr: cur });
             }
@@ -213,7 +231,11 @@ mod tests {
     }
 
     fn tempfile_in_shm() -> File {
-        let path = std::env::temp_dir().join(format!("ferroce-dma-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let path = std::env::temp_dir().join(format!(
+            "ferroce-dma-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -230,25 +252,45 @@ mod tests {
         let table = DmaTable::new();
         let low = memfd(0x2000);
         let high = memfd(0x1000);
-        table.map(0x0, 0x2000, 0, Some(&low), true, true).expect("map low");
-        table.map(0x2000, 0x1000, 0, Some(&high), true, true).expect("map high");
-        table.map(0x10000, 0x1000, 0, None, true, false).expect("map rom");
+        table
+            .map(0x0, 0x2000, 0, Some(&low), true, true)
+            .expect("map low");
+        table
+            .map(0x2000, 0x1000, 0, Some(&high), true, true)
+            .expect("map high");
+        table
+            .map(0x10000, 0x1000, 0, None, true, false)
+            .expect("map rom");
         // A write spanning the two adjacent pieces lands in both files.
         table.write(0x1ffe, &[1, 2, 3, 4]).expect("span write");
         let mut buf = [0u8; 4];
         table.read(0x1ffe, &mut buf).expect("span read");
         assert_eq!(buf, [1, 2, 3, 4]);
         // fd-less and hole accesses fail.
-        assert!(matches!(table.read(0x10000, &mut buf), Err(DmaError::Unmapped { .. })));
-        assert!(matches!(table.read(0x3000, &mut buf), Err(DmaError::Unmapped { .. })));
-        assert!(matches!(table.read(u64::MAX - 1, &mut buf), Err(DmaError::Overflow { .. })));
+        assert!(matches!(
+            table.read(0x10000, &mut buf),
+            Err(DmaError::Unmapped { .. })
+        ));
+        assert!(matches!(
+            table.read(0x3000, &mut buf),
+            Err(DmaError::Unmapped { .. })
+        ));
+        assert!(matches!(
+            table.read(u64::MAX - 1, &mut buf),
+            Err(DmaError::Overflow { .. })
+        ));
         // Remap replaces the overlapped region.
         let other = memfd(0x1000);
-        table.map(0x2000, 0x1000, 0, Some(&other), true, false).expect("remap ro");
+        table
+            .map(0x2000, 0x1000, 0, Some(&other), true, false)
+            .expect("remap ro");
         assert_eq!(table.regions().len(), 3);
         table.read(0x2000, &mut buf).expect("read new");
         assert_eq!(buf, [0, 0, 0, 0]);
-        assert!(matches!(table.write(0x2000, &buf), Err(DmaError::ReadOnly { .. })));
+        assert!(matches!(
+            table.write(0x2000, &buf),
+            Err(DmaError::ReadOnly { .. })
+        ));
         assert_eq!(table.unmap(0x0, 0x3000), 2);
         assert_eq!(table.unmap_all(), 1);
     }

@@ -15,7 +15,9 @@ pub struct PushWindows {
 
 impl Default for PushWindows {
     fn default() -> Self {
-        Self { windows: vec![[0u8; PUSH_WINDOW_SIZE]; NUM_DB_PAGES] }
+        Self {
+            windows: vec![[0u8; PUSH_WINDOW_SIZE]; NUM_DB_PAGES],
+        }
     }
 }
 
@@ -24,7 +26,10 @@ impl PushWindows {
     /// dropped.
     pub fn write(&mut self, ctx: usize, offset: usize, data: &[u8]) {
         if let Some(window) = self.windows.get_mut(ctx) {
-            if let Some(dst) = offset.checked_add(data.len()).and_then(|end| window.get_mut(offset..end)) {
+            if let Some(dst) = offset
+                .checked_add(data.len())
+                .and_then(|end| window.get_mut(offset..end))
+            {
                 dst.copy_from_slice(data);
             }
         }
@@ -51,7 +56,10 @@ impl DeviceCore {
 
     fn bad_doorbell(&mut self, ctx: usize, reg: usize, value: u32) {
         self.counters.inc(COUNTER_BAD_DOORBELLS);
-        self.trace.event("bad_doorbell", || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}));
+        self.trace.event(
+            "bad_doorbell",
+            || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}),
+        );
         // The async EQ write happens on the device thread; the event is reported from there.
         self.pending_bad_doorbells.push_back((ctx as u32, value));
         if self.pending_bad_doorbells.len() > 64 {
@@ -69,7 +77,10 @@ impl DeviceCore {
             _ => return self.bad_doorbell(ctx, reg, value),
         };
         let qid = (value >> 16) as u16;
-        self.trace.event("doorbell", || serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value}));
+        self.trace.event(
+            "doorbell",
+            || serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value}),
+        );
         let Some(global) = self.translate_qid(ctx, qid, kind) else {
             return self.bad_doorbell(ctx, reg, value);
         };
@@ -111,7 +122,9 @@ impl DeviceCore {
 
     /// Records a new SQ producer index (and a pushed WQE, which stands for `index - 1`).
     fn sq_doorbell(&mut self, qpn: u32, index: u16, pushed: Option<Vec<u8>>) -> bool {
-        let Some(qp) = self.qps.get_mut(qpn) else { return false };
+        let Some(qp) = self.qps.get_mut(qpn) else {
+            return false;
+        };
         let ring = qp.sq.buf.ring;
         if !ring.advance_valid(qp.sq.pi, index, qp.sq.ci) {
             return false;
@@ -119,7 +132,10 @@ impl DeviceCore {
         qp.sq.pi = index;
         if let Some(bytes) = pushed {
             if qp.pushed.len() < MAX_PUSHED_PER_QP {
-                qp.pushed.push_back(PushedWqe { index: index.wrapping_sub(1), bytes });
+                qp.pushed.push_back(PushedWqe {
+                    index: index.wrapping_sub(1),
+                    bytes,
+                });
             }
         }
         self.queue_work(Work::Qp(qpn));
@@ -131,7 +147,10 @@ impl DeviceCore {
         self.counters.inc(COUNTER_DOORBELLS);
         let db = EqDoorbell::decode(value);
         let eqn = u32::from(db.eqn);
-        self.trace.event("eq_doorbell", || serde_json::json!({"eqn": eqn, "ci": db.ci, "arm": db.arm}));
+        self.trace.event(
+            "eq_doorbell",
+            || serde_json::json!({"eqn": eqn, "ci": db.ci, "arm": db.arm}),
+        );
         match self.eqs.get_mut(eqn) {
             Some(eq) => {
                 let arm = db.arm || eq.pending_doorbell.is_some_and(|p| p.arm);

@@ -95,16 +95,41 @@ pub enum HostError {
 pub trait EngineHost {
     /// Reads payload bytes at local `iova` under MR `lkey` (checked for `pd` and `access`),
     /// counting payload DMA.
-    fn read_payload(&mut self, pd: u32, lkey: u32, iova: u64, buf: &mut [u8], access: u32) -> Result<(), HostError>;
+    fn read_payload(
+        &mut self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        buf: &mut [u8],
+        access: u32,
+    ) -> Result<(), HostError>;
     /// Writes payload bytes at `iova` under MR `key`.
-    fn write_payload(&mut self, pd: u32, key: u32, iova: u64, data: &[u8], access: u32) -> Result<(), HostError>;
+    fn write_payload(
+        &mut self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        data: &[u8],
+        access: u32,
+    ) -> Result<(), HostError>;
     /// Completes the oldest send WQEs of `qpn` up to and including ring index `index`: a CQE for
     /// signalled ones (and for any error); an error moves the QP to ERR and flushes the rest.
-    fn complete_send(&mut self, qpn: u32, index: u16, status: u8, byte_len: u32) -> Result<(), HostError>;
+    fn complete_send(
+        &mut self,
+        qpn: u32,
+        index: u16,
+        status: u8,
+        byte_len: u32,
+    ) -> Result<(), HostError>;
     /// Takes the next receive WQE of `qpn` (its RQ or SRQ); `None` if there is none (RNR).
     fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError>;
     /// Writes a receive CQE for `work` on `qpn`'s receive CQ.
-    fn complete_recv(&mut self, qpn: u32, work: &RecvWork, completion: RecvCompletion) -> Result<(), HostError>;
+    fn complete_recv(
+        &mut self,
+        qpn: u32,
+        work: &RecvWork,
+        completion: RecvCompletion,
+    ) -> Result<(), HostError>;
     /// Raises an async event (`EVENT_*`) about object `data0`.
     fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32);
     /// GID table entry.

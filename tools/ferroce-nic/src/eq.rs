@@ -9,7 +9,13 @@ use crate::objects::{CmdError, Eq, RingBuffer};
 
 impl DeviceCore {
     /// Creates EQ `eqn` (0/1 from the setup registers, others by command).
-    pub fn create_eq(&mut self, eqn: Option<u32>, ring: &BufDesc, log_size: u32, vector: u32) -> Result<u32, CmdError> {
+    pub fn create_eq(
+        &mut self,
+        eqn: Option<u32>,
+        ring: &BufDesc,
+        log_size: u32,
+        vector: u32,
+    ) -> Result<u32, CmdError> {
         if vector >= u32::from(self.irq.vectors()) {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
@@ -34,7 +40,8 @@ impl DeviceCore {
             }
             None => {
                 // Completion EQs never take the fixed numbers 0 and 1.
-                let free = (EQN_FIRST_COMPLETION..self.eqs.capacity()).find(|&n| self.eqs.get(n).is_none());
+                let free = (EQN_FIRST_COMPLETION..self.eqs.capacity())
+                    .find(|&n| self.eqs.get(n).is_none());
                 let eqn = free.ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
                 self.eqs.insert_at(eqn, eq);
                 Ok(eqn)
@@ -44,7 +51,10 @@ impl DeviceCore {
 
     /// Destroys an EQ no CQ uses.
     pub fn destroy_eq(&mut self, eqn: u32) -> Result<(), CmdError> {
-        let eq = self.eqs.get(eqn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let eq = self
+            .eqs
+            .get(eqn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if eq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
@@ -59,7 +69,10 @@ impl DeviceCore {
         let status = if eqn != EQN_ASYNC && eqn != EQN_CMD {
             STATUS_BAD_PARAM
         } else if value & EQ_SETUP_CREATE != 0 {
-            let ring = BufDesc { addr: self.regs.eq_setup_base, ..BufDesc::default() };
+            let ring = BufDesc {
+                addr: self.regs.eq_setup_base,
+                ..BufDesc::default()
+            };
             let (log, vector) = (self.regs.eq_setup_log_size, self.regs.eq_setup_vector);
             match self.create_eq(Some(eqn), &ring, log, vector) {
                 Ok(_) => STATUS_OK,
@@ -78,11 +91,14 @@ impl DeviceCore {
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
     /// or not writable.
     pub fn post_eqe(&mut self, eqn: u32, mut eqe: Eqe) -> bool {
-        let Some(eq) = self.eqs.get_mut(eqn) else { return false };
+        let Some(eq) = self.eqs.get_mut(eqn) else {
+            return false;
+        };
         let ring = eq.buf.ring;
         if ring.is_full(eq.pi, eq.ci) {
             eq.overruns += 1;
-            self.trace.event("eq_overrun", || serde_json::json!({"eqn": eqn}));
+            self.trace
+                .event("eq_overrun", || serde_json::json!({"eqn": eqn}));
             return false;
         }
         let index = eq.pi;
@@ -93,7 +109,13 @@ impl DeviceCore {
         // Body first, owner byte last, so a polling driver never sees a half-written entry.
         let body = map.write(&*self.mem, offset, &bytes[..EQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let owner = body.and_then(|()| map.write(&*self.mem, offset + EQE_OWNER_OFFSET as u64, &bytes[EQE_OWNER_OFFSET..]));
+        let owner = body.and_then(|()| {
+            map.write(
+                &*self.mem,
+                offset + EQE_OWNER_OFFSET as u64,
+                &bytes[EQE_OWNER_OFFSET..],
+            )
+        });
         if owner.is_err() {
             self.counters.inc(COUNTER_DMA_ERRORS);
             // An EQ that cannot be written leaves the driver deaf: that is fatal.
@@ -105,7 +127,9 @@ impl DeviceCore {
         self.trace.event("eqe", || {
             serde_json::json!({"eqn": eqn, "index": index, "type": eqe.event_type, "data0": eqe.data0, "data1": eqe.data1})
         });
-        let Some(eq) = self.eqs.get_mut(eqn) else { return false };
+        let Some(eq) = self.eqs.get_mut(eqn) else {
+            return false;
+        };
         eq.pi = eq.pi.wrapping_add(1);
         if eq.armed {
             eq.armed = false;
@@ -119,23 +143,39 @@ impl DeviceCore {
     pub fn raise(&self, vector: u16) {
         let outcome = self.irq.raise(vector);
         self.counters.inc(COUNTER_INTERRUPTS);
-        self.trace.event("irq", || serde_json::json!({"vector": vector, "outcome": outcome}));
+        self.trace.event(
+            "irq",
+            || serde_json::json!({"vector": vector, "outcome": outcome}),
+        );
     }
 
     /// Posts an async event on EQ 0 (dropped, and counted, if there is none).
     pub fn post_async_event(&mut self, event_type: u8, subtype: u8, data0: u32, data1: u32) {
         self.counters.inc(COUNTER_ASYNC_EVENTS);
-        self.trace.event("async_event", || serde_json::json!({"type": event_type, "subtype": subtype, "data0": data0}));
-        let eqe = Eqe { event_type, subtype, data0, data1, ..Eqe::default() };
+        self.trace.event(
+            "async_event",
+            || serde_json::json!({"type": event_type, "subtype": subtype, "data0": data0}),
+        );
+        let eqe = Eqe {
+            event_type,
+            subtype,
+            data0,
+            data1,
+            ..Eqe::default()
+        };
         self.post_eqe(EQN_ASYNC, eqe);
     }
 
     /// Applies a pending EQ doorbell: new consumer index, then arm (firing at once if EQEs are
     /// already waiting).
     pub fn service_eq_doorbell(&mut self, eqn: u32) {
-        let Some(eq) = self.eqs.get_mut(eqn) else { return };
+        let Some(eq) = self.eqs.get_mut(eqn) else {
+            return;
+        };
         eq.queued = false;
-        let Some(db) = eq.pending_doorbell.take() else { return };
+        let Some(db) = eq.pending_doorbell.take() else {
+            return;
+        };
         let ring = eq.buf.ring;
         // The consumer may only move forward, up to the producer.
         if ring.used(eq.pi, db.ci) <= ring.used(eq.pi, eq.ci) {

@@ -163,7 +163,10 @@ pub struct RecordingSink {
 impl RecordingSink {
     /// A sink for `count` vectors.
     pub fn new(count: u16) -> Self {
-        Self { raised: Mutex::new(Vec::new()), count }
+        Self {
+            raised: Mutex::new(Vec::new()),
+            count,
+        }
     }
 
     /// Takes the vectors raised so far.

@@ -11,7 +11,10 @@ use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::server::{self, Nic};
 
 #[derive(Parser)]
-#[command(version, about = "Emulated ferroce RoCEv2 NIC (vfio-user device for QEMU)")]
+#[command(
+    version,
+    about = "Emulated ferroce RoCEv2 NIC (vfio-user device for QEMU)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,21 +73,31 @@ fn parse_mac(text: &str) -> Result<[u8; 6], String> {
         .split(':')
         .map(|part| u8::from_str_radix(part, 16).map_err(|e| format!("{text}: {e}")))
         .collect::<Result<_, _>>()?;
-    bytes.try_into().map_err(|_| format!("{text}: expected 6 bytes"))
+    bytes
+        .try_into()
+        .map_err(|_| format!("{text}: expected 6 bytes"))
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     use std::sync::atomic::Ordering;
-    let config = DeviceConfig { mac: args.mac, msix_vectors: args.msix_vectors, ..DeviceConfig::default() };
+    let config = DeviceConfig {
+        mac: args.mac,
+        msix_vectors: args.msix_vectors,
+        ..DeviceConfig::default()
+    };
     let nic = Nic::new(config);
     nic.host.stall.store(args.stall, Ordering::Relaxed);
-    nic.host.bogus_version.store(args.bogus_version, Ordering::Relaxed);
+    nic.host
+        .bogus_version
+        .store(args.bogus_version, Ordering::Relaxed);
     nic.host.bogus_cqe.store(args.bogus_cqe, Ordering::Relaxed);
     if args.port_down {
         nic.lock().core.port.state = ferroce_hw::PORT_STATE_DOWN;
     }
     if let Some(path) = &args.trace {
-        nic.trace.start(path).with_context(|| format!("trace file {}", path.display()))?;
+        nic.trace
+            .start(path)
+            .with_context(|| format!("trace file {}", path.display()))?;
     }
     if let Some(path) = &args.control {
         control::spawn_control_server(nic.clone(), path)?;

@@ -42,7 +42,8 @@ pub trait GuestMemory: Send + Sync {
 
 /// Checks that `[addr, addr + len)` does not wrap.
 pub fn checked_range(addr: u64, len: u64) -> Result<u64, DmaError> {
-    addr.checked_add(len).ok_or(DmaError::Overflow { addr, len })
+    addr.checked_add(len)
+        .ok_or(DmaError::Overflow { addr, len })
 }
 
 /// Guest memory backed by a `Vec`, based at a guest address (tests, fuzzing).
@@ -54,10 +55,18 @@ pub struct VecMemory {
 impl VecMemory {
     /// Memory of `size` zero bytes at guest address `base`.
     pub fn new(base: u64, size: usize) -> Self {
-        Self { base, bytes: Mutex::new(vec![0; size]) }
+        Self {
+            base,
+            bytes: Mutex::new(vec![0; size]),
+        }
     }
 
-    fn range(&self, addr: u64, len: usize, size: usize) -> Result<std::ops::Range<usize>, DmaError> {
+    fn range(
+        &self,
+        addr: u64,
+        len: usize,
+        size: usize,
+    ) -> Result<std::ops::Range<usize>, DmaError> {
         let len64 = len as u64;
         checked_range(addr, len64)?;
         let start = addr

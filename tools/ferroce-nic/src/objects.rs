@@ -19,7 +19,10 @@ pub struct Table<T> {
 impl<T> Table<T> {
     /// A table whose numbers run from `first` to `capacity - 1`.
     pub fn new(capacity: u32, first: u32) -> Self {
-        Self { slots: (0..capacity).map(|_| None).collect(), first }
+        Self {
+            slots: (0..capacity).map(|_| None).collect(),
+            first,
+        }
     }
 
     /// Number of slots, including reserved ones below `first`.
@@ -63,12 +66,18 @@ impl<T> Table<T> {
 
     /// Live objects with their numbers.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
-        self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|o| (i as u32, o)))
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|o| (i as u32, o)))
     }
 
     /// Live objects with their numbers, mutably.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut T)> {
-        self.slots.iter_mut().enumerate().filter_map(|(i, s)| s.as_mut().map(|o| (i as u32, o)))
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_mut().map(|o| (i as u32, o)))
     }
 
     /// Number of live objects.
@@ -102,12 +111,18 @@ pub struct CmdError {
 impl CmdError {
     /// An error with no field detail.
     pub const fn new(status: u8) -> Self {
-        Self { status, syndrome: 0 }
+        Self {
+            status,
+            syndrome: 0,
+        }
     }
 
     /// An error about the field at payload offset `offset`.
     pub const fn field(status: u8, offset: usize) -> Self {
-        Self { status, syndrome: offset as u32 + 1 }
+        Self {
+            status,
+            syndrome: offset as u32 + 1,
+        }
     }
 }
 
@@ -158,19 +173,29 @@ impl BufferMap {
         }
         // Bounded by `max_pages`: at most 2 MiB for the largest MR page list.
         let mut raw = vec![0u8; desc.page_count as usize * 8];
-        mem.read(desc.addr, &mut raw).map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
+        mem.read(desc.addr, &mut raw)
+            .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
         let pages: Vec<u64> = raw.chunks_exact(8).map(|c| read_u64(c, 0)).collect();
-        if pages.iter().any(|&p| p % page_size != 0 || p.checked_add(page_size).is_none()) {
+        if pages
+            .iter()
+            .any(|&p| p % page_size != 0 || p.checked_add(page_size).is_none())
+        {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
-        Ok(BufferMap::Pages { pages, log_page_size: log })
+        Ok(BufferMap::Pages {
+            pages,
+            log_page_size: log,
+        })
     }
 
     /// Guest address of byte `offset`, and how many bytes are contiguous from there.
     pub fn translate(&self, offset: u64) -> Option<(u64, u64)> {
         match self {
             BufferMap::Contiguous { base } => Some((base.checked_add(offset)?, u64::MAX - offset)),
-            BufferMap::Pages { pages, log_page_size } => {
+            BufferMap::Pages {
+                pages,
+                log_page_size,
+            } => {
                 let page = pages.get(usize::try_from(offset >> log_page_size).ok()?)?;
                 let within = offset & ((1u64 << log_page_size) - 1);
                 Some((page + within, (1u64 << log_page_size) - within))
@@ -183,7 +208,9 @@ impl BufferMap {
         let mut done = 0usize;
         while done < buf.len() {
             let at = offset + done as u64;
-            let (addr, run) = self.translate(at).ok_or(DmaError::Unmapped { addr: at, len: 0 })?;
+            let (addr, run) = self
+                .translate(at)
+                .ok_or(DmaError::Unmapped { addr: at, len: 0 })?;
             let chunk = ((buf.len() - done) as u64).min(run) as usize;
             mem.read(addr, &mut buf[done..done + chunk])?;
             done += chunk;
@@ -196,7 +223,9 @@ impl BufferMap {
         let mut done = 0usize;
         while done < data.len() {
             let at = offset + done as u64;
-            let (addr, run) = self.translate(at).ok_or(DmaError::Unmapped { addr: at, len: 0 })?;
+            let (addr, run) = self
+                .translate(at)
+                .ok_or(DmaError::Unmapped { addr: at, len: 0 })?;
             let chunk = ((data.len() - done) as u64).min(run) as usize;
             mem.write(addr, &data[done..done + chunk])?;
             done += chunk;
@@ -439,7 +468,13 @@ pub enum MrError {
 
 impl Mr {
     /// Checks an access of `len` bytes at `iova` and returns the guest address pieces.
-    pub fn translate(&self, pd: u32, iova: u64, len: u64, access: u32) -> Result<Vec<(u64, u64)>, MrError> {
+    pub fn translate(
+        &self,
+        pd: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Vec<(u64, u64)>, MrError> {
         if self.pd != pd {
             return Err(MrError::BadPd);
         }
@@ -456,7 +491,9 @@ impl Mr {
             MrBacking::Buffer(map) => {
                 let first_offset = match map {
                     BufferMap::Contiguous { .. } => 0,
-                    BufferMap::Pages { log_page_size, .. } => self.iova & ((1u64 << log_page_size) - 1),
+                    BufferMap::Pages { log_page_size, .. } => {
+                        self.iova & ((1u64 << log_page_size) - 1)
+                    }
                 };
                 let mut pieces = Vec::new();
                 let mut done = 0u64;
@@ -506,7 +543,9 @@ pub struct Context {
 impl Context {
     /// An empty table.
     pub fn new() -> Self {
-        Self { qids: vec![None; QID_TABLE_LEN] }
+        Self {
+            qids: vec![None; QID_TABLE_LEN],
+        }
     }
 }
 

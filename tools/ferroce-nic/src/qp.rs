@@ -45,20 +45,37 @@ impl DeviceCore {
             return Err(CmdError::field(STATUS_BAD_PARAM, 32));
         }
         let mut record = [0u8; QpDbRecord::SIZE];
-        self.dma_read(cmd.dbrec_addr, &mut record, "qp_dbrec").map_err(|_| CmdError::field(STATUS_DMA_ERROR, 32))?;
-        let stride_ok = |log: u8| (MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(log));
+        self.dma_read(cmd.dbrec_addr, &mut record, "qp_dbrec")
+            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 32))?;
+        let stride_ok =
+            |log: u8| (MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(log));
         if !stride_ok(cmd.sq_log_stride) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 58));
         }
-        let sq_buf = RingBuffer::resolve(&*self.mem, &cmd.sq, u32::from(cmd.sq_log_size), 1 << cmd.sq_log_stride)?;
+        let sq_buf = RingBuffer::resolve(
+            &*self.mem,
+            &cmd.sq,
+            u32::from(cmd.sq_log_size),
+            1 << cmd.sq_log_stride,
+        )?;
         let rq = if has_srq {
             None
         } else {
             if !stride_ok(cmd.rq_log_stride) {
                 return Err(CmdError::field(STATUS_BAD_PARAM, 60));
             }
-            let buf = RingBuffer::resolve(&*self.mem, &cmd.rq, u32::from(cmd.rq_log_size), 1 << cmd.rq_log_stride)?;
-            Some(WorkQueue { buf, pi: 0, fetch: 0, ci: 0 })
+            let buf = RingBuffer::resolve(
+                &*self.mem,
+                &cmd.rq,
+                u32::from(cmd.rq_log_size),
+                1 << cmd.rq_log_stride,
+            )?;
+            Some(WorkQueue {
+                buf,
+                pi: 0,
+                fetch: 0,
+                ci: 0,
+            })
         };
         let qp = Qp {
             qp_type: cmd.qp_type,
@@ -69,9 +86,17 @@ impl DeviceCore {
             srqn: cmd.srqn,
             flags: cmd.flags,
             dbrec_addr: cmd.dbrec_addr,
-            sq: WorkQueue { buf: sq_buf, pi: 0, fetch: 0, ci: 0 },
+            sq: WorkQueue {
+                buf: sq_buf,
+                pi: 0,
+                fetch: 0,
+                ci: 0,
+            },
             rq,
-            attrs: ModifyQpCmd { vlan: VLAN_NONE, ..ModifyQpCmd::default() },
+            attrs: ModifyQpCmd {
+                vlan: VLAN_NONE,
+                ..ModifyQpCmd::default()
+            },
             inflight: VecDeque::new(),
             pushed: VecDeque::new(),
             rq_notified: false,
@@ -83,7 +108,9 @@ impl DeviceCore {
             }
             GSI_QPN
         } else {
-            self.qps.insert(qp).ok_or(CmdError::new(STATUS_NO_RESOURCES))?
+            self.qps
+                .insert(qp)
+                .ok_or(CmdError::new(STATUS_NO_RESOURCES))?
         };
         for cqn in [cmd.sq_cqn, cmd.rq_cqn] {
             if let Some(cq) = self.cqs.get_mut(cqn) {
@@ -100,7 +127,10 @@ impl DeviceCore {
 
     /// Removes a QP and every reference to it (CQ/SRQ users, QID entries, queued work).
     pub fn remove_qp(&mut self, qpn: u32) -> Result<(), CmdError> {
-        let qp = self.qps.remove(qpn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let qp = self
+            .qps
+            .remove(qpn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         for cqn in [qp.sq_cqn, qp.rq_cqn] {
             if let Some(cq) = self.cqs.get_mut(cqn) {
                 cq.users = cq.users.saturating_sub(1);
@@ -136,7 +166,11 @@ impl DeviceCore {
         if mask & QP_ATTR_CUR_STATE != 0 && cmd.cur_state != QPS_ANY && cmd.cur_state != qp.state {
             return Err(CmdError::field(STATUS_BAD_STATE, 9));
         }
-        let new_state = if mask & QP_ATTR_STATE != 0 { cmd.new_state } else { qp.state };
+        let new_state = if mask & QP_ATTR_STATE != 0 {
+            cmd.new_state
+        } else {
+            qp.state
+        };
         if new_state > QPS_ERR || !qp_transition_allowed(qp.state, new_state) {
             return Err(CmdError::field(STATUS_BAD_STATE, 8));
         }
@@ -190,7 +224,9 @@ impl DeviceCore {
         // Attributes an RC connection cannot do without.
         if qp.qp_type == QPT_RC && mask & QP_ATTR_STATE != 0 {
             let needed = match (qp.state, new_state) {
-                (QPS_INIT, QPS_RTR) => QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN,
+                (QPS_INIT, QPS_RTR) => {
+                    QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN
+                }
                 (QPS_RTR, QPS_RTS) => QP_ATTR_SQ_PSN,
                 _ => 0,
             };
@@ -203,9 +239,14 @@ impl DeviceCore {
 
     /// Applies a modify command; returns the new state. The caller tells the engine.
     pub fn modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<u8, CmdError> {
-        let qp = self.qps.get(cmd.qpn).ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
+        let qp = self
+            .qps
+            .get(cmd.qpn)
+            .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         let new_state = self.check_modify(qp, cmd)?;
-        let Some(qp) = self.qps.get_mut(cmd.qpn) else { return Err(CmdError::new(STATUS_BAD_RESOURCE)) };
+        let Some(qp) = self.qps.get_mut(cmd.qpn) else {
+            return Err(CmdError::new(STATUS_BAD_RESOURCE));
+        };
         merge_attrs(&mut qp.attrs, cmd);
         let old_state = qp.state;
         qp.state = new_state;
@@ -215,7 +256,12 @@ impl DeviceCore {
                 qp.sq.fetch = 0;
                 qp.sq.ci = 0;
                 if let Some(rq) = qp.rq.as_mut() {
-                    *rq = WorkQueue { buf: rq.buf.clone(), pi: 0, fetch: 0, ci: 0 };
+                    *rq = WorkQueue {
+                        buf: rq.buf.clone(),
+                        pi: 0,
+                        fetch: 0,
+                        ci: 0,
+                    };
                 }
                 qp.inflight.clear();
                 qp.pushed.clear();
@@ -254,13 +300,18 @@ impl DeviceCore {
 
     /// Completes every outstanding WQE of a QP in ERR with `WC_WR_FLUSH_ERR`.
     pub fn flush_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.get_mut(qpn) else {
+            return;
+        };
         let inflight: Vec<InflightSend> = qp.inflight.drain(..).collect();
         qp.pushed.clear();
         let (sq_buf, fetch, pi, sq_cqn) = (qp.sq.buf.clone(), qp.sq.fetch, qp.sq.pi, qp.sq_cqn);
         qp.sq.fetch = pi;
         qp.sq.ci = pi;
-        let mut flushed: Vec<(u16, u64, u8)> = inflight.iter().map(|w| (w.index, w.wr_id, w.opcode)).collect();
+        let mut flushed: Vec<(u16, u64, u8)> = inflight
+            .iter()
+            .map(|w| (w.index, w.wr_id, w.opcode))
+            .collect();
         let mut index = fetch;
         while index != pi {
             let ctrl = self.ring_wqe_ctrl(&sq_buf, index);
@@ -282,19 +333,33 @@ impl DeviceCore {
         }
         // Own RQ: everything the doorbell record says was posted.
         let Some(qp) = self.qps.get(qpn) else { return };
-        let (Some(rq), rq_cqn, dbrec) = (qp.rq.as_ref(), qp.rq_cqn, qp.dbrec_addr) else { return };
+        let (Some(rq), rq_cqn, dbrec) = (qp.rq.as_ref(), qp.rq_cqn, qp.dbrec_addr) else {
+            return;
+        };
         let (rq_buf, mut index) = (rq.buf.clone(), rq.fetch);
-        let Some(pi) = self.read_qp_dbrec(dbrec).map(|r| r.rq_pi as u16) else { return };
+        let Some(pi) = self.read_qp_dbrec(dbrec).map(|r| r.rq_pi as u16) else {
+            return;
+        };
         if !rq_buf.ring.producer_valid(pi, index) {
             return;
         }
         while index != pi {
             let mut header = [0u8; RecvWqeHeader::SIZE];
-            let wr_id = match rq_buf.map.read(&*self.mem, rq_buf.offset(index), &mut header) {
+            let wr_id = match rq_buf
+                .map
+                .read(&*self.mem, rq_buf.offset(index), &mut header)
+            {
                 Ok(()) => RecvWqeHeader::decode(&header).wr_id,
                 Err(_) => 0,
             };
-            let cqe = Cqe { wr_id, qpn, wqe_index: index, opcode: CQE_OP_RECV, status: WC_WR_FLUSH_ERR, ..Cqe::default() };
+            let cqe = Cqe {
+                wr_id,
+                qpn,
+                wqe_index: index,
+                opcode: CQE_OP_RECV,
+                status: WC_WR_FLUSH_ERR,
+                ..Cqe::default()
+            };
             index = index.wrapping_add(1);
             if self.write_cqe(rq_cqn, cqe).is_err() {
                 break;
@@ -344,7 +409,11 @@ impl DeviceCore {
             None => {
                 let mut bytes = vec![0u8; stride];
                 self.counters.inc(COUNTER_WQE_FETCHES);
-                if buf.map.read(&*self.mem, buf.offset(index), &mut bytes).is_err() {
+                if buf
+                    .map
+                    .read(&*self.mem, buf.offset(index), &mut bytes)
+                    .is_err()
+                {
                     self.counters.inc(COUNTER_DMA_ERRORS);
                     self.qp_fatal(qpn, WQE_ERR_DMA);
                     return None;
@@ -352,7 +421,10 @@ impl DeviceCore {
                 (bytes, false)
             }
         };
-        self.trace.event("wqe", || serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed}));
+        self.trace.event(
+            "wqe",
+            || serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed}),
+        );
         let ctrl = WqeCtrl::read_from(&bytes)?;
         if let Err(e) = validate_send_wqe(&ctrl, qp_type, stride) {
             self.qp_fatal(qpn, e.code());
@@ -364,24 +436,44 @@ impl DeviceCore {
             let end = WQE_HEADER_SIZE + usize::from(ctrl.inline_len);
             (Vec::new(), bytes.get(WQE_HEADER_SIZE..end)?.to_vec())
         } else {
-            let sges = (0..usize::from(ctrl.num_sge)).filter_map(|i| wqe_sge(&bytes, WQE_HEADER_SIZE, i)).collect();
+            let sges = (0..usize::from(ctrl.num_sge))
+                .filter_map(|i| wqe_sge(&bytes, WQE_HEADER_SIZE, i))
+                .collect();
             (sges, Vec::new())
         };
         let qp = self.qps.get_mut(qpn)?;
         let signaled = ctrl.flags & WQE_FLAG_SIGNALED != 0 || qp.flags & QP_FLAG_SIGNAL_ALL != 0;
-        qp.inflight.push_back(InflightSend { index, wr_id: ctrl.wr_id, opcode: ctrl.opcode, signaled });
+        qp.inflight.push_back(InflightSend {
+            index,
+            wr_id: ctrl.wr_id,
+            opcode: ctrl.opcode,
+            signaled,
+        });
         qp.sq.fetch = index.wrapping_add(1);
-        Some(SendWork { qpn, qp_type, index, ctrl, seg, sges, inline_data, pushed: was_pushed })
+        Some(SendWork {
+            qpn,
+            qp_type,
+            index,
+            ctrl,
+            seg,
+            sges,
+            inline_data,
+            pushed: was_pushed,
+        })
     }
 
     /// Reads a receive WQE at `index` of `buf`.
     fn read_recv_wqe(&mut self, buf: &RingBuffer, index: u16) -> Result<(u64, Vec<Sge>), u8> {
         let mut bytes = vec![0u8; buf.stride as usize];
         self.counters.inc(COUNTER_WQE_FETCHES);
-        buf.map.read(&*self.mem, buf.offset(index), &mut bytes).map_err(|_| WQE_ERR_DMA)?;
+        buf.map
+            .read(&*self.mem, buf.offset(index), &mut bytes)
+            .map_err(|_| WQE_ERR_DMA)?;
         let header = RecvWqeHeader::read_from(&bytes).ok_or(WQE_ERR_DMA)?;
         validate_recv_wqe(&header, bytes.len()).map_err(|e| e.code())?;
-        let sges = (0..usize::from(header.num_sge)).filter_map(|i| wqe_sge(&bytes, RecvWqeHeader::SIZE, i)).collect();
+        let sges = (0..usize::from(header.num_sge))
+            .filter_map(|i| wqe_sge(&bytes, RecvWqeHeader::SIZE, i))
+            .collect();
         Ok((header.wr_id, sges))
     }
 
@@ -408,7 +500,12 @@ impl DeviceCore {
             srq.limit = 0;
             self.post_async_event(EVENT_SRQ_LIMIT, 0, srqn, 0);
         }
-        Some(RecvWork { index: ci, wr_id, sges, srqn: Some(srqn) })
+        Some(RecvWork {
+            index: ci,
+            wr_id,
+            sges,
+            srqn: Some(srqn),
+        })
     }
 
     fn mr_for_key(&self, key: u32) -> Result<&crate::objects::Mr, HostError> {
@@ -475,7 +572,9 @@ fn merge_attrs(attrs: &mut ModifyQpCmd, cmd: &ModifyQpCmd) {
 impl Device {
     /// Services a queued QP: flush in ERR, announce receives, fetch send WQEs into the engine.
     pub fn service_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.core.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.core.qps.get_mut(qpn) else {
+            return;
+        };
         qp.queued = false;
         let state = qp.state;
         if state == QPS_ERR {
@@ -489,7 +588,9 @@ impl Device {
             return;
         }
         for _ in 0..FETCH_BUDGET {
-            let Some(work) = self.core.fetch_send_wqe(qpn) else { return };
+            let Some(work) = self.core.fetch_send_wqe(qpn) else {
+                return;
+            };
             self.engine.post_send(&mut self.core, work);
         }
         // Budget used up: come back after others had their turn.
@@ -498,9 +599,17 @@ impl Device {
 
     /// Services a queued SRQ: tells the engine about every QP attached to it.
     pub fn service_srq(&mut self, srqn: u32) {
-        let Some(srq) = self.core.srqs.get_mut(srqn) else { return };
+        let Some(srq) = self.core.srqs.get_mut(srqn) else {
+            return;
+        };
         srq.queued = false;
-        let qpns: Vec<u32> = self.core.qps.iter().filter(|(_, qp)| qp.srqn == srqn).map(|(n, _)| n).collect();
+        let qpns: Vec<u32> = self
+            .core
+            .qps
+            .iter()
+            .filter(|(_, qp)| qp.srqn == srqn)
+            .map(|(n, _)| n)
+            .collect();
         for qpn in qpns {
             self.engine.recv_posted(&mut self.core, qpn);
         }
@@ -508,35 +617,67 @@ impl Device {
 }
 
 impl EngineHost for DeviceCore {
-    fn read_payload(&mut self, pd: u32, lkey: u32, iova: u64, buf: &mut [u8], access: u32) -> Result<(), HostError> {
-        let pieces = self.mr_for_key(lkey)?.translate(pd, iova, buf.len() as u64, access).map_err(HostError::Protection)?;
+    fn read_payload(
+        &mut self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        buf: &mut [u8],
+        access: u32,
+    ) -> Result<(), HostError> {
+        let pieces = self
+            .mr_for_key(lkey)?
+            .translate(pd, iova, buf.len() as u64, access)
+            .map_err(HostError::Protection)?;
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem.read(addr, &mut buf[done..done + len]).map_err(HostError::Dma)?;
+            self.mem
+                .read(addr, &mut buf[done..done + len])
+                .map_err(HostError::Dma)?;
             done += len;
         }
         self.counters.inc(COUNTER_PAYLOAD_DMA_READS);
-        self.counters.add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
+        self.counters
+            .add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
         self.trace.event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
         Ok(())
     }
 
-    fn write_payload(&mut self, pd: u32, key: u32, iova: u64, data: &[u8], access: u32) -> Result<(), HostError> {
-        let pieces = self.mr_for_key(key)?.translate(pd, iova, data.len() as u64, access).map_err(HostError::Protection)?;
+    fn write_payload(
+        &mut self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        data: &[u8],
+        access: u32,
+    ) -> Result<(), HostError> {
+        let pieces = self
+            .mr_for_key(key)?
+            .translate(pd, iova, data.len() as u64, access)
+            .map_err(HostError::Protection)?;
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem.write(addr, &data[done..done + len]).map_err(HostError::Dma)?;
+            self.mem
+                .write(addr, &data[done..done + len])
+                .map_err(HostError::Dma)?;
             done += len;
         }
         self.counters.inc(COUNTER_PAYLOAD_DMA_WRITES);
-        self.counters.add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
+        self.counters
+            .add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
         self.trace.event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
         Ok(())
     }
 
-    fn complete_send(&mut self, qpn: u32, index: u16, status: u8, byte_len: u32) -> Result<(), HostError> {
+    fn complete_send(
+        &mut self,
+        qpn: u32,
+        index: u16,
+        status: u8,
+        byte_len: u32,
+    ) -> Result<(), HostError> {
         let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
         if !qp.inflight.iter().any(|w| w.index == index) {
             return Err(HostError::BadQp);
@@ -583,9 +724,14 @@ impl EngineHost for DeviceCore {
         if qp.srqn != NONE {
             return Ok(self.take_srq_wqe(qp.srqn));
         }
-        let Some(rq) = qp.rq.as_ref() else { return Err(HostError::BadQp) };
+        let Some(rq) = qp.rq.as_ref() else {
+            return Err(HostError::BadQp);
+        };
         let (buf, fetch, dbrec) = (rq.buf.clone(), rq.fetch, qp.dbrec_addr);
-        let pi = self.read_qp_dbrec(dbrec).map(|r| r.rq_pi as u16).ok_or(HostError::BadQp)?;
+        let pi = self
+            .read_qp_dbrec(dbrec)
+            .map(|r| r.rq_pi as u16)
+            .ok_or(HostError::BadQp)?;
         if pi == fetch {
             return Ok(None);
         }
@@ -599,7 +745,12 @@ impl EngineHost for DeviceCore {
                     rq.pi = pi;
                     rq.fetch = fetch.wrapping_add(1);
                 }
-                Ok(Some(RecvWork { index: fetch, wr_id, sges, srqn: None }))
+                Ok(Some(RecvWork {
+                    index: fetch,
+                    wr_id,
+                    sges,
+                    srqn: None,
+                }))
             }
             Err(detail) => {
                 self.qp_fatal(qpn, detail);
@@ -608,7 +759,12 @@ impl EngineHost for DeviceCore {
         }
     }
 
-    fn complete_recv(&mut self, qpn: u32, work: &RecvWork, c: RecvCompletion) -> Result<(), HostError> {
+    fn complete_recv(
+        &mut self,
+        qpn: u32,
+        work: &RecvWork,
+        c: RecvCompletion,
+    ) -> Result<(), HostError> {
         let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
         let cqn = qp.rq_cqn;
         if let Some(rq) = qp.rq.as_mut() {

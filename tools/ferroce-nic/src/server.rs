@@ -109,7 +109,9 @@ impl Nic {
     /// Starts the device thread.
     pub fn spawn_device_thread(self: &Arc<Self>) -> std::io::Result<JoinHandle<()>> {
         let nic = self.clone();
-        std::thread::Builder::new().name("ferroce-device".into()).spawn(move || nic.device_loop())
+        std::thread::Builder::new()
+            .name("ferroce-device".into())
+            .spawn(move || nic.device_loop())
     }
 
     fn device_loop(&self) {
@@ -120,7 +122,11 @@ impl Nic {
                 device.has_work()
             };
             // Short sleeps only while something is pending (moderation timers, budgets).
-            let timeout = if timed_work { Duration::from_micros(200) } else { Duration::from_millis(50) };
+            let timeout = if timed_work {
+                Duration::from_micros(200)
+            } else {
+                Duration::from_millis(50)
+            };
             self.doorbell.wait(timeout);
             self.trace.flush();
         }
@@ -136,7 +142,10 @@ pub struct Backend {
 impl Backend {
     /// A backend for `nic`.
     pub fn new(nic: Arc<Nic>, msix_vectors: u16) -> Self {
-        Self { nic, config: ConfigSpace::new(msix_vectors) }
+        Self {
+            nic,
+            config: ConfigSpace::new(msix_vectors),
+        }
     }
 
     /// After a client disconnects: forget its memory and interrupts, reset the device.
@@ -154,7 +163,12 @@ fn einval() -> std::io::Error {
 }
 
 impl ServerBackend for Backend {
-    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), std::io::Error> {
+    fn region_read(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &mut [u8],
+    ) -> Result<(), std::io::Error> {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.read(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => self.nic.lock().bar0_read(offset, data),
@@ -163,7 +177,12 @@ impl ServerBackend for Backend {
         Ok(())
     }
 
-    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+    fn region_write(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), std::io::Error> {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => {
                 if let Some((enabled, masked)) = self.config.write(offset, data) {
@@ -190,18 +209,33 @@ impl ServerBackend for Backend {
     ) -> Result<(), std::io::Error> {
         let readable = flags.contains(DmaMapFlags::READ);
         let writable = flags.contains(DmaMapFlags::WRITE);
-        tracing::info!(iova = format_args!("{address:#x}"), size = format_args!("{size:#x}"), has_fd = fd.is_some(), writable, "DMA_MAP");
+        tracing::info!(
+            iova = format_args!("{address:#x}"),
+            size = format_args!("{size:#x}"),
+            has_fd = fd.is_some(),
+            writable,
+            "DMA_MAP"
+        );
         self.nic.trace.event("dma_map", || {
             serde_json::json!({"iova": address, "size": size, "fd": fd.is_some(), "writable": writable})
         });
-        if let Err(e) = self.nic.dma.map(address, size, offset, fd.as_ref(), readable, writable) {
+        if let Err(e) = self
+            .nic
+            .dma
+            .map(address, size, offset, fd.as_ref(), readable, writable)
+        {
             // QEMU cannot do anything about it; the device sees DMA errors for that range.
             tracing::warn!("{e}");
         }
         Ok(())
     }
 
-    fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> Result<(), std::io::Error> {
+    fn dma_unmap(
+        &mut self,
+        flags: DmaUnmapFlags,
+        address: u64,
+        size: u64,
+    ) -> Result<(), std::io::Error> {
         // Device work must not race with the unmap: take the device lock first.
         let _device = self.nic.lock();
         let removed = if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
@@ -209,8 +243,16 @@ impl ServerBackend for Backend {
         } else {
             self.nic.dma.unmap(address, size)
         };
-        tracing::info!(iova = format_args!("{address:#x}"), size = format_args!("{size:#x}"), removed, "DMA_UNMAP");
-        self.nic.trace.event("dma_unmap", || serde_json::json!({"iova": address, "size": size, "removed": removed}));
+        tracing::info!(
+            iova = format_args!("{address:#x}"),
+            size = format_args!("{size:#x}"),
+            removed,
+            "DMA_UNMAP"
+        );
+        self.nic.trace.event(
+            "dma_unmap",
+            || serde_json::json!({"iova": address, "size": size, "removed": removed}),
+        );
         Ok(())
     }
 
@@ -222,7 +264,14 @@ impl ServerBackend for Backend {
         Ok(())
     }
 
-    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), std::io::Error> {
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> Result<(), std::io::Error> {
         tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
         if index != VFIO_PCI_MSIX_IRQ_INDEX {
             // INTx, MSI, ERR and REQ are offered or not at all; nothing is raised on them.
@@ -266,7 +315,11 @@ pub fn irq_infos(msix_vectors: u16) -> Vec<IrqInfo> {
                 count: u32::from(msix_vectors),
                 flags: VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_MASKABLE,
             },
-            _ => IrqInfo { index, count: 0, flags: 0 },
+            _ => IrqInfo {
+                index,
+                count: 0,
+                flags: 0,
+            },
         })
         .collect()
 }
@@ -291,7 +344,11 @@ pub fn region_infos() -> Vec<ServerRegion> {
                 }
                 _ => {}
             }
-            ServerRegion { region_info: info, sparse_areas: Vec::new(), mmap_fd: None }
+            ServerRegion {
+                region_info: info,
+                sparse_areas: Vec::new(),
+                mmap_fd: None,
+            }
         })
         .collect()
 }
@@ -300,7 +357,8 @@ pub fn region_infos() -> Vec<ServerRegion> {
 pub fn serve(nic: Arc<Nic>, socket: &Path, msix_vectors: u16) -> anyhow::Result<()> {
     if socket.exists() {
         // A stale socket from an earlier run makes the bind fail.
-        std::fs::remove_file(socket).with_context(|| format!("removing stale {}", socket.display()))?;
+        std::fs::remove_file(socket)
+            .with_context(|| format!("removing stale {}", socket.display()))?;
     }
     let server = Server::new(socket, true, irq_infos(msix_vectors), region_infos())
         .map_err(|e| anyhow::anyhow!("vfio-user server on {}: {e:?}", socket.display()))?;

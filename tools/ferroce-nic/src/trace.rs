@@ -21,7 +21,11 @@ pub struct Tracer {
 
 impl Default for Tracer {
     fn default() -> Self {
-        Self { start: Instant::now(), enabled: AtomicBool::new(false), out: Mutex::new(None) }
+        Self {
+            start: Instant::now(),
+            enabled: AtomicBool::new(false),
+            out: Mutex::new(None),
+        }
     }
 }
 
@@ -61,7 +65,10 @@ impl Tracer {
             return;
         }
         let mut record = Map::new();
-        record.insert("t_us".into(), Value::from(self.start.elapsed().as_micros() as u64));
+        record.insert(
+            "t_us".into(),
+            Value::from(self.start.elapsed().as_micros() as u64),
+        );
         record.insert("ev".into(), Value::from(kind));
         if let Value::Object(fields) = build() {
             record.extend(fields);

@@ -21,7 +21,10 @@ fn identification_and_limits() {
     assert_eq!(g.r32(REG_DB_AREA_OFFSET), DB_AREA_OFFSET as u32);
     assert_eq!(g.r32(REG_NUM_DB_PAGES), NUM_DB_PAGES as u32);
     // A 64-bit read covers two registers; narrow reads see register bytes.
-    assert_eq!(g.r64(REG_ID), u64::from(IF_VERSION) << 32 | u64::from(ID_MAGIC));
+    assert_eq!(
+        g.r64(REG_ID),
+        u64::from(IF_VERSION) << 32 | u64::from(ID_MAGIC)
+    );
     let mut byte = [0u8; 1];
     g.dev.bar0_read(REG_ID as u64 + 1, &mut byte);
     assert_eq!(byte[0], ID_MAGIC.to_le_bytes()[1]);
@@ -62,24 +65,43 @@ fn every_command_round_trips() {
     let info = PortInfo::from_results([c.result0, c.result1, c.result2]);
     assert_eq!(info.state, PORT_STATE_ACTIVE);
     assert_eq!(info.mac, [0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
-    g.ok(&SetPortCmd { port: 1, active_mtu: MTU_4096, ..SetPortCmd::default() });
+    g.ok(&SetPortCmd {
+        port: 1,
+        active_mtu: MTU_4096,
+        ..SetPortCmd::default()
+    });
     let c = g.cmd(&QueryPortCmd { port: 1, rsvd: 0 });
-    assert_eq!(PortInfo::from_results([c.result0, c.result1, c.result2]).active_mtu, MTU_4096);
+    assert_eq!(
+        PortInfo::from_results([c.result0, c.result1, c.result2]).active_mtu,
+        MTU_4096
+    );
 
     // EQ create / modify.
     let eqn = g.create_ceq(4, 2);
     assert!(eqn >= EQN_FIRST_COMPLETION);
-    g.ok(&ModifyEqCmd { eqn, vector: 3, rsvd: 0 });
+    g.ok(&ModifyEqCmd {
+        eqn,
+        vector: 3,
+        rsvd: 0,
+    });
 
     // CQ create / modify.
     let cq = GuestCq::create(&mut g, eqn, 5);
-    g.ok(&ModifyCqCmd { cqn: cq.cqn, moder_count: 4, moder_period_us: 100, ..ModifyCqCmd::default() });
+    g.ok(&ModifyCqCmd {
+        cqn: cq.cqn,
+        moder_count: 4,
+        moder_period_us: 100,
+        ..ModifyCqCmd::default()
+    });
 
     // SRQ create / modify.
     let srq_ring = g.alloc(64 << 4, 4096);
     let srq_dbrec = g.alloc(64, 64);
     let srqn = g.ok(&CreateSrqCmd {
-        ring: BufDesc { addr: srq_ring, ..BufDesc::default() },
+        ring: BufDesc {
+            addr: srq_ring,
+            ..BufDesc::default()
+        },
         dbrec_addr: srq_dbrec,
         pd: 1,
         limit: 2,
@@ -100,14 +122,20 @@ fn every_command_round_trips() {
     let c = g.cmd_out(&QueryQpCmd { qpn: rc.qpn }, out);
     assert_eq!((c.status, c.result0), (STATUS_OK, u32::from(QPS_RTS)));
     let image = ModifyQpCmd::read_from(&g.read(out, ModifyQpCmd::SIZE)).expect("image");
-    assert_eq!((image.qpn, image.new_state, image.dest_qpn, image.path_mtu), (rc.qpn, QPS_RTS, 0x12, MTU_1024));
+    assert_eq!(
+        (image.qpn, image.new_state, image.dest_qpn, image.path_mtu),
+        (rc.qpn, QPS_RTS, 0x12, MTU_1024)
+    );
 
     // MRs: contiguous, page list, all memory, fast registration.
     let buf = g.alloc(8192, 4096);
     let contig = g.ok(&CreateMrCmd {
         iova: 0x7000_0000,
         length: 8192,
-        pages: BufDesc { addr: buf, ..BufDesc::default() },
+        pages: BufDesc {
+            addr: buf,
+            ..BufDesc::default()
+        },
         pd: 1,
         access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE,
         key_variant: 0x5a,
@@ -121,35 +149,92 @@ fn every_command_round_trips() {
     let paged = g.ok(&CreateMrCmd {
         iova: 0x4000_0800,
         length: 4096,
-        pages: BufDesc { addr: pbl, page_count: 2, log_page_size: 12, ..BufDesc::default() },
+        pages: BufDesc {
+            addr: pbl,
+            page_count: 2,
+            log_page_size: 12,
+            ..BufDesc::default()
+        },
         pd: 1,
         access: ACCESS_REMOTE_READ,
         ..CreateMrCmd::default()
     });
-    let dma_mr = g.ok(&CreateMrCmd { pd: 1, access: ACCESS_LOCAL_WRITE, flags: MR_FLAG_ALL_MEMORY, ..CreateMrCmd::default() });
-    let fast = g.ok(&CreateMrCmd { pd: 1, flags: MR_FLAG_FAST_REG, max_pages: 16, ..CreateMrCmd::default() });
+    let dma_mr = g.ok(&CreateMrCmd {
+        pd: 1,
+        access: ACCESS_LOCAL_WRITE,
+        flags: MR_FLAG_ALL_MEMORY,
+        ..CreateMrCmd::default()
+    });
+    let fast = g.ok(&CreateMrCmd {
+        pd: 1,
+        flags: MR_FLAG_FAST_REG,
+        max_pages: 16,
+        ..CreateMrCmd::default()
+    });
     assert_eq!(g.dev.core.mrs.len(), 4);
     // The page-list MR translates across its page boundary, and protection is checked.
     g.write(page_a + 0xffe, &[1, 2]);
     g.write(page_b, &[3, 4]);
     let mut four = [0u8; 4];
-    g.dev.core.read_payload(1, paged, 0x4000_0ffe, &mut four, ACCESS_REMOTE_READ).expect("read across pages");
+    g.dev
+        .core
+        .read_payload(1, paged, 0x4000_0ffe, &mut four, ACCESS_REMOTE_READ)
+        .expect("read across pages");
     assert_eq!(four, [1, 2, 3, 4]);
-    assert!(g.dev.core.read_payload(2, paged, 0x4000_0ffe, &mut four, 0).is_err(), "PD mismatch");
-    assert!(g.dev.core.read_payload(1, paged, 0x4000_17ff, &mut four, 0).is_err(), "beyond the end");
-    assert!(g.dev.core.write_payload(1, paged, 0x4000_0800, &four, ACCESS_REMOTE_WRITE).is_err(), "no write access");
+    assert!(
+        g.dev
+            .core
+            .read_payload(2, paged, 0x4000_0ffe, &mut four, 0)
+            .is_err(),
+        "PD mismatch"
+    );
+    assert!(
+        g.dev
+            .core
+            .read_payload(1, paged, 0x4000_17ff, &mut four, 0)
+            .is_err(),
+        "beyond the end"
+    );
+    assert!(
+        g.dev
+            .core
+            .write_payload(1, paged, 0x4000_0800, &four, ACCESS_REMOTE_WRITE)
+            .is_err(),
+        "no write access"
+    );
 
     // AH.
-    let ah = g.ok(&CreateAhCmd { pd: 1, sgid_index: 3, dmac: [2, 0, 0, 0, 0, 1], vlan: VLAN_NONE, hop_limit: 64, ..CreateAhCmd::default() });
+    let ah = g.ok(&CreateAhCmd {
+        pd: 1,
+        sgid_index: 3,
+        dmac: [2, 0, 0, 0, 0, 1],
+        vlan: VLAN_NONE,
+        hop_limit: 64,
+        ..CreateAhCmd::default()
+    });
 
     // GIDs.
     let mac = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
-    g.ok(&SetGidCmd { index: 0, gid_type: GID_TYPE_ROCE_V1, family: GID_FAMILY_IPV6, gid: gid_from_mac(mac), mac, vlan: VLAN_NONE, ..SetGidCmd::default() });
+    g.ok(&SetGidCmd {
+        index: 0,
+        gid_type: GID_TYPE_ROCE_V1,
+        family: GID_FAMILY_IPV6,
+        gid: gid_from_mac(mac),
+        mac,
+        vlan: VLAN_NONE,
+        ..SetGidCmd::default()
+    });
     g.ok(&ClearGidCmd { index: 0, rsvd: 0 });
 
     // Counters.
     let out = g.alloc(8 * NUM_COUNTERS, 8);
-    let c = g.cmd_out(&QueryCountersCmd { first: 0, count: NUM_COUNTERS as u32 }, out);
+    let c = g.cmd_out(
+        &QueryCountersCmd {
+            first: 0,
+            count: NUM_COUNTERS as u32,
+        },
+        out,
+    );
     assert_eq!((c.status, c.result0), (STATUS_OK, NUM_COUNTERS as u32));
     let counters = g.read(out, 8 * NUM_COUNTERS);
     assert!(read_u64(&counters, COUNTER_COMMANDS * 8) > 10);
@@ -158,19 +243,35 @@ fn every_command_round_trips() {
     // Contexts and QID translation.
     let ctx = g.ok(&AllocCtxCmd::default());
     assert_eq!(ctx, 1, "context 0 is the kernel's");
-    g.ok(&MapQidCmd { ctx, local_qid: 5, global: ud.qpn, kind: QID_KIND_QP, ..MapQidCmd::default() });
+    g.ok(&MapQidCmd {
+        ctx,
+        local_qid: 5,
+        global: ud.qpn,
+        kind: QID_KIND_QP,
+        ..MapQidCmd::default()
+    });
     g.ok(&UnmapQidCmd { ctx, local_qid: 5 });
     g.ok(&FreeCtxCmd { ctx, rsvd: 0 });
 
     // Destroy in dependency order; busy objects refuse first.
-    assert_eq!(g.cmd(&DestroyCqCmd { cqn: cq.cqn, rsvd: 0 }).status, STATUS_BUSY);
+    assert_eq!(
+        g.cmd(&DestroyCqCmd {
+            cqn: cq.cqn,
+            rsvd: 0
+        })
+        .status,
+        STATUS_BUSY
+    );
     assert_eq!(g.cmd(&DestroySrqCmd { srqn, rsvd: 0 }).status, STATUS_BUSY);
     assert_eq!(g.cmd(&DestroyEqCmd { eqn, rsvd: 0 }).status, STATUS_BUSY);
     for qpn in [rc.qpn, ud.qpn, gsi.qpn] {
         g.ok(&DestroyQpCmd { qpn, rsvd: 0 });
     }
     g.ok(&DestroySrqCmd { srqn, rsvd: 0 });
-    g.ok(&DestroyCqCmd { cqn: cq.cqn, rsvd: 0 });
+    g.ok(&DestroyCqCmd {
+        cqn: cq.cqn,
+        rsvd: 0,
+    });
     g.ok(&DestroyEqCmd { eqn, rsvd: 0 });
     for key in [contig, paged, dma_mr, fast] {
         g.ok(&DestroyMrCmd { key, rsvd: 0 });
@@ -190,7 +291,10 @@ fn command_completion_raises_the_command_eq_vector() {
     assert!(g.irq.take().is_empty());
     let eqes = g.poll_eq(EQN_CMD);
     assert_eq!(eqes.len(), 1);
-    assert_eq!((eqes[0].event_type, eqes[0].data0), (EVENT_CMD_DONE, g.token));
+    assert_eq!(
+        (eqes[0].event_type, eqes[0].data0),
+        (EVENT_CMD_DONE, g.token)
+    );
     // Armed: the next command completion interrupts once, then it is disarmed.
     g.arm_eq(EQN_CMD);
     g.cmd(&NopCmd::default());
@@ -223,14 +327,24 @@ fn gid_table_set_and_clear() {
     g.bring_up();
     let mac = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
     let link_local = gid_from_mac(mac);
-    let v4 = std::net::Ipv4Addr::new(10, 0, 1, 36).to_ipv6_mapped().octets();
+    let v4 = std::net::Ipv4Addr::new(10, 0, 1, 36)
+        .to_ipv6_mapped()
+        .octets();
     for (index, gid, gid_type, family) in [
         (0, link_local, GID_TYPE_ROCE_V1, GID_FAMILY_IPV6),
         (1, link_local, GID_TYPE_ROCE_V2, GID_FAMILY_IPV6),
         (2, v4, GID_TYPE_ROCE_V1, GID_FAMILY_IPV4),
         (3, v4, GID_TYPE_ROCE_V2, GID_FAMILY_IPV4),
     ] {
-        g.ok(&SetGidCmd { index, gid_type, family, gid, mac, vlan: VLAN_NONE, ..SetGidCmd::default() });
+        g.ok(&SetGidCmd {
+            index,
+            gid_type,
+            family,
+            gid,
+            mac,
+            vlan: VLAN_NONE,
+            ..SetGidCmd::default()
+        });
     }
     let table = ferroce_nic::control::gids_json(&g.dev);
     let gids = table["gids"].as_array().expect("array");
@@ -240,14 +354,50 @@ fn gid_table_set_and_clear() {
     assert_eq!(gids[3]["gid"], "::ffff:10.0.1.36");
     assert_eq!(gids[3]["family"], "ipv4");
     // Family must agree with the address; type, index and MAC are checked.
-    let bad_family = SetGidCmd { index: 4, gid_type: GID_TYPE_ROCE_V2, family: GID_FAMILY_IPV6, gid: v4, mac, vlan: VLAN_NONE, ..SetGidCmd::default() };
+    let bad_family = SetGidCmd {
+        index: 4,
+        gid_type: GID_TYPE_ROCE_V2,
+        family: GID_FAMILY_IPV6,
+        gid: v4,
+        mac,
+        vlan: VLAN_NONE,
+        ..SetGidCmd::default()
+    };
     assert_eq!(g.cmd(&bad_family).status, STATUS_BAD_PARAM);
-    assert_eq!(g.cmd(&SetGidCmd { gid_type: 3, ..bad_family }).status, STATUS_BAD_PARAM);
-    assert_eq!(g.cmd(&SetGidCmd { index: GID_TABLE_LEN, family: GID_FAMILY_IPV4, ..bad_family }).status, STATUS_BAD_PARAM);
-    assert_eq!(g.cmd(&SetGidCmd { mac: [1, 0, 0, 0, 0, 0], family: GID_FAMILY_IPV4, ..bad_family }).status, STATUS_BAD_PARAM);
+    assert_eq!(
+        g.cmd(&SetGidCmd {
+            gid_type: 3,
+            ..bad_family
+        })
+        .status,
+        STATUS_BAD_PARAM
+    );
+    assert_eq!(
+        g.cmd(&SetGidCmd {
+            index: GID_TABLE_LEN,
+            family: GID_FAMILY_IPV4,
+            ..bad_family
+        })
+        .status,
+        STATUS_BAD_PARAM
+    );
+    assert_eq!(
+        g.cmd(&SetGidCmd {
+            mac: [1, 0, 0, 0, 0, 0],
+            family: GID_FAMILY_IPV4,
+            ..bad_family
+        })
+        .status,
+        STATUS_BAD_PARAM
+    );
     g.ok(&ClearGidCmd { index: 2, rsvd: 0 });
     assert!(g.dev.core.gids[2].is_none());
-    assert_eq!(ferroce_nic::control::gids_json(&g.dev)["gids"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        ferroce_nic::control::gids_json(&g.dev)["gids"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
 }
 
 #[test]
@@ -256,7 +406,11 @@ fn cq_doorbell_record_tracks_the_consumer_and_detects_overrun() {
     g.bring_up();
     let eqn = g.create_ceq(4, 2);
     let mut cq = GuestCq::create(&mut g, eqn, 2);
-    let cqe = |wr_id| Cqe { wr_id, qpn: 7, ..Cqe::default() };
+    let cqe = |wr_id| Cqe {
+        wr_id,
+        qpn: 7,
+        ..Cqe::default()
+    };
     for wr_id in 0..4 {
         g.dev.core.write_cqe(cq.cqn, cqe(wr_id)).expect("room");
     }
@@ -270,8 +424,14 @@ fn cq_doorbell_record_tracks_the_consumer_and_detects_overrun() {
     g.dev.core.write_cqe(cq.cqn, cqe(5)).expect("room after ci");
     assert!(g.dev.core.write_cqe(cq.cqn, cqe(6)).is_err(), "overrun");
     let events = g.poll_eq(EQN_ASYNC);
-    assert_eq!((events[0].event_type, events[0].data0), (EVENT_CQ_ERROR, cq.cqn));
-    assert!(g.dev.core.write_cqe(cq.cqn, cqe(7)).is_err(), "stays in error");
+    assert_eq!(
+        (events[0].event_type, events[0].data0),
+        (EVENT_CQ_ERROR, cq.cqn)
+    );
+    assert!(
+        g.dev.core.write_cqe(cq.cqn, cqe(7)).is_err(),
+        "stays in error"
+    );
     cq.ci = 2;
     let polled: Vec<u64> = cq.poll(&g).iter().map(|c| c.wr_id).collect();
     assert_eq!(polled, [2, 3, 4, 5]);
@@ -286,7 +446,14 @@ fn cq_arm_next_solicited_and_moderation() {
     g.arm_eq(eqn);
     let mut cq = GuestCq::create(&mut g, eqn, 4);
     let arm = |g: &mut Guest, cqn: u32, solicited: bool| {
-        g.w32(db_page_offset(0) + DB_CQ_ARM, CqArmDoorbell { qid: cqn as u16, solicited }.encode());
+        g.w32(
+            db_page_offset(0) + DB_CQ_ARM,
+            CqArmDoorbell {
+                qid: cqn as u16,
+                solicited,
+            }
+            .encode(),
+        );
         g.run();
     };
     g.irq.take();
@@ -302,12 +469,28 @@ fn cq_arm_next_solicited_and_moderation() {
     arm(&mut g, cq.cqn, true);
     g.dev.core.write_cqe(cq.cqn, Cqe::default()).expect("cqe");
     assert!(g.poll_eq(eqn).is_empty());
-    g.dev.core.write_cqe(cq.cqn, Cqe { flags: CQE_FLAG_SOLICITED, ..Cqe::default() }).expect("cqe");
+    g.dev
+        .core
+        .write_cqe(
+            cq.cqn,
+            Cqe {
+                flags: CQE_FLAG_SOLICITED,
+                ..Cqe::default()
+            },
+        )
+        .expect("cqe");
     let events = g.poll_eq(eqn);
-    assert_eq!((events.len(), events[0].event_type, events[0].data0), (1, EVENT_COMPLETION, cq.cqn));
+    assert_eq!(
+        (events.len(), events[0].event_type, events[0].data0),
+        (1, EVENT_COMPLETION, cq.cqn)
+    );
     cq.poll(&g);
     // Moderation by count: one event per 3 CQEs.
-    g.ok(&ModifyCqCmd { cqn: cq.cqn, moder_count: 3, ..ModifyCqCmd::default() });
+    g.ok(&ModifyCqCmd {
+        cqn: cq.cqn,
+        moder_count: 3,
+        ..ModifyCqCmd::default()
+    });
     arm(&mut g, cq.cqn, false);
     for _ in 0..2 {
         g.dev.core.write_cqe(cq.cqn, Cqe::default()).expect("cqe");
@@ -317,7 +500,12 @@ fn cq_arm_next_solicited_and_moderation() {
     assert_eq!(g.poll_eq(eqn).len(), 1);
     cq.poll(&g);
     // Moderation by period: the timer fires it.
-    g.ok(&ModifyCqCmd { cqn: cq.cqn, moder_count: 100, moder_period_us: 1, ..ModifyCqCmd::default() });
+    g.ok(&ModifyCqCmd {
+        cqn: cq.cqn,
+        moder_count: 100,
+        moder_period_us: 1,
+        ..ModifyCqCmd::default()
+    });
     arm(&mut g, cq.cqn, false);
     g.dev.core.write_cqe(cq.cqn, Cqe::default()).expect("cqe");
     std::thread::sleep(std::time::Duration::from_millis(2));
@@ -342,7 +530,16 @@ fn rings_wrap() {
     let mut cq = GuestCq::create(&mut g, eqn, 3);
     let mut seen = Vec::new();
     for wr_id in 0..100u64 {
-        g.dev.core.write_cqe(cq.cqn, Cqe { wr_id, ..Cqe::default() }).expect("cqe");
+        g.dev
+            .core
+            .write_cqe(
+                cq.cqn,
+                Cqe {
+                    wr_id,
+                    ..Cqe::default()
+                },
+            )
+            .expect("cqe");
         if wr_id % 5 == 4 {
             seen.extend(cq.poll(&g).iter().map(|c| c.wr_id));
         }
@@ -357,7 +554,16 @@ fn rings_wrap() {
     // Indexes wrap at 16 bits: start a CQ's consumer near the wrap by walking it there.
     let mut cq = GuestCq::create(&mut g, eqn, 0);
     for wr_id in 0..70_000u64 {
-        g.dev.core.write_cqe(cq.cqn, Cqe { wr_id, ..Cqe::default() }).expect("cqe");
+        g.dev
+            .core
+            .write_cqe(
+                cq.cqn,
+                Cqe {
+                    wr_id,
+                    ..Cqe::default()
+                },
+            )
+            .expect("cqe");
         let got = cq.poll(&g);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].wr_id, wr_id);
@@ -372,13 +578,32 @@ fn send_doorbells_fetch_batch_inline_and_push() {
     let mut cq = GuestCq::create(&mut g, eqn, 7);
     let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
-    let rdma = RdmaSeg { remote_addr: 0x9000, rkey: 0x1234, ..RdmaSeg::default() }.encode();
-    let sge = Sge { addr: 0x2000, length: 64, lkey: 0x100 }.encode();
+    let rdma = RdmaSeg {
+        remote_addr: 0x9000,
+        rkey: 0x1234,
+        ..RdmaSeg::default()
+    }
+    .encode();
+    let sge = Sge {
+        addr: 0x2000,
+        length: 64,
+        lkey: 0x100,
+    }
+    .encode();
 
     // A chain of 32 WRs and one doorbell.
-    let (doorbells, fetches) = (g.counters.get(COUNTER_DOORBELLS), g.counters.get(COUNTER_WQE_FETCHES));
+    let (doorbells, fetches) = (
+        g.counters.get(COUNTER_DOORBELLS),
+        g.counters.get(COUNTER_WQE_FETCHES),
+    );
     for i in 0..32u64 {
-        let ctrl = WqeCtrl { wr_id: i, opcode: WR_RDMA_WRITE, flags: WQE_FLAG_SIGNALED, num_sge: 1, ..WqeCtrl::default() };
+        let ctrl = WqeCtrl {
+            wr_id: i,
+            opcode: WR_RDMA_WRITE,
+            flags: WQE_FLAG_SIGNALED,
+            num_sge: 1,
+            ..WqeCtrl::default()
+        };
         qp.put_send(&g, ctrl, &rdma, &sge);
     }
     qp.ring_sq(&mut g, 0, qp.qpn as u16);
@@ -394,23 +619,47 @@ fn send_doorbells_fetch_batch_inline_and_push() {
 
     // Inline: the payload comes inside the WQE.
     let payload: Vec<u8> = (0..=255u8).collect();
-    let ctrl = WqeCtrl { wr_id: 100, opcode: WR_SEND, flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED, inline_len: 256, ..WqeCtrl::default() };
+    let ctrl = WqeCtrl {
+        wr_id: 100,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED,
+        inline_len: 256,
+        ..WqeCtrl::default()
+    };
     qp.put_send(&g, ctrl, &[0; 40], &payload);
     qp.ring_sq(&mut g, 0, qp.qpn as u16);
     assert_eq!(g.log.lock().expect("log").sends[32].inline_data, payload);
 
     // Push: the WQE goes through the window; no fetch.
     let fetches = g.counters.get(COUNTER_WQE_FETCHES);
-    let ctrl = WqeCtrl { wr_id: 200, opcode: WR_SEND, flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED, inline_len: 8, ..WqeCtrl::default() };
+    let ctrl = WqeCtrl {
+        wr_id: 200,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED,
+        inline_len: 8,
+        ..WqeCtrl::default()
+    };
     let wqe = qp.put_send(&g, ctrl, &[0; 40], b"pushed!!");
     let window = db_page_offset(0) + PUSH_WINDOW_OFFSET;
     for (i, chunk) in wqe[..128].chunks(8).enumerate() {
         let value = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        g.dev.bar0_write((window + i * 8) as u64, &value.to_le_bytes());
+        g.dev
+            .bar0_write((window + i * 8) as u64, &value.to_le_bytes());
     }
-    g.w32(db_page_offset(0) + DB_PUSH, Doorbell { qid: qp.qpn as u16, index: qp.sq_pi }.encode());
+    g.w32(
+        db_page_offset(0) + DB_PUSH,
+        Doorbell {
+            qid: qp.qpn as u16,
+            index: qp.sq_pi,
+        }
+        .encode(),
+    );
     g.run();
-    assert_eq!(g.counters.get(COUNTER_WQE_FETCHES), fetches, "pushed WQEs are not fetched");
+    assert_eq!(
+        g.counters.get(COUNTER_WQE_FETCHES),
+        fetches,
+        "pushed WQEs are not fetched"
+    );
     assert_eq!(g.counters.get(COUNTER_WQE_PUSHES), 1);
     {
         let log = g.log.lock().expect("log");
@@ -420,11 +669,17 @@ fn send_doorbells_fetch_batch_inline_and_push() {
     }
 
     // The engine completes the first 10 in one call: 10 CQEs in order.
-    g.dev.core.complete_send(qp.qpn, 9, WC_SUCCESS, 0).expect("complete");
+    g.dev
+        .core
+        .complete_send(qp.qpn, 9, WC_SUCCESS, 0)
+        .expect("complete");
     let done: Vec<u64> = cq.poll(&g).iter().map(|c| c.wr_id).collect();
     assert_eq!(done, (0..10).collect::<Vec<_>>());
     // An error completion moves the QP to ERR and flushes everything else.
-    g.dev.core.complete_send(qp.qpn, 10, WC_REM_ACCESS_ERR, 0).expect("complete");
+    g.dev
+        .core
+        .complete_send(qp.qpn, 10, WC_REM_ACCESS_ERR, 0)
+        .expect("complete");
     g.run();
     let rest = cq.poll(&g);
     assert_eq!((rest[0].wr_id, rest[0].status), (10, WC_REM_ACCESS_ERR));
@@ -442,24 +697,57 @@ fn receive_queue_by_doorbell_record_and_flush() {
     let mut cq = GuestCq::create(&mut g, eqn, 6);
     let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
-    assert!(g.dev.core.take_recv(qp.qpn).expect("rq").is_none(), "nothing posted");
+    assert!(
+        g.dev.core.take_recv(qp.qpn).expect("rq").is_none(),
+        "nothing posted"
+    );
     for wr_id in 0..5 {
         qp.post_recv(&g, wr_id);
     }
     // The RQ doorbell is optional: it only wakes the engine.
-    g.w32(db_page_offset(0) + DB_RQ, Doorbell { qid: qp.qpn as u16, index: qp.rq_pi }.encode());
+    g.w32(
+        db_page_offset(0) + DB_RQ,
+        Doorbell {
+            qid: qp.qpn as u16,
+            index: qp.rq_pi,
+        }
+        .encode(),
+    );
     g.run();
-    assert!(matches!(g.log.lock().expect("log").records.last(), Some(StubRecord::RecvPosted { .. })));
+    assert!(matches!(
+        g.log.lock().expect("log").records.last(),
+        Some(StubRecord::RecvPosted { .. })
+    ));
     let work = g.dev.core.take_recv(qp.qpn).expect("rq").expect("wqe");
     assert_eq!((work.wr_id, work.sges.len()), (0, 1));
-    g.dev.core.complete_recv(qp.qpn, &work, RecvCompletion { opcode: CQE_OP_RECV, byte_len: 12, ..RecvCompletion::default() }).expect("cqe");
+    g.dev
+        .core
+        .complete_recv(
+            qp.qpn,
+            &work,
+            RecvCompletion {
+                opcode: CQE_OP_RECV,
+                byte_len: 12,
+                ..RecvCompletion::default()
+            },
+        )
+        .expect("cqe");
     let got = cq.poll(&g);
-    assert_eq!((got[0].wr_id, got[0].opcode, got[0].byte_len), (0, CQE_OP_RECV, 12));
+    assert_eq!(
+        (got[0].wr_id, got[0].opcode, got[0].byte_len),
+        (0, CQE_OP_RECV, 12)
+    );
     // To ERR: the 4 remaining receives flush.
-    assert_eq!(GuestQp::modify(&mut g, qp.qpn, QPS_ERR, 0).status, STATUS_OK);
+    assert_eq!(
+        GuestQp::modify(&mut g, qp.qpn, QPS_ERR, 0).status,
+        STATUS_OK
+    );
     g.run();
     let flushed: Vec<(u64, u8)> = cq.poll(&g).iter().map(|c| (c.wr_id, c.status)).collect();
-    assert_eq!(flushed, (1..5).map(|w| (w, WC_WR_FLUSH_ERR)).collect::<Vec<_>>());
+    assert_eq!(
+        flushed,
+        (1..5).map(|w| (w, WC_WR_FLUSH_ERR)).collect::<Vec<_>>()
+    );
     // Posting to a QP in ERR completes with flush at once.
     qp.post_send_noop(&mut g);
     assert_eq!(cq.poll(&g)[0].status, WC_WR_FLUSH_ERR);
@@ -471,7 +759,12 @@ trait NoopSend {
 
 impl NoopSend for GuestQp {
     fn post_send_noop(&mut self, g: &mut Guest) {
-        let ctrl = WqeCtrl { wr_id: 77, opcode: WR_SEND, flags: WQE_FLAG_SIGNALED, ..WqeCtrl::default() };
+        let ctrl = WqeCtrl {
+            wr_id: 77,
+            opcode: WR_SEND,
+            flags: WQE_FLAG_SIGNALED,
+            ..WqeCtrl::default()
+        };
         self.put_send(g, ctrl, &[0; 40], &[]);
         self.ring_sq(g, 0, self.qpn as u16);
     }
@@ -485,23 +778,52 @@ fn srq_limit_event() {
     let cq = GuestCq::create(&mut g, eqn, 4);
     let ring = g.alloc(64 << 3, 4096);
     let dbrec = g.alloc(64, 64);
-    let srqn = g.ok(&CreateSrqCmd { ring: BufDesc { addr: ring, ..BufDesc::default() }, dbrec_addr: dbrec, pd: 1, limit: 2, log_size: 3, log_stride: 6, ..CreateSrqCmd::default() });
+    let srqn = g.ok(&CreateSrqCmd {
+        ring: BufDesc {
+            addr: ring,
+            ..BufDesc::default()
+        },
+        dbrec_addr: dbrec,
+        pd: 1,
+        limit: 2,
+        log_size: 3,
+        log_stride: 6,
+        ..CreateSrqCmd::default()
+    });
     let qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, srqn);
     qp.connect(&mut g);
     for i in 0..3u64 {
         let mut wqe = vec![0u8; 64];
-        RecvWqeHeader { wr_id: 1000 + i, num_sge: 0, ..RecvWqeHeader::default() }.write_to(&mut wqe);
+        RecvWqeHeader {
+            wr_id: 1000 + i,
+            num_sge: 0,
+            ..RecvWqeHeader::default()
+        }
+        .write_to(&mut wqe);
         g.write(ring + i * 64, &wqe);
     }
     g.write_u32(dbrec, 3);
-    g.w32(db_page_offset(0) + DB_SRQ, Doorbell { qid: srqn as u16, index: 3 }.encode());
+    g.w32(
+        db_page_offset(0) + DB_SRQ,
+        Doorbell {
+            qid: srqn as u16,
+            index: 3,
+        }
+        .encode(),
+    );
     g.run();
     let work = g.dev.core.take_recv(qp.qpn).expect("srq").expect("wqe");
     assert_eq!((work.wr_id, work.srqn), (1000, Some(srqn)));
-    assert!(g.poll_eq(EQN_ASYNC).is_empty(), "2 left: not below the limit");
+    assert!(
+        g.poll_eq(EQN_ASYNC).is_empty(),
+        "2 left: not below the limit"
+    );
     g.dev.core.take_recv(qp.qpn).expect("srq").expect("wqe");
     let events = g.poll_eq(EQN_ASYNC);
-    assert_eq!((events[0].event_type, events[0].data0), (EVENT_SRQ_LIMIT, srqn));
+    assert_eq!(
+        (events[0].event_type, events[0].data0),
+        (EVENT_SRQ_LIMIT, srqn)
+    );
     // Disarmed after firing.
     g.dev.core.take_recv(qp.qpn).expect("srq").expect("wqe");
     assert!(g.poll_eq(EQN_ASYNC).is_empty());
@@ -517,11 +839,25 @@ fn qid_translation_confines_user_contexts() {
     let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
     let ctx = g.ok(&AllocCtxCmd::default()) as usize;
-    g.ok(&MapQidCmd { ctx: ctx as u32, local_qid: 9, global: qp.qpn, kind: QID_KIND_QP, ..MapQidCmd::default() });
-    let ctrl = WqeCtrl { wr_id: 1, opcode: WR_SEND, ..WqeCtrl::default() };
+    g.ok(&MapQidCmd {
+        ctx: ctx as u32,
+        local_qid: 9,
+        global: qp.qpn,
+        kind: QID_KIND_QP,
+        ..MapQidCmd::default()
+    });
+    let ctrl = WqeCtrl {
+        wr_id: 1,
+        opcode: WR_SEND,
+        ..WqeCtrl::default()
+    };
     qp.put_send(&g, ctrl, &[0; 40], &[]);
     qp.ring_sq(&mut g, ctx, 9);
-    assert_eq!(g.log.lock().expect("log").sends.len(), 1, "local QID 9 of the context reaches the QP");
+    assert_eq!(
+        g.log.lock().expect("log").sends.len(),
+        1,
+        "local QID 9 of the context reaches the QP"
+    );
     // The QP's global number means nothing on the user page; another context reaches nothing.
     let bad = g.counters.get(COUNTER_BAD_DOORBELLS);
     qp.put_send(&g, ctrl, &[0; 40], &[]);
@@ -532,14 +868,33 @@ fn qid_translation_confines_user_contexts() {
     assert!(events.iter().all(|e| e.event_type == EVENT_DOORBELL_ERROR));
     assert_eq!(events.len(), 2);
     // A CQ arm through a QP mapping is refused (kind mismatch).
-    g.w32(db_page_offset(ctx) + DB_CQ_ARM, CqArmDoorbell { qid: 9, solicited: false }.encode());
+    g.w32(
+        db_page_offset(ctx) + DB_CQ_ARM,
+        CqArmDoorbell {
+            qid: 9,
+            solicited: false,
+        }
+        .encode(),
+    );
     assert_eq!(g.counters.get(COUNTER_BAD_DOORBELLS) - bad, 3);
     // Destroying the QP removes its mapping, so a reused QPN is unreachable from the context.
-    assert_eq!(GuestQp::modify(&mut g, qp.qpn, QPS_RESET, 0).status, STATUS_OK);
-    g.ok(&DestroyQpCmd { qpn: qp.qpn, rsvd: 0 });
+    assert_eq!(
+        GuestQp::modify(&mut g, qp.qpn, QPS_RESET, 0).status,
+        STATUS_OK
+    );
+    g.ok(&DestroyQpCmd {
+        qpn: qp.qpn,
+        rsvd: 0,
+    });
     assert!(g.dev.core.translate_qid(ctx, 9, QID_KIND_QP).is_none());
-    g.ok(&FreeCtxCmd { ctx: ctx as u32, rsvd: 0 });
-    assert_eq!(g.cmd(&FreeCtxCmd { ctx: 0, rsvd: 0 }).status, STATUS_BAD_PARAM);
+    g.ok(&FreeCtxCmd {
+        ctx: ctx as u32,
+        rsvd: 0,
+    });
+    assert_eq!(
+        g.cmd(&FreeCtxCmd { ctx: 0, rsvd: 0 }).status,
+        STATUS_BAD_PARAM
+    );
 }
 
 #[test]
@@ -551,9 +906,14 @@ fn counters_in_bar0_match_the_host_view() {
     g.w32(REG_SCRATCH, 2);
     let writes_after = g.r64(counter_offset(COUNTER_MMIO_WRITES));
     assert_eq!(writes_after - writes_before, 2);
-    assert_eq!(u64::from(g.r32(counter_offset(COUNTER_COMMANDS))), g.counters.get(COUNTER_COMMANDS));
+    assert_eq!(
+        u64::from(g.r32(counter_offset(COUNTER_COMMANDS))),
+        g.counters.get(COUNTER_COMMANDS)
+    );
     let named = g.counters.named();
-    assert!(named.iter().any(|(name, value)| *name == "mmio_writes" && *value >= writes_after));
+    assert!(named
+        .iter()
+        .any(|(name, value)| *name == "mmio_writes" && *value >= writes_after));
 }
 
 #[test]
@@ -564,7 +924,17 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     // Stall: the command stays unexecuted until released.
     g.host.stall.store(true, Ordering::Relaxed);
     let index = g.cmd_pi;
-    g.write(g.cmd_sq + u64::from(index & 15) * 128, &encode_command(&CmdHeader { opcode: CMD_NOP, token: 999, ..CmdHeader::default() }, &[]));
+    g.write(
+        g.cmd_sq + u64::from(index & 15) * 128,
+        &encode_command(
+            &CmdHeader {
+                opcode: CMD_NOP,
+                token: 999,
+                ..CmdHeader::default()
+            },
+            &[],
+        ),
+    );
     g.cmd_pi += 1;
     g.w32(REG_CMDQ_DB, u32::from(g.cmd_pi));
     g.run();
@@ -587,7 +957,16 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     let eqn = g.create_ceq(4, 2);
     let mut cq = GuestCq::create(&mut g, eqn, 4);
     g.host.bogus_cqe.store(true, Ordering::Relaxed);
-    g.dev.core.write_cqe(cq.cqn, Cqe { wr_id: 1, ..Cqe::default() }).expect("cqe");
+    g.dev
+        .core
+        .write_cqe(
+            cq.cqn,
+            Cqe {
+                wr_id: 1,
+                ..Cqe::default()
+            },
+        )
+        .expect("cqe");
     let got = cq.poll(&g);
     assert_eq!(got.len(), 1, "still a valid owner bit");
     assert_ne!(got[0].wr_id, 1);
@@ -596,7 +975,10 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     g.dev.core.fatal(FATAL_INJECTED);
     assert_ne!(g.r32(REG_DEV_STATUS) & STATUS_FATAL, 0);
     assert_eq!(g.r32(REG_FATAL_CODE), FATAL_INJECTED);
-    assert_eq!(g.poll_eq(EQN_ASYNC).last().map(|e| e.event_type), Some(EVENT_DEVICE_FATAL));
+    assert_eq!(
+        g.poll_eq(EQN_ASYNC).last().map(|e| e.event_type),
+        Some(EVENT_DEVICE_FATAL)
+    );
     g.reset();
     assert_eq!(g.r32(REG_DEV_STATUS) & STATUS_FATAL, 0);
 }
@@ -625,9 +1007,14 @@ fn trace_records_json_lines() {
     g.dev.core.trace.stop().expect("stop");
     let text = std::fs::read_to_string(&path).expect("read trace");
     let _ = std::fs::remove_file(&path);
-    let events: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
     assert!(events.iter().any(|e| e["ev"] == "mmio" && e["dir"] == "w"));
-    assert!(events.iter().any(|e| e["ev"] == "cmd" && e["name"] == "nop"));
+    assert!(events
+        .iter()
+        .any(|e| e["ev"] == "cmd" && e["name"] == "nop"));
     assert!(events.iter().any(|e| e["ev"] == "eqe"));
     assert!(events.iter().all(|e| e["t_us"].is_u64()));
 }
@@ -637,6 +1024,9 @@ fn guest_memory_bounds() {
     let g = Guest::new();
     let mut buf = [0u8; 8];
     assert!(g.mem.read(RAM_BASE - 1, &mut buf).is_err());
-    assert!(g.mem.read(RAM_BASE + RAM_SIZE as u64 - 4, &mut buf).is_err());
+    assert!(g
+        .mem
+        .read(RAM_BASE + RAM_SIZE as u64 - 4, &mut buf)
+        .is_err());
     assert!(g.mem.read(u64::MAX - 2, &mut buf).is_err());
 }

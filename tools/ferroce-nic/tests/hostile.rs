@@ -27,7 +27,9 @@ fn still_works(g: &mut Guest) {
     g.run();
     if g.r32(REG_DEV_STATUS) & STATUS_FATAL != 0 || g.r32(REG_DEV_STATUS) & STATUS_ENABLED == 0 {
         g.bring_up();
-    } else if g.r32(REG_CMDQ_STATUS) != CMDQ_STATUS_ENABLED || g.r32(REG_CMDQ_CI) != u32::from(g.cmd_pi) {
+    } else if g.r32(REG_CMDQ_STATUS) != CMDQ_STATUS_ENABLED
+        || g.r32(REG_CMDQ_CI) != u32::from(g.cmd_pi)
+    {
         // The fuzz input rang the command doorbell behind the guest's back: the driver
         // recovers by re-creating its queue.
         g.w32(REG_CMDQ_CTRL, 0);
@@ -76,7 +78,7 @@ proptest! {
     ) {
         let (mut g, cq, qp) = populated();
         let ring = BufDesc { addr, page_count: pages, log_page_size: log_page, rsvd: [0; 3] };
-        g.cmd(&CreateEqCmd { ring, log_size: log_size, vector: word as u16, ..CreateEqCmd::default() });
+        g.cmd(&CreateEqCmd { ring, log_size, vector: word as u16, ..CreateEqCmd::default() });
         g.cmd(&CreateCqCmd { ring, dbrec_addr: addr, eqn: number, log_size, moder_count: word as u16, ..CreateCqCmd::default() });
         g.cmd(&CreateQpCmd { sq: ring, rq: ring, dbrec_addr: addr, pd: word, sq_cqn: number, rq_cqn: cq.cqn, srqn: number, qp_type: byte, sq_log_size: log_size, sq_log_stride: stride, rq_log_size: log_size, rq_log_stride: stride, ..CreateQpCmd::default() });
         g.cmd(&CreateSrqCmd { ring, dbrec_addr: addr, limit: word, log_size, log_stride: stride, ..CreateSrqCmd::default() });
@@ -198,24 +200,55 @@ fn bad_cmdq_and_eq_setup_are_refused() {
     g.w32(REG_EQ_SETUP_CTRL, EQN_ASYNC | EQ_SETUP_CREATE);
     assert_eq!(g.r32(REG_EQ_SETUP_STATUS), u32::from(STATUS_BAD_PARAM));
     g.w32(REG_EQ_SETUP_CTRL, 7 | EQ_SETUP_CREATE);
-    assert_eq!(g.r32(REG_EQ_SETUP_STATUS), u32::from(STATUS_BAD_PARAM), "only EQ 0 and 1");
+    assert_eq!(
+        g.r32(REG_EQ_SETUP_STATUS),
+        u32::from(STATUS_BAD_PARAM),
+        "only EQ 0 and 1"
+    );
 }
 
 #[test]
 fn malformed_wqes_move_the_qp_to_error_with_an_event() {
     let (mut g, mut cq, mut qp) = populated();
     for (ctrl, detail) in [
-        (WqeCtrl { opcode: 0x55, ..WqeCtrl::default() }, WQE_ERR_BAD_OPCODE),
-        (WqeCtrl { opcode: WR_SEND, num_sge: 200, ..WqeCtrl::default() }, WQE_ERR_BAD_SGE_COUNT),
-        (WqeCtrl { opcode: WR_SEND, flags: WQE_FLAG_INLINE, inline_len: 4000, ..WqeCtrl::default() }, WQE_ERR_BAD_INLINE),
+        (
+            WqeCtrl {
+                opcode: 0x55,
+                ..WqeCtrl::default()
+            },
+            WQE_ERR_BAD_OPCODE,
+        ),
+        (
+            WqeCtrl {
+                opcode: WR_SEND,
+                num_sge: 200,
+                ..WqeCtrl::default()
+            },
+            WQE_ERR_BAD_SGE_COUNT,
+        ),
+        (
+            WqeCtrl {
+                opcode: WR_SEND,
+                flags: WQE_FLAG_INLINE,
+                inline_len: 4000,
+                ..WqeCtrl::default()
+            },
+            WQE_ERR_BAD_INLINE,
+        ),
     ] {
         qp.put_send(&g, ctrl, &[0; 40], &[]);
         qp.ring_sq(&mut g, 0, qp.qpn as u16);
         let events = g.poll_eq(EQN_ASYNC);
-        assert_eq!((events[0].event_type, events[0].subtype, events[0].data0), (EVENT_QP_FATAL, detail, qp.qpn));
+        assert_eq!(
+            (events[0].event_type, events[0].subtype, events[0].data0),
+            (EVENT_QP_FATAL, detail, qp.qpn)
+        );
         assert_eq!(cq.poll(&g).last().map(|c| c.status), Some(WC_WR_FLUSH_ERR));
         // Back to RTS for the next case.
-        assert_eq!(GuestQp::modify(&mut g, qp.qpn, QPS_RESET, 0).status, STATUS_OK);
+        assert_eq!(
+            GuestQp::modify(&mut g, qp.qpn, QPS_RESET, 0).status,
+            STATUS_OK
+        );
         qp.sq_pi = 0;
         qp.connect(&mut g);
     }
@@ -227,7 +260,14 @@ fn tables_fill_up_with_no_resources() {
     g.bring_up();
     let mut statuses = Vec::new();
     for _ in 0..100 {
-        statuses.push(g.cmd(&CreateAhCmd { pd: 1, vlan: VLAN_NONE, ..CreateAhCmd::default() }).status);
+        statuses.push(
+            g.cmd(&CreateAhCmd {
+                pd: 1,
+                vlan: VLAN_NONE,
+                ..CreateAhCmd::default()
+            })
+            .status,
+        );
     }
     assert_eq!(statuses.iter().filter(|&&s| s == STATUS_OK).count(), 16);
     assert_eq!(statuses.last(), Some(&STATUS_NO_RESOURCES));
@@ -236,8 +276,31 @@ fn tables_fill_up_with_no_resources() {
     }
     assert_eq!(g.cmd(&AllocCtxCmd::default()).status, STATUS_NO_RESOURCES);
     // An MR page list longer than the limit is refused before any allocation.
-    let c = g.cmd(&CreateMrCmd { length: 1 << 40, pages: BufDesc { addr: RAM_BASE, page_count: MAX_MR_PAGES + 1, log_page_size: 12, rsvd: [0; 3] }, pd: 1, ..CreateMrCmd::default() });
+    let c = g.cmd(&CreateMrCmd {
+        length: 1 << 40,
+        pages: BufDesc {
+            addr: RAM_BASE,
+            page_count: MAX_MR_PAGES + 1,
+            log_page_size: 12,
+            rsvd: [0; 3],
+        },
+        pd: 1,
+        ..CreateMrCmd::default()
+    });
     assert_eq!(c.status, STATUS_BAD_PARAM);
-    let c = g.cmd(&CreateMrCmd { length: 1 << 40, pages: BufDesc { addr: RAM_BASE, page_count: 4, log_page_size: 12, rsvd: [0; 3] }, pd: 1, ..CreateMrCmd::default() });
-    assert_eq!(c.status, STATUS_BAD_SIZE, "page list too short for the length");
+    let c = g.cmd(&CreateMrCmd {
+        length: 1 << 40,
+        pages: BufDesc {
+            addr: RAM_BASE,
+            page_count: 4,
+            log_page_size: 12,
+            rsvd: [0; 3],
+        },
+        pd: 1,
+        ..CreateMrCmd::default()
+    });
+    assert_eq!(
+        c.status, STATUS_BAD_SIZE,
+        "page list too short for the length"
+    );
 }

@@ -648,7 +648,10 @@ impl Doorbell {
 
     /// Decodes a register value.
     pub const fn decode(value: u32) -> Self {
-        Self { qid: (value >> 16) as u16, index: value as u16 }
+        Self {
+            qid: (value >> 16) as u16,
+            index: value as u16,
+        }
     }
 }
 
@@ -672,7 +675,10 @@ impl CqArmDoorbell {
 
     /// Decodes a register value.
     pub const fn decode(value: u32) -> Self {
-        Self { qid: (value >> 16) as u16, solicited: value & CQ_ARM_SOLICITED != 0 }
+        Self {
+            qid: (value >> 16) as u16,
+            solicited: value & CQ_ARM_SOLICITED != 0,
+        }
     }
 }
 
@@ -695,7 +701,11 @@ impl EqDoorbell {
 
     /// Decodes a register value (bits 30:24 are reserved and ignored).
     pub const fn decode(value: u32) -> Self {
-        Self { eqn: (value >> 16) as u8, ci: value as u16, arm: value & (1 << 31) != 0 }
+        Self {
+            eqn: (value >> 16) as u8,
+            ci: value as u16,
+            arm: value & (1 << 31) != 0,
+        }
     }
 }
 
@@ -811,10 +821,15 @@ hw_layout! {
 pub fn encode_command(header: &CmdHeader, payload: &[u8]) -> [u8; CMD_ENTRY_SIZE] {
     let mut entry = [0u8; CMD_ENTRY_SIZE];
     header.write_to(&mut entry);
-    let len = if payload.len() < CMD_PAYLOAD_SIZE { payload.len() } else { CMD_PAYLOAD_SIZE };
-    if let (Some(dst), Some(src)) =
-        (entry.get_mut(CmdHeader::SIZE..CmdHeader::SIZE + len), payload.get(..len))
-    {
+    let len = if payload.len() < CMD_PAYLOAD_SIZE {
+        payload.len()
+    } else {
+        CMD_PAYLOAD_SIZE
+    };
+    if let (Some(dst), Some(src)) = (
+        entry.get_mut(CmdHeader::SIZE..CmdHeader::SIZE + len),
+        payload.get(..len),
+    ) {
         dst.copy_from_slice(src);
     }
     entry
@@ -1285,11 +1300,17 @@ impl Command for QueryQpCmd {
     const OPCODE: u16 = CMD_QUERY_QP;
 
     fn to_payload(&self) -> [u8; CMD_PAYLOAD_SIZE] {
-        DestroyQpCmd { qpn: self.qpn, rsvd: 0 }.to_payload()
+        DestroyQpCmd {
+            qpn: self.qpn,
+            rsvd: 0,
+        }
+        .to_payload()
     }
 
     fn from_payload(payload: &[u8]) -> Self {
-        Self { qpn: DestroyQpCmd::from_payload(payload).qpn }
+        Self {
+            qpn: DestroyQpCmd::from_payload(payload).qpn,
+        }
     }
 }
 

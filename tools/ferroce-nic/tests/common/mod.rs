@@ -51,8 +51,24 @@ impl Guest {
         let (engine, log) = StubEngine::new();
         let counters = Arc::new(Counters::new());
         let host = Arc::new(HostControls::default());
-        let config = DeviceConfig { msix_vectors: VECTORS, max_qp: 64, max_cq: 64, max_mr: 64, max_srq: 16, max_ah: 16, ..DeviceConfig::default() };
-        let dev = Device::new(config, mem.clone(), irq.clone(), Box::new(engine), counters.clone(), Arc::new(Tracer::new()), host.clone());
+        let config = DeviceConfig {
+            msix_vectors: VECTORS,
+            max_qp: 64,
+            max_cq: 64,
+            max_mr: 64,
+            max_srq: 16,
+            max_ah: 16,
+            ..DeviceConfig::default()
+        };
+        let dev = Device::new(
+            config,
+            mem.clone(),
+            irq.clone(),
+            Box::new(engine),
+            counters.clone(),
+            Arc::new(Tracer::new()),
+            host.clone(),
+        );
         Self {
             dev,
             mem,
@@ -103,7 +119,10 @@ impl Guest {
     pub fn alloc(&mut self, size: usize, align: u64) -> u64 {
         let addr = self.next.div_ceil(align) * align;
         self.next = addr + size as u64;
-        assert!(self.next <= RAM_BASE + RAM_SIZE as u64, "guest RAM exhausted");
+        assert!(
+            self.next <= RAM_BASE + RAM_SIZE as u64,
+            "guest RAM exhausted"
+        );
         self.mem.write(addr, &vec![0u8; size]).expect("zero");
         addr
     }
@@ -126,7 +145,11 @@ impl Guest {
 
     pub fn reset(&mut self) {
         self.w32(REG_DEV_CTRL, CTRL_RESET);
-        assert_eq!(self.r32(REG_DEV_STATUS) & STATUS_READY, 0, "READY drops while resetting");
+        assert_eq!(
+            self.r32(REG_DEV_STATUS) & STATUS_READY,
+            0,
+            "READY drops while resetting"
+        );
         self.run();
         assert_ne!(self.r32(REG_DEV_STATUS) & STATUS_READY, 0);
         self.eqs.iter_mut().for_each(|e| *e = None);
@@ -164,8 +187,14 @@ impl Guest {
         assert_eq!(self.r32(REG_ID), ID_MAGIC);
         assert_eq!(if_version_major(self.r32(REG_IF_VERSION)), IF_VERSION_MAJOR);
         self.reset();
-        assert_eq!(self.setup_eq(EQN_ASYNC, 6, AEQ_VECTOR), u32::from(STATUS_OK));
-        assert_eq!(self.setup_eq(EQN_CMD, 6, CMD_EQ_VECTOR), u32::from(STATUS_OK));
+        assert_eq!(
+            self.setup_eq(EQN_ASYNC, 6, AEQ_VECTOR),
+            u32::from(STATUS_OK)
+        );
+        assert_eq!(
+            self.setup_eq(EQN_CMD, 6, CMD_EQ_VECTOR),
+            u32::from(STATUS_OK)
+        );
         self.setup_cmdq(4);
         self.w32(REG_DEV_CTRL, CTRL_ENABLE);
         assert_ne!(self.r32(REG_DEV_STATUS) & STATUS_ENABLED, 0);
@@ -179,14 +208,28 @@ impl Guest {
         let ring = Ring::new(self.cmd_log, MAX_LOG_CMDQ).expect("ring");
         let index = self.cmd_pi;
         let slot = u64::from(ring.slot(index));
-        let header = CmdHeader { opcode, flags: 0, token: self.token, out_addr };
-        self.write(self.cmd_sq + slot * CMD_ENTRY_SIZE as u64, &encode_command(&header, payload));
+        let header = CmdHeader {
+            opcode,
+            flags: 0,
+            token: self.token,
+            out_addr,
+        };
+        self.write(
+            self.cmd_sq + slot * CMD_ENTRY_SIZE as u64,
+            &encode_command(&header, payload),
+        );
         self.cmd_pi = index.wrapping_add(1);
         self.w32(REG_CMDQ_DB, u32::from(self.cmd_pi));
         self.run();
-        let bytes = self.read(self.cmd_cq + slot * CmdCompletion::SIZE as u64, CmdCompletion::SIZE);
+        let bytes = self.read(
+            self.cmd_cq + slot * CmdCompletion::SIZE as u64,
+            CmdCompletion::SIZE,
+        );
         let completion = CmdCompletion::read_from(&bytes).expect("completion");
-        assert!(ring.entry_valid(index, completion.owner), "command {opcode:#x} did not complete (stalled?)");
+        assert!(
+            ring.entry_valid(index, completion.owner),
+            "command {opcode:#x} did not complete (stalled?)"
+        );
         assert_eq!(completion.token, self.token);
         assert_eq!(completion.index, index);
         completion
@@ -203,7 +246,13 @@ impl Guest {
     /// Runs a command that must succeed; returns result0.
     pub fn ok<C: Command + std::fmt::Debug>(&mut self, command: &C) -> u32 {
         let c = self.cmd(command);
-        assert_eq!(c.status, STATUS_OK, "{command:?} failed: {} syndrome {}", status_name(c.status), c.syndrome);
+        assert_eq!(
+            c.status,
+            STATUS_OK,
+            "{command:?} failed: {} syndrome {}",
+            status_name(c.status),
+            c.syndrome
+        );
         c.result0
     }
 
@@ -211,13 +260,17 @@ impl Guest {
 
     /// Consumes all new EQEs of `eqn` and updates its consumer index (without arming).
     pub fn poll_eq(&mut self, eqn: u32) -> Vec<Eqe> {
-        let Some(eq) = self.eqs[eqn as usize].as_mut() else { return Vec::new() };
+        let Some(eq) = self.eqs[eqn as usize].as_mut() else {
+            return Vec::new();
+        };
         let ring = Ring::new(eq.log, MAX_LOG_QUEUE).expect("ring");
         let (base, mut ci) = (eq.base, eq.ci);
         let mut out = Vec::new();
         loop {
             let mut bytes = [0u8; Eqe::SIZE];
-            self.mem.read(base + u64::from(ring.slot(ci)) * 16, &mut bytes).expect("eqe");
+            self.mem
+                .read(base + u64::from(ring.slot(ci)) * 16, &mut bytes)
+                .expect("eqe");
             let eqe = Eqe::decode(&bytes);
             if !ring.entry_valid(ci, eqe.owner) {
                 break;
@@ -228,22 +281,50 @@ impl Guest {
         if let Some(eq) = self.eqs[eqn as usize].as_mut() {
             eq.ci = ci;
         }
-        self.w32(REG_EQ_DB, EqDoorbell { eqn: eqn as u8, ci, arm: false }.encode());
+        self.w32(
+            REG_EQ_DB,
+            EqDoorbell {
+                eqn: eqn as u8,
+                ci,
+                arm: false,
+            }
+            .encode(),
+        );
         self.run();
         out
     }
 
     pub fn arm_eq(&mut self, eqn: u32) {
         let ci = self.eqs[eqn as usize].as_ref().map_or(0, |e| e.ci);
-        self.w32(REG_EQ_DB, EqDoorbell { eqn: eqn as u8, ci, arm: true }.encode());
+        self.w32(
+            REG_EQ_DB,
+            EqDoorbell {
+                eqn: eqn as u8,
+                ci,
+                arm: true,
+            }
+            .encode(),
+        );
         self.run();
     }
 
     /// Creates a completion EQ by command.
     pub fn create_ceq(&mut self, log: u8, vector: u16) -> u32 {
         let base = self.alloc(16 << log, 64);
-        let eqn = self.ok(&CreateEqCmd { ring: BufDesc { addr: base, ..BufDesc::default() }, log_size: log, vector, ..CreateEqCmd::default() });
-        self.eqs[eqn as usize] = Some(Eqs { base, log: u32::from(log), ci: 0 });
+        let eqn = self.ok(&CreateEqCmd {
+            ring: BufDesc {
+                addr: base,
+                ..BufDesc::default()
+            },
+            log_size: log,
+            vector,
+            ..CreateEqCmd::default()
+        });
+        self.eqs[eqn as usize] = Some(Eqs {
+            base,
+            log: u32::from(log),
+            ci: 0,
+        });
         eqn
     }
 }
@@ -262,13 +343,22 @@ impl GuestCq {
         let base = guest.alloc(64 << log, 4096);
         let dbrec = guest.alloc(64, 64);
         let cqn = guest.ok(&CreateCqCmd {
-            ring: BufDesc { addr: base, ..BufDesc::default() },
+            ring: BufDesc {
+                addr: base,
+                ..BufDesc::default()
+            },
             dbrec_addr: dbrec,
             eqn,
             log_size: log,
             ..CreateCqCmd::default()
         });
-        Self { cqn, base, dbrec, log: u32::from(log), ci: 0 }
+        Self {
+            cqn,
+            base,
+            dbrec,
+            log: u32::from(log),
+            ci: 0,
+        }
     }
 
     /// Polls new CQEs and publishes the consumer index in the doorbell record.
@@ -309,8 +399,14 @@ impl GuestQp {
         let rq = guest.alloc(64 << rq_log, 4096);
         let dbrec = guest.alloc(64, 64);
         let qpn = guest.ok(&CreateQpCmd {
-            sq: BufDesc { addr: sq, ..BufDesc::default() },
-            rq: BufDesc { addr: rq, ..BufDesc::default() },
+            sq: BufDesc {
+                addr: sq,
+                ..BufDesc::default()
+            },
+            rq: BufDesc {
+                addr: rq,
+                ..BufDesc::default()
+            },
             dbrec_addr: dbrec,
             pd: 1,
             sq_cqn: send_cq,
@@ -323,7 +419,17 @@ impl GuestQp {
             rq_log_stride: 6,
             ..CreateQpCmd::default()
         });
-        Self { qpn, sq, rq, dbrec, sq_log, sq_stride_log, rq_log, sq_pi: 0, rq_pi: 0 }
+        Self {
+            qpn,
+            sq,
+            rq,
+            dbrec,
+            sq_log,
+            sq_stride_log,
+            rq_log,
+            sq_pi: 0,
+            rq_pi: 0,
+        }
     }
 
     pub fn modify(guest: &mut Guest, qpn: u32, state: u8, extra_mask: u32) -> CmdCompletion {
@@ -343,9 +449,17 @@ impl GuestQp {
     /// RESET → INIT → RTR → RTS with the attributes RC needs.
     pub fn connect(&self, guest: &mut Guest) {
         let rtr = QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN;
-        for (state, mask) in [(QPS_INIT, QP_ATTR_ACCESS_FLAGS), (QPS_RTR, rtr), (QPS_RTS, QP_ATTR_SQ_PSN)] {
+        for (state, mask) in [
+            (QPS_INIT, QP_ATTR_ACCESS_FLAGS),
+            (QPS_RTR, rtr),
+            (QPS_RTS, QP_ATTR_SQ_PSN),
+        ] {
             let c = Self::modify(guest, self.qpn, state, mask);
-            assert_eq!(c.status, STATUS_OK, "to state {state}: syndrome {}", c.syndrome);
+            assert_eq!(
+                c.status, STATUS_OK,
+                "to state {state}: syndrome {}",
+                c.syndrome
+            );
         }
     }
 
@@ -365,15 +479,32 @@ impl GuestQp {
     }
 
     pub fn ring_sq(&self, guest: &mut Guest, ctx: usize, qid: u16) {
-        guest.w32(db_page_offset(ctx) + DB_SQ, Doorbell { qid, index: self.sq_pi }.encode());
+        guest.w32(
+            db_page_offset(ctx) + DB_SQ,
+            Doorbell {
+                qid,
+                index: self.sq_pi,
+            }
+            .encode(),
+        );
         guest.run();
     }
 
     /// Posts a receive WQE with one SGE and publishes it in the doorbell record.
     pub fn post_recv(&mut self, guest: &Guest, wr_id: u64) {
         let mut wqe = vec![0u8; 64];
-        RecvWqeHeader { wr_id, num_sge: 1, ..RecvWqeHeader::default() }.write_to(&mut wqe);
-        Sge { addr: 0x1000, length: 64, lkey: 0x100 }.write_to(&mut wqe[16..]);
+        RecvWqeHeader {
+            wr_id,
+            num_sge: 1,
+            ..RecvWqeHeader::default()
+        }
+        .write_to(&mut wqe);
+        Sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: 0x100,
+        }
+        .write_to(&mut wqe[16..]);
         let slot = u64::from(self.rq_pi) & ((1 << self.rq_log) - 1);
         guest.write(self.rq + slot * 64, &wqe);
         self.rq_pi = self.rq_pi.wrapping_add(1);
