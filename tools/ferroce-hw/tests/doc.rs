@@ -133,7 +133,7 @@ fn identity_and_layout_constants_are_documented() {
         format!("An EQE is {} bytes", Eqe::SIZE),
         format!("({CMD_ENTRY_SIZE}-byte entries"),
         format!("payload, {CMD_PAYLOAD_SIZE} bytes"),
-        format!("63 u8 owner"),
+        "63 u8 owner".to_string(),
     ] {
         assert!(DOC.contains(&needle), "{needle:?} not in ferroce-hw.rst");
     }
