@@ -119,11 +119,11 @@ fn main() -> anyhow::Result<()> {
         Command::Ctl { control, command } => {
             let reply = control::request(&control, &command.join(" "))?;
             println!("{}", serde_json::to_string_pretty(&reply)?);
-            if reply.get("ok").and_then(|v| v.as_bool()) == Some(true) {
-                Ok(())
-            } else {
-                anyhow::bail!("command failed")
+            if reply.get("ok").and_then(|v| v.as_bool()) != Some(true) {
+                // The reply already says why.
+                std::process::exit(1);
             }
+            Ok(())
         }
     }
 }

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! End to end over a real vfio-user socket, with the `vfio_user` crate's client standing in for
+//! QEMU: config space, DMA_MAP of a memfd, SET_IRQS with an eventfd, BAR0 bring-up, a command
+//! completing with an MSI-X interrupt raised by the device thread, and the control socket.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ferroce_hw::*;
+use ferroce_nic::device::DeviceConfig;
+use ferroce_nic::server::{serve, Nic};
+use vfio_bindings::bindings::vfio::*;
+use vfio_user::Client;
+
+const IOVA: u64 = 0x10_0000;
+const MEM_SIZE: u64 = 1 << 20;
+
+fn memfd(size: u64) -> File {
+    // SAFETY: the name is a valid C string; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"ferroce-test".as_ptr(), 0) };
+    assert!(fd >= 0, "memfd_create");
+    // SAFETY: `fd` is a fresh descriptor we own.
+    let file = unsafe { File::from_raw_fd(fd) };
+    file.set_len(size).expect("set_len");
+    file
+}
+
+fn eventfd() -> File {
+    // SAFETY: eventfd returns a new descriptor or -1 (checked).
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
+    assert!(fd >= 0, "eventfd");
+    // SAFETY: `fd` is a fresh descriptor we own.
+    unsafe { File::from_raw_fd(fd) }
+}
+
+fn wait_for_event(file: &File, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut buf = [0u8; 8];
+    while Instant::now() < deadline {
+        // SAFETY: reading 8 bytes into a buffer of 8 bytes from an eventfd we own.
+        let n = unsafe { libc::read(file.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        if n == 8 {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
+struct Qemu {
+    client: Client,
+}
+
+impl Qemu {
+    fn w32(&mut self, offset: usize, value: u32) {
+        self.client
+            .region_write(
+                VFIO_PCI_BAR0_REGION_INDEX,
+                offset as u64,
+                &value.to_le_bytes(),
+            )
+            .expect("bar write");
+    }
+
+    fn r32(&mut self, offset: usize) -> u32 {
+        let mut data = [0u8; 4];
+        self.client
+            .region_read(VFIO_PCI_BAR0_REGION_INDEX, offset as u64, &mut data)
+            .expect("bar read");
+        u32::from_le_bytes(data)
+    }
+
+    fn poll32(&mut self, offset: usize, mask: u32, want: u32) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.r32(offset) & mask == want {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+}
+
+#[test]
+fn qemu_like_client_end_to_end() {
+    let dir = std::env::temp_dir().join(format!("ferroce-vfio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let socket: PathBuf = dir.join("nic.sock");
+    let control = dir.join("nic.ctl");
+    let nic = Nic::new(DeviceConfig::default());
+    ferroce_nic::control::spawn_control_server(nic.clone(), &control).expect("control");
+    nic.spawn_device_thread().expect("device thread");
+    {
+        let nic = nic.clone();
+        let socket = socket.clone();
+        std::thread::spawn(move || serve(nic, &socket, 8));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !socket.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let client = Client::new(&socket).expect("connect");
+    let mut qemu = Qemu { client };
+
+    // Config space: identity and class.
+    let mut id = [0u8; 12];
+    qemu.client
+        .region_read(VFIO_PCI_CONFIG_REGION_INDEX, 0, &mut id)
+        .expect("config read");
+    assert_eq!(u16::from_le_bytes([id[0], id[1]]), PCI_VENDOR_ID);
+    assert_eq!(u16::from_le_bytes([id[2], id[3]]), PCI_DEVICE_ID);
+    assert_eq!(
+        u32::from_le_bytes([id[9], id[10], id[11], 0]),
+        PCI_CLASS_CODE
+    );
+    let irq = qemu
+        .client
+        .get_irq_info(VFIO_PCI_MSIX_IRQ_INDEX)
+        .expect("irq info");
+    assert_eq!(irq.count, 8);
+
+    // Guest RAM as a memfd, mapped for DMA; a second, fd-less map like QEMU's ROM.
+    let ram = memfd(MEM_SIZE);
+    qemu.client
+        .dma_map(0, IOVA, MEM_SIZE, ram.as_raw_fd())
+        .expect("dma map");
+    assert_eq!(nic.dma.regions().len(), 1);
+
+    // MSI-X vector 1 wired to an eventfd; MSI-X enabled in config space.
+    let vector1 = eventfd();
+    let flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+    qemu.client
+        .set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, flags, 1, 1, &[vector1.as_raw_fd()])
+        .expect("set irqs");
+    qemu.client
+        .region_write(VFIO_PCI_CONFIG_REGION_INDEX, 0x43, &[0x80])
+        .expect("msix enable");
+
+    // Bring-up through BAR0.
+    assert_eq!(qemu.r32(REG_ID), ID_MAGIC);
+    qemu.w32(REG_DEV_CTRL, CTRL_RESET);
+    assert!(
+        qemu.poll32(REG_DEV_STATUS, STATUS_READY, STATUS_READY),
+        "reset completes"
+    );
+    let (eq, sq, cq) = (IOVA, IOVA + 0x1000, IOVA + 0x2000);
+    qemu.w32(REG_EQ_SETUP_BASE_LO, eq as u32);
+    qemu.w32(REG_EQ_SETUP_BASE_HI, 0);
+    qemu.w32(REG_EQ_SETUP_LOG_SIZE, 4);
+    qemu.w32(REG_EQ_SETUP_VECTOR, 1);
+    qemu.w32(REG_EQ_SETUP_CTRL, EQN_CMD | EQ_SETUP_CREATE);
+    assert_eq!(qemu.r32(REG_EQ_SETUP_STATUS), u32::from(STATUS_OK));
+    qemu.w32(REG_CMDQ_SQ_BASE_LO, sq as u32);
+    qemu.w32(REG_CMDQ_CQ_BASE_LO, cq as u32);
+    qemu.w32(REG_CMDQ_LOG_SIZE, 3);
+    qemu.w32(REG_CMDQ_CTRL, CMDQ_CTRL_ENABLE);
+    qemu.w32(REG_DEV_CTRL, CTRL_ENABLE);
+    qemu.w32(
+        REG_EQ_DB,
+        EqDoorbell {
+            eqn: EQN_CMD as u8,
+            ci: 0,
+            arm: true,
+        }
+        .encode(),
+    );
+
+    // One QUERY_PORT command: the device thread executes it, writes the completion into the
+    // memfd and raises vector 1.
+    let header = CmdHeader {
+        opcode: CMD_QUERY_PORT,
+        token: 77,
+        ..CmdHeader::default()
+    };
+    let entry = encode_command(&header, &QueryPortCmd { port: 1, rsvd: 0 }.to_payload());
+    ram.write_all_at(&entry, sq - IOVA).expect("write command");
+    qemu.w32(REG_CMDQ_DB, 1);
+    assert!(
+        wait_for_event(&vector1, Duration::from_secs(5)),
+        "MSI-X vector 1 fired"
+    );
+    let mut bytes = [0u8; CmdCompletion::SIZE];
+    ram.read_exact_at(&mut bytes, cq - IOVA)
+        .expect("read completion");
+    let completion = CmdCompletion::decode(&bytes);
+    assert_eq!(
+        (completion.token, completion.status, completion.owner),
+        (77, STATUS_OK, 1)
+    );
+    let port = PortInfo::from_results([completion.result0, completion.result1, completion.result2]);
+    assert_eq!(port.mac, DeviceConfig::default().mac);
+    let mut eqe = [0u8; Eqe::SIZE];
+    ram.read_exact_at(&mut eqe, eq - IOVA).expect("read eqe");
+    assert_eq!(Eqe::decode(&eqe).event_type, EVENT_CMD_DONE);
+
+    // The host sees the MMIO writes.
+    let reply = ferroce_nic::control::request(&control, "counters").expect("ctl");
+    assert!(
+        reply["counters"]["mmio_writes"].as_u64().unwrap_or(0) >= 12,
+        "{reply}"
+    );
+    assert_eq!(reply["counters"]["interrupts"].as_u64(), Some(1));
+    let reply = ferroce_nic::control::request(&control, "objects").expect("ctl");
+    assert_eq!(reply["dma_regions"].as_array().map(Vec::len), Some(1));
+
+    // Masking: a masked vector leaves its pending bit set (read through the PBA) until unmasked.
+    qemu.client
+        .set_irqs(
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK,
+            1,
+            1,
+            &[],
+        )
+        .expect("mask");
+    qemu.w32(
+        REG_EQ_DB,
+        EqDoorbell {
+            eqn: EQN_CMD as u8,
+            ci: 1,
+            arm: true,
+        }
+        .encode(),
+    );
+    let entry = encode_command(
+        &CmdHeader {
+            opcode: CMD_NOP,
+            token: 78,
+            ..CmdHeader::default()
+        },
+        &[],
+    );
+    ram.write_all_at(&entry, sq - IOVA + 128)
+        .expect("write command");
+    qemu.w32(REG_CMDQ_DB, 2);
+    assert!(
+        qemu.poll32(MSIX_PBA_OFFSET, 1 << 1, 1 << 1),
+        "pending bit set while masked"
+    );
+    assert!(!wait_for_event(&vector1, Duration::from_millis(50)));
+    qemu.client
+        .set_irqs(
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK,
+            1,
+            1,
+            &[],
+        )
+        .expect("unmask");
+    assert!(
+        wait_for_event(&vector1, Duration::from_secs(5)),
+        "delivered on unmask"
+    );
+    assert_eq!(qemu.r32(MSIX_PBA_OFFSET) & (1 << 1), 0);
+
+    // DMA_UNMAP, then a command: the ring is gone, so the device goes fatal instead of crashing.
+    qemu.client.dma_unmap(IOVA, MEM_SIZE).expect("unmap");
+    assert!(nic.dma.regions().is_empty());
+    qemu.w32(REG_CMDQ_DB, 3);
+    assert!(qemu.poll32(REG_DEV_STATUS, STATUS_FATAL, STATUS_FATAL));
+    assert_eq!(qemu.r32(REG_FATAL_CODE), FATAL_CMDQ_DMA);
+    let _ = std::fs::remove_dir_all(&dir);
+}
