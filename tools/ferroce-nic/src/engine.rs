@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ferroce_hw::{CreateAhCmd, ModifyQpCmd, Sge, WqeCtrl};
+use ferroce_hw::{CreateAhCmd, ModifyQpCmd, RegMrSeg, Sge, WqeCtrl};
 use serde::Serialize;
 
 use crate::memory::DmaError;
@@ -130,6 +130,11 @@ pub trait EngineHost {
         work: &RecvWork,
         completion: RecvCompletion,
     ) -> Result<(), HostError>;
+    /// Executes a REG_MR work request: maps the fast-registration MR named by `seg.key`'s index
+    /// (same `pd`) to `seg`'s page list; `seg.key` becomes its key.
+    fn fast_register(&mut self, pd: u32, seg: &RegMrSeg) -> Result<(), HostError>;
+    /// Invalidates fast-registration MR `key` (LOCAL_INV, or SEND_WITH_INV at the responder).
+    fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError>;
     /// Raises an async event (`EVENT_*`) about object `data0`.
     fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32);
     /// GID table entry.

@@ -10,7 +10,9 @@ use ferroce_hw::*;
 
 use crate::device::{Device, DeviceCore, Work};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork, SendWork};
-use crate::objects::{CmdError, InflightSend, MrError, Qp, RingBuffer, WorkQueue};
+use crate::objects::{
+    BufferMap, CmdError, InflightSend, MrBacking, MrError, Qp, RingBuffer, WorkQueue,
+};
 
 /// Most send WQEs fetched for one QP per service round (then it is queued again).
 const FETCH_BUDGET: usize = 64;
@@ -786,6 +788,60 @@ impl EngineHost for DeviceCore {
             ..Cqe::default()
         };
         self.write_cqe(cqn, cqe)
+    }
+
+    fn fast_register(&mut self, pd: u32, seg: &RegMrSeg) -> Result<(), HostError> {
+        let bad = HostError::Protection(MrError::BadKey);
+        let mr = self.mrs.get(mr_key_index(seg.key)).ok_or(bad)?;
+        let max_pages = mr.fast_reg_max_pages.ok_or(bad)?;
+        if mr.pd != pd {
+            return Err(HostError::Protection(MrError::BadPd));
+        }
+        if seg.access & !ACCESS_VALID_MASK != 0
+            || seg.rsvd != [0; 3]
+            || seg.page_count == 0
+            || seg.page_count > max_pages
+        {
+            return Err(bad);
+        }
+        let desc = BufDesc {
+            addr: seg.pbl_addr,
+            page_count: seg.page_count,
+            log_page_size: seg.log_page_size,
+            rsvd: [0; 3],
+        };
+        let log = u32::from(seg.log_page_size).min(MAX_LOG_PAGE_SIZE);
+        let span = seg.length.saturating_add(seg.iova & ((1u64 << log) - 1));
+        let map = BufferMap::resolve(&*self.mem, &desc, span, 1, max_pages).map_err(|_| bad)?;
+        if seg.iova.checked_add(seg.length).is_none() {
+            return Err(HostError::Protection(MrError::Bounds));
+        }
+        let mr = self.mrs.get_mut(mr_key_index(seg.key)).ok_or(bad)?;
+        mr.key = seg.key;
+        mr.iova = seg.iova;
+        mr.length = seg.length;
+        mr.access = seg.access;
+        mr.backing = MrBacking::Buffer(map);
+        self.trace.event(
+            "reg_mr",
+            || serde_json::json!({"key": seg.key, "iova": seg.iova, "length": seg.length}),
+        );
+        Ok(())
+    }
+
+    fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError> {
+        let mr = self
+            .mrs
+            .get_mut(mr_key_index(key))
+            .filter(|mr| mr.key == key && mr.fast_reg_max_pages.is_some());
+        let mr = mr.ok_or(HostError::Protection(MrError::BadKey))?;
+        if mr.pd != pd {
+            return Err(HostError::Protection(MrError::BadPd));
+        }
+        mr.backing = MrBacking::Invalid;
+        self.trace
+            .event("invalidate", || serde_json::json!({"key": key}));
+        Ok(())
     }
 
     fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32) {

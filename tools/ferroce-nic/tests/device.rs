@@ -1030,3 +1030,72 @@ fn guest_memory_bounds() {
         .is_err());
     assert!(g.mem.read(u64::MAX - 2, &mut buf).is_err());
 }
+
+#[test]
+fn fast_registration_and_invalidation() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let fast = g.ok(&CreateMrCmd {
+        pd: 1,
+        flags: MR_FLAG_FAST_REG,
+        max_pages: 4,
+        ..CreateMrCmd::default()
+    });
+    let mut byte = [0u8; 1];
+    assert!(
+        g.dev.core.read_payload(1, fast, 0, &mut byte, 0).is_err(),
+        "invalid until registered"
+    );
+    let pbl = g.alloc(16, 8);
+    let (page_a, page_b) = (g.alloc(4096, 4096), g.alloc(4096, 4096));
+    g.write(pbl, &[page_a.to_le_bytes(), page_b.to_le_bytes()].concat());
+    g.write(page_b + 0x10, &[0x77]);
+    let new_key = mr_key(mr_key_index(fast), 0x33);
+    let seg = RegMrSeg {
+        iova: 0x9000_0000,
+        length: 8192,
+        pbl_addr: pbl,
+        key: new_key,
+        access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_READ,
+        page_count: 2,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    assert!(g.dev.core.fast_register(2, &seg).is_err(), "PD mismatch");
+    assert!(
+        g.dev
+            .core
+            .fast_register(
+                1,
+                &RegMrSeg {
+                    page_count: 5,
+                    ..seg
+                }
+            )
+            .is_err(),
+        "beyond max_pages"
+    );
+    g.dev.core.fast_register(1, &seg).expect("register");
+    g.dev
+        .core
+        .read_payload(1, new_key, 0x9000_1010, &mut byte, ACCESS_REMOTE_READ)
+        .expect("read");
+    assert_eq!(byte, [0x77]);
+    assert!(
+        g.dev
+            .core
+            .read_payload(1, fast, 0x9000_1010, &mut byte, 0)
+            .is_err(),
+        "the old key is gone"
+    );
+    g.dev.core.invalidate(1, new_key).expect("invalidate");
+    assert!(g
+        .dev
+        .core
+        .read_payload(1, new_key, 0x9000_1010, &mut byte, 0)
+        .is_err());
+    g.ok(&DestroyMrCmd {
+        key: new_key,
+        rsvd: 0,
+    });
+}
