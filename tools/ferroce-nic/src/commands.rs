@@ -213,6 +213,12 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 36));
         }
         reserved_zero(cmd.rsvd.into(), 42)?;
+        let reserve = if cmd.flags & MR_FLAG_FAST_REG != 0 {
+            cmd.max_pages
+        } else {
+            cmd.pages.page_count
+        };
+        self.core.check_translation_budget(u64::from(reserve))?;
         let (backing, iova, length, fast_reg) = if cmd.flags & MR_FLAG_ALL_MEMORY != 0 {
             (MrBacking::AllMemory, 0, u64::MAX, None)
         } else if cmd.flags & MR_FLAG_FAST_REG != 0 {
@@ -301,6 +307,8 @@ impl Device {
         if !(MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(cmd.log_stride)) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 33));
         }
+        self.core
+            .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
             &*self.core.mem,
             &cmd.ring,

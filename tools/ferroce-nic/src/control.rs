@@ -177,11 +177,11 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 Some("down") => false,
                 _ => return Err("expected port up|down".into()),
             };
-            nic.lock().core.set_port_state(up);
+            nic.lock().core.request_port_state(up);
             Ok(json!({ "port": if up { "up" } else { "down" } }))
         }
         "fatal" => {
-            nic.lock().core.fatal(FATAL_INJECTED);
+            nic.lock().core.request_fatal();
             Ok(json!({ "fatal": FATAL_INJECTED }))
         }
         "trace" => match (arg, words.next()) {
@@ -211,6 +211,8 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
 }
 
 fn handle(nic: &Nic, stream: UnixStream) -> std::io::Result<()> {
+    // A client that connects and stays silent must not block the next one for long.
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
     let mut line = String::new();
     BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
     let reply = execute(nic, line.trim());

@@ -23,6 +23,7 @@ impl DeviceCore {
         let mut record = [0u8; CqDbRecord::SIZE];
         self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
             .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+        self.check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
             &*self.mem,
             &cmd.ring,

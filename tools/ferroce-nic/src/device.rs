@@ -20,7 +20,9 @@ use crate::doorbell::PushWindows;
 use crate::engine::Engine;
 use crate::interrupts::InterruptSink;
 use crate::memory::{DmaError, GuestMemory};
-use crate::objects::{Ah, Context, Cq, Eq, GidEntry, Mr, Qp, Srq, Table};
+use crate::objects::{
+    Ah, CmdError, Context, Cq, Eq, GidEntry, Mr, MrBacking, Qp, Srq, Table, MAX_TRANSLATION_ENTRIES,
+};
 use crate::trace::Tracer;
 
 /// Device limits and identity.
@@ -201,6 +203,10 @@ pub struct DeviceCore {
     pub push: PushWindows,
     /// Rejected doorbells (context, value) to report as async events; bounded.
     pub pending_bad_doorbells: VecDeque<(u32, u32)>,
+    /// Port state change requested by the host.
+    pub pending_port: Option<bool>,
+    /// Fatal error requested by the host.
+    pub pending_fatal: bool,
     start: Instant,
 }
 
@@ -252,6 +258,8 @@ impl Device {
             work: VecDeque::new(),
             push: PushWindows::default(),
             pending_bad_doorbells: VecDeque::new(),
+            pending_port: None,
+            pending_fatal: false,
             start: Instant::now(),
         };
         Self { core, engine }
@@ -300,6 +308,7 @@ impl Device {
         if HostControls::get(&self.core.host.hang) || HostControls::get(&self.core.host.stall) {
             return false;
         }
+        self.core.apply_host_requests();
         if self.core.regs.ctrl & CTRL_ENABLE == 0 || self.core.regs.fatal_code != FATAL_NONE {
             return false;
         }
@@ -332,6 +341,8 @@ impl Device {
     /// Whether the device thread has something to do.
     pub fn has_work(&self) -> bool {
         self.core.reset_pending
+            || self.core.pending_port.is_some()
+            || self.core.pending_fatal
             || !self.core.work.is_empty()
             || self
                 .core
@@ -435,6 +446,57 @@ impl DeviceCore {
             status |= STATUS_ENABLED;
         }
         status
+    }
+
+    /// Page-list entries held by all objects (fast-registration MRs count their maximum).
+    pub fn translation_entries(&self) -> u64 {
+        let rings = self
+            .eqs
+            .iter()
+            .map(|(_, eq)| eq.buf.map.page_entries())
+            .chain(self.cqs.iter().map(|(_, cq)| cq.buf.map.page_entries()))
+            .chain(self.srqs.iter().map(|(_, srq)| srq.buf.map.page_entries()))
+            .chain(self.qps.iter().map(|(_, qp)| {
+                qp.sq.buf.map.page_entries()
+                    + qp.rq.as_ref().map_or(0, |rq| rq.buf.map.page_entries())
+            }));
+        let mrs = self
+            .mrs
+            .iter()
+            .map(|(_, mr)| match (&mr.backing, mr.fast_reg_max_pages) {
+                (_, Some(max)) => u64::from(max),
+                (MrBacking::Buffer(map), None) => map.page_entries(),
+                _ => 0,
+            });
+        rings.chain(mrs).sum()
+    }
+
+    /// Refuses an object that would need `extra` more page-list entries than the budget allows.
+    pub fn check_translation_budget(&self, extra: u64) -> Result<(), CmdError> {
+        if self.translation_entries().saturating_add(extra) > MAX_TRANSLATION_ENTRIES {
+            return Err(CmdError::new(STATUS_NO_RESOURCES));
+        }
+        Ok(())
+    }
+
+    /// Requests a port state change (host control); the device thread applies it.
+    pub fn request_port_state(&mut self, up: bool) {
+        self.pending_port = Some(up);
+    }
+
+    /// Requests a fatal error (host control); the device thread applies it.
+    pub fn request_fatal(&mut self) {
+        self.pending_fatal = true;
+    }
+
+    /// Applies host requests (device thread).
+    fn apply_host_requests(&mut self) {
+        if let Some(up) = self.pending_port.take() {
+            self.set_port_state(up);
+        }
+        if std::mem::take(&mut self.pending_fatal) {
+            self.fatal(FATAL_INJECTED);
+        }
     }
 
     /// Sets the port state (host control), with the async event.

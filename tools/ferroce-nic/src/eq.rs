@@ -19,6 +19,7 @@ impl DeviceCore {
         if vector >= u32::from(self.irq.vectors()) {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
+        self.check_translation_budget(u64::from(ring.page_count))?;
         let buf = RingBuffer::resolve(&*self.mem, ring, log_size, EQE_SIZE as u32)?;
         let eq = Eq {
             buf,

@@ -98,6 +98,9 @@ impl<T> Table<T> {
 
 /// Largest page list of a ring.
 pub const MAX_RING_PAGES: u32 = 8192;
+/// Page-list entries all objects together may hold (32 MiB of translations): a guest cannot make
+/// the device allocate without bound by creating many large MRs or rings.
+pub const MAX_TRANSLATION_ENTRIES: u64 = 1 << 22;
 
 /// A command failure: status code and the payload offset of the offending field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +189,14 @@ impl BufferMap {
             pages,
             log_page_size: log,
         })
+    }
+
+    /// Page-list entries held (0 for contiguous buffers).
+    pub fn page_entries(&self) -> u64 {
+        match self {
+            BufferMap::Contiguous { .. } => 0,
+            BufferMap::Pages { pages, .. } => pages.len() as u64,
+        }
     }
 
     /// Guest address of byte `offset`, and how many bytes are contiguous from there.

@@ -54,6 +54,7 @@ impl DeviceCore {
         if !stride_ok(cmd.sq_log_stride) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 58));
         }
+        self.check_translation_budget(u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count))?;
         let sq_buf = RingBuffer::resolve(
             &*self.mem,
             &cmd.sq,

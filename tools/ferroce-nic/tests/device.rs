@@ -314,8 +314,11 @@ fn async_events_for_port_changes() {
     g.bring_up();
     g.arm_eq(EQN_ASYNC);
     g.irq.take();
-    g.dev.core.set_port_state(false);
-    g.dev.core.set_port_state(true);
+    // Host requests are applied by the device thread.
+    g.dev.core.request_port_state(false);
+    g.run();
+    g.dev.core.request_port_state(true);
+    g.run();
     assert_eq!(g.irq.take(), vec![AEQ_VECTOR as u16]);
     let events: Vec<u8> = g.poll_eq(EQN_ASYNC).iter().map(|e| e.event_type).collect();
     assert_eq!(events, [EVENT_PORT_DOWN, EVENT_PORT_ACTIVE]);
@@ -972,7 +975,8 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     assert_ne!(got[0].wr_id, 1);
     assert_eq!(got[0].status, 0xee);
     // Injected fatal error: status, async event, and no more command processing.
-    g.dev.core.fatal(FATAL_INJECTED);
+    g.dev.core.request_fatal();
+    g.run();
     assert_ne!(g.r32(REG_DEV_STATUS) & STATUS_FATAL, 0);
     assert_eq!(g.r32(REG_FATAL_CODE), FATAL_INJECTED);
     assert_eq!(
