@@ -7,6 +7,8 @@
 //! [`interrupts::InterruptSink`]. [`server`] wires it to QEMU through the `vfio_user` crate; the
 //! tests drive it directly.
 
+#![warn(missing_docs)]
+
 pub mod bar0;
 pub mod cmdq;
 pub mod commands;
