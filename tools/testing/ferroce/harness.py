@@ -335,8 +335,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             cmdline = " ".join(filter(None, [
                 "console=ttyS0 panic=-1 loglevel=4",
                 clock_cmdline(machine.accel), machine.extra_cmdline,
-                f"ferroce.vm={vm.name} ferroce.ip={vm.ip} ferroce.mtu={vm.mtu}",
-                f"ferroce.gw={vm.gateway}" if vm.gateway else "",
+                f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
+                f"ferroce_gw={vm.gateway}" if vm.gateway else "",
             ]))
             logs[vm.name] = log_dir / f"{vm.name}.log"
             procs[vm.name] = subprocess.Popen(
@@ -379,7 +379,7 @@ def probe_accel(machine: Machine, timeout: float = 20) -> bool:
         "-accel", "kvm", "-cpu", "host", "-m", "512M", "-display", "none",
         "-serial", "stdio", "-monitor", "none", "-kernel", str(machine.kernel),
         "-initrd", str(machine.initrds[0]) if len(machine.initrds) == 1 else "/dev/null",
-        "-append", "console=ttyS0 panic=-1 ferroce.probe=1",
+        "-append", "console=ttyS0 panic=-1 ferroce_probe=1",
     ]
     if len(machine.initrds) > 1:
         joined = machine.workdir / "probe.cpio"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 import tempfile
 import textwrap
@@ -24,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+KERNEL_TROUBLE = re.compile(r"\b(BUG:|WARNING:|Oops|Kernel panic|KASAN|UBSAN|kmemleak|"
+                            r"possible recursive locking|circular locking|"
+                            r"sleeping function called from invalid context|general protection fault)")
 
 
 def load(name: str) -> harness.Scenario:
@@ -88,6 +92,14 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
             problems.append(f"VM {name}: script exited with rc={result.exit_rc}; console tail:\n"
                             + textwrap.indent(result.tail(), "  "))
     results.append((f"{scenario.name}/vms-complete", not problems, "\n".join(problems)))
+
+    # The second: no VM's kernel complained (the console gets loglevel <= 4).
+    complaints = []
+    for name, result in run.results.items():
+        for line in result.console.splitlines():
+            if KERNEL_TROUBLE.search(line):
+                complaints.append(f"{name}: {line.strip()}")
+    results.append((f"{scenario.name}/kernel-clean", not complaints, "\n".join(complaints[:20])))
 
     for check_name, check in scenario.checks:
         try:

@@ -13,10 +13,16 @@ use kernel::{
     prelude::*, //
 };
 
-/// PCI vendor of the ferroce function (QEMU's experimental vendor id).
-const FERROCE_VENDOR: pci::Vendor = pci::Vendor::from_raw(0x1234);
-/// PCI device id of the ferroce RoCE function.
-const FERROCE_DEVICE: u32 = 0xfe01;
+#[expect(
+    dead_code,
+    unreachable_pub,
+    reason = "hw.rs is the whole interface, shared with userspace; the driver grows into it"
+)]
+mod hw;
+
+/// The vendor ID of the ferroce function, [`hw::PCI_VENDOR_ID`].
+const FERROCE_VENDOR: pci::Vendor = pci::Vendor::QEMU_EMULATED;
+const _: () = assert!(FERROCE_VENDOR.as_raw() == hw::PCI_VENDOR_ID);
 
 struct FerroceDriver;
 
@@ -28,7 +34,7 @@ struct FerroceDevice<'bound> {
 kernel::pci_device_table!(
     PCI_TABLE,
     <FerroceDriver as pci::Driver>::IdInfo,
-    [(pci::DeviceId::from_id(FERROCE_VENDOR, FERROCE_DEVICE), ())]
+    [(pci::DeviceId::from_id(FERROCE_VENDOR, hw::PCI_DEVICE_ID as u32), ())]
 );
 
 impl pci::Driver for FerroceDriver {
@@ -44,7 +50,7 @@ impl pci::Driver for FerroceDriver {
         dev_info!(
             pdev,
             "ferroce function {:04x}:{:04x} found\n",
-            pdev.vendor_id(),
+            pdev.vendor_id().as_raw(),
             pdev.device_id()
         );
         Ok(FerroceDevice { pdev })
@@ -58,7 +64,7 @@ impl Drop for FerroceDevice<'_> {
 }
 
 /// The module: registers the PCI driver for as long as it is loaded.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 struct FerroceModule {
     #[pin]
     _driver: driver::Registration<pci::Adapter<FerroceDriver>>,
@@ -73,8 +79,9 @@ impl kernel::InPlaceModule for FerroceModule {
     }
 }
 
-impl Drop for FerroceModule {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for FerroceModule {
+    fn drop(self: Pin<&mut Self>) {
         pr_info!("RoCEv2 RDMA driver unloaded\n");
     }
 }

@@ -39,6 +39,8 @@ retry() {
 		timeout "$_timeout" "$@" > /tmp/retry.out 2>&1
 		_rc=$?
 		[ $_rc = 0 ] && break
+		# 126/127: not executable or not there; trying again will not help.
+		[ $_rc = 126 ] || [ $_rc = 127 ] && break
 		_spent=$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { print int(b - a) }')
 		[ "$_spent" -ge "${RETRY_FOR:-120}" ] && break
 		sleep 1
