@@ -5,7 +5,12 @@
 
 #![no_std]
 #![forbid(unsafe_code)]
-#![warn(missing_docs, clippy::cast_lossless, clippy::as_underscore, clippy::undocumented_unsafe_blocks)]
+#![warn(
+    missing_docs,
+    clippy::cast_lossless,
+    clippy::as_underscore,
+    clippy::undocumented_unsafe_blocks
+)]
 
 #[path = "../../../drivers/infiniband/hw/ferroce/hw.rs"]
 mod hw;
