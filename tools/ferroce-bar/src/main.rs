@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! `ferroce-bar`: read or write a 32-bit register of a PCI device's BAR through
 //! `/sys/bus/pci/devices/<bdf>/resource<N>` (the minimal test guest has no /dev/mem).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! `ferroce-bar` against a fake sysfs tree whose resource0 is a plain file.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The ferroce hardware interface for userspace: the NIC model and the provider use this crate,
 //! which compiles the very file the kernel driver includes (`drivers/infiniband/hw/ferroce/hw.rs`).

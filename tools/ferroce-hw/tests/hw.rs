@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Tests of the hardware interface definitions: layouts, ring arithmetic, doorbells, tables.
 

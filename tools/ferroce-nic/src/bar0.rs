@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! BAR0 decoding: identification and limit registers, control/status, command queue and EQ
 //! setup registers, counters, the MSI-X PBA, and the doorbell pages with their push windows.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The command queue: a ring of 128-byte commands and a ring of 32-byte completions in guest
 //! memory, a producer-index doorbell, and a command-done EQE on EQ 1.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! PCI configuration space (VFIO region 7): identity, class, command/status, BAR0 sizing and an
 //! MSI-X capability whose table and PBA live in BAR0. QEMU emulates the MSI-X table; the enable

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Host control: a unix socket taking one command line per connection and answering one JSON
 //! document, and the client the `ctl` subcommand uses.

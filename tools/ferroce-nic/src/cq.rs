@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Completion queues: CQE writing with overrun detection through the consumer index in the CQ's
 //! doorbell record, arming (next / solicited) and moderation (count / period).

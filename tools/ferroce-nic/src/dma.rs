@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The DMA_MAP table: guest memory regions QEMU shares with us as file descriptors.
 //!

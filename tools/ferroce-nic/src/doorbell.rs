@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Doorbell decoding (vfio-user thread): which context page, which register, QID translation,
 //! index validation, push window capture. The resulting work goes to the device thread.

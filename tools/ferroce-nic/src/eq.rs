@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Event queues: EQE writing with owner bits, EQ doorbells (consumer index + arm), MSI-X.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Interrupt delivery: the [`InterruptSink`] the device raises MSI-X vectors through, the
 //! production MSI-X controller on the eventfds QEMU passes in SET_IRQS, and a recording sink for

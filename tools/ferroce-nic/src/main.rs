@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! `ferroce-nic`: the emulated ferroce RDMA NIC as a vfio-user server, and its control client.
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, contexts with QID translation) and the
 //! resolution of guest buffers (contiguous or page lists) they live in.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Queue pairs: lifecycle and state machine, WQE fetch (by DMA or from a push window) into the
 //! engine, flush on error, receive WQE hand-out from RQs and SRQs, and the [`EngineHost`]

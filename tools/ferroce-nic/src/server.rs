@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The vfio-user front end: serves config space, BAR0, DMA_MAP/UNMAP, SET_IRQS and reset to
 //! QEMU on the `vfio_user` crate's thread, and runs the device on a thread of its own.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Optional JSON-lines trace of MMIO accesses, doorbells, DMA, CQEs, EQEs, commands and
 //! interrupts, each with a timestamp in microseconds since the device started.

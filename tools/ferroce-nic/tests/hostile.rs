@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Hostile guests: random command fields, ring indexes, doorbells, doorbell records, WQEs and
 //! MMIO must give error statuses or events, never a panic or an out-of-bounds access.

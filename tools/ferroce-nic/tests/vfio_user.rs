@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! End to end over a real vfio-user socket, with the `vfio_user` crate's client standing in for
 //! QEMU: config space, DMA_MAP of a memfd, SET_IRQS with an eventfd, BAR0 bring-up, a command

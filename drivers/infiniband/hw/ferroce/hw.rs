@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The ferroce hardware interface: the one definition of everything the device, the kernel driver
 //! and the userspace provider agree on.

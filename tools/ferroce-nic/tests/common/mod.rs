@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! A test-only "guest": it owns a memory region and drives the device model through BAR0 and
 //! DMA exactly as a driver would.
