@@ -24,8 +24,11 @@ export FERROCE_CACHE VARIANT ACCEL JOBS
 
 all: initramfs
 
-toolchain kernel modules nic initramfs run bench shell:
+toolchain kernel modules nic initramfs run shell:
 	@$(FERROCE) $@
+
+bench:
+	@$(FERROCE) bench $(BENCHMARKS)
 
 check:
 	@$(FERROCE) check $(SCENARIOS)

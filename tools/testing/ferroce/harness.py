@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import selectors
@@ -126,6 +127,10 @@ class Vm:
     mtu: int = 1500
     gateway: str | None = None
     memory_mib: int = 1024
+    nic: bool = False
+    """Attach a ferroce-nic function (vfio-user-pci)."""
+    nic_args: list[str] = dataclasses.field(default_factory=list)
+    """Extra `ferroce-nic serve` flags, e.g. ["--bogus-version"]."""
 
     @property
     def address(self) -> str:
@@ -234,6 +239,7 @@ class Machine:
     accel: str
     workdir: Path
     extra_cmdline: str = ""
+    nic_binary: Path | None = None
 
     def accel_args(self) -> list[str]:
         if self.accel == "kvm":
@@ -266,9 +272,103 @@ def make_cpio(directory: Path, out: Path) -> None:
                        input="\n".join(names).encode(), stdout=f, check=True)
 
 
+def mac_of(index: int) -> str:
+    """The MAC of the index-th VM of a scenario (also its NIC's MAC)."""
+    return f"52:54:00:fe:00:{index + 1:02x}"
+
+
+def eui64_link_local(mac: str) -> str:
+    """The fe80:: address (and RoCE GID) derived from a MAC (RFC 4291 EUI-64)."""
+    b = [int(x, 16) for x in mac.split(":")]
+    b[0] ^= 0x02
+    words = [b[0] << 8 | b[1], b[2] << 8 | 0xFF, 0xFE << 8 | b[3], b[4] << 8 | b[5]]
+    return "fe80::" + ":".join(f"{w:x}" for w in words)
+
+
+class HostControl(threading.Thread):
+    """The guest's line to the host: a second serial port (ttyS1).
+
+    The guest writes one command per line; the harness runs it and answers
+    with its output and a line "=== HOSTCTL rc=N". Commands:
+
+    * ``nic ARGS...``: ``ferroce-nic ctl`` on this VM's NIC (counters, gids,
+      stall on, ...), so a scenario can read or steer its device mid-run.
+    """
+
+    def __init__(self, path: Path, nic_ctl: list[str] | None, log: Path) -> None:
+        super().__init__(name=f"hostctl-{path.name}", daemon=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(1)
+        self.listener.settimeout(1)
+        self.nic_ctl = nic_ctl
+        self.log = log
+        self.stopping = False
+
+    def run(self) -> None:
+        conn = None
+        while not self.stopping and conn is None:
+            try:
+                conn, _ = self.listener.accept()
+            except (TimeoutError, socket.timeout):
+                continue
+            except OSError:
+                return
+        if conn is None:
+            return
+        with conn, conn.makefile("rwb", buffering=0) as f, open(self.log, "a") as log:
+            for raw in f:
+                line = raw.decode(errors="replace").strip()
+                if not line:
+                    continue
+                rc, output = self.handle(line.split())
+                log.write(f"$ {line}\n{output}rc={rc}\n")
+                log.flush()
+                f.write(output.encode() + f"=== HOSTCTL rc={rc}\n".encode())
+
+    def handle(self, argv: list[str]) -> tuple[int, str]:
+        if argv[0] == "nic":
+            if self.nic_ctl is None:
+                return 2, "this VM has no ferroce-nic\n"
+            try:
+                proc = subprocess.run([*self.nic_ctl, *argv[1:]], capture_output=True, text=True,
+                                      timeout=30)
+            except subprocess.TimeoutExpired:
+                return 124, "ferroce-nic ctl timed out\n"
+            out = proc.stdout + proc.stderr
+            return proc.returncode, out if out.endswith("\n") or not out else out + "\n"
+        return 2, f"unknown host command {argv[0]!r}\n"
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.listener.close()
+
+
+def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
+              procs: dict[str, subprocess.Popen]) -> tuple[list[str], list[str]]:
+    """Start the VM's ferroce-nic; returns its QEMU device args and ctl command."""
+    if machine.nic_binary is None:
+        raise RuntimeError(f"VM {vm.name} wants a ferroce-nic but none was built (--nic)")
+    sock = work / f"{vm.name}.vfio-user"
+    ctl = work / f"{vm.name}.nic-ctl"
+    cmd = [str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
+           "--mac", mac_of(index), "--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl"),
+           *vm.nic_args]
+    procs[f"{vm.name}.nic"] = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=open(log_dir / f"{vm.name}.nic.log", "wb"),
+        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+    deadline = time.monotonic() + 10
+    while not (sock.exists() and ctl.exists()):
+        if procs[f"{vm.name}.nic"].poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"ferroce-nic for VM {vm.name} did not come up; see its log")
+        time.sleep(0.05)
+    device = json.dumps({"driver": "vfio-user-pci", "socket": {"path": str(sock), "type": "unix"}})
+    return ["-device", device], [str(machine.nic_binary), "ctl", "--control", str(ctl)]
+
+
 def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: list[str],
-                 cmdline: str) -> list[str]:
-    mac = f"52:54:00:fe:00:{index + 1:02x}"
+                 cmdline: str, extra: list[str]) -> list[str]:
+    mac = mac_of(index)
     return [
         "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-no-reboot",
         *machine.accel_args(),
@@ -280,6 +380,7 @@ def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: lis
         "-append", cmdline,
         *netdev,
         "-device", f"virtio-net-pci,netdev=net0,mac={mac},romfile=",
+        *extra,
     ]
 
 
@@ -312,6 +413,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     work = Path(tempfile.mkdtemp(prefix=f"{scenario.name}.", dir=machine.workdir))
     procs: dict[str, subprocess.Popen] = {}
     logs: dict[str, Path] = {}
+    hostctls: list[HostControl] = []
     switch = Switch(work, [vm.name for vm in scenario.vms])
     timed_out = False
     start = time.monotonic()
@@ -338,15 +440,21 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                 f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",
             ]))
+            extra, nic_ctl = start_nic(machine, vm, index, work, log_dir, procs) if vm.nic else ([], None)
+            hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log")
+            hostctl.start()
+            hostctls.append(hostctl)
+            extra += ["-chardev", f"socket,id=hostctl,path={work / f'{vm.name}.hostctl'}",
+                      "-serial", "chardev:hostctl"]
             logs[vm.name] = log_dir / f"{vm.name}.log"
             procs[vm.name] = subprocess.Popen(
-                qemu_command(machine, vm, index, initrd, netdev, cmdline),
+                qemu_command(machine, vm, index, initrd, netdev, cmdline, extra),
                 stdin=subprocess.DEVNULL, stdout=open(logs[vm.name], "wb"),
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
 
         follower = Follower(logs) if follow else None
         deadline = start + scenario.timeout
-        while any(p.poll() is None for p in procs.values()):
+        while any(procs[vm.name].poll() is None for vm in scenario.vms):
             if time.monotonic() > deadline:
                 timed_out = True
                 break
@@ -360,6 +468,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        for hostctl in hostctls:
+            hostctl.stop()
         switch.close()
         shutil.rmtree(work, ignore_errors=True)
 

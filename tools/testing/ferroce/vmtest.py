@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+HERE = Path(__file__).resolve().parent
+SCENARIOS = HERE / "scenarios"
 KERNEL_TROUBLE = re.compile(r"\b(BUG:|WARNING:|Oops|Kernel panic|KASAN|UBSAN|kmemleak|"
                             r"possible recursive locking|circular locking|"
                             r"sleeping function called from invalid context|general protection fault)")
@@ -124,10 +125,15 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, help="where to remember the KVM probe")
     parser.add_argument("--results", type=Path)
     parser.add_argument("--cmdline", default="", help="extra kernel command line")
+    parser.add_argument("--nic", type=Path, help="the ferroce-nic binary, for VMs with a NIC")
+    parser.add_argument("--suite", choices=["scenarios", "benchmarks"], default="scenarios",
+                        help="scenarios (make check) or benchmarks (make bench)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--follow", action="store_true", help="echo the VMs' consoles while they run")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
+    global SCENARIOS
+    SCENARIOS = HERE / args.suite
 
     names = args.scenarios or sorted(p.parent.name for p in SCENARIOS.glob("*/scenario.py"))
     if args.list:
@@ -136,7 +142,7 @@ def main() -> int:
         return 0
 
     with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
-        machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline)
+        machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic)
         machine.accel = choose_accel(args.accel, machine, args.cache)
         out = open(args.results, "a") if args.results else None
         failed = 0

@@ -70,3 +70,21 @@ wait_for_gid() {
 		sleep 0.1
 	done
 }
+
+# hostctl CMD...: ask the host (the harness, over ttyS1) to run CMD and print
+# its answer; returns its status. "hostctl nic counters" reads this VM's
+# ferroce-nic counters, "hostctl nic stall on" stalls it, and so on.
+hostctl() {
+	exec 3<> /dev/ttyS1
+	stty -F /dev/ttyS1 raw -echo
+	echo "$*" >&3
+	_rc=1
+	while IFS= read -r _line <&3; do
+		case $_line in
+		"=== HOSTCTL rc="*) _rc=${_line#=== HOSTCTL rc=}; break ;;
+		esac
+		echo "$_line"
+	done
+	exec 3<&-
+	return "$_rc"
+}

@@ -7,22 +7,10 @@ of the MAC, GID 1 the IPv4-mapped address.
 
 import re
 
-from harness import CheckFailed, Run, Scenario, Vm
+from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
 
 VMS = [Vm("a", "10.0.0.1/24"), Vm("b", "10.0.0.2/24")]
 scenario = Scenario(vms=VMS, timeout=900)
-
-
-def mac_of(index: int) -> str:
-    # The harness gives VM i the MAC 52:54:00:fe:00:<i+1>.
-    return f"52:54:00:fe:00:{index + 1:02x}"
-
-
-def eui64_link_local(mac: str) -> str:
-    b = [int(x, 16) for x in mac.split(":")]
-    b[0] ^= 0x02
-    words = [b[0] << 8 | b[1], b[2] << 8 | 0xFF, 0xFE << 8 | b[3], b[4] << 8 | b[5]]
-    return "fe80::" + ":".join(f"{w:x}" for w in words)
 
 
 @scenario.check

@@ -1,0 +1,15 @@
+# perftest clients against VM b.
+. /ferroce/lib.sh
+server=$(ip_of b)
+step rxe-setup 30 sh -c 'modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0'
+wait_for_gid rxe0 1
+wait_for_ping "$server"
+port=18600
+for mtu in 1024 4096; do
+	for t in write read send; do
+		port=$((port + 1))
+		retry $t-bw-$mtu 280 ib_${t}_bw -d rxe0 -x 1 -m $mtu -s 65536 -n 1000 -p $port "$server"
+	done
+done
+retry send-lat 280 ib_send_lat -d rxe0 -x 1 -s 8 -n 1000 -p 18611 "$server"
+retry write-lat 280 ib_write_lat -d rxe0 -x 1 -s 8 -n 1000 -p 18612 "$server"
