@@ -13,13 +13,21 @@ ip_of() {
 
 _uptime() { cut -d' ' -f1 /proc/uptime; }
 
+# _bounded TIMEOUT CMD...: CMD (a program or one of these functions) with a
+# time limit; functions run in a shell that has this library loaded.
+_bounded() {
+	_limit=$1
+	shift
+	timeout "$_limit" sh -c '. /ferroce/lib.sh; "$@"' sh "$@"
+}
+
 # step NAME TIMEOUT CMD...: run CMD once, bounded by TIMEOUT seconds.
 step() {
 	_name=$1 _timeout=$2
 	shift 2
 	echo "=== STEP $_name begin"
 	_t0=$(_uptime)
-	timeout "$_timeout" "$@" 2>&1
+	_bounded "$_timeout" "$@" 2>&1
 	_rc=$?
 	echo "=== STEP $_name rc=$_rc secs=$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }')"
 	return $_rc
@@ -36,7 +44,7 @@ retry() {
 	_try=0
 	while :; do
 		_try=$((_try + 1))
-		timeout "$_timeout" "$@" > /tmp/retry.out 2>&1
+		_bounded "$_timeout" "$@" > /tmp/retry.out 2>&1
 		_rc=$?
 		[ $_rc = 0 ] && break
 		# 126/127: not executable or not there; trying again will not help.
