@@ -341,6 +341,7 @@ impl Device {
     /// Whether the device thread has something to do.
     pub fn has_work(&self) -> bool {
         self.core.reset_pending
+            || self.engine.busy()
             || self.core.pending_port.is_some()
             || self.core.pending_fatal
             || !self.core.work.is_empty()

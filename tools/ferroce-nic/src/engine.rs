@@ -5,8 +5,26 @@
 //! The shell decodes doorbells, fetches and validates WQEs (or takes them from push windows) and
 //! hands them to the [`Engine`]. The engine does the transport work and calls back through
 //! [`EngineHost`] to reach guest memory under MR protection, to take receive WQEs, to complete
-//! work (CQEs, events) and to count. Part 1 ships [`StubEngine`], which only records what it is
-//! handed; the RoCEv2 engine implements the same trait.
+//! work (CQEs, events) and to count. [`StubEngine`] only records what it is handed (the shell's
+//! tests use it); [`roce::RoceEngine`] is the RoCE v2/v1 transport.
+//!
+//! The RoCE engine is built from tables and state machines in the manner of Linux rxe:
+//! [`opcode`] (the opcode table), [`headers`] (BTH and extension headers), [`icrc`], [`frame`]
+//! (Ethernet/IP/UDP or GRH framing and steering), [`psn`] (24-bit sequence arithmetic),
+//! [`requester`], [`responder`] and [`completer`] (the three state machines), [`wire`] (the
+//! engine's side of the port) and [`faults`] (seeded fault injection).
+
+pub mod completer;
+pub mod faults;
+pub mod frame;
+pub mod headers;
+pub mod icrc;
+pub mod opcode;
+pub mod psn;
+pub mod requester;
+pub mod responder;
+pub mod roce;
+pub mod wire;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -145,6 +163,23 @@ pub trait EngineHost {
     fn qp_attrs(&self, qpn: u32) -> Option<(u8, ModifyQpCmd)>;
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
+    /// The protection domain of a QP.
+    fn qp_pd(&self, qpn: u32) -> Option<u32>;
+    /// Checks that `len` bytes at `iova` are accessible through MR `key` for `access` in `pd`,
+    /// without touching memory (a responder checks a whole WRITE or READ before the first byte).
+    fn check_access(
+        &self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<(), HostError>;
+    /// Moves a QP to ERR after a transport error it detected as responder, with async event
+    /// `event_type` (`EVENT_QP_REQ_ERR`, `EVENT_QP_ACCESS_ERR`); outstanding WQEs are flushed.
+    fn qp_error(&mut self, qpn: u32, event_type: u8);
+    /// The port's active MTU (`MTU_*`), which bounds UD messages.
+    fn port_mtu(&self) -> u8;
     /// Microseconds since the device started.
     fn now_us(&self) -> u64;
 }
@@ -165,6 +200,11 @@ pub trait Engine: Send {
     fn poll(&mut self, _host: &mut dyn EngineHost, _now: Instant) {}
     /// Device reset: drop everything.
     fn reset(&mut self) {}
+    /// Whether the engine has timed or pending work (outstanding packets, queued frames), so
+    /// the device thread should poll it soon.
+    fn busy(&self) -> bool {
+        false
+    }
 }
 
 /// One thing the stub engine was handed.

@@ -868,4 +868,39 @@ impl EngineHost for DeviceCore {
     fn now_us(&self) -> u64 {
         self.elapsed_us()
     }
+
+    fn qp_pd(&self, qpn: u32) -> Option<u32> {
+        self.qps.get(qpn).map(|qp| qp.pd)
+    }
+
+    fn check_access(
+        &self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<(), HostError> {
+        self.mr_for_key(key)?
+            .translate(pd, iova, len, access)
+            .map(|_| ())
+            .map_err(HostError::Protection)
+    }
+
+    fn qp_error(&mut self, qpn: u32, event_type: u8) {
+        if let Some(qp) = self.qps.get_mut(qpn) {
+            if qp.state != QPS_ERR {
+                qp.state = QPS_ERR;
+                if qp.srqn != NONE {
+                    self.post_async_event(EVENT_QP_LAST_WQE_REACHED, 0, qpn, 0);
+                }
+                self.post_async_event(event_type, 0, qpn, 0);
+            }
+            self.queue_work(Work::Qp(qpn));
+        }
+    }
+
+    fn port_mtu(&self) -> u8 {
+        self.port.active_mtu
+    }
 }

@@ -506,10 +506,14 @@ pub const COUNTER_ICRC_ERRORS: usize = 27;
 pub const COUNTER_SEQ_ERRORS: usize = 28;
 /// CQ arm doorbells.
 pub const COUNTER_CQ_ARMS: usize = 29;
+/// Duplicate request packets received (answered again, never executed twice).
+pub const COUNTER_DUPLICATES: usize = 30;
+/// Retransmission timer expiries.
+pub const COUNTER_TIMEOUTS: usize = 31;
 /// Number of counters.
 pub const NUM_COUNTERS: usize = 32;
 
-/// Counter names, indexed by `COUNTER_*` (reserved slots are empty).
+/// Counter names, indexed by `COUNTER_*` (reserved slots, if any, are empty).
 pub const COUNTER_NAMES: [&str; NUM_COUNTERS] = [
     "mmio_reads",
     "mmio_writes",
@@ -541,8 +545,8 @@ pub const COUNTER_NAMES: [&str; NUM_COUNTERS] = [
     "icrc_errors",
     "seq_errors",
     "cq_arms",
-    "",
-    "",
+    "duplicates",
+    "timeouts",
 ];
 
 /// BAR0 offset of counter `index`.

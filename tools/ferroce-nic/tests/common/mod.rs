@@ -5,12 +5,14 @@
 
 #![allow(dead_code)]
 
+pub mod roce;
+
 use std::sync::{Arc, Mutex};
 
 use ferroce_hw::*;
 use ferroce_nic::counters::Counters;
 use ferroce_nic::device::{Device, DeviceConfig, HostControls};
-use ferroce_nic::engine::{StubEngine, StubLog};
+use ferroce_nic::engine::{Engine, StubEngine, StubLog};
 use ferroce_nic::interrupts::RecordingSink;
 use ferroce_nic::memory::{GuestMemory, VecMemory};
 use ferroce_nic::trace::Tracer;
@@ -36,6 +38,7 @@ pub struct Guest {
     pub counters: Arc<Counters>,
     pub host: Arc<HostControls>,
     next: u64,
+    ram_end: u64,
     pub cmd_sq: u64,
     pub cmd_cq: u64,
     pub cmd_log: u32,
@@ -46,13 +49,31 @@ pub struct Guest {
 
 impl Guest {
     pub fn new() -> Self {
-        let mem = Arc::new(VecMemory::new(RAM_BASE, RAM_SIZE));
-        let irq = Arc::new(RecordingSink::new(VECTORS));
         let (engine, log) = StubEngine::new();
+        Self::with_engine(
+            DeviceConfig::default().mac,
+            RAM_SIZE,
+            Box::new(engine),
+            log,
+            Arc::new(Tracer::new()),
+        )
+    }
+
+    /// A guest whose device runs `engine` (the RoCE engine in the two-NIC tests).
+    pub fn with_engine(
+        mac: [u8; 6],
+        ram_size: usize,
+        engine: Box<dyn Engine>,
+        log: Arc<Mutex<StubLog>>,
+        trace: Arc<Tracer>,
+    ) -> Self {
+        let mem = Arc::new(VecMemory::new(RAM_BASE, ram_size));
+        let irq = Arc::new(RecordingSink::new(VECTORS));
         let counters = Arc::new(Counters::new());
         let host = Arc::new(HostControls::default());
         let config = DeviceConfig {
             msix_vectors: VECTORS,
+            mac,
             max_qp: 64,
             max_cq: 64,
             max_mr: 64,
@@ -64,9 +85,9 @@ impl Guest {
             config,
             mem.clone(),
             irq.clone(),
-            Box::new(engine),
+            engine,
             counters.clone(),
-            Arc::new(Tracer::new()),
+            trace,
             host.clone(),
         );
         Self {
@@ -77,6 +98,7 @@ impl Guest {
             counters,
             host,
             next: RAM_BASE + 0x1000,
+            ram_end: RAM_BASE + ram_size as u64,
             cmd_sq: 0,
             cmd_cq: 0,
             cmd_log: 0,
@@ -119,10 +141,7 @@ impl Guest {
     pub fn alloc(&mut self, size: usize, align: u64) -> u64 {
         let addr = self.next.div_ceil(align) * align;
         self.next = addr + size as u64;
-        assert!(
-            self.next <= RAM_BASE + RAM_SIZE as u64,
-            "guest RAM exhausted"
-        );
+        assert!(self.next <= self.ram_end, "guest RAM exhausted");
         self.mem.write(addr, &vec![0u8; size]).expect("zero");
         addr
     }

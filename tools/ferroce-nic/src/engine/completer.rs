@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The completer: consumes ACKs, NAKs, READ responses and atomic ACKs at the requester,
+//! retires WQEs in order and writes their completions (rxe_comp.c's role). A response
+//! implicitly acknowledges every earlier PSN; an ACK that covers a READ or atomic without its
+//! response means the response was lost (an implied NAK).
+
+use std::time::Instant;
+
+use ferroce_hw::*;
+use serde_json::json;
+
+use super::headers::{syndrome, Packet};
+use super::opcode::{flag, op};
+use super::psn;
+use super::requester::{fail, Kind};
+use super::roce::{sge_pieces, Io, QpCtx};
+use super::EngineHost;
+
+/// RNR NAK timer values in microseconds (IBA table 45), by code.
+const RNR_TIMER_US: [u64; 32] = [
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
+    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
+    327_680, 491_520,
+];
+
+/// The RNR delay for a timer code.
+pub fn rnr_delay(code: u8) -> std::time::Duration {
+    std::time::Duration::from_micros(RNR_TIMER_US[usize::from(code & 0x1f)])
+}
+
+/// Acknowledges everything up to and including `through`.
+fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
+    let una = psn::add(through, 1);
+    let mut implied_nak = None;
+    for w in qp.req.wqes.iter_mut() {
+        if !w.started {
+            break;
+        }
+        if w.done.is_some() {
+            continue;
+        }
+        if psn::after(w.last_psn(), through) {
+            break;
+        }
+        if w.needs_response() {
+            // Acknowledged past a READ or atomic whose response never came.
+            implied_nak = Some(w.first_unacked(qp.req.una));
+            break;
+        }
+        w.done = Some((WC_SUCCESS, w.len as u32));
+    }
+    if psn::after(una, qp.req.una) && !psn::after(una, qp.req.next_psn) {
+        let advanced = psn::diff(una, qp.req.una) as u32;
+        qp.req.una = una;
+        let timeout = qp.ack_timeout();
+        qp.req.progress(advanced, now, timeout);
+    }
+    if let Some(from) = implied_nak {
+        qp.req.rewind(from, false, io, qp.qpn, "implied NAK");
+    }
+}
+
+/// The WQE index whose PSNs include `psn`.
+fn wqe_at(qp: &QpCtx, at: u32) -> Option<usize> {
+    qp.req
+        .wqes
+        .iter()
+        .position(|w| w.outstanding() && psn::within(at, w.first_psn, w.last_psn()))
+}
+
+fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now: Instant) {
+    host.count(COUNTER_NAKS_RECEIVED, 1);
+    io.trace.event(
+        "nak",
+        || json!({"dir": "rx", "qpn": qp.qpn, "psn": at, "syndrome": syn}),
+    );
+    ack_through(qp, io, psn::sub(at, 1), now);
+    if syndrome::kind(syn) == syndrome::KIND_RNR {
+        host.count(COUNTER_RNR_RETRIES, 1);
+        let infinite = qp.attrs.rnr_retry >= 7;
+        if !infinite && qp.req.rnr_left == 0 {
+            if let Some(i) = wqe_at(qp, at) {
+                fail(qp, i, WC_RNR_RETRY_EXC_ERR);
+            }
+            return;
+        }
+        if !infinite {
+            qp.req.rnr_left -= 1;
+        }
+        qp.req.rnr_until = Some(now + rnr_delay(syn));
+        qp.req.timer = None;
+        qp.req.rewind(at, true, io, qp.qpn, "RNR NAK");
+        return;
+    }
+    let status = match syn {
+        syndrome::NAK_PSN_SEQ_ERROR => {
+            if qp.req.last_retry_psn == Some(at) {
+                return;
+            }
+            if qp.req.retry_left == 0 {
+                if let Some(i) = wqe_at(qp, at) {
+                    fail(qp, i, WC_RETRY_EXC_ERR);
+                }
+                return;
+            }
+            qp.req.retry_left -= 1;
+            qp.req.congestion();
+            qp.req.rewind(at, false, io, qp.qpn, "sequence NAK");
+            return;
+        }
+        syndrome::NAK_INVALID_REQUEST => WC_REM_INV_REQ_ERR,
+        syndrome::NAK_REMOTE_ACCESS => WC_REM_ACCESS_ERR,
+        syndrome::NAK_REMOTE_OP => WC_REM_OP_ERR,
+        _ => WC_BAD_RESP_ERR,
+    };
+    if let Some(i) = wqe_at(qp, at) {
+        fail(qp, i, status);
+    }
+}
+
+fn read_response_packet(
+    qp: &mut QpCtx,
+    io: &Io,
+    host: &mut dyn EngineHost,
+    pkt: &Packet<'_>,
+    now: Instant,
+) {
+    let at = pkt.bth.psn;
+    let Some(i) = qp.req.wqes.iter().position(|w| {
+        w.kind == Kind::Read && w.outstanding() && psn::within(at, w.first_psn, w.last_psn())
+    }) else {
+        return; // A late duplicate.
+    };
+    let first = qp.req.wqes[i].first_psn;
+    ack_through(qp, io, psn::sub(first, 1), now);
+    let Some(w) = qp.req.wqes.get(i) else { return };
+    let expected = psn::add(w.first_psn, w.resp_pkts);
+    let d = psn::diff(at, expected);
+    if d < 0 {
+        return;
+    }
+    if d > 0 {
+        host.count(COUNTER_SEQ_ERRORS, 1);
+        qp.req
+            .rewind(expected, false, io, qp.qpn, "READ response gap");
+        return;
+    }
+    let mtu = u64::from(qp.mtu());
+    let offset = u64::from(w.resp_pkts) * mtu;
+    // After a rewind, responses of the earlier request may still arrive. A response at a given
+    // PSN carries the same bytes in either stream, so only its length and whether it ends the
+    // READ are checked, not its place in one particular stream.
+    let final_psn = w.resp_pkts + 1 >= w.npkts;
+    let ends = pkt.info.flags & (flag::LAST | flag::ONLY) != 0;
+    let want_len = (w.len - offset.min(w.len)).min(mtu) as usize;
+    if ends != final_psn || pkt.payload.len() != want_len {
+        host.count(COUNTER_DROPS, 1);
+        return;
+    }
+    let pd = host.qp_pd(qp.qpn).unwrap_or(0);
+    let mut status = WC_SUCCESS;
+    match sge_pieces(&w.work.sges, offset, pkt.payload.len()) {
+        Some(pieces) => {
+            let mut at_byte = 0;
+            for (lkey, addr, n) in pieces {
+                let data = &pkt.payload[at_byte..at_byte + n];
+                if host
+                    .write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE)
+                    .is_err()
+                {
+                    status = WC_LOC_PROT_ERR;
+                    break;
+                }
+                at_byte += n;
+            }
+        }
+        None => status = WC_LOC_LEN_ERR,
+    }
+    if status != WC_SUCCESS {
+        fail(qp, i, status);
+        return;
+    }
+    let timeout = qp.ack_timeout();
+    let Some(w) = qp.req.wqes.get_mut(i) else {
+        return;
+    };
+    w.resp_pkts += 1;
+    let finished = w.resp_pkts >= w.npkts;
+    if finished {
+        w.done = Some((WC_SUCCESS, w.len as u32));
+    }
+    let una = psn::add(at, 1);
+    if psn::after(una, qp.req.una) {
+        qp.req.una = una;
+    }
+    qp.req.progress(1, now, timeout);
+}
+
+fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'_>, now: Instant) {
+    let at = pkt.bth.psn;
+    let Some(i) = qp
+        .req
+        .wqes
+        .iter()
+        .position(|w| w.kind == Kind::Atomic && w.outstanding() && w.first_psn == at)
+    else {
+        return;
+    };
+    ack_through(qp, io, psn::sub(at, 1), now);
+    let original = pkt.atomic_ack.unwrap_or_default();
+    let pd = host.qp_pd(qp.qpn).unwrap_or(0);
+    let status = match qp
+        .req
+        .wqes
+        .get(i)
+        .and_then(|w| sge_pieces(&w.work.sges, 0, 8))
+    {
+        Some(pieces) => {
+            let bytes = original.to_le_bytes();
+            let mut at_byte = 0;
+            let mut status = WC_SUCCESS;
+            for (lkey, addr, n) in pieces {
+                if host
+                    .write_payload(
+                        pd,
+                        lkey,
+                        addr,
+                        &bytes[at_byte..at_byte + n],
+                        ACCESS_LOCAL_WRITE,
+                    )
+                    .is_err()
+                {
+                    status = WC_LOC_PROT_ERR;
+                    break;
+                }
+                at_byte += n;
+            }
+            status
+        }
+        None => WC_LOC_LEN_ERR,
+    };
+    if let Some(w) = qp.req.wqes.get_mut(i) {
+        w.done = Some((status, 8));
+    }
+    let una = psn::add(at, 1);
+    if psn::after(una, qp.req.una) {
+        qp.req.una = una;
+    }
+    let timeout = qp.ack_timeout();
+    qp.req.progress(1, now, timeout);
+}
+
+/// Handles a response packet addressed to `qp`.
+pub fn receive_response(
+    qp: &mut QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    pkt: &Packet<'_>,
+    now: Instant,
+) {
+    match pkt.bth.opcode {
+        op::RC_ACKNOWLEDGE => {
+            let syn = pkt.aeth.map_or(syndrome::ACK, |a| a.syndrome);
+            if syndrome::kind(syn) == syndrome::KIND_ACK {
+                io.trace.event(
+                    "ack",
+                    || json!({"dir": "rx", "qpn": qp.qpn, "psn": pkt.bth.psn}),
+                );
+                ack_through(qp, io, pkt.bth.psn, now);
+            } else {
+                nak(qp, io, host, pkt.bth.psn, syn, now);
+            }
+        }
+        op::RC_ATOMIC_ACKNOWLEDGE => atomic_ack(qp, io, host, pkt, now),
+        _ if pkt.info.has(flag::RESP) && pkt.info.has(flag::PAYLOAD) => {
+            read_response_packet(qp, io, host, pkt, now)
+        }
+        _ => {}
+    }
+}
+
+/// Writes the completions of finished WQEs, in order.
+pub fn complete(qp: &mut QpCtx, host: &mut dyn EngineHost) {
+    while let Some((status, byte_len)) = qp.req.wqes.front().and_then(|w| w.done) {
+        let Some(w) = qp.req.wqes.pop_front() else {
+            break;
+        };
+        qp.req.cursor = qp.req.cursor.saturating_sub(1);
+        // The shell writes the CQE (if signalled or failed) and, on error, moves the QP to ERR
+        // and flushes everything after it.
+        let _ = host.complete_send(qp.qpn, w.work.index, status, byte_len);
+        if status != WC_SUCCESS {
+            qp.req.clear();
+            qp.state = QPS_ERR;
+            break;
+        }
+    }
+    if !qp.req.outstanding() && qp.req.wqes.is_empty() {
+        qp.req.timer = None;
+    }
+}

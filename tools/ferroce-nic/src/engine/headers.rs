@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Base and extended transport headers (IBA 9.2–9.3): big-endian on the wire, decoded into plain
+//! structs. [`Packet::parse`] splits the transport part of a frame (BTH to the end of the padded
+//! payload) according to the opcode table; [`PacketBuilder`] writes one.
+
+use super::opcode::{self, flag, OpInfo};
+use ferroce_hw::PSN_MASK;
+
+/// The P_Key every packet carries (the default, full-membership partition).
+pub const DEFAULT_PKEY: u16 = 0xffff;
+
+/// Base transport header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bth {
+    /// Opcode.
+    pub opcode: u8,
+    /// Solicited event.
+    pub solicited: bool,
+    /// Migration state.
+    pub migreq: bool,
+    /// Pad count (0..=3).
+    pub pad: u8,
+    /// Transport header version (0).
+    pub tver: u8,
+    /// Partition key.
+    pub pkey: u16,
+    /// Destination QP (24 bits).
+    pub dest_qpn: u32,
+    /// Acknowledge request.
+    pub ack_req: bool,
+    /// Packet sequence number (24 bits).
+    pub psn: u32,
+}
+
+impl Bth {
+    /// Encodes the 12 bytes.
+    pub fn encode(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0] = self.opcode;
+        b[1] = (u8::from(self.solicited) << 7)
+            | (u8::from(self.migreq) << 6)
+            | ((self.pad & 3) << 4)
+            | (self.tver & 0xf);
+        b[2..4].copy_from_slice(&self.pkey.to_be_bytes());
+        // Byte 4 is reserved (resv8a), zero on transmit.
+        b[4..8].copy_from_slice(&(self.dest_qpn & 0x00ff_ffff).to_be_bytes());
+        let word = (u32::from(self.ack_req) << 31) | (self.psn & PSN_MASK);
+        b[8..12].copy_from_slice(&word.to_be_bytes());
+        b
+    }
+
+    /// Decodes the first 12 bytes of `b`.
+    pub fn decode(b: &[u8; 12]) -> Self {
+        let qp = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+        let word = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+        Self {
+            opcode: b[0],
+            solicited: b[1] & 0x80 != 0,
+            migreq: b[1] & 0x40 != 0,
+            pad: (b[1] >> 4) & 3,
+            tver: b[1] & 0xf,
+            pkey: u16::from_be_bytes([b[2], b[3]]),
+            dest_qpn: qp & 0x00ff_ffff,
+            ack_req: word & (1 << 31) != 0,
+            psn: word & PSN_MASK,
+        }
+    }
+}
+
+/// RDMA extended transport header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reth {
+    /// Remote virtual address.
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// DMA length of the whole operation.
+    pub len: u32,
+}
+
+/// ACK extended transport header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Aeth {
+    /// Syndrome (IBA table 44).
+    pub syndrome: u8,
+    /// Message sequence number (24 bits).
+    pub msn: u32,
+}
+
+/// AETH syndromes.
+pub mod syndrome {
+    /// ACK with unlimited credits (the credit field 0b11111, as rxe sends).
+    pub const ACK: u8 = 0x1f;
+    /// RNR NAK; the low five bits are the RNR timer code.
+    pub const RNR_NAK: u8 = 0x20;
+    /// NAK: PSN sequence error.
+    pub const NAK_PSN_SEQ_ERROR: u8 = 0x60;
+    /// NAK: invalid request.
+    pub const NAK_INVALID_REQUEST: u8 = 0x61;
+    /// NAK: remote access error.
+    pub const NAK_REMOTE_ACCESS: u8 = 0x62;
+    /// NAK: remote operational error.
+    pub const NAK_REMOTE_OP: u8 = 0x63;
+
+    /// The kind encoded in bits 6:5.
+    pub const fn kind(syndrome: u8) -> u8 {
+        syndrome & 0x60
+    }
+    /// Kind: ACK.
+    pub const KIND_ACK: u8 = 0x00;
+    /// Kind: RNR NAK.
+    pub const KIND_RNR: u8 = 0x20;
+    /// Kind: NAK.
+    pub const KIND_NAK: u8 = 0x60;
+}
+
+/// Atomic extended transport header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AtomicEth {
+    /// Remote virtual address (8-byte aligned).
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Swap (CMP_SWAP) or add (FETCH_ADD) value.
+    pub swap_add: u64,
+    /// Compare value.
+    pub compare: u64,
+}
+
+/// Datagram extended transport header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deth {
+    /// Q_Key.
+    pub qkey: u32,
+    /// Source QP (24 bits).
+    pub src_qpn: u32,
+}
+
+/// A decoded transport packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet<'a> {
+    /// Base transport header.
+    pub bth: Bth,
+    /// The opcode's table entry.
+    pub info: &'static OpInfo,
+    /// RETH, if the opcode has one.
+    pub reth: Option<Reth>,
+    /// AETH.
+    pub aeth: Option<Aeth>,
+    /// AtomicETH.
+    pub atomic: Option<AtomicEth>,
+    /// AtomicAckETH: the original remote value.
+    pub atomic_ack: Option<u64>,
+    /// DETH.
+    pub deth: Option<Deth>,
+    /// Immediate data, as the four wire bytes.
+    pub imm: Option<[u8; 4]>,
+    /// IETH: the R_Key to invalidate.
+    pub ieth: Option<u32>,
+    /// Payload without pad.
+    pub payload: &'a [u8],
+}
+
+/// Why a transport packet is malformed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// Shorter than its headers.
+    #[error("truncated transport headers")]
+    Truncated,
+    /// Opcode not implemented.
+    #[error("unsupported opcode {0:#04x}")]
+    Opcode(u8),
+    /// Non-zero transport version.
+    #[error("transport version {0}")]
+    Version(u8),
+    /// Payload on an opcode without payload, or a pad larger than the payload.
+    #[error("bad payload length")]
+    Length,
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    if let Some(s) = b.get(at..at + 4) {
+        w.copy_from_slice(s);
+    }
+    u32::from_be_bytes(w)
+}
+
+fn be64(b: &[u8], at: usize) -> u64 {
+    (u64::from(be32(b, at)) << 32) | u64::from(be32(b, at + 4))
+}
+
+impl<'a> Packet<'a> {
+    /// Splits `bytes` (BTH through the padded payload, without ICRC).
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, HeaderError> {
+        let bth_bytes: &[u8; 12] = bytes
+            .get(..opcode::BTH_LEN)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(HeaderError::Truncated)?;
+        let bth = Bth::decode(bth_bytes);
+        if bth.tver != 0 {
+            return Err(HeaderError::Version(bth.tver));
+        }
+        let info = opcode::lookup(bth.opcode).ok_or(HeaderError::Opcode(bth.opcode))?;
+        let header_len = info.header_len();
+        if bytes.len() < header_len {
+            return Err(HeaderError::Truncated);
+        }
+        let mut at = opcode::BTH_LEN;
+        let mut take = |present: bool, len: usize| {
+            let start = at;
+            if present {
+                at += len;
+            }
+            present.then_some(start)
+        };
+        let deth = take(info.has(flag::DETH), opcode::DETH_LEN).map(|o| Deth {
+            qkey: be32(bytes, o),
+            src_qpn: be32(bytes, o + 4) & 0x00ff_ffff,
+        });
+        let reth = take(info.has(flag::RETH), opcode::RETH_LEN).map(|o| Reth {
+            va: be64(bytes, o),
+            rkey: be32(bytes, o + 8),
+            len: be32(bytes, o + 12),
+        });
+        let atomic = take(info.has(flag::ATMETH), opcode::ATMETH_LEN).map(|o| AtomicEth {
+            va: be64(bytes, o),
+            rkey: be32(bytes, o + 8),
+            swap_add: be64(bytes, o + 12),
+            compare: be64(bytes, o + 20),
+        });
+        let aeth = take(info.has(flag::AETH), opcode::AETH_LEN).map(|o| {
+            let w = be32(bytes, o);
+            Aeth {
+                syndrome: (w >> 24) as u8,
+                msn: w & 0x00ff_ffff,
+            }
+        });
+        let atomic_ack = take(info.has(flag::ATMACK), opcode::ATMACK_LEN).map(|o| be64(bytes, o));
+        let imm =
+            take(info.has(flag::IMMDT), opcode::IMMDT_LEN).map(|o| be32(bytes, o).to_be_bytes());
+        let ieth = take(info.has(flag::IETH), opcode::IETH_LEN).map(|o| be32(bytes, o));
+        let body = bytes.get(header_len..).ok_or(HeaderError::Truncated)?;
+        let pad = usize::from(bth.pad);
+        if body.len() < pad || (!info.has(flag::PAYLOAD) && body.len() != pad) {
+            return Err(HeaderError::Length);
+        }
+        Ok(Self {
+            bth,
+            info,
+            reth,
+            aeth,
+            atomic,
+            atomic_ack,
+            deth,
+            imm,
+            ieth,
+            payload: &body[..body.len() - pad],
+        })
+    }
+}
+
+/// Writes a transport packet (headers in wire order, payload, zero pad) into a buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PacketBuilder {
+    /// BTH; `pad` is computed from the payload.
+    pub bth: Bth,
+    /// RETH.
+    pub reth: Option<Reth>,
+    /// AETH.
+    pub aeth: Option<Aeth>,
+    /// AtomicETH.
+    pub atomic: Option<AtomicEth>,
+    /// AtomicAckETH.
+    pub atomic_ack: Option<u64>,
+    /// DETH.
+    pub deth: Option<Deth>,
+    /// Immediate data (wire bytes).
+    pub imm: Option<[u8; 4]>,
+    /// IETH.
+    pub ieth: Option<u32>,
+}
+
+impl PacketBuilder {
+    /// A packet with `opcode`, destination QP and PSN.
+    pub fn new(opcode: u8, dest_qpn: u32, psn: u32) -> Self {
+        Self {
+            bth: Bth {
+                opcode,
+                pkey: DEFAULT_PKEY,
+                dest_qpn,
+                psn: psn & PSN_MASK,
+                ..Bth::default()
+            },
+            ..Self::default()
+        }
+    }
+
+    /// Appends headers, `payload` and pad to `out`. Headers the opcode does not have are
+    /// skipped; headers it has but that were not given are written as zeros.
+    pub fn write(&self, payload: &[u8], out: &mut Vec<u8>) {
+        let info = opcode::lookup(self.bth.opcode);
+        let has = |f| info.is_some_and(|i| i.has(f));
+        let pad = ((4 - payload.len() % 4) % 4) as u8;
+        let bth = Bth { pad, ..self.bth };
+        out.extend_from_slice(&bth.encode());
+        if has(flag::DETH) {
+            let d = self.deth.unwrap_or_default();
+            out.extend_from_slice(&d.qkey.to_be_bytes());
+            out.extend_from_slice(&(d.src_qpn & 0x00ff_ffff).to_be_bytes());
+        }
+        if has(flag::RETH) {
+            let r = self.reth.unwrap_or_default();
+            out.extend_from_slice(&r.va.to_be_bytes());
+            out.extend_from_slice(&r.rkey.to_be_bytes());
+            out.extend_from_slice(&r.len.to_be_bytes());
+        }
+        if has(flag::ATMETH) {
+            let a = self.atomic.unwrap_or_default();
+            out.extend_from_slice(&a.va.to_be_bytes());
+            out.extend_from_slice(&a.rkey.to_be_bytes());
+            out.extend_from_slice(&a.swap_add.to_be_bytes());
+            out.extend_from_slice(&a.compare.to_be_bytes());
+        }
+        if has(flag::AETH) {
+            let a = self.aeth.unwrap_or_default();
+            let w = (u32::from(a.syndrome) << 24) | (a.msn & 0x00ff_ffff);
+            out.extend_from_slice(&w.to_be_bytes());
+        }
+        if has(flag::ATMACK) {
+            out.extend_from_slice(&self.atomic_ack.unwrap_or_default().to_be_bytes());
+        }
+        if has(flag::IMMDT) {
+            out.extend_from_slice(&self.imm.unwrap_or_default());
+        }
+        if has(flag::IETH) {
+            out.extend_from_slice(&self.ieth.unwrap_or_default().to_be_bytes());
+        }
+        out.extend_from_slice(payload);
+        out.extend(std::iter::repeat_n(0u8, usize::from(pad)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::opcode::op;
+    use super::*;
+
+    #[test]
+    fn bth_bit_layout() {
+        let bth = Bth {
+            opcode: op::RC_SEND_ONLY,
+            solicited: true,
+            migreq: false,
+            pad: 3,
+            tver: 0,
+            pkey: 0xffff,
+            dest_qpn: 0x12_3456,
+            ack_req: true,
+            psn: 0xab_cdef,
+        };
+        let bytes = bth.encode();
+        assert_eq!(
+            bytes,
+            [0x04, 0xb0, 0xff, 0xff, 0x00, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]
+        );
+        assert_eq!(Bth::decode(&bytes), bth);
+    }
+
+    #[test]
+    fn packets_round_trip() {
+        let mut b = PacketBuilder::new(op::RC_WRITE_ONLY_IMM, 7, 100);
+        b.reth = Some(Reth {
+            va: 0x1122_3344_5566_7788,
+            rkey: 0xaabb_ccdd,
+            len: 5,
+        });
+        b.imm = Some([1, 2, 3, 4]);
+        let mut out = Vec::new();
+        b.write(b"hello", &mut out);
+        assert_eq!(out.len(), 12 + 16 + 4 + 5 + 3);
+        let p = Packet::parse(&out).expect("parse");
+        assert_eq!(p.bth.pad, 3);
+        assert_eq!(p.reth, b.reth);
+        assert_eq!(p.imm, Some([1, 2, 3, 4]));
+        assert_eq!(p.payload, b"hello");
+
+        let mut a = PacketBuilder::new(op::RC_ATOMIC_ACKNOWLEDGE, 9, 1);
+        a.aeth = Some(Aeth {
+            syndrome: syndrome::ACK,
+            msn: 0x00ab_cdef,
+        });
+        a.atomic_ack = Some(0x0102_0304_0506_0708);
+        out.clear();
+        a.write(&[], &mut out);
+        let p = Packet::parse(&out).expect("parse");
+        assert_eq!(p.aeth, a.aeth);
+        assert_eq!(p.atomic_ack, a.atomic_ack);
+    }
+
+    #[test]
+    fn malformed_packets_are_errors() {
+        assert_eq!(Packet::parse(&[0; 11]), Err(HeaderError::Truncated));
+        let mut out = Vec::new();
+        PacketBuilder::new(op::RC_ACKNOWLEDGE, 1, 1).write(&[], &mut out);
+        out.push(0);
+        assert_eq!(Packet::parse(&out), Err(HeaderError::Length));
+        out.truncate(14);
+        assert_eq!(Packet::parse(&out), Err(HeaderError::Truncated));
+        let mut bad = [0u8; 12];
+        bad[0] = 0x15;
+        assert_eq!(Packet::parse(&bad), Err(HeaderError::Opcode(0x15)));
+        bad[0] = 0;
+        bad[1] = 1;
+        assert_eq!(Packet::parse(&bad), Err(HeaderError::Version(1)));
+    }
+}

@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The transport opcodes as a table (IBA 9.2, table 38): for each opcode, which extension
+//! headers follow the BTH, whether it carries payload, and its place in a message. The
+//! requester, responder and completer consult this table instead of matching opcodes.
+
+/// Header and role flags of an opcode.
+pub mod flag {
+    /// RDMA extended transport header (16 bytes).
+    pub const RETH: u32 = 1 << 0;
+    /// ACK extended transport header (4 bytes).
+    pub const AETH: u32 = 1 << 1;
+    /// Immediate data (4 bytes).
+    pub const IMMDT: u32 = 1 << 2;
+    /// Atomic extended transport header (28 bytes).
+    pub const ATMETH: u32 = 1 << 3;
+    /// Atomic ACK extended transport header (8 bytes).
+    pub const ATMACK: u32 = 1 << 4;
+    /// Datagram extended transport header (8 bytes).
+    pub const DETH: u32 = 1 << 5;
+    /// Invalidate extended transport header (4 bytes).
+    pub const IETH: u32 = 1 << 6;
+    /// Carries payload.
+    pub const PAYLOAD: u32 = 1 << 7;
+    /// A request (requester → responder).
+    pub const REQ: u32 = 1 << 8;
+    /// A response (responder → requester).
+    pub const RESP: u32 = 1 << 9;
+    /// Part of a SEND.
+    pub const SEND: u32 = 1 << 10;
+    /// Part of an RDMA WRITE.
+    pub const WRITE: u32 = 1 << 11;
+    /// RDMA READ request.
+    pub const READ: u32 = 1 << 12;
+    /// Atomic request.
+    pub const ATOMIC: u32 = 1 << 13;
+    /// First packet of a multi-packet message.
+    pub const FIRST: u32 = 1 << 14;
+    /// Middle packet.
+    pub const MIDDLE: u32 = 1 << 15;
+    /// Last packet.
+    pub const LAST: u32 = 1 << 16;
+    /// Only packet.
+    pub const ONLY: u32 = 1 << 17;
+    /// Consumes a receive WQE at the responder.
+    pub const RWR: u32 = 1 << 18;
+    /// Completes a message at the responder.
+    pub const COMP: u32 = 1 << 19;
+    /// Unreliable datagram.
+    pub const UD: u32 = 1 << 20;
+}
+
+/// Sizes of the headers, in wire order after the BTH.
+pub const BTH_LEN: usize = 12;
+/// RETH length.
+pub const RETH_LEN: usize = 16;
+/// AETH length.
+pub const AETH_LEN: usize = 4;
+/// ImmDt length.
+pub const IMMDT_LEN: usize = 4;
+/// AtomicETH length.
+pub const ATMETH_LEN: usize = 28;
+/// AtomicAckETH length.
+pub const ATMACK_LEN: usize = 8;
+/// DETH length.
+pub const DETH_LEN: usize = 8;
+/// IETH length.
+pub const IETH_LEN: usize = 4;
+/// ICRC length.
+pub const ICRC_LEN: usize = 4;
+
+/// RC opcodes (transport type 000).
+pub mod op {
+    /// SEND first.
+    pub const RC_SEND_FIRST: u8 = 0x00;
+    /// SEND middle.
+    pub const RC_SEND_MIDDLE: u8 = 0x01;
+    /// SEND last.
+    pub const RC_SEND_LAST: u8 = 0x02;
+    /// SEND last with immediate.
+    pub const RC_SEND_LAST_IMM: u8 = 0x03;
+    /// SEND only.
+    pub const RC_SEND_ONLY: u8 = 0x04;
+    /// SEND only with immediate.
+    pub const RC_SEND_ONLY_IMM: u8 = 0x05;
+    /// RDMA WRITE first.
+    pub const RC_WRITE_FIRST: u8 = 0x06;
+    /// RDMA WRITE middle.
+    pub const RC_WRITE_MIDDLE: u8 = 0x07;
+    /// RDMA WRITE last.
+    pub const RC_WRITE_LAST: u8 = 0x08;
+    /// RDMA WRITE last with immediate.
+    pub const RC_WRITE_LAST_IMM: u8 = 0x09;
+    /// RDMA WRITE only.
+    pub const RC_WRITE_ONLY: u8 = 0x0a;
+    /// RDMA WRITE only with immediate.
+    pub const RC_WRITE_ONLY_IMM: u8 = 0x0b;
+    /// RDMA READ request.
+    pub const RC_READ_REQUEST: u8 = 0x0c;
+    /// RDMA READ response first.
+    pub const RC_READ_RESPONSE_FIRST: u8 = 0x0d;
+    /// RDMA READ response middle.
+    pub const RC_READ_RESPONSE_MIDDLE: u8 = 0x0e;
+    /// RDMA READ response last.
+    pub const RC_READ_RESPONSE_LAST: u8 = 0x0f;
+    /// RDMA READ response only.
+    pub const RC_READ_RESPONSE_ONLY: u8 = 0x10;
+    /// Acknowledge.
+    pub const RC_ACKNOWLEDGE: u8 = 0x11;
+    /// Atomic acknowledge.
+    pub const RC_ATOMIC_ACKNOWLEDGE: u8 = 0x12;
+    /// Compare and swap.
+    pub const RC_COMPARE_SWAP: u8 = 0x13;
+    /// Fetch and add.
+    pub const RC_FETCH_ADD: u8 = 0x14;
+    /// SEND last with invalidate.
+    pub const RC_SEND_LAST_INV: u8 = 0x16;
+    /// SEND only with invalidate.
+    pub const RC_SEND_ONLY_INV: u8 = 0x17;
+    /// UD SEND only.
+    pub const UD_SEND_ONLY: u8 = 0x64;
+    /// UD SEND only with immediate.
+    pub const UD_SEND_ONLY_IMM: u8 = 0x65;
+}
+
+/// What the table knows about one opcode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpInfo {
+    /// Name as in the IBA and rxe.
+    pub name: &'static str,
+    /// `flag::*` bits.
+    pub flags: u32,
+}
+
+impl OpInfo {
+    /// Whether all of `bits` are set.
+    pub const fn has(&self, bits: u32) -> bool {
+        self.flags & bits == bits
+    }
+
+    /// Length of BTH plus extension headers.
+    pub const fn header_len(&self) -> usize {
+        let f = self.flags;
+        let mut len = BTH_LEN;
+        if f & flag::DETH != 0 {
+            len += DETH_LEN;
+        }
+        if f & flag::RETH != 0 {
+            len += RETH_LEN;
+        }
+        if f & flag::ATMETH != 0 {
+            len += ATMETH_LEN;
+        }
+        if f & flag::AETH != 0 {
+            len += AETH_LEN;
+        }
+        if f & flag::ATMACK != 0 {
+            len += ATMACK_LEN;
+        }
+        if f & flag::IMMDT != 0 {
+            len += IMMDT_LEN;
+        }
+        if f & flag::IETH != 0 {
+            len += IETH_LEN;
+        }
+        len
+    }
+}
+
+const fn info(name: &'static str, flags: u32) -> Option<OpInfo> {
+    Some(OpInfo { name, flags })
+}
+
+use flag::*;
+
+/// The table, indexed by opcode. `None` marks opcodes this device does not implement (UC, RD,
+/// XRC, reserved).
+pub static OPCODES: [Option<OpInfo>; 256] = {
+    let mut t: [Option<OpInfo>; 256] = [None; 256];
+    let send = REQ | SEND | PAYLOAD;
+    let write = REQ | WRITE | PAYLOAD;
+    let read_resp = RESP | PAYLOAD;
+    t[op::RC_SEND_FIRST as usize] = info("RC_SEND_FIRST", send | FIRST | RWR);
+    t[op::RC_SEND_MIDDLE as usize] = info("RC_SEND_MIDDLE", send | MIDDLE);
+    t[op::RC_SEND_LAST as usize] = info("RC_SEND_LAST", send | LAST | COMP);
+    t[op::RC_SEND_LAST_IMM as usize] =
+        info("RC_SEND_LAST_WITH_IMMEDIATE", send | LAST | COMP | IMMDT);
+    t[op::RC_SEND_ONLY as usize] = info("RC_SEND_ONLY", send | ONLY | RWR | COMP);
+    t[op::RC_SEND_ONLY_IMM as usize] = info(
+        "RC_SEND_ONLY_WITH_IMMEDIATE",
+        send | ONLY | RWR | COMP | IMMDT,
+    );
+    t[op::RC_WRITE_FIRST as usize] = info("RC_RDMA_WRITE_FIRST", write | FIRST | RETH);
+    t[op::RC_WRITE_MIDDLE as usize] = info("RC_RDMA_WRITE_MIDDLE", write | MIDDLE);
+    t[op::RC_WRITE_LAST as usize] = info("RC_RDMA_WRITE_LAST", write | LAST);
+    t[op::RC_WRITE_LAST_IMM as usize] = info(
+        "RC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+        write | LAST | IMMDT | RWR | COMP,
+    );
+    t[op::RC_WRITE_ONLY as usize] = info("RC_RDMA_WRITE_ONLY", write | ONLY | RETH);
+    t[op::RC_WRITE_ONLY_IMM as usize] = info(
+        "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+        write | ONLY | RETH | IMMDT | RWR | COMP,
+    );
+    t[op::RC_READ_REQUEST as usize] = info("RC_RDMA_READ_REQUEST", REQ | READ | RETH | ONLY);
+    t[op::RC_READ_RESPONSE_FIRST as usize] =
+        info("RC_RDMA_READ_RESPONSE_FIRST", read_resp | FIRST | AETH);
+    t[op::RC_READ_RESPONSE_MIDDLE as usize] =
+        info("RC_RDMA_READ_RESPONSE_MIDDLE", read_resp | MIDDLE);
+    t[op::RC_READ_RESPONSE_LAST as usize] =
+        info("RC_RDMA_READ_RESPONSE_LAST", read_resp | LAST | AETH);
+    t[op::RC_READ_RESPONSE_ONLY as usize] =
+        info("RC_RDMA_READ_RESPONSE_ONLY", read_resp | ONLY | AETH);
+    t[op::RC_ACKNOWLEDGE as usize] = info("RC_ACKNOWLEDGE", RESP | AETH | ONLY);
+    t[op::RC_ATOMIC_ACKNOWLEDGE as usize] =
+        info("RC_ATOMIC_ACKNOWLEDGE", RESP | AETH | ATMACK | ONLY);
+    t[op::RC_COMPARE_SWAP as usize] = info("RC_COMPARE_SWAP", REQ | ATOMIC | ATMETH | ONLY);
+    t[op::RC_FETCH_ADD as usize] = info("RC_FETCH_ADD", REQ | ATOMIC | ATMETH | ONLY);
+    t[op::RC_SEND_LAST_INV as usize] =
+        info("RC_SEND_LAST_WITH_INVALIDATE", send | LAST | COMP | IETH);
+    t[op::RC_SEND_ONLY_INV as usize] = info(
+        "RC_SEND_ONLY_WITH_INVALIDATE",
+        send | ONLY | RWR | COMP | IETH,
+    );
+    t[op::UD_SEND_ONLY as usize] = info("UD_SEND_ONLY", send | ONLY | RWR | COMP | DETH | UD);
+    t[op::UD_SEND_ONLY_IMM as usize] = info(
+        "UD_SEND_ONLY_WITH_IMMEDIATE",
+        send | ONLY | RWR | COMP | DETH | IMMDT | UD,
+    );
+    t
+};
+
+/// The table entry of `opcode`.
+pub fn lookup(opcode: u8) -> Option<&'static OpInfo> {
+    OPCODES[usize::from(opcode)].as_ref()
+}
+
+/// Position of a packet in a multi-packet message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// First of several.
+    First,
+    /// Neither first nor last.
+    Middle,
+    /// Last of several.
+    Last,
+    /// The message is one packet.
+    Only,
+}
+
+impl Position {
+    /// Position of packet `index` of `count`.
+    pub const fn of(index: u32, count: u32) -> Self {
+        match (index == 0, index + 1 >= count) {
+            (true, true) => Position::Only,
+            (true, false) => Position::First,
+            (false, true) => Position::Last,
+            (false, false) => Position::Middle,
+        }
+    }
+}
+
+/// The RC SEND opcode for a packet position; `imm` and `inv` pick the variants of last/only.
+pub const fn rc_send(pos: Position, imm: bool, inv: bool) -> u8 {
+    match pos {
+        Position::First => op::RC_SEND_FIRST,
+        Position::Middle => op::RC_SEND_MIDDLE,
+        Position::Last if imm => op::RC_SEND_LAST_IMM,
+        Position::Last if inv => op::RC_SEND_LAST_INV,
+        Position::Last => op::RC_SEND_LAST,
+        Position::Only if imm => op::RC_SEND_ONLY_IMM,
+        Position::Only if inv => op::RC_SEND_ONLY_INV,
+        Position::Only => op::RC_SEND_ONLY,
+    }
+}
+
+/// The RC WRITE opcode for a packet position.
+pub const fn rc_write(pos: Position, imm: bool) -> u8 {
+    match pos {
+        Position::First => op::RC_WRITE_FIRST,
+        Position::Middle => op::RC_WRITE_MIDDLE,
+        Position::Last if imm => op::RC_WRITE_LAST_IMM,
+        Position::Last => op::RC_WRITE_LAST,
+        Position::Only if imm => op::RC_WRITE_ONLY_IMM,
+        Position::Only => op::RC_WRITE_ONLY,
+    }
+}
+
+/// The READ response opcode for a packet position.
+pub const fn read_response(pos: Position) -> u8 {
+    match pos {
+        Position::First => op::RC_READ_RESPONSE_FIRST,
+        Position::Middle => op::RC_READ_RESPONSE_MIDDLE,
+        Position::Last => op::RC_READ_RESPONSE_LAST,
+        Position::Only => op::RC_READ_RESPONSE_ONLY,
+    }
+}
+
+/// Whether a packet with opcode `next` may follow one with `prev` on the same RC QP (IBA
+/// 9.8.3.1.2: a multi-packet message is FIRST, MIDDLE*, LAST of the same operation).
+pub fn sequence_valid(prev: Option<u8>, next: &OpInfo) -> bool {
+    let in_message = prev
+        .and_then(lookup)
+        .is_some_and(|p| p.flags & (FIRST | MIDDLE) != 0);
+    let continues = next.flags & (MIDDLE | LAST) != 0;
+    if !in_message {
+        return !continues;
+    }
+    let kind = SEND | WRITE;
+    let same_kind = prev
+        .and_then(lookup)
+        .is_some_and(|p| p.flags & kind == next.flags & kind);
+    continues && same_kind
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lengths_match_iba() {
+        let len = |opcode| lookup(opcode).map(|i| i.header_len());
+        assert_eq!(len(op::RC_SEND_ONLY), Some(12));
+        assert_eq!(len(op::RC_SEND_ONLY_IMM), Some(16));
+        assert_eq!(len(op::RC_WRITE_FIRST), Some(28));
+        assert_eq!(len(op::RC_WRITE_ONLY_IMM), Some(32));
+        assert_eq!(len(op::RC_WRITE_LAST_IMM), Some(16));
+        assert_eq!(len(op::RC_READ_REQUEST), Some(28));
+        assert_eq!(len(op::RC_READ_RESPONSE_MIDDLE), Some(12));
+        assert_eq!(len(op::RC_READ_RESPONSE_FIRST), Some(16));
+        assert_eq!(len(op::RC_ACKNOWLEDGE), Some(16));
+        assert_eq!(len(op::RC_ATOMIC_ACKNOWLEDGE), Some(24));
+        assert_eq!(len(op::RC_COMPARE_SWAP), Some(40));
+        assert_eq!(len(op::RC_SEND_ONLY_INV), Some(16));
+        assert_eq!(len(op::UD_SEND_ONLY), Some(20));
+        assert_eq!(len(op::UD_SEND_ONLY_IMM), Some(24));
+        assert_eq!(len(0x15), None);
+        assert_eq!(len(0x20), None, "UC is not implemented");
+    }
+
+    #[test]
+    fn every_opcode_is_a_request_or_a_response() {
+        for (opcode, entry) in OPCODES.iter().enumerate() {
+            if let Some(i) = entry {
+                assert!(i.has(flag::REQ) != i.has(flag::RESP), "{opcode:#x}");
+                let positions = [FIRST, MIDDLE, LAST, ONLY]
+                    .iter()
+                    .filter(|&&p| i.flags & p != 0)
+                    .count();
+                assert_eq!(positions, 1, "{opcode:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn message_sequencing() {
+        let i = |o| lookup(o).copied().expect("opcode");
+        assert!(sequence_valid(None, &i(op::RC_SEND_FIRST)));
+        assert!(!sequence_valid(None, &i(op::RC_SEND_MIDDLE)));
+        assert!(sequence_valid(
+            Some(op::RC_SEND_FIRST),
+            &i(op::RC_SEND_LAST)
+        ));
+        assert!(!sequence_valid(
+            Some(op::RC_SEND_FIRST),
+            &i(op::RC_WRITE_LAST)
+        ));
+        assert!(!sequence_valid(
+            Some(op::RC_WRITE_MIDDLE),
+            &i(op::RC_SEND_ONLY)
+        ));
+        assert!(sequence_valid(
+            Some(op::RC_WRITE_LAST),
+            &i(op::RC_READ_REQUEST)
+        ));
+        assert_eq!(Position::of(0, 1), Position::Only);
+        assert_eq!(Position::of(0, 3), Position::First);
+        assert_eq!(Position::of(1, 3), Position::Middle);
+        assert_eq!(Position::of(2, 3), Position::Last);
+        assert_eq!(rc_send(Position::Last, false, true), op::RC_SEND_LAST_INV);
+        assert_eq!(rc_write(Position::Only, true), op::RC_WRITE_ONLY_IMM);
+    }
+}

@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The requester: turns send WQEs into request packets (segmented at the path MTU), assigns
+//! PSNs, keeps the window, executes local operations in order, and retransmits (go-back-N)
+//! from a PSN on timeout, sequence-error NAK, RNR NAK or a gap in READ responses
+//! (rxe_req.c's role).
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use ferroce_hw::*;
+use serde_json::json;
+
+use super::headers::{AtomicEth, Deth, PacketBuilder, Reth};
+use super::opcode::{self, op, Position};
+use super::psn;
+use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY};
+use super::{EngineHost, SendWork};
+
+/// Request packets sent per QP per poll.
+const TX_BUDGET: u32 = 64;
+/// Ask for an ACK at least every this many packets of a long message.
+const ACK_REQ_EVERY: u32 = 16;
+/// Congestion window bounds, in packets.
+const MIN_CWND: u32 = 2;
+const MAX_CWND: u32 = 128;
+const INITIAL_CWND: u32 = 32;
+/// Largest message (IBA: 2^31 bytes).
+const MAX_MESSAGE: u64 = 1 << 31;
+
+/// What a WQE does on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// RC SEND (with immediate or invalidate).
+    Send,
+    /// RDMA WRITE (with immediate).
+    Write,
+    /// RDMA READ.
+    Read,
+    /// CMP_SWAP or FETCH_ADD.
+    Atomic,
+    /// REG_MR or LOCAL_INV: no packets.
+    Local,
+    /// UD or GSI SEND: one packet, unacknowledged.
+    Datagram,
+}
+
+/// A send WQE the requester holds until it completes.
+pub struct ReqWqe {
+    /// The WQE.
+    pub work: SendWork,
+    /// What it does.
+    pub kind: Kind,
+    /// Message length.
+    pub len: u64,
+    /// PSNs it uses (request packets, or READ response packets).
+    pub npkts: u32,
+    /// Its first PSN, once started.
+    pub first_psn: u32,
+    /// Whether it has PSNs.
+    pub started: bool,
+    /// Next request packet to (re)send.
+    pub next_pkt: u32,
+    /// READ responses received in order.
+    pub resp_pkts: u32,
+    /// Completion status and byte count, once done.
+    pub done: Option<(u8, u32)>,
+}
+
+impl ReqWqe {
+    /// Last PSN it uses.
+    pub fn last_psn(&self) -> u32 {
+        psn::add(self.first_psn, self.npkts.saturating_sub(1))
+    }
+
+    /// Request packets a pass over it sends.
+    fn request_packets(&self) -> u32 {
+        match self.kind {
+            Kind::Send | Kind::Write => self.npkts,
+            _ => 1,
+        }
+    }
+
+    /// Whether it waits for a response of its own (not just an ACK).
+    pub fn needs_response(&self) -> bool {
+        matches!(self.kind, Kind::Read | Kind::Atomic)
+    }
+
+    /// Whether it is on the wire and not done.
+    pub fn outstanding(&self) -> bool {
+        self.started && self.done.is_none()
+    }
+
+    /// The first PSN of it not yet acknowledged or answered, given the QP's `una`.
+    pub fn first_unacked(&self, una: u32) -> u32 {
+        match self.kind {
+            Kind::Read => psn::add(self.first_psn, self.resp_pkts),
+            _ if psn::after(una, self.first_psn) => una,
+            _ => self.first_psn,
+        }
+    }
+}
+
+/// The send side of a QP.
+#[derive(Default)]
+pub struct Requester {
+    /// WQEs in ring order, until completed (bounded by the SQ size).
+    pub wqes: VecDeque<ReqWqe>,
+    /// PSN of the next WQE to start.
+    pub next_psn: u32,
+    /// Oldest PSN not acknowledged.
+    pub una: u32,
+    /// One past the highest PSN ever sent (packets before it are retransmissions).
+    pub high_psn: u32,
+    /// First WQE with packets left to send.
+    pub cursor: usize,
+    /// Transport retries left.
+    pub retry_left: u8,
+    /// RNR retries left.
+    pub rnr_left: u8,
+    /// Retransmission deadline.
+    pub timer: Option<Instant>,
+    /// No sending before this (RNR NAK).
+    pub rnr_until: Option<Instant>,
+    /// Congestion window in packets.
+    pub cwnd: u32,
+    cwnd_acked: u32,
+    /// PSN last retransmitted from without progress since (suppresses repeated go-backs).
+    pub last_retry_psn: Option<u32>,
+    retry_cnt: u8,
+    rnr_retry: u8,
+    max_rd_atomic: u8,
+}
+
+impl Requester {
+    /// Starts afresh on RTR → RTS.
+    pub fn reset(&mut self, attrs: &ModifyQpCmd) {
+        *self = Requester {
+            next_psn: attrs.sq_psn & PSN_MASK,
+            una: attrs.sq_psn & PSN_MASK,
+            high_psn: attrs.sq_psn & PSN_MASK,
+            cwnd: INITIAL_CWND,
+            ..Requester::default()
+        };
+        self.update_limits(attrs);
+        self.retry_left = self.retry_cnt;
+        self.rnr_left = self.rnr_retry;
+    }
+
+    /// Takes new retry counts and limits.
+    pub fn update_limits(&mut self, attrs: &ModifyQpCmd) {
+        self.retry_cnt = attrs.retry_cnt.min(7);
+        self.rnr_retry = attrs.rnr_retry.min(7);
+        self.max_rd_atomic = attrs.max_rd_atomic.clamp(1, MAX_RD_ATOMIC);
+    }
+
+    /// Forgets all WQEs (the QP went to ERR; the shell flushes them).
+    pub fn clear(&mut self) {
+        self.wqes.clear();
+        self.cursor = 0;
+        self.timer = None;
+        self.rnr_until = None;
+    }
+
+    /// Whether anything is in progress.
+    pub fn busy(&self) -> bool {
+        !self.wqes.is_empty()
+    }
+
+    /// Whether packets are on the wire.
+    pub fn outstanding(&self) -> bool {
+        self.wqes.iter().any(ReqWqe::outstanding)
+    }
+
+    /// Called when the responder made progress: retries refill and the window opens.
+    pub fn progress(&mut self, advanced: u32, now: Instant, timeout: Option<std::time::Duration>) {
+        self.retry_left = self.retry_cnt;
+        self.rnr_left = self.rnr_retry;
+        self.last_retry_psn = None;
+        self.cwnd_acked = self.cwnd_acked.saturating_add(advanced);
+        if self.cwnd_acked >= self.cwnd {
+            self.cwnd_acked = 0;
+            self.cwnd = (self.cwnd + 1).min(MAX_CWND);
+        }
+        self.timer = if self.outstanding() {
+            timeout.map(|t| now + t)
+        } else {
+            None
+        };
+    }
+
+    /// Halves the window after a loss.
+    pub fn congestion(&mut self) {
+        self.cwnd = (self.cwnd / 2).max(MIN_CWND);
+        self.cwnd_acked = 0;
+    }
+
+    /// Goes back to resend from `from`. Unless `force`, a second request for the same PSN
+    /// without progress in between is ignored (several NAKs or gaps report one loss).
+    pub fn rewind(&mut self, from: u32, force: bool, io: &Io, qpn: u32, reason: &str) -> bool {
+        if !force && self.last_retry_psn == Some(from) {
+            return false;
+        }
+        let Some(i) = self
+            .wqes
+            .iter()
+            .position(|w| w.outstanding() && psn::within(from, w.first_psn, w.last_psn()))
+        else {
+            return false;
+        };
+        self.last_retry_psn = Some(from);
+        for (n, w) in self.wqes.iter_mut().enumerate().skip(i) {
+            if !w.outstanding() {
+                continue;
+            }
+            w.next_pkt = if n == i && matches!(w.kind, Kind::Send | Kind::Write) {
+                psn::diff(from, w.first_psn).max(0) as u32
+            } else {
+                0
+            };
+        }
+        self.cursor = self.cursor.min(i);
+        io.trace.event(
+            "retransmit",
+            || json!({"qpn": qpn, "psn": from, "reason": reason}),
+        );
+        true
+    }
+}
+
+fn kind_of(opcode: u8, qp_type: u8) -> Kind {
+    if qp_type != QPT_RC {
+        return Kind::Datagram;
+    }
+    match opcode {
+        WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => Kind::Write,
+        WR_RDMA_READ => Kind::Read,
+        WR_ATOMIC_CMP_SWAP | WR_ATOMIC_FETCH_ADD => Kind::Atomic,
+        WR_REG_MR | WR_LOCAL_INV => Kind::Local,
+        _ => Kind::Send,
+    }
+}
+
+/// Queues a WQE the shell fetched (in ring order). WQEs that cannot be sent complete with an
+/// error in their turn.
+pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
+    let kind = kind_of(work.ctrl.opcode, qp.qp_type);
+    let inline = work.ctrl.flags & WQE_FLAG_INLINE != 0;
+    let len = if inline {
+        work.inline_data.len() as u64
+    } else {
+        sge_total(&work.sges)
+    };
+    let mtu = u64::from(qp.mtu());
+    let mut done = None;
+    if len > MAX_MESSAGE {
+        done = Some((WC_LOC_LEN_ERR, 0));
+    }
+    if kind == Kind::Atomic && (inline || len < 8) {
+        done = Some((WC_LOC_LEN_ERR, 0));
+    }
+    if kind == Kind::Datagram {
+        let port_mtu = mtu_bytes(host.port_mtu()).unwrap_or(1024);
+        if len > u64::from(port_mtu) {
+            done = Some((WC_LOC_LEN_ERR, 0));
+        }
+    }
+    let npkts = match kind {
+        Kind::Send | Kind::Write | Kind::Read => len.div_ceil(mtu).max(1) as u32,
+        Kind::Local => 0,
+        _ => 1,
+    };
+    qp.req.wqes.push_back(ReqWqe {
+        work,
+        kind,
+        len: if kind == Kind::Atomic { 8 } else { len },
+        npkts,
+        first_psn: 0,
+        started: false,
+        next_pkt: 0,
+        resp_pkts: 0,
+        done,
+    });
+}
+
+/// Gathers message bytes `[offset, offset + len)` of a WQE.
+fn gather(
+    host: &mut dyn EngineHost,
+    pd: u32,
+    w: &ReqWqe,
+    offset: u64,
+    len: usize,
+) -> Option<Vec<u8>> {
+    if w.work.ctrl.flags & WQE_FLAG_INLINE != 0 {
+        let start = usize::try_from(offset).ok()?;
+        return w
+            .work
+            .inline_data
+            .get(start..start + len)
+            .map(<[u8]>::to_vec);
+    }
+    let mut buf = vec![0u8; len];
+    let mut at = 0;
+    for (lkey, addr, n) in sge_pieces(&w.work.sges, offset, len)? {
+        host.read_payload(pd, lkey, addr, &mut buf[at..at + n], 0)
+            .ok()?;
+        at += n;
+    }
+    Some(buf)
+}
+
+/// Builds request packet `k` of WQE `w` (its PSN already assigned) and its payload.
+fn request_packet(
+    qp: &QpCtx,
+    host: &mut dyn EngineHost,
+    pd: u32,
+    w: &ReqWqe,
+    k: u32,
+) -> Result<(PacketBuilder, Vec<u8>), u8> {
+    let ctrl = &w.work.ctrl;
+    let mtu = qp.mtu();
+    let dest = qp.attrs.dest_qpn;
+    let imm = matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM);
+    let inv = ctrl.opcode == WR_SEND_WITH_INV;
+    let pos = Position::of(k, w.npkts);
+    let last = matches!(pos, Position::Last | Position::Only);
+    let psn = psn::add(w.first_psn, k);
+    match w.kind {
+        Kind::Send | Kind::Write => {
+            let opcode = if w.kind == Kind::Send {
+                opcode::rc_send(pos, imm, inv)
+            } else {
+                opcode::rc_write(pos, imm)
+            };
+            let mut b = PacketBuilder::new(opcode, dest, psn);
+            b.bth.ack_req = last || (k + 1) % ACK_REQ_EVERY == 0;
+            b.bth.solicited = last && ctrl.flags & WQE_FLAG_SOLICITED != 0;
+            if imm && last {
+                b.imm = Some(ctrl.imm_or_inv.to_le_bytes());
+            }
+            if inv && last {
+                b.ieth = Some(ctrl.imm_or_inv);
+            }
+            if w.kind == Kind::Write && matches!(pos, Position::First | Position::Only) {
+                let seg = RdmaSeg::decode(&w.work.seg);
+                b.reth = Some(Reth {
+                    va: seg.remote_addr,
+                    rkey: seg.rkey,
+                    len: w.len as u32,
+                });
+            }
+            let offset = u64::from(k) * u64::from(mtu);
+            let len = (w.len - offset.min(w.len)).min(u64::from(mtu)) as usize;
+            let payload = gather(host, pd, w, offset, len).ok_or(WC_LOC_PROT_ERR)?;
+            Ok((b, payload))
+        }
+        Kind::Read => {
+            let seg = RdmaSeg::decode(&w.work.seg);
+            let offset = (u64::from(w.resp_pkts) * u64::from(mtu)).min(w.len);
+            let mut b = PacketBuilder::new(
+                op::RC_READ_REQUEST,
+                dest,
+                psn::add(w.first_psn, w.resp_pkts),
+            );
+            b.bth.ack_req = true;
+            b.reth = Some(Reth {
+                va: seg.remote_addr.wrapping_add(offset),
+                rkey: seg.rkey,
+                len: (w.len - offset) as u32,
+            });
+            Ok((b, Vec::new()))
+        }
+        Kind::Atomic => {
+            let seg = AtomicSeg::decode(&w.work.seg);
+            let cmp_swap = ctrl.opcode == WR_ATOMIC_CMP_SWAP;
+            let opcode = if cmp_swap {
+                op::RC_COMPARE_SWAP
+            } else {
+                op::RC_FETCH_ADD
+            };
+            let mut b = PacketBuilder::new(opcode, dest, w.first_psn);
+            b.bth.ack_req = true;
+            b.atomic = Some(AtomicEth {
+                va: seg.remote_addr,
+                rkey: seg.rkey,
+                swap_add: if cmp_swap { seg.swap } else { seg.compare_add },
+                compare: seg.compare_add,
+            });
+            Ok((b, Vec::new()))
+        }
+        Kind::Local | Kind::Datagram => Err(WC_LOC_QP_OP_ERR),
+    }
+}
+
+/// Executes a REG_MR or LOCAL_INV work request.
+fn local_operation(host: &mut dyn EngineHost, pd: u32, work: &SendWork) -> u8 {
+    let result = match work.ctrl.opcode {
+        WR_REG_MR => host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
+        _ => host.invalidate(pd, work.ctrl.imm_or_inv),
+    };
+    if result.is_ok() {
+        WC_SUCCESS
+    } else {
+        WC_LOC_PROT_ERR
+    }
+}
+
+/// Sends a UD / GSI datagram; returns the completion status.
+fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32, i: usize) -> u8 {
+    let Some(w) = qp.req.wqes.get(i) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    let seg = UdSeg::decode(&w.work.seg);
+    let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    let flow_label = if ah.flow_label != 0 {
+        ah.flow_label
+    } else {
+        super::frame::flow_label_for(qp.qpn, seg.remote_qpn)
+    };
+    let Some(route) = route_for(
+        host,
+        ah.sgid_index,
+        ah.dgid,
+        ah.dmac,
+        ah.vlan,
+        ah.traffic_class,
+        ah.hop_limit,
+        flow_label,
+    ) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    // A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5), except on QP1,
+    // whose Q_Key is the well-known 0x80010000.
+    let qkey = if seg.remote_qkey & 0x8000_0000 != 0 && qp.qp_type == QPT_UD {
+        qp.attrs.qkey
+    } else {
+        seg.remote_qkey
+    };
+    let imm = w.work.ctrl.opcode == WR_SEND_WITH_IMM;
+    let opcode = if imm {
+        op::UD_SEND_ONLY_IMM
+    } else {
+        op::UD_SEND_ONLY
+    };
+    let mut b = PacketBuilder::new(opcode, seg.remote_qpn & 0x00ff_ffff, qp.req.next_psn);
+    b.bth.solicited = w.work.ctrl.flags & WQE_FLAG_SOLICITED != 0;
+    b.deth = Some(Deth {
+        qkey: if qp.qp_type == QPT_GSI && qkey == 0 {
+            GSI_QKEY
+        } else {
+            qkey
+        },
+        src_qpn: qp.qpn,
+    });
+    if imm {
+        b.imm = Some(w.work.ctrl.imm_or_inv.to_le_bytes());
+    }
+    let Some(payload) = gather(host, pd, w, 0, w.len as usize) else {
+        return WC_LOC_PROT_ERR;
+    };
+    qp.req.next_psn = psn::add(qp.req.next_psn, 1);
+    io.send(host, &route, &b, &payload, false);
+    WC_SUCCESS
+}
+
+/// Sends what the window, fences and RD/atomic limits allow.
+pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
+    if qp.state != QPS_RTS {
+        return;
+    }
+    if let Some(until) = qp.req.rnr_until {
+        if now < until {
+            return;
+        }
+        qp.req.rnr_until = None;
+    }
+    let Some(pd) = host.qp_pd(qp.qpn) else {
+        return;
+    };
+    let route = if qp.qp_type == QPT_RC {
+        qp.route(host)
+    } else {
+        None
+    };
+    let timeout = qp.ack_timeout();
+    let mut budget = TX_BUDGET;
+    while budget > 0 && qp.req.cursor < qp.req.wqes.len() {
+        let i = qp.req.cursor;
+        let req = &mut qp.req;
+        let Some(w) = req.wqes.get(i) else { break };
+        if w.done.is_some() {
+            req.cursor += 1;
+            continue;
+        }
+        if !w.started {
+            match w.kind {
+                Kind::Local => {
+                    let status = local_operation(host, pd, &w.work);
+                    if let Some(w) = req.wqes.get_mut(i) {
+                        w.done = Some((status, 0));
+                    }
+                    req.cursor += 1;
+                    continue;
+                }
+                Kind::Datagram => {
+                    let status = send_datagram(qp, io, host, pd, i);
+                    if let Some(w) = qp.req.wqes.get_mut(i) {
+                        w.done = Some((status, w.len as u32));
+                    }
+                    qp.req.cursor += 1;
+                    budget -= 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let earlier = || req.wqes.iter().take(i);
+            if w.work.ctrl.flags & WQE_FLAG_FENCE != 0
+                && earlier().any(|e| e.needs_response() && e.done.is_none())
+            {
+                break;
+            }
+            if w.needs_response()
+                && earlier()
+                    .filter(|e| e.needs_response() && e.outstanding())
+                    .count()
+                    >= usize::from(req.max_rd_atomic)
+            {
+                break;
+            }
+            if req.next_psn != req.una && psn::diff(req.next_psn, req.una) >= req.cwnd as i32 {
+                break;
+            }
+            let first = req.next_psn;
+            req.next_psn = psn::add(first, w.npkts);
+            if let Some(w) = req.wqes.get_mut(i) {
+                w.first_psn = first;
+                w.started = true;
+                w.next_pkt = 0;
+            }
+        }
+        let Some(route) = route.as_ref() else {
+            // No source GID: nothing can be sent; the retransmission timer ends the WQE.
+            if qp.req.timer.is_none() {
+                qp.req.timer = timeout.map(|t| now + t);
+            }
+            break;
+        };
+        let Some(w) = qp.req.wqes.get(i) else { break };
+        let k = w.next_pkt;
+        let pkt_psn = match w.kind {
+            Kind::Read => psn::add(w.first_psn, w.resp_pkts),
+            _ => psn::add(w.first_psn, k),
+        };
+        if pkt_psn != qp.req.una && psn::diff(pkt_psn, qp.req.una) >= qp.req.cwnd as i32 {
+            break;
+        }
+        let retransmit = psn::before(pkt_psn, qp.req.high_psn);
+        let built = request_packet(qp, host, pd, w, k);
+        let req = &mut qp.req;
+        let Some(w) = req.wqes.get_mut(i) else { break };
+        match built {
+            Ok((packet, payload)) => {
+                let end = match w.kind {
+                    Kind::Read => psn::add(w.last_psn(), 1),
+                    _ => psn::add(pkt_psn, 1),
+                };
+                if psn::after(end, req.high_psn) {
+                    req.high_psn = end;
+                }
+                w.next_pkt += 1;
+                if w.next_pkt >= w.request_packets() {
+                    req.cursor += 1;
+                }
+                if req.timer.is_none() {
+                    req.timer = timeout.map(|t| now + t);
+                }
+                io.send(host, route, &packet, &payload, retransmit);
+                budget -= 1;
+            }
+            Err(status) => {
+                w.done = Some((status, 0));
+                req.cursor += 1;
+            }
+        }
+    }
+}
+
+/// Fails WQE `i` (and with it the QP) with `status`.
+pub fn fail(qp: &mut QpCtx, i: usize, status: u8) {
+    if let Some(w) = qp.req.wqes.get_mut(i) {
+        w.done = Some((status, 0));
+    }
+}
+
+/// The retransmission timer.
+pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
+    let Some(deadline) = qp.req.timer else { return };
+    if now < deadline || qp.state != QPS_RTS {
+        return;
+    }
+    let Some(i) = qp.req.wqes.iter().position(ReqWqe::outstanding) else {
+        qp.req.timer = None;
+        return;
+    };
+    host.count(COUNTER_TIMEOUTS, 1);
+    if qp.req.retry_left == 0 {
+        fail(qp, i, WC_RETRY_EXC_ERR);
+        qp.req.timer = None;
+        return;
+    }
+    qp.req.retry_left -= 1;
+    qp.req.cwnd = MIN_CWND;
+    let from = qp
+        .req
+        .wqes
+        .get(i)
+        .map_or(qp.req.una, |w| w.first_unacked(qp.req.una));
+    qp.req.rewind(from, true, io, qp.qpn, "timeout");
+    qp.req.timer = qp.ack_timeout().map(|t| now + t);
+}

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The RoCE transport engine: per-QP state, frame reception and dispatch, and the transmit
+//! path shared by the three state machines ([`super::requester`], [`super::responder`],
+//! [`super::completer`]), in the manner of Linux rxe.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferroce_hw::*;
+use serde_json::json;
+
+use super::faults::{FaultControl, FaultInjector};
+use super::frame::{self, Route};
+use super::headers::{Packet, PacketBuilder};
+use super::icrc::NetKind;
+use super::opcode::flag;
+use super::requester::Requester;
+use super::responder::Responder;
+use super::wire::{FrameSink, PortEnd, RxQueue};
+use super::{Engine, EngineHost, SendWork};
+use crate::trace::Tracer;
+
+/// Q_Key of the GSI QP (IBA 13.5.3.1).
+pub const GSI_QKEY: u32 = 0x8001_0000;
+/// Frames taken from the receive queue per poll.
+const RX_BUDGET: usize = 512;
+/// Shortest retransmission timeout: the emulated device polls at a granularity well above the
+/// IBA's 4.096 µs unit.
+pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// One QP's transport state.
+pub struct QpCtx {
+    /// QP number.
+    pub qpn: u32,
+    /// `QPT_*`.
+    pub qp_type: u8,
+    /// `QPS_*`, as last told.
+    pub state: u8,
+    /// Attributes, as last told.
+    pub attrs: ModifyQpCmd,
+    /// Send side.
+    pub req: Requester,
+    /// Receive side.
+    pub resp: Responder,
+}
+
+impl QpCtx {
+    fn new(qpn: u32, qp_type: u8) -> Self {
+        Self {
+            qpn,
+            qp_type,
+            state: QPS_RESET,
+            attrs: ModifyQpCmd::default(),
+            req: Requester::default(),
+            resp: Responder::default(),
+        }
+    }
+
+    /// Path MTU in bytes (1024 if unset).
+    pub fn mtu(&self) -> u32 {
+        mtu_bytes(self.attrs.path_mtu).unwrap_or(1024)
+    }
+
+    /// The local ACK timeout; `None` for the IBA's "infinite" (0).
+    pub fn ack_timeout(&self) -> Option<Duration> {
+        let exp = u32::from(self.attrs.timeout.min(31));
+        (exp != 0).then(|| Duration::from_nanos(4096u64 << exp).max(MIN_ACK_TIMEOUT))
+    }
+
+    /// The route of this (RC) QP's connection.
+    pub fn route(&self, host: &dyn EngineHost) -> Option<Route> {
+        route_for(
+            host,
+            self.attrs.sgid_index,
+            self.attrs.dgid,
+            self.attrs.dmac,
+            self.attrs.vlan,
+            self.attrs.traffic_class,
+            self.attrs.hop_limit,
+            if self.attrs.flow_label != 0 {
+                self.attrs.flow_label
+            } else {
+                frame::flow_label_for(self.qpn, self.attrs.dest_qpn)
+            },
+        )
+    }
+}
+
+/// The route from source GID `sgid_index` to `dgid` via next hop `dmac`.
+#[allow(clippy::too_many_arguments)]
+pub fn route_for(
+    host: &dyn EngineHost,
+    sgid_index: u8,
+    dgid: [u8; 16],
+    dmac: [u8; 6],
+    vlan: u16,
+    traffic_class: u8,
+    hop_limit: u8,
+    flow_label: u32,
+) -> Option<Route> {
+    let sgid = host.gid(u32::from(sgid_index))?;
+    let vlan = if vlan != VLAN_NONE { vlan } else { sgid.vlan };
+    Some(Route {
+        smac: sgid.mac,
+        dmac,
+        vlan: (vlan != VLAN_NONE).then_some(vlan),
+        v1: sgid.gid_type == GID_TYPE_ROCE_V1,
+        sgid: sgid.gid,
+        dgid,
+        traffic_class,
+        hop_limit: if hop_limit == 0 { 64 } else { hop_limit },
+        flow_label,
+    })
+}
+
+/// The transmit path: builds frames, counts and traces them, applies transmit faults.
+pub struct Io {
+    sink: Box<dyn FrameSink>,
+    rx: Arc<RxQueue>,
+    tx_faults: FaultInjector,
+    rx_faults: FaultInjector,
+    /// The trace.
+    pub trace: Arc<Tracer>,
+    transport: Vec<u8>,
+}
+
+impl Io {
+    /// Sends one packet of QP `qpn` along `route`.
+    pub fn send(
+        &mut self,
+        host: &dyn EngineHost,
+        route: &Route,
+        packet: &PacketBuilder,
+        payload: &[u8],
+        retransmit: bool,
+    ) {
+        self.transport.clear();
+        packet.write(payload, &mut self.transport);
+        let mut out = Vec::with_capacity(self.transport.len() + 80);
+        frame::build(route, &self.transport, &mut out);
+        host.count(COUNTER_TX_PACKETS, 1);
+        host.count(COUNTER_TX_BYTES, out.len() as u64);
+        if retransmit {
+            host.count(COUNTER_RETRANSMITS, 1);
+        }
+        let bth = packet.bth;
+        self.trace.event("frame", || {
+            json!({"dir": "tx", "qpn": bth.dest_qpn, "opcode": bth.opcode, "psn": bth.psn,
+                   "len": out.len(), "ack_req": bth.ack_req, "retransmit": retransmit})
+        });
+        let sink = &mut self.sink;
+        self.tx_faults
+            .process(out, Instant::now(), &mut |f| sink.send(&f));
+    }
+
+    fn release(&mut self, now: Instant) {
+        let sink = &mut self.sink;
+        self.tx_faults.release(now, &mut |f| sink.send(&f));
+    }
+}
+
+/// The RoCEv2 (and v1) engine.
+pub struct RoceEngine {
+    qps: HashMap<u32, QpCtx>,
+    /// QP types of QPs reset or destroyed (a reset QP is told `qp_destroyed` and then modified).
+    types: HashMap<u32, u8>,
+    io: Io,
+    mac: [u8; 6],
+}
+
+impl RoceEngine {
+    /// An engine for the port with MAC `mac`, wired to `port`, with faults from `faults`.
+    pub fn new(mac: [u8; 6], port: PortEnd, faults: Arc<FaultControl>, trace: Arc<Tracer>) -> Self {
+        Self {
+            qps: HashMap::new(),
+            types: HashMap::new(),
+            io: Io {
+                sink: port.sink,
+                rx: port.rx,
+                tx_faults: FaultInjector::new(faults.clone(), true),
+                rx_faults: FaultInjector::new(faults, false),
+                trace,
+                transport: Vec::with_capacity(frame::MAX_FRAME),
+            },
+            mac,
+        }
+    }
+
+    fn receive(&mut self, host: &mut dyn EngineHost, bytes: &[u8], now: Instant) {
+        host.count(COUNTER_RX_PACKETS, 1);
+        host.count(COUNTER_RX_BYTES, bytes.len() as u64);
+        let drop = |host: &mut dyn EngineHost, why: &str, trace: &Tracer| {
+            host.count(COUNTER_DROPS, 1);
+            trace.event("drop", || json!({"why": why}));
+        };
+        let f = match frame::parse(bytes) {
+            Ok(f) => f,
+            Err(e) => return drop(host, &e.to_string(), &self.io.trace),
+        };
+        if f.dmac != self.mac {
+            return drop(host, "not our MAC", &self.io.trace);
+        }
+        if !f.icrc_ok {
+            host.count(COUNTER_ICRC_ERRORS, 1);
+            return drop(host, "ICRC", &self.io.trace);
+        }
+        let want_type = if f.kind == NetKind::V1 {
+            GID_TYPE_ROCE_V1
+        } else {
+            GID_TYPE_ROCE_V2
+        };
+        let ours = (0..GID_TABLE_LEN)
+            .filter_map(|i| host.gid(i))
+            .any(|g| g.gid == f.dgid && g.gid_type == want_type);
+        if !ours {
+            return drop(host, "not our GID", &self.io.trace);
+        }
+        let pkt = match Packet::parse(f.transport) {
+            Ok(p) => p,
+            Err(e) => return drop(host, &e.to_string(), &self.io.trace),
+        };
+        if pkt.bth.pkey & 0x7fff != 0x7fff {
+            return drop(host, "P_Key", &self.io.trace);
+        }
+        self.io.trace.event("frame", || {
+            json!({"dir": "rx", "qpn": pkt.bth.dest_qpn, "opcode": pkt.bth.opcode,
+                   "psn": pkt.bth.psn, "len": bytes.len()})
+        });
+        let Some(qp) = self.qps.get_mut(&pkt.bth.dest_qpn) else {
+            return drop(host, "no such QP", &self.io.trace);
+        };
+        let ud_packet = pkt.info.has(flag::UD);
+        let ud_qp = matches!(qp.qp_type, QPT_UD | QPT_GSI);
+        if ud_packet != ud_qp || !matches!(qp.state, QPS_RTR | QPS_RTS | QPS_SQD) {
+            return drop(host, "QP type or state", &self.io.trace);
+        }
+        if ud_packet {
+            super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
+        } else if pkt.info.has(flag::REQ) {
+            super::responder::receive_request(qp, &mut self.io, host, &pkt, now);
+        } else if qp.state != QPS_RTR {
+            super::completer::receive_response(qp, &mut self.io, host, &pkt, now);
+        } else {
+            drop(host, "response before RTS", &self.io.trace);
+        }
+    }
+}
+
+impl Engine for RoceEngine {
+    fn qp_created(&mut self, qpn: u32, qp_type: u8) {
+        self.types.insert(qpn, qp_type);
+        self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
+    }
+
+    fn qp_modified(&mut self, qpn: u32, state: u8, attrs: &ModifyQpCmd) {
+        if !self.qps.contains_key(&qpn) {
+            let Some(&qp_type) = self.types.get(&qpn) else {
+                return;
+            };
+            self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
+        }
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let old = qp.state;
+        qp.state = state;
+        qp.attrs = *attrs;
+        match state {
+            QPS_RTR if old != QPS_RTR => qp.resp.reset(attrs.rq_psn),
+            QPS_RTS if old == QPS_RTR || old == QPS_INIT => {
+                qp.req.reset(attrs);
+            }
+            QPS_ERR | QPS_RESET => {
+                qp.req.clear();
+                qp.resp.reset(0);
+            }
+            _ => qp.req.update_limits(attrs),
+        }
+    }
+
+    fn qp_destroyed(&mut self, qpn: u32) {
+        self.qps.remove(&qpn);
+    }
+
+    fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork) {
+        let now = Instant::now();
+        let Some(qp) = self.qps.get_mut(&work.qpn) else {
+            // Unknown to the engine (cannot happen for QPs the shell created): fail it.
+            let _ = host.complete_send(work.qpn, work.index, WC_LOC_QP_OP_ERR, 0);
+            return;
+        };
+        super::requester::post(qp, host, work);
+        super::requester::run(qp, &mut self.io, host, now);
+        super::completer::complete(qp, host);
+    }
+
+    fn poll(&mut self, host: &mut dyn EngineHost, now: Instant) {
+        self.io.release(now);
+        let mut received: VecDeque<Vec<u8>> = VecDeque::new();
+        for _ in 0..RX_BUDGET {
+            let Some(f) = self.io.rx.pop() else { break };
+            self.io
+                .rx_faults
+                .process(f, now, &mut |f| received.push_back(f));
+        }
+        self.io
+            .rx_faults
+            .release(now, &mut |f| received.push_back(f));
+        let overflows = self.io.rx.take_overflows();
+        if overflows > 0 {
+            host.count(COUNTER_DROPS, overflows);
+        }
+        for f in received {
+            self.receive(host, &f, now);
+        }
+        for qp in self.qps.values_mut() {
+            super::responder::flush_ack(qp, &mut self.io, host);
+            super::requester::timers(qp, &mut self.io, host, now);
+            super::requester::run(qp, &mut self.io, host, now);
+            super::responder::send_read_responses(qp, &mut self.io, host);
+            super::completer::complete(qp, host);
+        }
+    }
+
+    fn busy(&self) -> bool {
+        !self.io.rx.is_empty()
+            || self.io.tx_faults.holding()
+            || self.io.rx_faults.holding()
+            || self.qps.values().any(|qp| qp.req.busy() || qp.resp.busy())
+    }
+
+    fn reset(&mut self) {
+        self.qps.clear();
+        self.types.clear();
+    }
+}
+
+/// The bytes `[offset, offset + len)` of a message scattered or gathered over `sges`, as
+/// `(lkey, address, length)` pieces; `None` if the list is shorter.
+pub fn sge_pieces(sges: &[Sge], offset: u64, len: usize) -> Option<Vec<(u32, u64, usize)>> {
+    let mut pieces = Vec::new();
+    let mut skip = offset;
+    let mut left = len as u64;
+    for sge in sges {
+        if left == 0 {
+            break;
+        }
+        let sge_len = u64::from(sge.length);
+        if skip >= sge_len {
+            skip -= sge_len;
+            continue;
+        }
+        let take = (sge_len - skip).min(left);
+        pieces.push((sge.lkey, sge.addr.checked_add(skip)?, take as usize));
+        left -= take;
+        skip = 0;
+    }
+    (left == 0).then_some(pieces)
+}
+
+/// Total length of an SGE list.
+pub fn sge_total(sges: &[Sge]) -> u64 {
+    sges.iter().map(|s| u64::from(s.length)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sge_pieces_span_entries() {
+        let sges = [
+            Sge {
+                addr: 0x1000,
+                length: 10,
+                lkey: 1,
+            },
+            Sge {
+                addr: 0x2000,
+                length: 0,
+                lkey: 2,
+            },
+            Sge {
+                addr: 0x3000,
+                length: 10,
+                lkey: 3,
+            },
+        ];
+        assert_eq!(
+            sge_pieces(&sges, 5, 10),
+            Some(vec![(1, 0x1005, 5), (3, 0x3000, 5)])
+        );
+        assert_eq!(sge_pieces(&sges, 0, 0), Some(vec![]));
+        assert_eq!(sge_pieces(&sges, 15, 6), None);
+        assert_eq!(sge_total(&sges), 20);
+    }
+}

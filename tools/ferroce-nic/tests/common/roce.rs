@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Two NICs with the RoCE engine back to back, each driven by its own test guest: GID tables
+//! as seed 2 §4, a CQ, one large MR, and RC / UD / GSI QPs, with helpers to post work and pump
+//! both devices until a condition holds.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferroce_hw::*;
+use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
+use ferroce_nic::engine::roce::RoceEngine;
+use ferroce_nic::engine::wire::{back_to_back, PortEnd};
+use ferroce_nic::engine::StubLog;
+use ferroce_nic::trace::Tracer;
+
+use super::{Guest, GuestCq};
+
+/// PD tag used for everything.
+pub const PD: u32 = 1;
+
+pub fn mapped(ip: [u8; 4]) -> [u8; 16] {
+    let mut gid = [0u8; 16];
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12..].copy_from_slice(&ip);
+    gid
+}
+
+/// One NIC and its guest.
+pub struct Node {
+    pub g: Guest,
+    pub cq: GuestCq,
+    pub mac: [u8; 6],
+    pub ip: [u8; 4],
+    /// The data MR: iova = guest address.
+    pub buf: u64,
+    pub buf_len: usize,
+    pub key: u32,
+    pub faults: Arc<FaultControl>,
+    pub trace: Arc<Tracer>,
+}
+
+impl Node {
+    pub fn new(last: u8, buf_len: usize, port: PortEnd) -> Self {
+        let mac = [0x52, 0x54, 0x00, 0x00, 0x00, last];
+        let ip = [10, 0, 0, last];
+        let faults = FaultControl::new(FaultConfig::default());
+        let trace = Arc::new(Tracer::new());
+        let engine = RoceEngine::new(mac, port, faults.clone(), trace.clone());
+        let mut g = Guest::with_engine(
+            mac,
+            buf_len + (8 << 20),
+            Box::new(engine),
+            Arc::new(Mutex::new(StubLog::default())),
+            trace.clone(),
+        );
+        g.bring_up();
+        // GID table as seed 2 §4: 0/1 link-local (v1/v2), 2/3 IPv4-mapped (v1/v2).
+        let entries = [
+            (gid_from_mac(mac), GID_TYPE_ROCE_V1, GID_FAMILY_IPV6),
+            (gid_from_mac(mac), GID_TYPE_ROCE_V2, GID_FAMILY_IPV6),
+            (mapped(ip), GID_TYPE_ROCE_V1, GID_FAMILY_IPV4),
+            (mapped(ip), GID_TYPE_ROCE_V2, GID_FAMILY_IPV4),
+        ];
+        for (index, (gid, gid_type, family)) in entries.into_iter().enumerate() {
+            g.ok(&SetGidCmd {
+                index: index as u32,
+                gid_type,
+                family,
+                gid,
+                mac,
+                vlan: VLAN_NONE,
+                ..SetGidCmd::default()
+            });
+        }
+        g.ok(&SetPortCmd {
+            port: 1,
+            active_mtu: MTU_4096,
+            ..SetPortCmd::default()
+        });
+        let eqn = g.create_ceq(6, 2);
+        let cq = GuestCq::create(&mut g, eqn, 12);
+        let buf = g.alloc(buf_len, 4096);
+        let key = g.ok(&CreateMrCmd {
+            iova: buf,
+            length: buf_len as u64,
+            pages: BufDesc {
+                addr: buf,
+                ..BufDesc::default()
+            },
+            pd: PD,
+            access: ACCESS_VALID_MASK,
+            ..CreateMrCmd::default()
+        });
+        Self {
+            g,
+            cq,
+            mac,
+            ip,
+            buf,
+            buf_len,
+            key,
+            faults,
+            trace,
+        }
+    }
+
+    /// Registers `[addr, addr + len)` of the data buffer again with `access` and `pd`.
+    pub fn mr(&mut self, addr: u64, len: u64, access: u32, pd: u32) -> u32 {
+        self.g.ok(&CreateMrCmd {
+            iova: addr,
+            length: len,
+            pages: BufDesc {
+                addr,
+                ..BufDesc::default()
+            },
+            pd,
+            access,
+            ..CreateMrCmd::default()
+        })
+    }
+
+    pub fn counter(&self, index: usize) -> u64 {
+        self.g.counters.get(index)
+    }
+
+    pub fn gid(&self, index: u8) -> [u8; 16] {
+        if index < 2 {
+            gid_from_mac(self.mac)
+        } else {
+            mapped(self.ip)
+        }
+    }
+
+    pub fn fill(&self, addr: u64, len: usize, seed: u64) -> Vec<u8> {
+        let data = pattern(len, seed);
+        self.g.write(addr, &data);
+        data
+    }
+}
+
+/// Deterministic bytes.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A QP as the guest sees it.
+pub struct Qp {
+    pub qpn: u32,
+    pub qp_type: u8,
+    sq: u64,
+    rq: u64,
+    dbrec: u64,
+    sq_log: u8,
+    stride_log: u8,
+    rq_log: u8,
+    pub sq_pi: u16,
+    pub rq_pi: u16,
+}
+
+/// RC connection parameters.
+#[derive(Clone, Copy)]
+pub struct Conn {
+    pub mtu: u8,
+    pub sgid_index: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub min_rnr_timer: u8,
+    pub access: u32,
+}
+
+impl Default for Conn {
+    fn default() -> Self {
+        Self {
+            mtu: MTU_1024,
+            sgid_index: 3,
+            timeout: 12,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1,
+            access: ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC,
+        }
+    }
+}
+
+impl Qp {
+    pub fn create(node: &mut Node, qp_type: u8) -> Self {
+        let (sq_log, stride_log, rq_log) = (8u8, 8u8, 8u8);
+        let g = &mut node.g;
+        let sq = g.alloc(1 << (sq_log + stride_log), 4096);
+        let rq = g.alloc(64 << rq_log, 4096);
+        let dbrec = g.alloc(64, 64);
+        let qpn = g.ok(&CreateQpCmd {
+            sq: BufDesc {
+                addr: sq,
+                ..BufDesc::default()
+            },
+            rq: BufDesc {
+                addr: rq,
+                ..BufDesc::default()
+            },
+            dbrec_addr: dbrec,
+            pd: PD,
+            sq_cqn: node.cq.cqn,
+            rq_cqn: node.cq.cqn,
+            srqn: NONE,
+            qp_type,
+            sq_log_size: sq_log,
+            sq_log_stride: stride_log,
+            rq_log_size: rq_log,
+            rq_log_stride: 6,
+            ..CreateQpCmd::default()
+        });
+        Self {
+            qpn,
+            qp_type,
+            sq,
+            rq,
+            dbrec,
+            sq_log,
+            stride_log,
+            rq_log,
+            sq_pi: 0,
+            rq_pi: 0,
+        }
+    }
+
+    fn modify(node: &mut Node, cmd: ModifyQpCmd) {
+        let c = node.g.cmd(&cmd);
+        assert_eq!(
+            c.status, STATUS_OK,
+            "modify QP {} to {}: syndrome {}",
+            cmd.qpn, cmd.new_state, c.syndrome
+        );
+    }
+
+    /// RESET → INIT → RTR → RTS towards `peer` (QPN `dest_qpn`, PSNs given).
+    pub fn connect(
+        &self,
+        node: &mut Node,
+        peer: &Node,
+        dest_qpn: u32,
+        sq_psn: u32,
+        rq_psn: u32,
+        conn: Conn,
+    ) {
+        let base = ModifyQpCmd {
+            qpn: self.qpn,
+            vlan: VLAN_NONE,
+            ..ModifyQpCmd::default()
+        };
+        Self::modify(
+            node,
+            ModifyQpCmd {
+                attr_mask: QP_ATTR_STATE | QP_ATTR_ACCESS_FLAGS | QP_ATTR_PKEY_INDEX | QP_ATTR_PORT,
+                new_state: QPS_INIT,
+                access_flags: conn.access,
+                ..base
+            },
+        );
+        Self::modify(
+            node,
+            ModifyQpCmd {
+                attr_mask: QP_ATTR_STATE
+                    | QP_ATTR_AV
+                    | QP_ATTR_PATH_MTU
+                    | QP_ATTR_DEST_QPN
+                    | QP_ATTR_RQ_PSN
+                    | QP_ATTR_MAX_DEST_RD_ATOMIC
+                    | QP_ATTR_MIN_RNR_TIMER,
+                new_state: QPS_RTR,
+                path_mtu: conn.mtu,
+                sgid_index: conn.sgid_index,
+                dgid: peer.gid(conn.sgid_index),
+                dmac: peer.mac,
+                hop_limit: 64,
+                dest_qpn,
+                rq_psn,
+                max_dest_rd_atomic: 16,
+                min_rnr_timer: conn.min_rnr_timer,
+                ..base
+            },
+        );
+        Self::modify(
+            node,
+            ModifyQpCmd {
+                attr_mask: QP_ATTR_STATE
+                    | QP_ATTR_SQ_PSN
+                    | QP_ATTR_TIMEOUT
+                    | QP_ATTR_RETRY_CNT
+                    | QP_ATTR_RNR_RETRY
+                    | QP_ATTR_MAX_QP_RD_ATOMIC,
+                new_state: QPS_RTS,
+                sq_psn,
+                timeout: conn.timeout,
+                retry_cnt: conn.retry_cnt,
+                rnr_retry: conn.rnr_retry,
+                max_rd_atomic: 16,
+                ..base
+            },
+        );
+    }
+
+    /// RESET → INIT → RTR → RTS for a UD or GSI QP.
+    pub fn activate_ud(&self, node: &mut Node, qkey: u32) {
+        let base = ModifyQpCmd {
+            qpn: self.qpn,
+            vlan: VLAN_NONE,
+            ..ModifyQpCmd::default()
+        };
+        for (state, mask) in [
+            (QPS_INIT, QP_ATTR_QKEY | QP_ATTR_PKEY_INDEX | QP_ATTR_PORT),
+            (QPS_RTR, 0),
+            (QPS_RTS, QP_ATTR_SQ_PSN),
+        ] {
+            Self::modify(
+                node,
+                ModifyQpCmd {
+                    attr_mask: QP_ATTR_STATE | mask,
+                    new_state: state,
+                    qkey,
+                    ..base
+                },
+            );
+        }
+    }
+
+    /// Writes a send WQE (no doorbell). `tail` is SGEs or inline bytes.
+    pub fn put(&mut self, node: &Node, ctrl: WqeCtrl, seg: &[u8], tail: &[u8]) -> Vec<u8> {
+        let stride = 1usize << self.stride_log;
+        let mut wqe = vec![0u8; stride];
+        ctrl.write_to(&mut wqe);
+        wqe[WQE_SEG_OFFSET..WQE_SEG_OFFSET + seg.len()].copy_from_slice(seg);
+        wqe[WQE_HEADER_SIZE..WQE_HEADER_SIZE + tail.len()].copy_from_slice(tail);
+        let slot = u64::from(self.sq_pi) & ((1 << self.sq_log) - 1);
+        node.g.write(self.sq + slot * stride as u64, &wqe);
+        self.sq_pi = self.sq_pi.wrapping_add(1);
+        node.g.write_u32(self.dbrec, u32::from(self.sq_pi));
+        wqe
+    }
+
+    /// Rings the SQ doorbell (context 0, QID = QPN).
+    pub fn ring(&self, node: &mut Node) {
+        node.g.w32(
+            db_page_offset(0) + DB_SQ,
+            Doorbell {
+                qid: self.qpn as u16,
+                index: self.sq_pi,
+            }
+            .encode(),
+        );
+    }
+
+    /// Posts one signalled WR with one SGE (or none for `len == 0`) and rings.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post(
+        &mut self,
+        node: &mut Node,
+        wr_id: u64,
+        opcode: u8,
+        addr: u64,
+        len: u32,
+        seg: &[u8],
+        imm: u32,
+    ) {
+        let sge = Sge {
+            addr,
+            length: len,
+            lkey: node.key,
+        };
+        let ctrl = WqeCtrl {
+            wr_id,
+            opcode,
+            flags: WQE_FLAG_SIGNALED,
+            num_sge: u8::from(len > 0),
+            imm_or_inv: imm,
+            ..WqeCtrl::default()
+        };
+        let tail = if len > 0 {
+            sge.encode().to_vec()
+        } else {
+            Vec::new()
+        };
+        self.put(node, ctrl, seg, &tail);
+        self.ring(node);
+    }
+
+    /// Posts a receive WQE with one SGE (of the data MR) and publishes it.
+    pub fn post_recv(&mut self, node: &mut Node, wr_id: u64, addr: u64, len: u32) {
+        let mut wqe = vec![0u8; 64];
+        RecvWqeHeader {
+            wr_id,
+            num_sge: 1,
+            ..RecvWqeHeader::default()
+        }
+        .write_to(&mut wqe);
+        Sge {
+            addr,
+            length: len,
+            lkey: node.key,
+        }
+        .write_to(&mut wqe[16..]);
+        let slot = u64::from(self.rq_pi) & ((1 << self.rq_log) - 1);
+        node.g.write(self.rq + slot * 64, &wqe);
+        self.rq_pi = self.rq_pi.wrapping_add(1);
+        node.g.write_u32(self.dbrec + 4, u32::from(self.rq_pi));
+        node.g.w32(
+            db_page_offset(0) + DB_RQ,
+            Doorbell {
+                qid: self.qpn as u16,
+                index: self.rq_pi,
+            }
+            .encode(),
+        );
+    }
+}
+
+pub fn rdma_seg(remote_addr: u64, rkey: u32) -> [u8; 40] {
+    RdmaSeg {
+        remote_addr,
+        rkey,
+        ..RdmaSeg::default()
+    }
+    .encode()
+}
+
+/// Two nodes back to back with an RC QP each, connected; PSNs start near the 24-bit wrap.
+pub struct Pair {
+    pub a: Node,
+    pub b: Node,
+    pub qa: Qp,
+    pub qb: Qp,
+    /// CQEs polled so far and not yet taken, per node.
+    pub cqes_a: Vec<Cqe>,
+    pub cqes_b: Vec<Cqe>,
+}
+
+impl Pair {
+    pub fn new(buf_len: usize, conn: Conn) -> Self {
+        let (pa, pb) = back_to_back();
+        let mut a = Node::new(1, buf_len, pa);
+        let mut b = Node::new(2, buf_len, pb);
+        let qa = Qp::create(&mut a, QPT_RC);
+        let qb = Qp::create(&mut b, QPT_RC);
+        let (psn_a, psn_b) = (PSN_MASK - 20, 5);
+        qa.connect(&mut a, &b, qb.qpn, psn_a, psn_b, conn);
+        qb.connect(&mut b, &a, qa.qpn, psn_b, psn_a, conn);
+        Self {
+            a,
+            b,
+            qa,
+            qb,
+            cqes_a: Vec::new(),
+            cqes_b: Vec::new(),
+        }
+    }
+
+    /// Runs both devices once and collects CQEs.
+    pub fn step(&mut self) -> bool {
+        let more_a = self.a.g.dev.process();
+        let more_b = self.b.g.dev.process();
+        let new_a = self.a.cq.poll(&self.a.g);
+        let new_b = self.b.cq.poll(&self.b.g);
+        let progress = !new_a.is_empty() || !new_b.is_empty();
+        self.cqes_a.extend(new_a);
+        self.cqes_b.extend(new_b);
+        more_a || more_b || progress
+    }
+
+    /// Pumps until `done` holds; panics after `limit`.
+    pub fn pump_until(&mut self, limit: Duration, mut done: impl FnMut(&Pair) -> bool) {
+        let start = Instant::now();
+        while !done(self) {
+            let busy = self.step() || self.a.g.dev.engine.busy() || self.b.g.dev.engine.busy();
+            assert!(start.elapsed() < limit, "timed out waiting");
+            if !busy {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// Pumps until `a` has `n_a` and `b` has `n_b` CQEs, and returns them.
+    pub fn wait_cqes(&mut self, n_a: usize, n_b: usize) -> (Vec<Cqe>, Vec<Cqe>) {
+        self.pump_until(Duration::from_secs(60), |p| {
+            p.cqes_a.len() >= n_a && p.cqes_b.len() >= n_b
+        });
+        let a: Vec<Cqe> = self.cqes_a.drain(..n_a).collect();
+        let b: Vec<Cqe> = self.cqes_b.drain(..n_b).collect();
+        (a, b)
+    }
+}
