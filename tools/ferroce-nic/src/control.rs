@@ -21,7 +21,9 @@ const MAX_LINE: u64 = 4096;
 
 /// The commands, for help texts.
 pub const COMMANDS: &str = "counters | gids | objects | status | stall on|off | hang on|off | \
-bogus-version on|off | bogus-cqe on|off | port up|down | fatal | trace start PATH | trace stop";
+bogus-version on|off | bogus-cqe on|off | port up|down | fatal | trace start PATH | trace stop | \
+fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
+fault direction both|tx|rx | fault off";
 
 fn on_off(arg: Option<&str>) -> Result<bool, String> {
     match arg {
@@ -121,11 +123,10 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
             })
         })
         .collect();
-    let engine = nic
-        .engine_log
-        .lock()
-        .map(|log| json!({"records": log.records.len(), "dropped": log.dropped}))
-        .unwrap_or(Value::Null);
+    let engine = json!({
+        "faults": nic.faults.config(), "fault_stats": nic.faults.stats(),
+        "rx_queue": nic.port_rx.len(),
+    });
     json!({
         "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
         "cmdq": core.cmdq, "registers": core.regs, "port": core.port, "dma_regions": nic.dma.regions(),
@@ -158,6 +159,12 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 "stall": host.stall.load(Ordering::Relaxed), "hang": host.hang.load(Ordering::Relaxed),
                 "bogus_version": host.bogus_version.load(Ordering::Relaxed), "bogus_cqe": host.bogus_cqe.load(Ordering::Relaxed),
                 "port_state": device.core.port.state, "mac": mac_text(&device.core.config.mac),
+                "port": {
+                    "to_engine": nic.port_stats.to_engine.load(Ordering::Relaxed),
+                    "to_host": nic.port_stats.to_host.load(Ordering::Relaxed),
+                    "from_host": nic.port_stats.from_host.load(Ordering::Relaxed),
+                    "lost": nic.port_stats.lost.load(Ordering::Relaxed),
+                },
             }))
         }
         "stall" | "hang" | "bogus-version" | "bogus-cqe" => {
@@ -179,6 +186,15 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
             };
             nic.lock().core.request_port_state(up);
             Ok(json!({ "port": if up { "up" } else { "down" } }))
+        }
+        "fault" => {
+            let rest: Vec<&str> = line.split_whitespace().skip(1).collect();
+            let config = if rest.is_empty() {
+                nic.faults.config()
+            } else {
+                nic.faults.command(&rest)?
+            };
+            Ok(json!({ "faults": config, "stats": nic.faults.stats() }))
         }
         "fatal" => {
             nic.lock().core.request_fatal();

@@ -24,6 +24,7 @@ pub mod eq;
 pub mod interrupts;
 pub mod memory;
 pub mod objects;
+pub mod port;
 pub mod qp;
 pub mod server;
 pub mod trace;

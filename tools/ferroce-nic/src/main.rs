@@ -8,7 +8,11 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ferroce_nic::control;
 use ferroce_nic::device::DeviceConfig;
+use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
+use ferroce_nic::engine::wire::{FrameSink, NullSink};
+use ferroce_nic::port::{Port, PortConfig, PortStats};
 use ferroce_nic::server::{self, Nic};
+use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
@@ -23,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the device on a vfio-user socket (QEMU: -device vfio-user-pci).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Send a host control command to a running device and print the JSON reply.
     Ctl {
         /// Control socket of the device.
@@ -31,7 +35,8 @@ enum Command {
         control: PathBuf,
         /// Command and arguments: counters | gids | objects | status | stall on|off |
         /// hang on|off | bogus-version on|off | bogus-cqe on|off | port up|down | fatal |
-        /// trace start PATH | trace stop.
+        /// trace start PATH | trace stop | fault | fault drop|duplicate|reorder|corrupt RATE |
+        /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
     },
@@ -66,6 +71,52 @@ struct ServeArgs {
     /// Start with the port down.
     #[arg(long)]
     port_down: bool,
+    /// Converged port: bind this datagram socket for the virtio-net side (QEMU's
+    /// `-netdev dgram` sends here).
+    #[arg(long)]
+    netdev_socket: Option<PathBuf>,
+    /// Converged port: QEMU's netdev socket; non-RoCE frames from the segment go there.
+    #[arg(long)]
+    netdev_peer: Option<PathBuf>,
+    /// Converged port: bind this datagram socket for the segment (the switch sends here).
+    #[arg(long)]
+    wire_socket: Option<PathBuf>,
+    /// Converged port: the switch port's socket; frames for the segment go there.
+    #[arg(long)]
+    wire_peer: Option<PathBuf>,
+    /// Fault injection on the wire side: drop rate (0..=1).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    fault_drop: f64,
+    /// Duplicate rate.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    fault_duplicate: f64,
+    /// Reorder rate (a frame is held back until the next one passed).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    fault_reorder: f64,
+    /// Corrupt rate (one bit flipped after the Ethernet header).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    fault_corrupt: f64,
+    /// Delay rate.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    fault_delay: f64,
+    /// Delay of delayed frames, in microseconds.
+    #[arg(long, default_value_t = 1000)]
+    fault_delay_us: u64,
+    /// Seed of the fault stream (same seed and traffic, same faults).
+    #[arg(long, default_value_t = 0)]
+    fault_seed: u64,
+    /// Directions faults apply to: both, tx (frames the engine sends) or rx.
+    #[arg(long, default_value = "both", value_parser = ["both", "tx", "rx"])]
+    fault_direction: String,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|e| format!("{text}: {e}"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not a rate in 0..=1"))
+    }
 }
 
 fn parse_mac(text: &str) -> Result<[u8; 6], String> {
@@ -85,7 +136,35 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         msix_vectors: args.msix_vectors,
         ..DeviceConfig::default()
     };
-    let nic = Nic::new(config);
+    let mut faults = FaultConfig {
+        drop: args.fault_drop,
+        duplicate: args.fault_duplicate,
+        reorder: args.fault_reorder,
+        corrupt: args.fault_corrupt,
+        delay: args.fault_delay,
+        delay_us: args.fault_delay_us,
+        seed: args.fault_seed,
+        ..FaultConfig::default()
+    };
+    faults
+        .apply_command(&["direction", &args.fault_direction])
+        .map_err(anyhow::Error::msg)?;
+    let stats = Arc::new(PortStats::default());
+    let port = Port::bind(
+        PortConfig {
+            netdev_socket: args.netdev_socket.clone(),
+            netdev_peer: args.netdev_peer.clone(),
+            wire_socket: args.wire_socket.clone(),
+            wire_peer: args.wire_peer.clone(),
+        },
+        stats.clone(),
+    )?;
+    let sink: Box<dyn FrameSink> = match port.sink()? {
+        Some(sink) => Box::new(sink),
+        None => Box::new(NullSink),
+    };
+    let nic = Nic::with_port(config, sink, FaultControl::new(faults), stats);
+    port.spawn(nic.clone())?;
     nic.host.stall.store(args.stall, Ordering::Relaxed);
     nic.host
         .bogus_version
@@ -115,7 +194,7 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Ctl { control, command } => {
             let reply = control::request(&control, &command.join(" "))?;
             println!("{}", serde_json::to_string_pretty(&reply)?);

@@ -18,8 +18,11 @@ use crate::config_space::{ConfigSpace, CONFIG_SIZE};
 use crate::counters::Counters;
 use crate::device::{Device, DeviceConfig, HostControls};
 use crate::dma::DmaTable;
-use crate::engine::{StubEngine, StubLog};
+use crate::engine::faults::{FaultConfig, FaultControl};
+use crate::engine::roce::RoceEngine;
+use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
 use crate::interrupts::MsixController;
+use crate::port::PortStats;
 use crate::trace::Tracer;
 
 /// Wakes the device thread.
@@ -64,21 +67,49 @@ pub struct Nic {
     pub trace: Arc<Tracer>,
     /// Host switches.
     pub host: Arc<HostControls>,
-    /// The stub engine's log.
-    pub engine_log: Arc<Mutex<StubLog>>,
+    /// Fault injection on the wire side.
+    pub faults: Arc<FaultControl>,
+    /// Frames the port steered to the engine.
+    pub port_rx: Arc<RxQueue>,
+    /// Pass-through counts of the port.
+    pub port_stats: Arc<PortStats>,
     /// Stops the device thread.
     pub shutdown: AtomicBool,
 }
 
 impl Nic {
-    /// A NIC with the stub engine.
+    /// A NIC with the RoCE engine and no cable.
     pub fn new(config: DeviceConfig) -> Arc<Self> {
+        Self::with_port(
+            config,
+            Box::new(NullSink),
+            FaultControl::new(FaultConfig::default()),
+            Arc::new(PortStats::default()),
+        )
+    }
+
+    /// A NIC with the RoCE engine sending into `sink` (the wire side of the port).
+    pub fn with_port(
+        config: DeviceConfig,
+        sink: Box<dyn FrameSink>,
+        faults: Arc<FaultControl>,
+        port_stats: Arc<PortStats>,
+    ) -> Arc<Self> {
         let dma = Arc::new(DmaTable::new());
         let msix = Arc::new(MsixController::new(config.msix_vectors));
         let counters = Arc::new(Counters::new());
         let trace = Arc::new(Tracer::new());
         let host = Arc::new(HostControls::default());
-        let (engine, engine_log) = StubEngine::new();
+        let port_rx = RxQueue::new();
+        let engine = RoceEngine::new(
+            config.mac,
+            PortEnd {
+                sink,
+                rx: port_rx.clone(),
+            },
+            faults.clone(),
+            trace.clone(),
+        );
         let device = Device::new(
             config,
             dma.clone(),
@@ -96,7 +127,9 @@ impl Nic {
             counters,
             trace,
             host,
-            engine_log,
+            faults,
+            port_rx,
+            port_stats,
             shutdown: AtomicBool::new(false),
         })
     }

@@ -115,3 +115,379 @@ fn rc_operations_at_every_mtu_and_size() {
         assert_eq!(p.b.counter(COUNTER_DROPS), 0);
     }
 }
+
+#[test]
+fn rc_over_roce_v1_and_ipv6_gids() {
+    // GID 0: link-local RoCE v1 (GRH); 1: link-local v2 over IPv6; 2: IPv4-mapped v1.
+    for sgid_index in [0, 1, 2] {
+        let mut p = Pair::new(
+            MIB,
+            Conn {
+                sgid_index,
+                ..Conn::default()
+            },
+        );
+        transfer_all_kinds(&mut p, 5000, u64::from(sgid_index));
+        assert_eq!(p.b.counter(COUNTER_DROPS), 0, "GID {sgid_index}");
+    }
+}
+
+#[test]
+fn chain_of_32_wrs_one_doorbell_inline_and_push() {
+    let mut p = Pair::new(4 * MIB, conn(MTU_4096));
+    let (a_src, b_dst) = (p.a.buf, p.b.buf + 2 * MIB as u64);
+    let data = p.a.fill(a_src, 32 * 4096, 77);
+    let (doorbells, fetches) = (
+        p.a.counter(COUNTER_DOORBELLS),
+        p.a.counter(COUNTER_WQE_FETCHES),
+    );
+    for i in 0..32u64 {
+        let sge = Sge {
+            addr: a_src + i * 4096,
+            length: 4096,
+            lkey: p.a.key,
+        };
+        let ctrl = WqeCtrl {
+            wr_id: i,
+            opcode: WR_RDMA_WRITE,
+            flags: WQE_FLAG_SIGNALED,
+            num_sge: 1,
+            ..WqeCtrl::default()
+        };
+        let seg = rdma_seg(b_dst + i * 4096, p.b.key);
+        p.qa.put(&p.a, ctrl, &seg, &sge.encode());
+    }
+    p.qa.ring(&mut p.a);
+    let (ca, _) = p.wait_cqes(32, 0);
+    assert_eq!(p.a.counter(COUNTER_DOORBELLS) - doorbells, 1);
+    assert_eq!(p.a.counter(COUNTER_WQE_FETCHES) - fetches, 32);
+    assert_eq!(
+        ca.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        (0..32).collect::<Vec<_>>()
+    );
+    assert!(ca.iter().all(|c| c.status == WC_SUCCESS));
+    assert!(p.b.g.read(b_dst, 32 * 4096) == data);
+
+    // Inline SENDs: no payload DMA read at the sender.
+    let reads = p.a.counter(COUNTER_PAYLOAD_DMA_READS);
+    let payload: Vec<u8> = (0..=255u8).collect();
+    for i in 0..8u64 {
+        p.qb.post_recv(&mut p.b, i, b_dst + i * 256, 256);
+        let ctrl = WqeCtrl {
+            wr_id: 100 + i,
+            opcode: WR_SEND,
+            flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED,
+            inline_len: 256,
+            ..WqeCtrl::default()
+        };
+        p.qa.put(&p.a, ctrl, &[0; 40], &payload);
+    }
+    p.qa.ring(&mut p.a);
+    let (ca, cb) = p.wait_cqes(8, 8);
+    assert!(ca.iter().chain(&cb).all(|c| c.status == WC_SUCCESS));
+    assert_eq!(
+        p.a.counter(COUNTER_PAYLOAD_DMA_READS),
+        reads,
+        "inline: no payload DMA"
+    );
+    for i in 0..8 {
+        assert_eq!(p.b.g.read(b_dst + i * 256, 256), payload);
+    }
+
+    // A pushed WQE: taken from the push window, never fetched.
+    let fetches = p.a.counter(COUNTER_WQE_FETCHES);
+    p.qb.post_recv(&mut p.b, 9, b_dst, 64);
+    let ctrl = WqeCtrl {
+        wr_id: 200,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED,
+        inline_len: 8,
+        ..WqeCtrl::default()
+    };
+    let wqe = p.qa.put(&p.a, ctrl, &[0; 40], b"pushed!!");
+    let window = db_page_offset(0) + PUSH_WINDOW_OFFSET;
+    for (i, chunk) in wqe[..128].chunks(8).enumerate() {
+        p.a.g.dev.bar0_write((window + i * 8) as u64, chunk);
+    }
+    p.a.g.w32(
+        db_page_offset(0) + DB_PUSH,
+        Doorbell {
+            qid: p.qa.qpn as u16,
+            index: p.qa.sq_pi,
+        }
+        .encode(),
+    );
+    let (ca, cb) = p.wait_cqes(1, 1);
+    assert_eq!((ca[0].wr_id, cb[0].byte_len), (200, 8));
+    assert_eq!(p.b.g.read(b_dst, 8), b"pushed!!");
+    assert_eq!(
+        p.a.counter(COUNTER_WQE_FETCHES),
+        fetches,
+        "pushed: no fetch"
+    );
+    assert_eq!(p.a.counter(COUNTER_WQE_PUSHES), 1);
+}
+
+fn atomic_seg(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> [u8; 40] {
+    AtomicSeg {
+        remote_addr,
+        rkey,
+        compare_add,
+        swap,
+        ..AtomicSeg::default()
+    }
+    .encode()
+}
+
+#[test]
+fn atomics_compare_swap_and_fetch_add() {
+    let mut p = Pair::new(MIB, Conn::default());
+    let (target, result) = (p.b.buf + 4096, p.a.buf + 8192);
+    p.b.g.write(target, &5u64.to_le_bytes());
+    let u64_at = |p: &Pair, node_b: bool, addr| {
+        let node = if node_b { &p.b } else { &p.a };
+        u64::from_le_bytes(node.g.read(addr, 8).try_into().expect("8 bytes"))
+    };
+    let key = p.b.key;
+    for (wr_id, opcode, compare_add, swap, original, after) in [
+        (1, WR_ATOMIC_CMP_SWAP, 5, 9, 5, 9),
+        (2, WR_ATOMIC_CMP_SWAP, 5, 1, 9, 9),
+        (3, WR_ATOMIC_FETCH_ADD, 10, 0, 9, 19),
+        (4, WR_ATOMIC_FETCH_ADD, u64::MAX, 0, 19, 18),
+    ] {
+        let seg = atomic_seg(target, key, compare_add, swap);
+        p.qa.post(&mut p.a, wr_id, opcode, result, 8, &seg, 0);
+        let (ca, _) = p.wait_cqes(1, 0);
+        assert_eq!(
+            (ca[0].wr_id, ca[0].status, ca[0].byte_len),
+            (wr_id, WC_SUCCESS, 8)
+        );
+        assert_eq!(u64_at(&p, false, result), original, "wr {wr_id}");
+        assert_eq!(u64_at(&p, true, target), after, "wr {wr_id}");
+    }
+    // Misaligned: invalid request.
+    let seg = atomic_seg(target + 4, key, 0, 0);
+    p.qa.post(&mut p.a, 9, WR_ATOMIC_FETCH_ADD, result, 8, &seg, 0);
+    let (ca, _) = p.wait_cqes(1, 0);
+    assert_eq!(ca[0].status, WC_REM_INV_REQ_ERR);
+    assert_eq!(u64_at(&p, true, target), 18);
+}
+
+/// A UD or GSI QP on each node, and an AH on `a` towards `b` from GID `sgid_index`.
+fn datagram_pair(qp_type: u8, qkey: u32, sgid_index: u8) -> (Node, Node, Qp, Qp, u32) {
+    let (pa, pb) = ferroce_nic::engine::wire::back_to_back();
+    let mut a = Node::new(1, MIB, pa);
+    let mut b = Node::new(2, MIB, pb);
+    let qa = Qp::create(&mut a, qp_type);
+    let qb = Qp::create(&mut b, qp_type);
+    qa.activate_ud(&mut a, qkey);
+    qb.activate_ud(&mut b, qkey);
+    let ah = a.g.ok(&CreateAhCmd {
+        pd: PD,
+        dgid: b.gid(sgid_index),
+        dmac: b.mac,
+        vlan: VLAN_NONE,
+        sgid_index,
+        hop_limit: 64,
+        ..CreateAhCmd::default()
+    });
+    (a, b, qa, qb, ah)
+}
+
+fn pump(a: &mut Node, b: &mut Node, rounds: usize) {
+    for _ in 0..rounds {
+        a.g.dev.process();
+        b.g.dev.process();
+    }
+}
+
+#[test]
+fn ud_and_gsi_datagrams() {
+    for (qp_type, qkey, sgid_index, hdr) in [
+        (QPT_UD, 0x1111, 3, NET_HDR_IPV4),
+        (QPT_UD, 0x1111, 1, NET_HDR_IPV6),
+        (QPT_UD, 0x1111, 0, NET_HDR_GRH),
+        (QPT_GSI, 0x8001_0000, 3, NET_HDR_IPV4),
+    ] {
+        let (mut a, mut b, mut qa, mut qb, ah) = datagram_pair(qp_type, qkey, sgid_index);
+        let data = a.fill(a.buf, 1000, 3);
+        let dst = b.buf + 8192;
+        qb.post_recv(&mut b, 7, dst, 2048);
+        let remote_qpn = qb.qpn;
+        let ud = |qkey| {
+            UdSeg {
+                ah,
+                remote_qpn,
+                remote_qkey: qkey,
+                ..UdSeg::default()
+            }
+            .encode()
+        };
+        let src = a.buf;
+        qa.post(&mut a, 1, WR_SEND_WITH_IMM, src, 1000, &ud(qkey), 0xabcd);
+        pump(&mut a, &mut b, 4);
+        let ca = a.cq.poll(&a.g);
+        let cb = b.cq.poll(&b.g);
+        assert_eq!((ca.len(), ca[0].status), (1, WC_SUCCESS));
+        assert_eq!(cb.len(), 1, "type {qp_type} GID {sgid_index}");
+        let c = cb[0];
+        assert_eq!(
+            (c.status, c.byte_len, c.src_qpn),
+            (WC_SUCCESS, 1040, qa.qpn)
+        );
+        assert_eq!(c.network_hdr_type, hdr);
+        assert_eq!(
+            c.flags & (CQE_FLAG_GRH | CQE_FLAG_WITH_IMM),
+            CQE_FLAG_GRH | CQE_FLAG_WITH_IMM
+        );
+        assert_eq!((c.imm_or_inv, c.smac), (0xabcd, a.mac));
+        assert!(b.g.read(dst + 40, 1000) == data);
+        let grh = b.g.read(dst, 40);
+        if hdr == NET_HDR_IPV4 {
+            assert_eq!(
+                (grh[20], &grh[32..36]),
+                (0x45, &a.ip[..]),
+                "IPv4 header image"
+            );
+        } else {
+            assert_eq!(
+                &grh[8..24],
+                &a.gid(sgid_index),
+                "source GID in the GRH image"
+            );
+        }
+        // A wrong Q_Key is dropped silently; so is a datagram with no receive posted.
+        let drops = b.counter(COUNTER_DROPS);
+        qb.post_recv(&mut b, 8, dst, 2048);
+        qa.post(&mut a, 2, WR_SEND, src, 10, &ud(0x2222), 0);
+        pump(&mut a, &mut b, 4);
+        assert!(b.cq.poll(&b.g).is_empty());
+        assert_eq!(b.counter(COUNTER_DROPS), drops + 1);
+        assert_eq!(
+            a.cq.poll(&a.g).len(),
+            1,
+            "UD completes at the sender anyway"
+        );
+    }
+}
+
+/// A fresh pair, a `len`-byte request from `a` to `b`'s `[addr, addr + len)` under `rkey`;
+/// returns `a`'s completion status and whether `b`'s buffer stayed as it was.
+fn violation(opcode: u8, len: u32, target: impl Fn(&mut Node) -> (u64, u32)) -> (u8, bool, Pair) {
+    let mut p = Pair::new(MIB, Conn::default());
+    let before = p.b.fill(p.b.buf, MIB, 42);
+    let (addr, rkey) = target(&mut p.b);
+    let seg = rdma_seg(addr, rkey);
+    let src = p.a.buf;
+    p.qa.post(&mut p.a, 1, opcode, src, len, &seg, 0);
+    let (ca, _) = p.wait_cqes(1, 0);
+    p.pump_until(std::time::Duration::from_secs(5), |p| {
+        !p.b.g.dev.engine.busy() && !p.a.g.dev.engine.busy()
+    });
+    let unchanged = p.b.g.read(p.b.buf, MIB) == before;
+    (ca[0].status, unchanged, p)
+}
+
+/// Picks the target address and R_Key of a violation (registering an MR if needed).
+type Target = fn(&mut Node) -> (u64, u32);
+
+#[test]
+fn protection_violations_nak_and_leave_memory_alone() {
+    let cases: [(&str, u8, u32, Target); 6] = [
+        ("bad rkey", WR_RDMA_WRITE, 4096, |b| (b.buf, b.key ^ 0x55)),
+        ("beyond the end", WR_RDMA_WRITE, 200, |b| {
+            (b.buf + MIB as u64 - 100, b.key)
+        }),
+        ("no remote write", WR_RDMA_WRITE, 64, |b| {
+            let addr = b.buf + 4096;
+            (addr, b.mr(addr, 4096, ACCESS_REMOTE_READ, PD))
+        }),
+        ("other PD", WR_RDMA_WRITE, 64, |b| {
+            let addr = b.buf + 4096;
+            (addr, b.mr(addr, 4096, ACCESS_VALID_MASK, PD + 1))
+        }),
+        ("no remote read", WR_RDMA_READ, 64, |b| {
+            let addr = b.buf + 4096;
+            (
+                addr,
+                b.mr(addr, 4096, ACCESS_REMOTE_WRITE | ACCESS_LOCAL_WRITE, PD),
+            )
+        }),
+        ("multi-packet beyond the end", WR_RDMA_WRITE, 8192, |b| {
+            (b.buf + MIB as u64 - 4096, b.key)
+        }),
+    ];
+    for (what, opcode, len, target) in cases {
+        let (status, unchanged, p) = violation(opcode, len, target);
+        assert_eq!(status, WC_REM_ACCESS_ERR, "{what}");
+        assert!(unchanged, "{what}: target memory changed");
+        assert!(p.b.counter(COUNTER_NAKS_SENT) >= 1, "{what}");
+        assert!(p.a.counter(COUNTER_NAKS_RECEIVED) >= 1, "{what}");
+        // The responder's QP is in ERR, with an access error event.
+        assert_eq!(
+            p.b.g.dev.core.qps.get(p.qb.qpn).map(|q| q.state),
+            Some(QPS_ERR)
+        );
+    }
+}
+
+#[test]
+fn rnr_naks_retry_until_a_receive_is_posted() {
+    let mut p = Pair::new(MIB, Conn::default());
+    let data = p.a.fill(p.a.buf, 3000, 5);
+    let src = p.a.buf;
+    p.qa.post(&mut p.a, 1, WR_SEND, src, 3000, &[0; 40], 0);
+    let start = std::time::Instant::now();
+    p.pump_until(std::time::Duration::from_secs(5), |p| {
+        p.a.counter(COUNTER_RNR_RETRIES) >= 3
+    });
+    assert!(p.cqes_a.is_empty(), "nothing completes without a receive");
+    let dst = p.b.buf + 65536;
+    p.qb.post_recv(&mut p.b, 2, dst, 4096);
+    let (ca, cb) = p.wait_cqes(1, 1);
+    assert_eq!(
+        (ca[0].status, cb[0].status, cb[0].byte_len),
+        (WC_SUCCESS, WC_SUCCESS, 3000)
+    );
+    assert!(p.b.g.read(dst, 3000) == data);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+
+    // With no RNR retries allowed, the first RNR NAK fails the WQE.
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            rnr_retry: 0,
+            ..Conn::default()
+        },
+    );
+    let src = p.a.buf;
+    p.qa.post(&mut p.a, 1, WR_SEND, src, 10, &[0; 40], 0);
+    let (ca, _) = p.wait_cqes(1, 0);
+    assert_eq!(ca[0].status, WC_RNR_RETRY_EXC_ERR);
+}
+
+#[test]
+fn retries_exhausted_on_a_dead_wire() {
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: 10,
+            retry_cnt: 2,
+            ..Conn::default()
+        },
+    );
+    p.a.faults.command(&["drop", "1"]).expect("fault");
+    let src = p.a.buf;
+    let seg = rdma_seg(p.b.buf, p.b.key);
+    p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, 100, &seg, 0);
+    p.qa.post(&mut p.a, 2, WR_RDMA_WRITE, src, 100, &seg, 0);
+    let (ca, _) = p.wait_cqes(2, 0);
+    assert_eq!((ca[0].wr_id, ca[0].status), (1, WC_RETRY_EXC_ERR));
+    assert_eq!((ca[1].wr_id, ca[1].status), (2, WC_WR_FLUSH_ERR));
+    assert_eq!(
+        p.a.counter(COUNTER_TIMEOUTS),
+        3,
+        "the first try and two retries"
+    );
+    assert_eq!(p.a.counter(COUNTER_RETRANSMITS), 4);
+}

@@ -195,7 +195,7 @@ impl Default for Conn {
 
 impl Qp {
     pub fn create(node: &mut Node, qp_type: u8) -> Self {
-        let (sq_log, stride_log, rq_log) = (8u8, 8u8, 8u8);
+        let (sq_log, stride_log, rq_log) = (8u8, 9u8, 8u8);
         let g = &mut node.g;
         let sq = g.alloc(1 << (sq_log + stride_log), 4096);
         let rq = g.alloc(64 << rq_log, 4096);

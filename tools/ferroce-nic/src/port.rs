@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The converged Ethernet port. The NIC sits between the VM's virtio-net NIC (same MAC) and the
+//! L2 segment; both sides are unix datagram sockets carrying one whole Ethernet frame per
+//! datagram (QEMU's `-netdev dgram` framing). Frames from the segment that are RoCE and
+//! addressed to the port's MAC go to the engine; everything else goes to the virtio-net
+//! (netdev) side, and everything from the virtio-net goes to the segment. A peer socket that
+//! does not exist or does not listen loses the frame, like an unplugged cable.
+
+use std::io::ErrorKind;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use crate::engine::frame::{classify, Steer, MAX_FRAME};
+use crate::engine::wire::FrameSink;
+use crate::server::Nic;
+
+/// Socket paths of the port (all optional: a NIC without them has no cable).
+#[derive(Clone, Debug, Default)]
+pub struct PortConfig {
+    /// Bound by the NIC; QEMU's virtio-net `-netdev dgram` sends here.
+    pub netdev_socket: Option<PathBuf>,
+    /// Where QEMU's netdev is bound; frames for the guest's IP stack go there.
+    pub netdev_peer: Option<PathBuf>,
+    /// Bound by the NIC; the switch sends here.
+    pub wire_socket: Option<PathBuf>,
+    /// The switch port's socket; frames for the segment go there.
+    pub wire_peer: Option<PathBuf>,
+}
+
+/// Frame counts of the pass-through paths.
+#[derive(Default)]
+pub struct PortStats {
+    /// Wire → netdev frames.
+    pub to_host: AtomicU64,
+    /// Netdev → wire frames.
+    pub from_host: AtomicU64,
+    /// Wire → engine frames.
+    pub to_engine: AtomicU64,
+    /// Frames lost because a peer was absent or a queue was full.
+    pub lost: AtomicU64,
+}
+
+fn bind(path: &Path) -> anyhow::Result<UnixDatagram> {
+    if path.exists() {
+        std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
+    }
+    UnixDatagram::bind(path).with_context(|| format!("binding {}", path.display()))
+}
+
+/// Sends `frame` to `peer`; an absent or closed peer loses it (`false`).
+fn send_to(sock: &UnixDatagram, frame: &[u8], peer: &Path) -> bool {
+    match sock.send_to(frame, peer) {
+        Ok(_) => true,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::NotFound | ErrorKind::ConnectionRefused | ErrorKind::WouldBlock
+            ) =>
+        {
+            false
+        }
+        Err(e) => {
+            tracing::debug!("sending to {}: {e}", peer.display());
+            false
+        }
+    }
+}
+
+/// The engine's transmit side: frames go to the segment from the wire socket.
+pub struct WireSink {
+    sock: UnixDatagram,
+    peer: PathBuf,
+    stats: Arc<PortStats>,
+}
+
+impl FrameSink for WireSink {
+    fn send(&mut self, frame: &[u8]) {
+        if !send_to(&self.sock, frame, &self.peer) {
+            self.stats.lost.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The sockets of a started port.
+pub struct Port {
+    wire: Option<UnixDatagram>,
+    netdev: Option<UnixDatagram>,
+    config: PortConfig,
+    /// Pass-through counts.
+    pub stats: Arc<PortStats>,
+}
+
+impl Port {
+    /// Binds the NIC's sockets.
+    pub fn bind(config: PortConfig, stats: Arc<PortStats>) -> anyhow::Result<Self> {
+        let wire = config.wire_socket.as_deref().map(bind).transpose()?;
+        let netdev = config.netdev_socket.as_deref().map(bind).transpose()?;
+        Ok(Self {
+            wire,
+            netdev,
+            config,
+            stats,
+        })
+    }
+
+    /// The engine's sink, if the port has a wire side.
+    pub fn sink(&self) -> anyhow::Result<Option<WireSink>> {
+        let (Some(wire), Some(peer)) = (&self.wire, &self.config.wire_peer) else {
+            return Ok(None);
+        };
+        Ok(Some(WireSink {
+            sock: wire.try_clone()?,
+            peer: peer.clone(),
+            stats: self.stats.clone(),
+        }))
+    }
+
+    /// Starts the two forwarding threads: wire → engine or netdev, netdev → wire.
+    pub fn spawn(self, nic: Arc<Nic>) -> anyhow::Result<()> {
+        let mac = nic.lock().core.config.mac;
+        if let Some(wire) = &self.wire {
+            let rx = wire.try_clone()?;
+            let netdev = match &self.netdev {
+                Some(s) => Some(s.try_clone()?),
+                None => None,
+            };
+            let peer = self.config.netdev_peer.clone();
+            let stats = self.stats.clone();
+            let nic = nic.clone();
+            std::thread::Builder::new()
+                .name("ferroce-wire".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    loop {
+                        let n = match rx.recv(&mut buf) {
+                            Ok(n) => n,
+                            Err(e) => {
+                                tracing::warn!("wire socket: {e}");
+                                return;
+                            }
+                        };
+                        let frame = &buf[..n];
+                        if classify(frame, &mac) == Steer::Engine && n <= MAX_FRAME {
+                            stats.to_engine.fetch_add(1, Ordering::Relaxed);
+                            if !nic.port_rx.push(frame.to_vec()) {
+                                stats.lost.fetch_add(1, Ordering::Relaxed);
+                            }
+                            nic.doorbell.ring();
+                        } else if let (Some(sock), Some(peer)) = (&netdev, &peer) {
+                            if send_to(sock, frame, peer) {
+                                stats.to_host.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                stats.lost.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                })?;
+        }
+        if let Some(netdev) = self.netdev {
+            let wire = match &self.wire {
+                Some(s) => Some(s.try_clone()?),
+                None => None,
+            };
+            let peer = self.config.wire_peer.clone();
+            let stats = self.stats.clone();
+            std::thread::Builder::new()
+                .name("ferroce-netdev".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    loop {
+                        let n = match netdev.recv(&mut buf) {
+                            Ok(n) => n,
+                            Err(e) => {
+                                tracing::warn!("netdev socket: {e}");
+                                return;
+                            }
+                        };
+                        if let (Some(sock), Some(peer)) = (&wire, &peer) {
+                            if send_to(sock, &buf[..n], peer) {
+                                stats.from_host.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                stats.lost.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                })?;
+        }
+        Ok(())
+    }
+}
