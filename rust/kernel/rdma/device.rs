@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices (`struct ib_device`) and their registration with ib_core.
+
+use crate::{
+    bindings,
+    device::{
+        self,
+        Bound, //
+    },
+    error::{
+        from_result,
+        to_result,
+        VTABLE_DEFAULT_ERROR, //
+    },
+    net::device::NetDevice,
+    prelude::*,
+    rdma::gid::GidAttr,
+    types::Opaque,
+    ThisModule, //
+};
+use core::{
+    marker::PhantomData,
+    ptr::{
+        self,
+        NonNull, //
+    },
+};
+
+/// The link layer of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand.
+    InfiniBand,
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+/// The logical state of a port (`enum ib_port_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortState {
+    /// The link is down.
+    Down,
+    /// The link is up and the port can carry traffic.
+    Active,
+}
+
+/// An InfiniBand MTU (`enum ib_mtu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mtu {
+    /// 256 bytes.
+    Mtu256 = 1,
+    /// 512 bytes.
+    Mtu512 = 2,
+    /// 1024 bytes.
+    Mtu1024 = 3,
+    /// 2048 bytes.
+    Mtu2048 = 4,
+    /// 4096 bytes.
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// The largest IB MTU whose packets (payload plus RoCE v2 headers) fit in an Ethernet
+    /// frame of `eth_mtu` bytes, as `iboe_get_mtu()` computes it; `None` below 256.
+    pub fn for_ethernet_mtu(eth_mtu: u32) -> Option<Self> {
+        // GRH/IP (40) + BTH (12) + largest extended headers (28) + ICRC (4), as in ib_addr.h.
+        const ROCE_OVERHEAD: u32 = 40 + 12 + 28 + 4;
+        let room = eth_mtu.checked_sub(ROCE_OVERHEAD)?;
+        [Self::Mtu4096, Self::Mtu2048, Self::Mtu1024, Self::Mtu512, Self::Mtu256]
+            .into_iter()
+            .find(|mtu| mtu.bytes() <= room)
+    }
+
+    /// The MTU in bytes.
+    pub fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+}
+
+/// An asynchronous event a driver reports to ib_core's consumers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The port became active (`IB_EVENT_PORT_ACTIVE`).
+    PortActive(u32),
+    /// The port went down (`IB_EVENT_PORT_ERR`).
+    PortError(u32),
+    /// The GID table of the port changed (`IB_EVENT_GID_CHANGE`).
+    GidChange(u32),
+    /// The device hit a fatal error (`IB_EVENT_DEVICE_FATAL`).
+    DeviceFatal,
+}
+
+/// Device attributes a driver reports from [`Operations::query_device`].
+///
+/// # Invariants
+///
+/// `self.0` points to a valid, writable `struct ib_device_attr`.
+pub struct DeviceAttr<'a>(NonNull<bindings::ib_device_attr>, PhantomData<&'a mut ()>);
+
+macro_rules! attr_setters {
+    ($ty:ident { $($(#[$m:meta])* $name:ident: $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty<'_> {
+            $(
+                $(#[$m])*
+                pub fn $name(&mut self, value: $t) -> &mut Self {
+                    // SAFETY: By the type invariant the pointer is valid and writable.
+                    unsafe { (*self.0.as_ptr()).$field = value.into() };
+                    self
+                }
+            )*
+        }
+    };
+}
+
+attr_setters!(DeviceAttr {
+    /// Firmware version.
+    fw_ver: fw_ver: u64,
+    /// Vendor ID (IEEE OUI).
+    vendor_id: vendor_id: u32,
+    /// Vendor part ID (the PCI device ID).
+    vendor_part_id: vendor_part_id: u32,
+    /// Hardware version (the PCI revision).
+    hw_ver: hw_ver: u32,
+    /// Largest memory region, in bytes.
+    max_mr_size: max_mr_size: u64,
+    /// Supported page sizes (bit mask).
+    page_size_cap: page_size_cap: u64,
+    /// Maximum number of QPs.
+    max_qp: max_qp: u32,
+    /// Maximum WRs per QP.
+    max_qp_wr: max_qp_wr: u32,
+    /// Device capability flags (`IB_DEVICE_*`).
+    device_cap_flags: device_cap_flags: u64,
+    /// Maximum scatter/gather entries per send WR.
+    max_send_sge: max_send_sge: u32,
+    /// Maximum scatter/gather entries per receive WR.
+    max_recv_sge: max_recv_sge: u32,
+    /// Maximum number of CQs.
+    max_cq: max_cq: u32,
+    /// Maximum CQEs per CQ.
+    max_cqe: max_cqe: u32,
+    /// Maximum number of MRs.
+    max_mr: max_mr: u32,
+    /// Maximum number of PDs.
+    max_pd: max_pd: u32,
+    /// Maximum outstanding RDMA READ/atomic as responder, per QP.
+    max_qp_rd_atom: max_qp_rd_atom: u32,
+    /// Maximum outstanding RDMA READ/atomic as initiator, per QP.
+    max_qp_init_rd_atom: max_qp_init_rd_atom: u32,
+    /// Maximum number of SRQs.
+    max_srq: max_srq: u32,
+    /// Maximum WRs per SRQ.
+    max_srq_wr: max_srq_wr: u32,
+    /// Maximum scatter/gather entries per SRQ WR.
+    max_srq_sge: max_srq_sge: u32,
+    /// Maximum number of AHs.
+    max_ah: max_ah: u32,
+    /// Maximum number of partition keys.
+    max_pkeys: max_pkeys: u16,
+    /// Local CA ACK delay.
+    local_ca_ack_delay: local_ca_ack_delay: u8,
+    /// Maximum fast-registration page-list length.
+    max_fast_reg_page_list_len: max_fast_reg_page_list_len: u32,
+});
+
+/// Port attributes a driver reports from [`Operations::query_port`].
+///
+/// ib_core zeroes the structure and fills what it knows (for RoCE ports: the netdev's MTU,
+/// speed and state) before it calls the driver.
+///
+/// # Invariants
+///
+/// `self.0` points to a valid, writable `struct ib_port_attr`.
+pub struct PortAttr<'a>(NonNull<bindings::ib_port_attr>, PhantomData<&'a mut ()>);
+
+attr_setters!(PortAttr {
+    /// Length of the GID table.
+    gid_tbl_len: gid_tbl_len: i32,
+    /// Length of the P_Key table.
+    pkey_tbl_len: pkey_tbl_len: u16,
+    /// Capability flags (`IB_PORT_*` of the PortInfo capability mask).
+    port_cap_flags: port_cap_flags: u32,
+    /// Largest message, in bytes.
+    max_msg_sz: max_msg_sz: u32,
+    /// Number of virtual lanes.
+    max_vl_num: max_vl_num: u8,
+});
+
+impl PortAttr<'_> {
+    /// Logical port state and the physical state that goes with it.
+    pub fn state(&mut self, state: PortState) -> &mut Self {
+        let (logical, physical) = match state {
+            PortState::Active => (
+                bindings::ib_port_state_IB_PORT_ACTIVE,
+                bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
+            ),
+            PortState::Down => (
+                bindings::ib_port_state_IB_PORT_DOWN,
+                bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
+            ),
+        };
+        // SAFETY: By the type invariant the pointer is valid and writable.
+        unsafe {
+            (*self.0.as_ptr()).state = logical;
+            (*self.0.as_ptr()).phys_state = physical as u8;
+        }
+        self
+    }
+
+    /// Largest and currently active MTU.
+    pub fn mtu(&mut self, max: Mtu, active: Mtu) -> &mut Self {
+        // SAFETY: By the type invariant the pointer is valid and writable.
+        unsafe {
+            (*self.0.as_ptr()).max_mtu = max as bindings::ib_mtu;
+            (*self.0.as_ptr()).active_mtu = active as bindings::ib_mtu;
+        }
+        self
+    }
+}
+
+/// What never changes about a port, reported once at registration
+/// ([`Operations::get_port_immutable`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PortImmutable {
+    /// Length of the P_Key table.
+    pub pkey_tbl_len: u32,
+    /// Length of the GID table.
+    pub gid_tbl_len: u32,
+    /// Core capability flags (`RDMA_CORE_PORT_*`).
+    pub core_cap_flags: u32,
+    /// Largest MAD.
+    pub max_mad_size: u32,
+}
+
+impl PortImmutable {
+    /// Core capabilities of a RoCE port that speaks both RoCE v1 and RoCE v2 (UDP
+    /// encapsulation): ib_core then keeps a v1 and a v2 entry for every address.
+    pub const ROCE_V1_V2: u32 = bindings::RDMA_CORE_PORT_IBA_ROCE
+        | bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+    /// Size of a management datagram (`IB_MGMT_MAD_SIZE`).
+    pub const MGMT_MAD_SIZE: u32 = 256;
+}
+
+/// The operations of an RDMA device driver.
+///
+/// `Self` is the driver's data of one device; ib_core calls these with the [`Device`] that holds
+/// it, from any thread and concurrently. Only what is implemented is given to ib_core.
+#[vtable]
+pub trait Operations: Sized + Send + Sync + 'static {
+    /// The driver's `enum rdma_driver_id` (`bindings::rdma_driver_id_RDMA_DRIVER_*`).
+    const DRIVER_ID: bindings::rdma_driver_id;
+    /// The version of the driver's user ABI (`include/uapi/rdma/<driver>-abi.h`).
+    const UVERBS_ABI_VERSION: u32 = 0;
+
+    /// Reports the device attributes.
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr<'_>) -> Result;
+
+    /// Reports the attributes of `port`.
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr<'_>) -> Result;
+
+    /// Reports what never changes about `port`.
+    fn get_port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// The link layer of `port`.
+    fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Programs a GID table entry into the device.
+    fn add_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Removes a GID table entry from the device.
+    fn del_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads the P_Key table entry `index` of `port`.
+    fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// An RDMA device: ib_core's `struct ib_device` followed by the driver's data.
+///
+/// # Invariants
+///
+/// `ib` was initialised by `_ib_alloc_device()` with the size of `Self`, and `data` is
+/// initialised; the allocation stays alive as long as a `&Device<T>` exists.
+#[repr(C)]
+pub struct Device<T: Operations> {
+    ib: Opaque<bindings::ib_device>,
+    data: T,
+}
+
+impl<T: Operations> core::ops::Deref for Device<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}
+
+impl<T: Operations> Device<T> {
+    /// The raw `struct ib_device`.
+    pub fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// Returns the device from a pointer to its `struct ib_device`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be the `ib` field of a live `Device<T>` (a device registered through
+    /// [`Registration`] with this `T`).
+    unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `repr(C)` struct, so the pointers are equal;
+        // the caller guarantees it is live.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    /// The device's name (e.g. `ferroce0`).
+    pub fn name(&self) -> &CStr {
+        // SAFETY: `dev` of a registered `ib_device` has a name for its whole life.
+        unsafe { CStr::from_char_ptr(bindings::dev_name(&raw const (*self.as_raw()).__bindgen_anon_1.dev)) }
+    }
+
+    /// Associates `port` with a network device (RoCE: the netdev whose addresses become the
+    /// port's GIDs), or removes the association with `None`.
+    ///
+    /// # Errors
+    ///
+    /// Fails if ib_core refuses the port number.
+    pub fn set_netdev(&self, netdev: Option<&NetDevice>, port: u32) -> Result {
+        let ndev = netdev.map_or(ptr::null_mut(), NetDevice::as_raw);
+        // SAFETY: `self.as_raw()` is a valid device; `ndev` is NULL or a valid net_device, which
+        // ib_core takes its own reference to.
+        to_result(unsafe { bindings::ib_device_set_netdev(self.as_raw(), ndev, port) })
+    }
+
+    /// Delivers an asynchronous event to the device's consumers.
+    pub fn dispatch_event(&self, event: Event) {
+        let (kind, port) = match event {
+            Event::PortActive(port) => (bindings::ib_event_type_IB_EVENT_PORT_ACTIVE, port),
+            Event::PortError(port) => (bindings::ib_event_type_IB_EVENT_PORT_ERR, port),
+            Event::GidChange(port) => (bindings::ib_event_type_IB_EVENT_GID_CHANGE, port),
+            Event::DeviceFatal => (bindings::ib_event_type_IB_EVENT_DEVICE_FATAL, 1),
+        };
+        let ev = bindings::ib_event {
+            device: self.as_raw(),
+            element: bindings::ib_event__bindgen_ty_1 { port_num: port },
+            event: kind,
+        };
+        // SAFETY: `ev` is a valid event for a registered device; ib_core copies what it keeps.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+
+    /// The Ethernet speed and width of `port` as ib_core derives them from its netdev
+    /// (`ib_get_eth_speed()`), for `query_port`.
+    pub fn eth_speed(&self, port: u32) -> (u16, u8) {
+        let (mut speed, mut width) = (0u16, 0u8);
+        // SAFETY: The device is valid; the out-pointers are valid for writes. On error the
+        // function leaves the defaults, which are what we report then.
+        let _ = unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) };
+        (speed, width)
+    }
+}
+
+// SAFETY: The core part is synchronised by ib_core; `T` is `Send + Sync` (`Operations`).
+unsafe impl<T: Operations> Send for Device<T> {}
+// SAFETY: As above.
+unsafe impl<T: Operations> Sync for Device<T> {}
+
+/// The `ib_device_ops` callbacks that forward to `T`'s [`Operations`].
+struct Callbacks<T>(PhantomData<T>);
+
+impl<T: Operations> Callbacks<T> {
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core only calls back registered devices, which are `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let mut attr = DeviceAttr(NonNull::new(attr).ok_or(EINVAL)?, PhantomData);
+            T::query_device(dev, &mut attr)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let mut attr = PortAttr(NonNull::new(attr).ok_or(EINVAL)?, PhantomData);
+            T::query_port(dev, port, &mut attr)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        out: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let imm = T::get_port_immutable(dev, port)?;
+            // SAFETY: ib_core passes a valid, writable `ib_port_immutable`.
+            unsafe {
+                (*out).pkey_tbl_len = imm.pkey_tbl_len.try_into()?;
+                (*out).gid_tbl_len = imm.gid_tbl_len.try_into()?;
+                (*out).core_cap_flags = imm.core_cap_flags;
+                (*out).max_mad_size = imm.max_mad_size;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_link_layer(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: As in `query_device`.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        match T::get_link_layer(dev, port) {
+            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+            LinkLayer::InfiniBand => bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
+        }
+    }
+
+    unsafe extern "C" fn add_gid(
+        attr: *const bindings::ib_gid_attr,
+        _context: *mut *mut c_void,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute of a registered `Device<T>` and holds the
+            // table lock for the duration of the call.
+            let (dev, attr) = unsafe { (Device::<T>::from_raw((*attr).device), GidAttr::from_raw(attr)) };
+            T::add_gid(dev, attr)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn del_gid(
+        attr: *const bindings::ib_gid_attr,
+        _context: *mut *mut c_void,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `add_gid`.
+            let (dev, attr) = unsafe { (Device::<T>::from_raw((*attr).device), GidAttr::from_raw(attr)) };
+            T::del_gid(dev, attr)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let value = T::query_pkey(dev, port, index)?;
+            // SAFETY: ib_core passes a valid, writable `u16`.
+            unsafe { *pkey = value };
+            Ok(0)
+        })
+    }
+
+    fn ops(owner: &ThisModule) -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            owner: owner.as_ptr(),
+            driver_id: T::DRIVER_ID,
+            uverbs_abi_ver: T::UVERBS_ABI_VERSION,
+            query_device: Some(Self::query_device),
+            query_port: Some(Self::query_port),
+            get_port_immutable: Some(Self::get_port_immutable),
+            get_link_layer: if T::HAS_GET_LINK_LAYER { Some(Self::get_link_layer) } else { None },
+            add_gid: if T::HAS_ADD_GID { Some(Self::add_gid) } else { None },
+            del_gid: if T::HAS_DEL_GID { Some(Self::del_gid) } else { None },
+            query_pkey: if T::HAS_QUERY_PKEY { Some(Self::query_pkey) } else { None },
+            ..pin_init::zeroed()
+        }
+    }
+}
+
+/// A registered RDMA device, unregistered and freed when dropped.
+///
+/// The driver's data (`T`) is `'static`: should a `Registration` ever be leaked instead of
+/// dropped, the device merely stays registered with valid data.
+///
+/// # Invariants
+///
+/// `dev` points to a `Device<T>` allocated with `_ib_alloc_device()`, whose data is initialised
+/// and which is registered with ib_core.
+pub struct Registration<T: Operations> {
+    dev: NonNull<Device<T>>,
+}
+
+impl<T: Operations> Registration<T> {
+    /// Allocates a device with one port per `ports`, initialises the driver's data in it and
+    /// registers it with ib_core under `name` (a `printf` pattern such as `c"ferroce%d"`), as a
+    /// child of `parent`, which is also the device used for DMA.
+    ///
+    /// ib_core calls [`Operations`] (`query_device`, `get_port_immutable`, and for RoCE ports
+    /// `add_gid`) before this returns.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the allocation fails; the data's initialisation error; ib_core's error.
+    pub fn new(
+        parent: &device::Device<Bound>,
+        owner: &ThisModule,
+        name: &CStr,
+        ports: u32,
+        data: impl PinInit<T, Error>,
+    ) -> Result<Self> {
+        // SAFETY: `init_net` is a static that lives forever; the size covers `struct ib_device`,
+        // which is the first field of `Device<T>`.
+        let ib = unsafe {
+            bindings::_ib_alloc_device(core::mem::size_of::<Device<T>>(), &raw mut bindings::init_net)
+        };
+        let dev = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
+
+        // SAFETY: `_ib_alloc_device()` returned a zeroed allocation large and aligned enough for
+        // `Device<T>` (kmalloc alignment); `data` is not initialised yet.
+        if let Err(e) = unsafe { data.__init(&raw mut (*dev.as_ptr()).data) } {
+            // SAFETY: The device was allocated above and never registered.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(e);
+        }
+
+        let ops = Callbacks::<T>::ops(owner);
+        // SAFETY: `ib` is a valid, unregistered device that only we know; `ib_set_device_ops`
+        // copies the table.
+        unsafe {
+            (*ib).phys_port_cnt = ports;
+            (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            (*ib).num_comp_vectors = 1;
+            (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
+            bindings::ib_set_device_ops(ib, &ops);
+        }
+
+        // SAFETY: `ib` is fully set up; `parent` is a bound device that outlives the registration
+        // (the registration is dropped before the parent is unbound, or leaked with `T: 'static`).
+        let ret = unsafe { bindings::ib_register_device(ib, name.as_char_ptr(), parent.as_raw()) };
+        if let Err(e) = to_result(ret) {
+            // SAFETY: Registration failed, so ib_core does not call us any more; the data was
+            // initialised above and is dropped once, then the unregistered device is freed.
+            unsafe {
+                ptr::drop_in_place(&raw mut (*dev.as_ptr()).data);
+                bindings::ib_dealloc_device(ib);
+            }
+            return Err(e);
+        }
+
+        // INVARIANT: The device is allocated, its data initialised and it is registered.
+        Ok(Self { dev })
+    }
+
+    /// The registered device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant the device is alive while `self` is.
+        unsafe { self.dev.as_ref() }
+    }
+}
+
+impl<T: Operations> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let ib = self.device().as_raw();
+        // SAFETY: By the type invariant the device is registered. `ib_unregister_device()` waits
+        // until every client has let go and no operation runs any more; then the data is
+        // dropped once and the allocation freed.
+        unsafe {
+            bindings::ib_unregister_device(ib);
+            ptr::drop_in_place(&raw mut (*self.dev.as_ptr()).data);
+            bindings::ib_dealloc_device(ib);
+        }
+    }
+}
+
+// SAFETY: The registration can be dropped from any thread; `T` is `Send + Sync`.
+unsafe impl<T: Operations> Send for Registration<T> {}
+// SAFETY: Shared access only hands out `&Device<T>`, which is `Sync`.
+unsafe impl<T: Operations> Sync for Registration<T> {}
