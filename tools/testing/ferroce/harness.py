@@ -345,14 +345,21 @@ class HostControl(threading.Thread):
 
 
 def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
-              procs: dict[str, subprocess.Popen]) -> tuple[list[str], list[str]]:
-    """Start the VM's ferroce-nic; returns its QEMU device args and ctl command."""
+              procs: dict[str, subprocess.Popen], switch: "Switch") -> tuple[list[str], list[str], str]:
+    """Start the VM's ferroce-nic, the VM's converged port: the NIC owns the VM's place on the
+    segment and passes non-RoCE frames to and from the virtio-net NIC.
+
+    Returns the QEMU device args, the ctl command and the socket QEMU's netdev must send to.
+    """
     if machine.nic_binary is None:
         raise RuntimeError(f"VM {vm.name} wants a ferroce-nic but none was built (--nic)")
     sock = work / f"{vm.name}.vfio-user"
     ctl = work / f"{vm.name}.nic-ctl"
+    netdev_side = work / f"{vm.name}.nic-netdev"
     cmd = [str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
            "--mac", mac_of(index), "--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl"),
+           "--netdev-socket", str(netdev_side), "--netdev-peer", str(work / f"{vm.name}.qemu-net"),
+           "--wire-socket", switch.port_path(vm.name), "--wire-peer", switch.switch_path(vm.name),
            *vm.nic_args]
     procs[f"{vm.name}.nic"] = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=open(log_dir / f"{vm.name}.nic.log", "wb"),
@@ -363,7 +370,7 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
             raise RuntimeError(f"ferroce-nic for VM {vm.name} did not come up; see its log")
         time.sleep(0.05)
     device = json.dumps({"driver": "vfio-user-pci", "socket": {"path": str(sock), "type": "unix"}})
-    return ["-device", device], [str(machine.nic_binary), "ctl", "--control", str(ctl)]
+    return ["-device", device], [str(machine.nic_binary), "ctl", "--control", str(ctl)], str(netdev_side)
 
 
 def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: list[str],
@@ -431,16 +438,20 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
 
         switch.start()
         for index, vm in enumerate(scenario.vms):
+            if vm.nic:
+                extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, switch)
+                local = str(work / f"{vm.name}.qemu-net")
+            else:
+                extra, nic_ctl = [], None
+                local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
             netdev = ["-netdev", "dgram,id=net0,"
-                      f"local.type=unix,local.path={switch.port_path(vm.name)},"
-                      f"remote.type=unix,remote.path={switch.switch_path(vm.name)}"]
+                      f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"]
             cmdline = " ".join(filter(None, [
                 "console=ttyS0 panic=-1 loglevel=4",
                 clock_cmdline(machine.accel), machine.extra_cmdline,
                 f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",
             ]))
-            extra, nic_ctl = start_nic(machine, vm, index, work, log_dir, procs) if vm.nic else ([], None)
             hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log")
             hostctl.start()
             hostctls.append(hostctl)
