@@ -188,6 +188,29 @@ attr_setters!(PortAttr {
 });
 
 impl PortAttr<'_> {
+    /// `port_cap_flags`: the port supports connection management (`IB_PORT_CM_SUP`).
+    pub const CAP_CM: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
+    /// `port_cap_flags`: the port supports device management (`IB_PORT_DEVICE_MGMT_SUP`).
+    pub const CAP_DEVICE_MGMT: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
+
+    /// The GIDs of the port are derived from IP addresses (RoCE).
+    pub fn ip_gids(&mut self, on: bool) -> &mut Self {
+        // SAFETY: By the type invariant the pointer is valid and writable.
+        unsafe { (*self.0.as_ptr()).set_ip_gids(on.into()) };
+        self
+    }
+
+    /// Active link speed (`IB_SPEED_*`) and width (`IB_WIDTH_*`), e.g. from
+    /// [`Device::eth_speed`].
+    pub fn speed(&mut self, speed: u16, width: u8) -> &mut Self {
+        // SAFETY: By the type invariant the pointer is valid and writable.
+        unsafe {
+            (*self.0.as_ptr()).active_speed = speed;
+            (*self.0.as_ptr()).active_width = width;
+        }
+        self
+    }
+
     /// Logical port state and the physical state that goes with it.
     pub fn state(&mut self, state: PortState) -> &mut Self {
         let (logical, physical) = match state {
