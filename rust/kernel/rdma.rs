@@ -19,6 +19,7 @@ pub mod gid;
 pub use self::device::{
     Device,
     DeviceAttr,
+    DeviceHandle,
     Event,
     LinkLayer,
     Mtu,

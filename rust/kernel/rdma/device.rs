@@ -16,6 +16,11 @@ use crate::{
     net::device::NetDevice,
     prelude::*,
     rdma::gid::GidAttr,
+    sync::{
+        new_mutex,
+        Arc,
+        Mutex, //
+    },
     types::Opaque,
     ThisModule, //
 };
@@ -518,6 +523,36 @@ impl<T: Operations> Callbacks<T> {
     }
 }
 
+/// A `Device<T>` pointer that may be sent across threads.
+struct DevicePtr<T: Operations>(NonNull<Device<T>>);
+
+// SAFETY: `Device<T>` is `Send + Sync`; the pointer is only dereferenced under `DeviceHandle`'s
+// lock while the device is registered.
+unsafe impl<T: Operations> Send for DevicePtr<T> {}
+
+/// A handle to a registered device for code that outlives no registration but cannot borrow it:
+/// notifier callbacks, work items. [`DeviceHandle::with`] runs code on the device while it is
+/// registered and does nothing once [`Registration`] started to drop.
+pub struct DeviceHandle<T: Operations>(Arc<Mutex<Option<DevicePtr<T>>>>);
+
+impl<T: Operations> Clone for DeviceHandle<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T: Operations> DeviceHandle<T> {
+    /// Runs `f` on the device if it is still registered; `f` may sleep. Returns `None` when the
+    /// device is being (or has been) unregistered.
+    pub fn with<R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+        let guard = self.0.lock();
+        let ptr = guard.as_ref()?;
+        // SAFETY: The pointer is set while the device is registered and cleared under this lock
+        // before `Registration` unregisters it, so it is valid while we hold the lock.
+        Some(f(unsafe { ptr.0.as_ref() }))
+    }
+}
+
 /// A registered RDMA device, unregistered and freed when dropped.
 ///
 /// The driver's data (`T`) is `'static`: should a `Registration` ever be leaked instead of
@@ -529,6 +564,7 @@ impl<T: Operations> Callbacks<T> {
 /// and which is registered with ib_core.
 pub struct Registration<T: Operations> {
     dev: NonNull<Device<T>>,
+    handle: DeviceHandle<T>,
 }
 
 impl<T: Operations> Registration<T> {
@@ -555,6 +591,14 @@ impl<T: Operations> Registration<T> {
             bindings::_ib_alloc_device(core::mem::size_of::<Device<T>>(), &raw mut bindings::init_net)
         };
         let dev = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
+        let handle = match Arc::pin_init(new_mutex!(None, "rdma::DeviceHandle"), GFP_KERNEL) {
+            Ok(handle) => DeviceHandle(handle),
+            Err(e) => {
+                // SAFETY: The device was allocated above and never registered.
+                unsafe { bindings::ib_dealloc_device(ib) };
+                return Err(e);
+            }
+        };
 
         // SAFETY: `_ib_alloc_device()` returned a zeroed allocation large and aligned enough for
         // `Device<T>` (kmalloc alignment); `data` is not initialised yet.
@@ -588,8 +632,14 @@ impl<T: Operations> Registration<T> {
             return Err(e);
         }
 
+        *handle.0.lock() = Some(DevicePtr(dev));
         // INVARIANT: The device is allocated, its data initialised and it is registered.
-        Ok(Self { dev })
+        Ok(Self { dev, handle })
+    }
+
+    /// A handle that reaches the device while it is registered, for `'static` contexts.
+    pub fn handle(&self) -> DeviceHandle<T> {
+        self.handle.clone()
     }
 
     /// The registered device.
@@ -601,6 +651,8 @@ impl<T: Operations> Registration<T> {
 
 impl<T: Operations> Drop for Registration<T> {
     fn drop(&mut self) {
+        // From here on handles no longer reach the device (this waits for those that do).
+        *self.handle.0.lock() = None;
         let ib = self.device().as_raw();
         // SAFETY: By the type invariant the device is registered. `ib_unregister_device()` waits
         // until every client has let go and no operation runs any more; then the data is
