@@ -572,8 +572,10 @@ impl<T: Operations> Registration<T> {
     /// registers it with ib_core under `name` (a `printf` pattern such as `c"ferroce%d"`), as a
     /// child of `parent`, which is also the device used for DMA.
     ///
-    /// ib_core calls [`Operations`] (`query_device`, `get_port_immutable`, and for RoCE ports
-    /// `add_gid`) before this returns.
+    /// `netdev` associates a port with its network device before registration, so that ib_core
+    /// builds the port's GID table from the device's addresses right away (see also
+    /// [`Device::set_netdev`]). ib_core calls [`Operations`] (`query_device`,
+    /// `get_port_immutable`, and for RoCE ports `add_gid`) before this returns.
     ///
     /// # Errors
     ///
@@ -583,6 +585,7 @@ impl<T: Operations> Registration<T> {
         owner: &ThisModule,
         name: &CStr,
         ports: u32,
+        netdev: Option<(u32, &NetDevice)>,
         data: impl PinInit<T, Error>,
     ) -> Result<Self> {
         // SAFETY: `init_net` is a static that lives forever; the size covers `struct ib_device`,
@@ -617,6 +620,21 @@ impl<T: Operations> Registration<T> {
             (*ib).num_comp_vectors = 1;
             (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
             bindings::ib_set_device_ops(ib, &ops);
+        }
+        let associated = match netdev {
+            // SAFETY: `ib` is valid; ib_core takes its own reference to the netdev.
+            Some((port, ndev)) => to_result(unsafe {
+                bindings::ib_device_set_netdev(ib, ndev.as_raw(), port)
+            }),
+            None => Ok(()),
+        };
+        if let Err(e) = associated {
+            // SAFETY: As below for a failed registration.
+            unsafe {
+                ptr::drop_in_place(&raw mut (*dev.as_ptr()).data);
+                bindings::ib_dealloc_device(ib);
+            }
+            return Err(e);
         }
 
         // SAFETY: `ib` is fully set up; `parent` is a bound device that outlives the registration
