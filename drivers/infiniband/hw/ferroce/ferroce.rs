@@ -5,6 +5,12 @@
 //! The device is the emulated NIC of `tools/ferroce-nic`, attached to a VM
 //! with QEMU's `vfio-user-pci`. Its hardware interface is described in
 //! `Documentation/infiniband/ferroce-hw.rst`.
+//!
+//! One file per block: [`regs`] (BAR0 registers), [`cmdq`] (command queue),
+//! [`commands`] (typed command wrappers), [`eq`] (event queues), [`device`]
+//! (probe, capabilities, shutdown).
+
+#![forbid(unsafe_code)]
 
 use kernel::{
     device::Core,
@@ -13,12 +19,19 @@ use kernel::{
     prelude::*, //
 };
 
+mod cmdq;
+mod commands;
+mod device;
+mod eq;
 #[expect(
     dead_code,
     unreachable_pub,
     reason = "hw.rs is the whole interface, shared with userspace; the driver grows into it"
 )]
 mod hw;
+mod regs;
+
+use device::FerroceDevice;
 
 /// The vendor ID of the ferroce function, [`hw::PCI_VENDOR_ID`].
 const FERROCE_VENDOR: pci::Vendor = pci::Vendor::QEMU_EMULATED;
@@ -26,15 +39,13 @@ const _: () = assert!(FERROCE_VENDOR.as_raw() == hw::PCI_VENDOR_ID);
 
 struct FerroceDriver;
 
-/// Per-device state, alive while the driver is bound to a function.
-struct FerroceDevice<'bound> {
-    pdev: &'bound pci::Device,
-}
-
 kernel::pci_device_table!(
     PCI_TABLE,
     <FerroceDriver as pci::Driver>::IdInfo,
-    [(pci::DeviceId::from_id(FERROCE_VENDOR, hw::PCI_DEVICE_ID as u32), ())]
+    [(
+        pci::DeviceId::from_id(FERROCE_VENDOR, hw::PCI_DEVICE_ID as u32),
+        ()
+    )]
 );
 
 impl pci::Driver for FerroceDriver {
@@ -49,25 +60,37 @@ impl pci::Driver for FerroceDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         dev_info!(
             pdev,
-            "ferroce function {:04x}:{:04x} found\n",
+            "ferroce function {:04x}:{:04x} rev {:#04x} found\n",
             pdev.vendor_id().as_raw(),
-            pdev.device_id()
+            pdev.device_id(),
+            pdev.revision_id()
         );
-        Ok(FerroceDevice { pdev })
+        FerroceDevice::probe(pdev)
+    }
+
+    fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        this.shutdown();
     }
 }
 
-impl Drop for FerroceDevice<'_> {
+/// Prints the unload message when the module goes, after the driver is unregistered.
+///
+/// A plain `Drop` field: `#[pinned_drop]` is not allowed under `forbid(unsafe_code)`.
+struct UnloadMessage;
+
+impl Drop for UnloadMessage {
     fn drop(&mut self) {
-        dev_info!(self.pdev, "ferroce function removed\n");
+        pr_info!("RoCEv2 RDMA driver unloaded\n");
     }
 }
 
 /// The module: registers the PCI driver for as long as it is loaded.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 struct FerroceModule {
     #[pin]
     _driver: driver::Registration<pci::Adapter<FerroceDriver>>,
+    /// Dropped after `_driver`, so the message comes last.
+    _unload: UnloadMessage,
 }
 
 impl kernel::InPlaceModule for FerroceModule {
@@ -75,14 +98,8 @@ impl kernel::InPlaceModule for FerroceModule {
         pr_info!("RoCEv2 RDMA driver loaded\n");
         try_pin_init!(Self {
             _driver <- driver::Registration::new(c"ferroce", module),
+            _unload: UnloadMessage,
         })
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for FerroceModule {
-    fn drop(self: Pin<&mut Self>) {
-        pr_info!("RoCEv2 RDMA driver unloaded\n");
     }
 }
 

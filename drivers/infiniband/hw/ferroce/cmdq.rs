@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The command queue: a ring of 128-byte commands and a ring of 32-byte completions in
+//! DMA-coherent memory, a producer-index doorbell, and completion by the owner bit.
+//!
+//! Each command is its own type implementing [`hw::Command`] (the payloads of `hw.rs`), so
+//! [`Cmdq::exec`] is generic: `cmdq.exec(&hw::QueryPortCmd { port: 1, rsvd: 0 })`. Commands are
+//! serialized by a [`Mutex`] and sleep while they wait. Completion is found by polling the
+//! completion ring; once interrupts are enabled ([`Cmdq::use_interrupts`]) the waiter sleeps
+//! until EQ 1's command-done event instead. Every wait is bounded by the device's
+//! `REG_CMD_TIMEOUT_MS`: a stalled device makes commands fail with [`ETIMEDOUT`], never hang.
+//!
+//! Everything read back from the device (consumer index, completion token, index, opcode,
+//! status) is validated before use.
+
+use kernel::{
+    device,
+    dma::Coherent,
+    io::{
+        io_project,
+        io_read,
+        poll::read_poll_timeout,
+        Io, //
+    },
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        barrier::{
+            dma_mb,
+            Read, //
+        },
+        new_mutex,
+        Arc,
+        Mutex, //
+    },
+    time::{
+        delay::fsleep,
+        Delta,
+        Instant,
+        Monotonic, //
+    },
+};
+
+use crate::{
+    eq::{
+        CmdEvents,
+        EventQueue, //
+    },
+    hw,
+    regs::{
+        self,
+        SharedBar, //
+    },
+};
+
+/// log2 of the entries of both command rings.
+pub(crate) const CMDQ_LOG_SIZE: u32 = 6;
+const _: () = assert!(CMDQ_LOG_SIZE <= hw::MAX_LOG_CMDQ);
+
+/// Longest sleep between two looks at the completion ring while polling.
+const POLL_MAX: Delta = Delta::from_millis(1);
+/// Longest sleep on the command EQ before looking at the ring again.
+const EVENT_WAIT_MAX: Delta = Delta::from_millis(100);
+
+/// Maps a command status (`hw::STATUS_*`, any width) to its name and an errno.
+pub(crate) fn status_error(status: u32) -> (&'static str, Error) {
+    let Ok(status) = u8::try_from(status) else {
+        return ("unknown", EIO);
+    };
+    let err = match status {
+        hw::STATUS_BAD_OPCODE | hw::STATUS_NOT_SUPPORTED => EOPNOTSUPP,
+        hw::STATUS_BAD_PARAM | hw::STATUS_BAD_STATE | hw::STATUS_BAD_SIZE => EINVAL,
+        hw::STATUS_BAD_RESOURCE => ENOENT,
+        hw::STATUS_NO_RESOURCES => ENOMEM,
+        hw::STATUS_BUSY => EBUSY,
+        hw::STATUS_DMA_ERROR => EFAULT,
+        _ => EIO,
+    };
+    (hw::status_name(status), err)
+}
+
+/// Whether the queue is enabled in the device; disables it on drop.
+///
+/// A field of [`Cmdq`] declared before the rings, so that the device stops using them before
+/// their memory is freed, also when probe fails half-way.
+struct CmdqEnable {
+    dev: ARef<device::Device>,
+    bar: Arc<SharedBar>,
+    live: Atomic<bool>,
+}
+
+impl CmdqEnable {
+    fn is_live(&self) -> bool {
+        self.live.load(Relaxed)
+    }
+
+    /// Disables the queue in the device, once, and waits until the device says so.
+    fn disable(&self) {
+        if !self.live.xchg(false, Relaxed) {
+            return;
+        }
+        let done = self
+            .bar
+            .with(|bar| bar.write_reg(regs::CMDQ_CTRL::zeroed()))
+            .and_then(|()| {
+                read_poll_timeout(
+                    || self.bar.with(|bar| bar.read(regs::CMDQ_STATUS)),
+                    |status: &regs::CMDQ_STATUS| !status.enabled().into_bool(),
+                    Delta::from_micros(10),
+                    Delta::from_millis(100),
+                )
+            });
+        if let Err(e) = done {
+            dev_warn!(self.dev, "disabling the command queue failed: {:?}\n", e);
+        }
+    }
+}
+
+impl Drop for CmdqEnable {
+    fn drop(&mut self) {
+        self.disable();
+    }
+}
+
+/// Producer side of the command ring.
+struct CmdqState {
+    /// Producer index: the next command's slot.
+    pi: u16,
+    /// Token of the last command.
+    token: u32,
+}
+
+/// The command queue.
+#[pin_data]
+pub(crate) struct Cmdq {
+    dev: ARef<device::Device>,
+    bar: Arc<SharedBar>,
+    ring: hw::Ring,
+    timeout_ms: u32,
+    /// Disables the queue in the device when dropped; declared before the rings.
+    enable: CmdqEnable,
+    /// Command ring, `hw::CMD_ENTRY_SIZE`-byte entries.
+    sq: Coherent<[u8]>,
+    /// Completion ring, [`hw::CmdCompletion`] entries.
+    cq: Coherent<[u8]>,
+    #[pin]
+    state: Mutex<CmdqState>,
+    /// EQ 1, which receives a command-done event per command.
+    events: Arc<EventQueue<CmdEvents>>,
+    /// Wait for EQ 1's events instead of sleeping between looks at the completion ring.
+    irq_mode: Atomic<bool>,
+}
+
+impl Cmdq {
+    /// Allocates the rings and enables the queue in the device (bring-up step 4).
+    ///
+    /// `timeout_ms` is the device's `REG_CMD_TIMEOUT_MS`; `events` is EQ 1.
+    ///
+    /// # Errors
+    ///
+    /// Allocation failures, [`ENODEV`] if the BAR is gone, [`EIO`] if the device refuses the
+    /// queue (logged).
+    pub(crate) fn new(
+        dev: &device::Device<device::Bound>,
+        bar: &Arc<SharedBar>,
+        timeout_ms: u32,
+        events: Arc<EventQueue<CmdEvents>>,
+    ) -> Result<Arc<Self>> {
+        let ring = hw::Ring::new(CMDQ_LOG_SIZE, hw::MAX_LOG_CMDQ).ok_or(EINVAL)?;
+        let entries = usize::try_from(ring.size())?;
+        let sq = Coherent::<u8>::zeroed_slice(dev, entries * hw::CMD_ENTRY_SIZE, GFP_KERNEL)?;
+        let cq = Coherent::<u8>::zeroed_slice(dev, entries * hw::CmdCompletion::SIZE, GFP_KERNEL)?;
+        let dev: &device::Device = dev;
+        let dev: ARef<device::Device> = dev.into();
+        // Built outside the initializer, whose initialized fields shadow locals.
+        let enable = CmdqEnable {
+            dev: dev.clone(),
+            bar: bar.clone(),
+            live: Atomic::new(false),
+        };
+        let cmdq = Arc::pin_init(
+            try_pin_init!(Self {
+                dev,
+                bar: bar.clone(),
+                ring,
+                timeout_ms,
+                enable,
+                sq,
+                cq,
+                state <- new_mutex!(CmdqState { pi: 0, token: 0 }, "ferroce::cmdq"),
+                events,
+                irq_mode: Atomic::new(false),
+            }),
+            GFP_KERNEL,
+        )?;
+        cmdq.start()?;
+        Ok(cmdq)
+    }
+
+    /// Programs and enables the queue in the device.
+    fn start(&self) -> Result {
+        let (sq, cq) = (self.sq.dma_address(), self.cq.dma_address());
+        let status = self.bar.with(|bar| {
+            bar.write_reg(regs::CMDQ_SQ_BASE_LO::from_raw(sq as u32));
+            bar.write_reg(regs::CMDQ_SQ_BASE_HI::from_raw((sq >> 32) as u32));
+            bar.write_reg(regs::CMDQ_CQ_BASE_LO::from_raw(cq as u32));
+            bar.write_reg(regs::CMDQ_CQ_BASE_HI::from_raw((cq >> 32) as u32));
+            bar.write_reg(regs::CMDQ_LOG_SIZE::from_raw(self.ring.log_size()));
+            bar.write_reg(regs::CMDQ_CTRL::zeroed().with_enable(true));
+            bar.read(regs::CMDQ_STATUS)
+        })?;
+        // From here on the device may use the rings: disable it before freeing them.
+        self.enable.live.store(true, Relaxed);
+        if status.error().into_bool() || !status.enabled().into_bool() {
+            dev_err!(
+                self.dev,
+                "the device refused the command queue (status {:#x})\n",
+                status.into_raw()
+            );
+            return Err(EIO);
+        }
+        Ok(())
+    }
+
+    /// Executes a command and waits for its completion.
+    ///
+    /// # Errors
+    ///
+    /// - [`ETIMEDOUT`] if the device does not complete it within `REG_CMD_TIMEOUT_MS`;
+    /// - the device's status mapped to an errno (see [`status_error`]);
+    /// - [`EIO`] for a completion that does not match the command;
+    /// - [`ENODEV`] once the queue is disabled or the device unbound.
+    ///
+    /// Every error is logged with the command's name.
+    pub(crate) fn exec<C: hw::Command>(&self, cmd: &C) -> Result<hw::CmdCompletion> {
+        self.exec_with_output(cmd, 0)
+    }
+
+    /// Executes a command whose results go to the DMA buffer at `out_addr` (`CMD_QUERY_QP`,
+    /// `CMD_QUERY_COUNTERS`), like [`Self::exec`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::exec`].
+    pub(crate) fn exec_with_output<C: hw::Command>(
+        &self,
+        cmd: &C,
+        out_addr: u64,
+    ) -> Result<hw::CmdCompletion> {
+        let name = hw::command_name(C::OPCODE);
+        let mut state = self.state.lock();
+        if !self.enable.is_live() {
+            return Err(ENODEV);
+        }
+        let pi = state.pi;
+        self.wait_for_space(pi, name)?;
+
+        state.token = state.token.wrapping_add(1);
+        let token = state.token;
+        let header = hw::CmdHeader {
+            opcode: C::OPCODE,
+            flags: 0,
+            token,
+            out_addr,
+        };
+        let entry = hw::encode_command(&header, &cmd.to_payload());
+        let off = usize::try_from(self.ring.slot(pi))? * hw::CMD_ENTRY_SIZE;
+        io_project!(&self.sq, [try: off..off + hw::CMD_ENTRY_SIZE]).copy_from_slice(&entry);
+        // The command is posted whatever happens next: the next one goes to the next slot.
+        state.pi = pi.wrapping_add(1);
+        // `writel` orders the doorbell after the entry's memory writes.
+        self.bar
+            .with(|bar| bar.write_reg(regs::CMDQ_DB::zeroed().with_pi(state.pi)))?;
+
+        let completion = self.wait_for_completion(pi, token, name);
+        if !self.irq_mode.load(Relaxed) {
+            // Nobody else drains EQ 1 while polling: take this command's event off it. A
+            // failure here is the device going away, which the next command reports.
+            let _ = self.events.poll();
+        }
+        let completion = completion?;
+
+        if completion.token != token || completion.index != pi || completion.opcode != C::OPCODE {
+            dev_err!(
+                self.dev,
+                "command {}: bogus completion (token {:#x}, index {}, opcode {:#06x}; expected {:#x}, {}, {:#06x})\n",
+                name,
+                completion.token,
+                completion.index,
+                completion.opcode,
+                token,
+                pi,
+                C::OPCODE
+            );
+            return Err(EIO);
+        }
+        if completion.status != hw::STATUS_OK {
+            let (status, err) = status_error(u32::from(completion.status));
+            dev_err!(
+                self.dev,
+                "command {} failed: status {} ({}), syndrome {}\n",
+                name,
+                status,
+                completion.status,
+                completion.syndrome
+            );
+            return Err(err);
+        }
+        Ok(completion)
+    }
+
+    /// The device's consumer index, validated against our producer index `pi`.
+    fn device_ci(&self, pi: u16, name: &str) -> Result<u16> {
+        let raw = self.bar.with(|bar| bar.read(regs::CMDQ_CI).into_raw())?;
+        match u16::try_from(raw) {
+            Ok(ci) if self.ring.producer_valid(pi, ci) => Ok(ci),
+            _ => {
+                dev_err!(
+                    self.dev,
+                    "command {}: bogus command queue consumer index {:#x} (producer index {})\n",
+                    name,
+                    raw,
+                    pi
+                );
+                Err(EIO)
+            }
+        }
+    }
+
+    /// Waits until the slot of `pi` is free: only commands that timed out can still hold slots.
+    fn wait_for_space(&self, pi: u16, name: &str) -> Result {
+        let timeout = Delta::from_millis(i64::from(self.timeout_ms));
+        let start = Instant::<Monotonic>::now();
+        loop {
+            let ci = self.device_ci(pi, name)?;
+            if !self.ring.is_full(pi, ci) {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                dev_err!(
+                    self.dev,
+                    "command {} timed out after {} ms: the command queue is full ({} commands outstanding)\n",
+                    name,
+                    self.timeout_ms,
+                    self.ring.used(pi, ci)
+                );
+                return Err(ETIMEDOUT);
+            }
+            fsleep(POLL_MAX);
+        }
+    }
+
+    /// The completion of the command at index `pi`, if the device has written it.
+    fn completion(&self, pi: u16) -> Result<Option<hw::CmdCompletion>> {
+        let off = usize::try_from(self.ring.slot(pi))? * hw::CmdCompletion::SIZE;
+        let owner: u8 = io_read!(&self.cq, [try: off + hw::CMD_COMPLETION_OWNER_OFFSET]);
+        if !self.ring.entry_valid(pi, owner) {
+            return Ok(None);
+        }
+        // The device writes the body before the owner byte; read it only after seeing the owner.
+        dma_mb(Read);
+        let mut bytes = [0u8; hw::CmdCompletion::SIZE];
+        io_project!(&self.cq, [try: off..off + hw::CmdCompletion::SIZE]).copy_to_slice(&mut bytes);
+        Ok(Some(hw::CmdCompletion::decode(&bytes)))
+    }
+
+    /// Waits for the completion of the command at index `pi`, at most `REG_CMD_TIMEOUT_MS`.
+    fn wait_for_completion(&self, pi: u16, token: u32, name: &str) -> Result<hw::CmdCompletion> {
+        let timeout = Delta::from_millis(i64::from(self.timeout_ms));
+        let start = Instant::<Monotonic>::now();
+        let mut sleep = Delta::from_micros(10);
+        loop {
+            if let Some(completion) = self.completion(pi)? {
+                return Ok(completion);
+            }
+            let elapsed = start.elapsed();
+            if elapsed > timeout {
+                self.report_timeout(pi, name);
+                return Err(ETIMEDOUT);
+            }
+            if self.irq_mode.load(Relaxed) {
+                let left = timeout - elapsed;
+                self.events.dispatcher().wait(
+                    token,
+                    if left < EVENT_WAIT_MAX {
+                        left
+                    } else {
+                        EVENT_WAIT_MAX
+                    },
+                );
+            } else {
+                fsleep(sleep);
+                if sleep < POLL_MAX {
+                    sleep = sleep * 2;
+                }
+            }
+        }
+    }
+
+    fn report_timeout(&self, pi: u16, name: &str) {
+        let regs = self.bar.with(|bar| {
+            (
+                bar.read(regs::CMDQ_CI).into_raw(),
+                bar.read(regs::DEV_STATUS),
+                bar.read(regs::FATAL_CODE).into_raw(),
+            )
+        });
+        match regs {
+            Ok((ci, status, fatal)) => {
+                let (sep, fatal) = if status.fatal().into_bool() {
+                    (", fatal error: ", crate::eq::fatal_name(fatal))
+                } else {
+                    ("", "")
+                };
+                dev_err!(
+                    self.dev,
+                    "command {} timed out after {} ms (index {}, device consumer index {:#x}, device status {:#x}{}{})\n",
+                    name,
+                    self.timeout_ms,
+                    pi,
+                    ci,
+                    status.into_raw(),
+                    sep,
+                    fatal
+                );
+            }
+            Err(_) => {
+                dev_err!(
+                    self.dev,
+                    "command {} timed out after {} ms (device gone)\n",
+                    name,
+                    self.timeout_ms
+                );
+            }
+        }
+    }
+
+    /// Waits for EQ 1's command-done events instead of polling: call once EQ 1's interrupt
+    /// handler is registered and its interrupts enabled.
+    #[expect(dead_code, reason = "called once MSI-X handlers are wired")]
+    pub(crate) fn use_interrupts(&self, on: bool) {
+        self.irq_mode.store(on, Relaxed);
+    }
+
+    /// Disables the queue: waits for a command in flight, then tells the device; later commands
+    /// fail with [`ENODEV`].
+    pub(crate) fn disable(&self) {
+        let _state = self.state.lock();
+        self.enable.disable();
+    }
+
+    /// The device, for messages.
+    pub(crate) fn device(&self) -> &device::Device {
+        &self.dev
+    }
+
+    /// The command timeout, in milliseconds.
+    pub(crate) fn timeout_ms(&self) -> u32 {
+        self.timeout_ms
+    }
+
+    /// Number of entries of each ring.
+    pub(crate) fn size(&self) -> u32 {
+        self.ring.size()
+    }
+}

@@ -1,0 +1,704 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Event queues: EQ 0 (async events) and EQ 1 (command completions).
+//!
+//! Both are created through the EQ setup registers, with their rings in DMA-coherent memory.
+//! [`EventQueue::handle`] drains a queue (owner bits, `hw::Ring` arithmetic), dispatches each
+//! entry by type and returns the consumed entries to the device through `REG_EQ_DB`, re-arming
+//! the queue once interrupts are enabled. It runs in hard-IRQ context: the queue state sits in a
+//! [`SpinLockIrq`], everything else is atomics, so an MSI-X handler has only to call it (see
+//! [`EqIrq`] and [`EventQueues`], which implement [`irq::Handler`]).
+//!
+//! Every value read from an EQE is validated before use; an entry that makes no sense is counted
+//! and reported, never used as an index.
+
+use kernel::{
+    device::{
+        self,
+        Bound, //
+    },
+    dma::Coherent,
+    io::{
+        io_project,
+        io_read,
+        Io, //
+    },
+    irq::{
+        self,
+        IrqReturn, //
+    },
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        barrier::{
+            dma_mb,
+            Read, //
+        },
+        new_condvar,
+        new_spinlock_irq,
+        Arc,
+        CondVar,
+        CondVarTimeoutResult,
+        SpinLockIrq, //
+    },
+    time::{
+        delay::fsleep,
+        msecs_to_jiffies,
+        Delta, //
+    },
+};
+
+use crate::{
+    cmdq, hw,
+    regs::{
+        self,
+        SharedBar, //
+    },
+};
+
+/// log2 of the async EQ's entries.
+const ASYNC_EQ_LOG_SIZE: u32 = 8;
+/// log2 of the command EQ's entries: at least the command ring's, so that command events never
+/// overrun it while commands are serialized.
+const CMD_EQ_LOG_SIZE: u32 = 7;
+const _: () = assert!(CMD_EQ_LOG_SIZE >= cmdq::CMDQ_LOG_SIZE);
+
+/// MSI-X vector of the async EQ.
+pub(crate) const ASYNC_VECTOR: u32 = 0;
+/// MSI-X vector of the command EQ (vector 0 too if the device has a single vector).
+pub(crate) const CMD_VECTOR: u32 = 1;
+
+/// How many bogus entries per queue are reported in the log (all are counted).
+const BOGUS_REPORTS: u32 = 8;
+
+/// What an event queue does with its entries.
+pub(crate) trait EqDispatch: Send + Sync {
+    /// Name of the queue, for messages.
+    const NAME: &'static str;
+
+    /// Handles one entry, in any context (hard IRQ included).
+    ///
+    /// Returns `false` if the entry is not valid for this queue (unknown type, fields out of
+    /// range); the caller counts and reports it.
+    fn dispatch(&self, dev: &device::Device, eqe: &hw::Eqe) -> bool;
+}
+
+/// Whether EQ `eqn` exists in the device; destroys it on drop.
+///
+/// A field of [`EventQueue`] declared before the ring, so that the device stops writing the ring
+/// before its memory is freed, also when probe fails half-way.
+struct EqSetup {
+    dev: ARef<device::Device>,
+    bar: Arc<SharedBar>,
+    eqn: u8,
+    live: Atomic<bool>,
+}
+
+impl EqSetup {
+    /// Creates the EQ in the device from the setup registers.
+    fn create(&self, buf: &Coherent<[u8]>, ring: hw::Ring, vector: u32) -> Result {
+        let addr = buf.dma_address();
+        let status = self.bar.with(|bar| {
+            bar.write_reg(regs::EQ_SETUP_BASE_LO::from_raw(addr as u32));
+            bar.write_reg(regs::EQ_SETUP_BASE_HI::from_raw((addr >> 32) as u32));
+            bar.write_reg(regs::EQ_SETUP_LOG_SIZE::from_raw(ring.log_size()));
+            bar.write_reg(regs::EQ_SETUP_VECTOR::from_raw(vector));
+            bar.write_reg(
+                regs::EQ_SETUP_CTRL::zeroed()
+                    .with_create(true)
+                    .with_eqn(self.eqn),
+            );
+            bar.read(regs::EQ_SETUP_STATUS).into_raw()
+        })?;
+        if status != u32::from(hw::STATUS_OK) {
+            let (name, err) = cmdq::status_error(status);
+            dev_err!(
+                self.dev,
+                "creating EQ {} failed: status {} ({})\n",
+                self.eqn,
+                name,
+                status
+            );
+            return Err(err);
+        }
+        self.live.store(true, Relaxed);
+        Ok(())
+    }
+
+    fn is_live(&self) -> bool {
+        self.live.load(Relaxed)
+    }
+
+    /// Destroys the EQ in the device, once.
+    fn destroy(&self) {
+        if !self.live.xchg(false, Relaxed) {
+            return;
+        }
+        let status = self.bar.with(|bar| {
+            bar.write_reg(regs::EQ_SETUP_CTRL::zeroed().with_eqn(self.eqn));
+            bar.read(regs::EQ_SETUP_STATUS).into_raw()
+        });
+        match status {
+            Ok(status) if status == u32::from(hw::STATUS_OK) => (),
+            Ok(status) => {
+                dev_warn!(
+                    self.dev,
+                    "destroying EQ {} failed: status {} ({})\n",
+                    self.eqn,
+                    cmdq::status_error(status).0,
+                    status
+                );
+            }
+            Err(_) => (),
+        }
+    }
+}
+
+impl Drop for EqSetup {
+    fn drop(&mut self) {
+        self.destroy();
+    }
+}
+
+/// Mutable state of an event queue.
+struct EqState {
+    /// Consumer index: the next entry to look at.
+    ci: u16,
+}
+
+/// An event queue: a ring of [`hw::Eqe`] written by the device, and its dispatcher.
+#[pin_data]
+pub(crate) struct EventQueue<D: EqDispatch> {
+    dev: ARef<device::Device>,
+    bar: Arc<SharedBar>,
+    eqn: u8,
+    ring: hw::Ring,
+    /// Destroys the EQ in the device when dropped; declared before `buf`, so dropped first.
+    setup: EqSetup,
+    buf: Coherent<[u8]>,
+    #[pin]
+    state: SpinLockIrq<EqState>,
+    /// Re-arm after each drain: set once an interrupt handler is registered.
+    irq_mode: Atomic<bool>,
+    /// Entries handled.
+    events: Atomic<u64>,
+    /// Entries that made no sense.
+    bogus: Atomic<u32>,
+    #[pin]
+    dispatch: D,
+}
+
+impl<D: EqDispatch> EventQueue<D> {
+    /// Allocates the ring of EQ `eqn` and creates the queue in the device.
+    ///
+    /// # Errors
+    ///
+    /// Allocation failures, [`ENODEV`] if the BAR is gone, or the device's status for the setup
+    /// write mapped to an errno (logged).
+    fn new(
+        dev: &device::Device<Bound>,
+        bar: &Arc<SharedBar>,
+        eqn: u8,
+        log_size: u32,
+        vector: u32,
+        dispatch: impl PinInit<D, Error>,
+    ) -> Result<Arc<Self>> {
+        let ring = hw::Ring::new(log_size, hw::MAX_LOG_QUEUE).ok_or(EINVAL)?;
+        let entries = usize::try_from(ring.size())?;
+        let buf = Coherent::<u8>::zeroed_slice(dev, entries * hw::EQE_SIZE, GFP_KERNEL)?;
+        let dev: &device::Device = dev;
+        let dev: ARef<device::Device> = dev.into();
+        // Built outside the initializer, whose initialized fields shadow locals.
+        let setup = EqSetup {
+            dev: dev.clone(),
+            bar: bar.clone(),
+            eqn,
+            live: Atomic::new(false),
+        };
+        let eq = Arc::pin_init(
+            try_pin_init!(Self {
+                dev,
+                bar: bar.clone(),
+                eqn,
+                ring,
+                setup,
+                buf,
+                state <- new_spinlock_irq!(EqState { ci: 0 }, "ferroce::eq"),
+                irq_mode: Atomic::new(false),
+                events: Atomic::new(0),
+                bogus: Atomic::new(0),
+                dispatch <- dispatch,
+            }),
+            GFP_KERNEL,
+        )?;
+        // The memory exists before the device learns its address; if creation fails, dropping
+        // `eq` frees it (the EQ was never live).
+        eq.setup.create(&eq.buf, ring, vector)?;
+        Ok(eq)
+    }
+
+    /// The EQ number.
+    pub(crate) fn eqn(&self) -> u8 {
+        self.eqn
+    }
+
+    /// The dispatcher.
+    pub(crate) fn dispatcher(&self) -> &D {
+        &self.dispatch
+    }
+
+    /// Entries handled so far.
+    pub(crate) fn events(&self) -> u64 {
+        self.events.load(Relaxed)
+    }
+
+    /// Drains the queue: dispatches every new entry, returns them to the device and, once
+    /// interrupts are enabled, re-arms it. Safe in any context, including the queue's MSI-X
+    /// handler; concurrent callers are serialized.
+    ///
+    /// Returns [`IrqReturn::Handled`] if any entry was consumed.
+    pub(crate) fn handle(&self) -> IrqReturn {
+        match self.poll() {
+            Ok(0) | Err(_) => IrqReturn::None,
+            Ok(_) => IrqReturn::Handled,
+        }
+    }
+
+    /// Drains the queue like [`Self::handle`] and returns the number of entries consumed.
+    ///
+    /// # Errors
+    ///
+    /// [`ENODEV`] if the BAR is gone (the entries are consumed all the same).
+    pub(crate) fn poll(&self) -> Result<u32> {
+        let mut state = self.state.lock();
+        if !self.setup.is_live() {
+            return Ok(0);
+        }
+        let mut consumed = 0;
+        // At most one ring's worth per call: a device that keeps writing cannot keep us here.
+        while consumed < self.ring.size() {
+            let ci = state.ci;
+            let Some(eqe) = self.entry(ci)? else {
+                break;
+            };
+            state.ci = ci.wrapping_add(1);
+            consumed += 1;
+            self.events.fetch_add(1, Relaxed);
+            if !self.dispatch.dispatch(&self.dev, &eqe) {
+                self.report_bogus(ci, &eqe);
+            }
+        }
+        let arm = self.irq_mode.load(Relaxed);
+        if consumed > 0 || arm {
+            let doorbell = hw::EqDoorbell {
+                eqn: self.eqn,
+                ci: state.ci,
+                arm,
+            };
+            self.bar
+                .with(|bar| bar.write_reg(regs::EQ_DB::from_raw(doorbell.encode())))?;
+        }
+        Ok(consumed)
+    }
+
+    /// The entry at index `ci` if the device has written it (owner bit of the current pass).
+    fn entry(&self, ci: u16) -> Result<Option<hw::Eqe>> {
+        let slot = usize::try_from(self.ring.slot(ci))?;
+        let off = slot * hw::EQE_SIZE;
+        let owner: u8 = io_read!(&self.buf, [try: off + hw::EQE_OWNER_OFFSET]);
+        if !self.ring.entry_valid(ci, owner) {
+            return Ok(None);
+        }
+        // The device writes the body before the owner byte; read it only after seeing the owner.
+        dma_mb(Read);
+        let mut bytes = [0u8; hw::EQE_SIZE];
+        io_project!(&self.buf, [try: off..off + hw::EQE_SIZE]).copy_to_slice(&mut bytes);
+        Ok(Some(hw::Eqe::decode(&bytes)))
+    }
+
+    fn report_bogus(&self, ci: u16, eqe: &hw::Eqe) {
+        let n = self.bogus.fetch_add(1, Relaxed);
+        if n < BOGUS_REPORTS {
+            let more = if n + 1 == BOGUS_REPORTS {
+                " (further bogus entries are not reported)"
+            } else {
+                ""
+            };
+            dev_warn!(
+                self.dev,
+                "{} EQ {}: ignoring bogus entry {}: type {:#04x} subtype {:#04x} data {:#x} {:#x}{}\n",
+                D::NAME,
+                self.eqn,
+                ci,
+                eqe.event_type,
+                eqe.subtype,
+                eqe.data0,
+                eqe.data1,
+                more
+            );
+        }
+    }
+
+    /// Makes every drain re-arm the queue, and arms it now: call once its interrupt handler is
+    /// registered.
+    ///
+    /// # Errors
+    ///
+    /// [`ENODEV`] if the BAR is gone.
+    #[expect(dead_code, reason = "called once MSI-X handlers are wired")]
+    pub(crate) fn enable_interrupts(&self) -> Result {
+        self.irq_mode.store(true, Relaxed);
+        self.poll().map(|_| ())
+    }
+
+    /// Destroys the queue in the device (once); later drains do nothing.
+    pub(crate) fn destroy(&self) {
+        // Under the lock, so that no drain is half-way through when the device forgets the EQ.
+        let _state = self.state.lock();
+        self.setup.destroy();
+    }
+}
+
+/// An MSI-X handler for one event queue.
+#[expect(dead_code, reason = "registered once MSI-X handlers are wired")]
+pub(crate) struct EqIrq<D: EqDispatch>(pub(crate) Arc<EventQueue<D>>);
+
+impl<D: EqDispatch> irq::Handler for EqIrq<D> {
+    fn handle(&self) -> IrqReturn {
+        self.0.handle()
+    }
+}
+
+/// An asynchronous event, decoded and validated from an EQ 0 entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AsyncEvent {
+    /// The port went up.
+    PortActive,
+    /// The port went down.
+    PortDown,
+    /// The device stopped (`hw::FATAL_*`); only a reset recovers.
+    DeviceFatal(u32),
+    /// A QP event: `hw::EVENT_QP_*`, `EVENT_SQ_DRAINED` or `EVENT_COMM_EST`, with the QPN and the
+    /// subtype (`hw::WQE_ERR_*` for `QP_FATAL`).
+    Qp {
+        /// The event type.
+        event: u8,
+        /// The QP number.
+        qpn: u32,
+        /// The subtype.
+        subtype: u8,
+    },
+    /// A CQ died (overrun or DMA error).
+    CqError(u32),
+    /// An SRQ event: `hw::EVENT_SRQ_LIMIT` or `EVENT_SRQ_ERR`.
+    Srq {
+        /// The event type.
+        event: u8,
+        /// The SRQ number.
+        srqn: u32,
+    },
+    /// A doorbell was rejected.
+    DoorbellError {
+        /// The context (doorbell page).
+        ctx: u32,
+        /// The raw doorbell value.
+        value: u32,
+    },
+}
+
+impl AsyncEvent {
+    /// Decodes an entry of the async EQ; `None` if it is not a valid async event.
+    pub(crate) fn decode(eqe: &hw::Eqe) -> Option<Self> {
+        let event = match eqe.event_type {
+            hw::EVENT_PORT_ACTIVE | hw::EVENT_PORT_DOWN => {
+                // There is one port.
+                if eqe.data0 != 1 {
+                    return None;
+                }
+                if eqe.event_type == hw::EVENT_PORT_ACTIVE {
+                    Self::PortActive
+                } else {
+                    Self::PortDown
+                }
+            }
+            hw::EVENT_DEVICE_FATAL => Self::DeviceFatal(eqe.data0),
+            hw::EVENT_QP_FATAL
+            | hw::EVENT_QP_REQ_ERR
+            | hw::EVENT_QP_ACCESS_ERR
+            | hw::EVENT_QP_LAST_WQE_REACHED
+            | hw::EVENT_SQ_DRAINED
+            | hw::EVENT_COMM_EST => Self::Qp {
+                event: eqe.event_type,
+                qpn: eqe.data0,
+                subtype: eqe.subtype,
+            },
+            hw::EVENT_CQ_ERROR => Self::CqError(eqe.data0),
+            hw::EVENT_SRQ_LIMIT | hw::EVENT_SRQ_ERR => Self::Srq {
+                event: eqe.event_type,
+                srqn: eqe.data0,
+            },
+            hw::EVENT_DOORBELL_ERROR => Self::DoorbellError {
+                ctx: eqe.data0,
+                value: eqe.data1,
+            },
+            _ => return None,
+        };
+        Some(event)
+    }
+}
+
+/// Name of a `hw::FATAL_*` code.
+pub(crate) fn fatal_name(code: u32) -> &'static str {
+    match code {
+        hw::FATAL_NONE => "none",
+        hw::FATAL_CMDQ_DMA => "command queue DMA",
+        hw::FATAL_EQ_DMA => "event queue DMA",
+        hw::FATAL_INTERNAL => "internal",
+        hw::FATAL_INJECTED => "injected",
+        _ => "unknown",
+    }
+}
+
+/// Dispatcher of EQ 0: port state, device fatal, object errors.
+pub(crate) struct AsyncEvents {
+    /// `hw::PORT_STATE_*` as last reported (by `CMD_QUERY_PORT` or an event).
+    port_state: Atomic<u32>,
+    /// `hw::FATAL_*` reported by a `DEVICE_FATAL` event, or `FATAL_NONE`.
+    fatal: Atomic<u32>,
+}
+
+impl AsyncEvents {
+    fn new() -> Self {
+        Self {
+            port_state: Atomic::new(u32::from(hw::PORT_STATE_DOWN)),
+            fatal: Atomic::new(hw::FATAL_NONE),
+        }
+    }
+
+    /// The port state (`hw::PORT_STATE_*`) as last reported.
+    #[expect(dead_code, reason = "read by the verbs (query_port)")]
+    pub(crate) fn port_state(&self) -> u8 {
+        if self.port_state.load(Relaxed) == u32::from(hw::PORT_STATE_ACTIVE) {
+            hw::PORT_STATE_ACTIVE
+        } else {
+            hw::PORT_STATE_DOWN
+        }
+    }
+
+    /// Records the port state read by `CMD_QUERY_PORT`.
+    pub(crate) fn set_port_state(&self, state: u8) {
+        self.port_state.store(u32::from(state), Relaxed);
+    }
+
+    /// The fatal code reported by the device, if any.
+    #[expect(dead_code, reason = "read by the ib_device glue")]
+    pub(crate) fn fatal(&self) -> Option<u32> {
+        match self.fatal.load(Relaxed) {
+            hw::FATAL_NONE => None,
+            code => Some(code),
+        }
+    }
+
+    /// Acts on a validated async event.
+    ///
+    /// This is the hook for ib_core events: port up/down become `IB_EVENT_PORT_ACTIVE` /
+    /// `IB_EVENT_PORT_ERR`, a fatal error `IB_EVENT_DEVICE_FATAL`, object errors the QP/CQ/SRQ
+    /// events, once the ib_device is registered.
+    fn deliver(&self, dev: &device::Device, event: AsyncEvent) {
+        match event {
+            AsyncEvent::PortActive => {
+                self.set_port_state(hw::PORT_STATE_ACTIVE);
+                dev_info!(dev, "port 1 is ACTIVE\n");
+            }
+            AsyncEvent::PortDown => {
+                self.set_port_state(hw::PORT_STATE_DOWN);
+                dev_info!(dev, "port 1 is DOWN\n");
+            }
+            AsyncEvent::DeviceFatal(code) => {
+                self.fatal.store(code, Relaxed);
+                dev_err!(
+                    dev,
+                    "device fatal error {} ({}); the device stopped\n",
+                    code,
+                    fatal_name(code)
+                );
+            }
+            AsyncEvent::Qp {
+                event,
+                qpn,
+                subtype,
+            } => {
+                dev_warn!(
+                    dev,
+                    "QP {} event {:#04x} (subtype {})\n",
+                    qpn,
+                    event,
+                    subtype
+                );
+            }
+            AsyncEvent::CqError(cqn) => dev_warn!(dev, "CQ {} error\n", cqn),
+            AsyncEvent::Srq { event, srqn } => {
+                dev_warn!(dev, "SRQ {} event {:#04x}\n", srqn, event);
+            }
+            AsyncEvent::DoorbellError { ctx, value } => {
+                dev_warn!(
+                    dev,
+                    "doorbell {:#010x} of context {} rejected\n",
+                    value,
+                    ctx
+                );
+            }
+        }
+    }
+}
+
+impl EqDispatch for AsyncEvents {
+    const NAME: &'static str = "async";
+
+    fn dispatch(&self, dev: &device::Device, eqe: &hw::Eqe) -> bool {
+        match AsyncEvent::decode(eqe) {
+            Some(event) => {
+                self.deliver(dev, event);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The last command-done event.
+struct CmdDone {
+    /// Events seen; the other fields are valid when non-zero.
+    count: u64,
+    token: u32,
+}
+
+/// Dispatcher of EQ 1: command-done events wake the command waiting for them.
+#[pin_data]
+pub(crate) struct CmdEvents {
+    #[pin]
+    done: SpinLockIrq<CmdDone>,
+    #[pin]
+    waiters: CondVar,
+}
+
+impl CmdEvents {
+    fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            done <- new_spinlock_irq!(CmdDone { count: 0, token: 0 }, "ferroce::cmd_done"),
+            waiters <- new_condvar!("ferroce::cmd_waiters"),
+        })
+    }
+
+    /// Sleeps until the command-done event of `token` arrives, or for at most `max`.
+    ///
+    /// The caller checks the completion ring itself afterwards: this is only a wake-up, and a
+    /// lost or bogus event costs at most `max`.
+    pub(crate) fn wait(&self, token: u32, max: Delta) {
+        let ms = u32::try_from(max.as_millis_ceil())
+            .unwrap_or(u32::MAX)
+            .max(1);
+        let mut done = self.done.lock();
+        if done.count != 0 && done.token == token {
+            return;
+        }
+        if let CondVarTimeoutResult::Signal { .. } = self
+            .waiters
+            .wait_interruptible_timeout(&mut done, msecs_to_jiffies(ms))
+        {
+            // With a signal pending the wait returns at once; sleep instead of spinning.
+            drop(done);
+            fsleep(Delta::from_millis(1));
+        }
+    }
+}
+
+impl EqDispatch for CmdEvents {
+    const NAME: &'static str = "command";
+
+    fn dispatch(&self, _dev: &device::Device, eqe: &hw::Eqe) -> bool {
+        // data1 is a command ring index: 16 bits.
+        if eqe.event_type != hw::EVENT_CMD_DONE || eqe.data1 > u32::from(u16::MAX) {
+            return false;
+        }
+        {
+            let mut done = self.done.lock();
+            done.count += 1;
+            done.token = eqe.data0;
+        }
+        self.waiters.notify_all();
+        true
+    }
+}
+
+/// EQ 0 and EQ 1.
+#[derive(Clone)]
+pub(crate) struct EventQueues {
+    /// EQ 0: async events.
+    pub(crate) async_eq: Arc<EventQueue<AsyncEvents>>,
+    /// EQ 1: command completions.
+    pub(crate) cmd_eq: Arc<EventQueue<CmdEvents>>,
+}
+
+impl EventQueues {
+    /// Creates EQ 0 and EQ 1 in the device (bring-up step 3).
+    ///
+    /// # Errors
+    ///
+    /// As [`EventQueue::new`]; nothing is left in the device on failure.
+    pub(crate) fn new(
+        dev: &device::Device<Bound>,
+        bar: &Arc<SharedBar>,
+        num_msix: u32,
+    ) -> Result<Self> {
+        let cmd_vector = if num_msix > CMD_VECTOR {
+            CMD_VECTOR
+        } else {
+            ASYNC_VECTOR
+        };
+        let async_eq = EventQueue::new(
+            dev,
+            bar,
+            hw::EQN_ASYNC as u8,
+            ASYNC_EQ_LOG_SIZE,
+            ASYNC_VECTOR,
+            Ok::<_, Error>(AsyncEvents::new()),
+        )?;
+        let cmd_eq = EventQueue::new(
+            dev,
+            bar,
+            hw::EQN_CMD as u8,
+            CMD_EQ_LOG_SIZE,
+            cmd_vector,
+            CmdEvents::new(),
+        )?;
+        Ok(Self { async_eq, cmd_eq })
+    }
+
+    /// Drains both queues (for a vector they share). IRQ-safe.
+    pub(crate) fn handle(&self) -> IrqReturn {
+        let a = self.async_eq.handle();
+        let c = self.cmd_eq.handle();
+        if matches!(a, IrqReturn::Handled) || matches!(c, IrqReturn::Handled) {
+            IrqReturn::Handled
+        } else {
+            IrqReturn::None
+        }
+    }
+
+    /// Destroys both queues in the device.
+    pub(crate) fn destroy(&self) {
+        self.cmd_eq.destroy();
+        self.async_eq.destroy();
+    }
+}
+
+impl irq::Handler for EventQueues {
+    fn handle(&self) -> IrqReturn {
+        EventQueues::handle(self)
+    }
+}

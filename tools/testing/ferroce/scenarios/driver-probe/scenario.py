@@ -1,0 +1,135 @@
+"""ferroce.ko probes the NIC: version, caps, port and MAC; commands reach the
+NIC; an async event is drained at unbind; rmmod stops the device; 20 more
+load/unload cycles are clean.
+"""
+
+import json
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm, mac_of
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=300)
+
+RELOADS = 20
+# Commands the driver posts per probe: NOP and QUERY_PORT.
+PROBE_COMMANDS = 2
+DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
+
+
+def reply(run: Run, step: str) -> dict:
+    text = run.vm("a").step(step).output
+    start = text.find("{")
+    try:
+        return json.loads(text[start:text.rfind("}") + 1])
+    except ValueError as e:
+        raise CheckFailed(f"{step}: no JSON in {text!r}") from e
+
+
+def counters(run: Run, step: str) -> dict:
+    try:
+        return reply(run, step)["counters"]
+    except KeyError as e:
+        raise CheckFailed(f"{step}: no counters in the reply") from e
+
+
+def grew(before: dict, after: dict, names: list[str]) -> dict:
+    return {name: after[name] - before[name] for name in names}
+
+
+@scenario.check
+def probe_log(run: Run) -> str:
+    vm = run.vm("a")
+    vm.step("modprobe").ok()
+    vm.step("bound").ok()
+    log = vm.step("dmesg-probe")
+    log.expect(DEV + r"ferroce function 1234:fe01 rev 0x01 found$")
+    log.expect(DEV + r"hardware interface 1\.0, capabilities 0x7ff \[roce_v1 roce_v2 rc ud srq atomic "
+               r"inline wqe_push cq_moderation qid_translation fast_reg\]$")
+    limits = log.expect(DEV + r"limits: \d+ QPs, \d+ CQs, \d+ MRs, \d+ SRQs, \d+ AHs, \d+ EQs, "
+                        r"8 MSI-X vectors, 128 GIDs, 64 contexts, queues of 2\^15, 16 SGEs, "
+                        r"256 inline bytes, 262144 MR pages, 32 counters; command timeout 2000 ms$")
+    port = log.expect(DEV + rf"port 1: ACTIVE, active MTU 1024, max MTU 4096, companion MAC {mac_of(0)}$")
+    log.expect(DEV + r"ready: command queue of 64 entries \(timeout 2000 ms\), EQ 0 async, EQ 1 command$")
+    for bad in ("timed out", "bogus", "failed", "refused"):
+        if bad in log.output:
+            raise CheckFailed(f"unexpected '{bad}' in the probe log:\n{log.output}")
+    return "\n".join(m.group(0) for m in (limits, port))
+
+
+@scenario.check
+def nic_saw_the_commands(run: Run) -> str:
+    before = counters(run, "counters-before")
+    after = counters(run, "counters-probe")
+    delta = grew(before, after, ["commands", "command_errors", "eqes", "bad_doorbells", "dma_errors"])
+    want = {"commands": PROBE_COMMANDS, "command_errors": 0, "eqes": PROBE_COMMANDS,
+            "bad_doorbells": 0, "dma_errors": 0}
+    if delta != want:
+        raise CheckFailed(f"NIC counters grew by {delta}, expected {want}")
+    return f"probe: {delta}"
+
+
+@scenario.check
+def queues_exist_while_bound(run: Run) -> None:
+    objects = reply(run, "objects-probe")
+    cmdq = objects.get("cmdq")
+    if not cmdq or cmdq.get("error") or cmdq.get("log_size") != 6:
+        raise CheckFailed(f"NIC command queue while bound: {cmdq}")
+    if cmdq.get("ci") != PROBE_COMMANDS or cmdq.get("pi") != PROBE_COMMANDS:
+        raise CheckFailed(f"NIC command queue indexes: {cmdq}, expected {PROBE_COMMANDS} commands")
+    eqs = objects.get("eqs")
+    numbers = sorted(int(e.get("eqn", e.get("number", -1))) for e in eqs) if isinstance(eqs, list) else eqs
+    if numbers != [0, 1]:
+        raise CheckFailed(f"NIC EQs while bound: {eqs}")
+
+
+@scenario.check
+def async_event_and_unbind(run: Run) -> None:
+    vm = run.vm("a")
+    vm.step("port-down").ok()
+    vm.step("async-posted").ok()
+    vm.step("rmmod").ok()
+    log = vm.step("dmesg-remove")
+    log.expect(DEV + r"port 1 is DOWN$")
+    log.expect(DEV + rf"stopped \(1 async and {PROBE_COMMANDS} command events handled\)$")
+    log.expect(r"ferroce: RoCEv2 RDMA driver unloaded$")
+
+
+@scenario.check
+def device_stopped_after_unbind(run: Run) -> None:
+    objects = reply(run, "objects-remove")
+    if objects.get("cmdq") is not None:
+        raise CheckFailed(f"NIC still has a command queue after rmmod: {objects.get('cmdq')}")
+    if objects.get("eqs"):
+        raise CheckFailed(f"NIC still has EQs after rmmod: {objects.get('eqs')}")
+    regs = objects.get("registers", {})
+    if regs.get("ctrl") != 0:
+        raise CheckFailed(f"NIC still enabled after rmmod: {regs}")
+    probe = counters(run, "counters-probe")
+    removed = counters(run, "counters-remove")
+    if removed["commands"] != probe["commands"]:
+        raise CheckFailed(f"commands after probe {probe['commands']}, after rmmod {removed['commands']}")
+
+
+@scenario.check
+def reload_cycles(run: Run) -> str:
+    vm = run.vm("a")
+    step = vm.step("reload")
+    step.ok()
+    step.expect(rf"^{RELOADS} cycles done$")
+    log = vm.step("dmesg-reload").output
+    ready = len(re.findall(DEV + r"ready: command queue", log))
+    stopped = len(re.findall(DEV + r"stopped \(", log))
+    if ready != RELOADS + 1 or stopped != RELOADS + 1:
+        raise CheckFailed(f"{ready} probes and {stopped} removals logged, expected {RELOADS + 1} each")
+    for bad in ("timed out", "bogus", "failed", "refused"):
+        if bad in log:
+            raise CheckFailed(f"unexpected '{bad}' in the log")
+    before = counters(run, "counters-remove")
+    after = counters(run, "counters-reload")
+    delta = grew(before, after, ["commands", "command_errors", "eqes", "bad_doorbells", "dma_errors"])
+    want = {"commands": RELOADS * PROBE_COMMANDS, "command_errors": 0, "eqes": RELOADS * PROBE_COMMANDS,
+            "bad_doorbells": 0, "dma_errors": 0}
+    if delta != want:
+        raise CheckFailed(f"NIC counters grew by {delta} over {RELOADS} cycles, expected {want}")
+    vm.step("gone").ok()
+    return f"{RELOADS} cycles: {delta}"
