@@ -135,26 +135,23 @@ fn read_response_packet(
     let first = qp.req.wqes[i].first_psn;
     ack_through(qp, io, psn::sub(first, 1), now);
     let Some(w) = qp.req.wqes.get(i) else { return };
-    let expected = psn::add(w.first_psn, w.resp_pkts);
-    let d = psn::diff(at, expected);
-    if d < 0 {
-        return;
+    // Responses are placed as they come (each PSN has a fixed place in the buffer); a gap is
+    // asked for again when the piece's last response shows it.
+    let index = psn::diff(at, w.first_psn).max(0) as u32;
+    if index < w.resp_pkts || index >= w.read_end {
+        return; // Already have it, or not asked for (a stream from before a rewind).
     }
-    if d > 0 {
-        host.count(COUNTER_SEQ_ERRORS, 1);
-        qp.req
-            .rewind(expected, false, io, qp.qpn, "READ response gap");
+    let bit = index - w.resp_pkts;
+    if w.piece_bits & (1u128 << bit) != 0 {
         return;
     }
     let mtu = u64::from(qp.mtu());
-    let offset = u64::from(w.resp_pkts) * mtu;
-    // After a rewind, responses of the earlier request may still arrive. A response at a given
-    // PSN carries the same bytes in either stream, so only its length and whether it ends the
-    // READ are checked, not its place in one particular stream.
-    let final_psn = w.resp_pkts + 1 >= w.npkts;
+    let offset = u64::from(index) * mtu;
+    let final_psn = index + 1 >= w.npkts;
     let ends = pkt.info.flags & (flag::LAST | flag::ONLY) != 0;
     let want_len = (w.len - offset.min(w.len)).min(mtu) as usize;
-    if ends != final_psn || pkt.payload.len() != want_len {
+    // The READ may be requested in pieces, so a response may end a piece before the end.
+    if (final_psn && !ends) || pkt.payload.len() != want_len {
         host.count(COUNTER_DROPS, 1);
         return;
     }
@@ -185,16 +182,37 @@ fn read_response_packet(
     let Some(w) = qp.req.wqes.get_mut(i) else {
         return;
     };
-    w.resp_pkts += 1;
-    let finished = w.resp_pkts >= w.npkts;
-    if finished {
+    w.piece_bits |= 1u128 << bit;
+    let advanced = w.piece_bits.trailing_ones();
+    w.piece_bits = w.piece_bits.checked_shr(advanced).unwrap_or(0);
+    w.resp_pkts += advanced;
+    let piece_end = index + 1 >= w.read_end;
+    let missing = w.resp_pkts < w.read_end;
+    let expected = psn::add(w.first_psn, w.resp_pkts);
+    if w.resp_pkts >= w.npkts {
         w.done = Some((WC_SUCCESS, w.len as u32));
+    } else if !missing {
+        // This piece is complete: request the next one.
+        w.next_pkt = 0;
+        qp.req.cursor = qp.req.cursor.min(i);
     }
-    let una = psn::add(at, 1);
-    if psn::after(una, qp.req.una) {
-        qp.req.una = una;
+    if advanced > 0 {
+        let una = psn::add(first, w.resp_pkts);
+        if psn::after(una, qp.req.una) {
+            qp.req.una = una;
+        }
+        qp.req.progress(advanced, now, timeout);
     }
-    qp.req.progress(1, now, timeout);
+    if piece_end && missing {
+        host.count(COUNTER_SEQ_ERRORS, 1);
+        if qp
+            .req
+            .rewind(expected, true, io, qp.qpn, "READ response gap")
+        {
+            qp.req.congestion();
+            qp.req.timer = timeout.map(|t| now + t);
+        }
+    }
 }
 
 fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'_>, now: Instant) {

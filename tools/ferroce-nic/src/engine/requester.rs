@@ -63,6 +63,11 @@ pub struct ReqWqe {
     pub next_pkt: u32,
     /// READ responses received in order.
     pub resp_pkts: u32,
+    /// READ: responses the current request asks for end before this packet; a long READ is
+    /// requested in window-sized pieces so that a lost response costs at most one piece.
+    pub read_end: u32,
+    /// READ: responses of the current piece received out of order (bit n = `resp_pkts + n`).
+    pub piece_bits: u128,
     /// Completion status and byte count, once done.
     pub done: Option<(u8, u32)>,
 }
@@ -127,6 +132,8 @@ pub struct Requester {
     cwnd_acked: u32,
     /// PSN last retransmitted from without progress since (suppresses repeated go-backs).
     pub last_retry_psn: Option<u32>,
+    /// Packets sent since the last go-back.
+    pub sent_since_rewind: u32,
     retry_cnt: u8,
     rnr_retry: u8,
     max_rd_atomic: u8,
@@ -198,7 +205,9 @@ impl Requester {
     /// Goes back to resend from `from`. Unless `force`, a second request for the same PSN
     /// without progress in between is ignored (several NAKs or gaps report one loss).
     pub fn rewind(&mut self, from: u32, force: bool, io: &Io, qpn: u32, reason: &str) -> bool {
-        if !force && self.last_retry_psn == Some(from) {
+        // A repeated report of the same loss is believed once a window has been resent since:
+        // then the retransmission itself was lost, not just packets sent before it.
+        if !force && self.last_retry_psn == Some(from) && self.sent_since_rewind < self.cwnd {
             return false;
         }
         let Some(i) = self
@@ -209,6 +218,7 @@ impl Requester {
             return false;
         };
         self.last_retry_psn = Some(from);
+        self.sent_since_rewind = 0;
         for (n, w) in self.wqes.iter_mut().enumerate().skip(i) {
             if !w.outstanding() {
                 continue;
@@ -279,6 +289,8 @@ pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
         started: false,
         next_pkt: 0,
         resp_pkts: 0,
+        read_end: 0,
+        piece_bits: 0,
         done,
     });
 }
@@ -316,6 +328,7 @@ fn request_packet(
     pd: u32,
     w: &ReqWqe,
     k: u32,
+    read_pieces: u32,
 ) -> Result<(PacketBuilder, Vec<u8>), u8> {
     let ctrl = &w.work.ctrl;
     let mtu = qp.mtu();
@@ -363,10 +376,11 @@ fn request_packet(
                 psn::add(w.first_psn, w.resp_pkts),
             );
             b.bth.ack_req = true;
+            let piece = u64::from(read_pieces) * u64::from(mtu);
             b.reth = Some(Reth {
                 va: seg.remote_addr.wrapping_add(offset),
                 rkey: seg.rkey,
-                len: (w.len - offset) as u32,
+                len: (w.len - offset).min(piece) as u32,
             });
             Ok((b, Vec::new()))
         }
@@ -494,6 +508,13 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             req.cursor += 1;
             continue;
         }
+        // A READ asked for in pieces owns the PSNs up to its end: nothing after it may go out
+        // before its last piece is requested, or the responder sees a PSN gap.
+        let unrequested_read =
+            |e: &ReqWqe| e.kind == Kind::Read && e.outstanding() && e.read_end < e.npkts;
+        if req.wqes.iter().take(i).any(unrequested_read) {
+            break;
+        }
         if !w.started {
             match w.kind {
                 Kind::Local => {
@@ -548,6 +569,11 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             break;
         };
         let Some(w) = qp.req.wqes.get(i) else { break };
+        if w.next_pkt >= w.request_packets() {
+            // Already sent (the cursor came back for an earlier READ's next piece).
+            qp.req.cursor += 1;
+            continue;
+        }
         let k = w.next_pkt;
         let pkt_psn = match w.kind {
             Kind::Read => psn::add(w.first_psn, w.resp_pkts),
@@ -557,15 +583,31 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             break;
         }
         let retransmit = psn::before(pkt_psn, qp.req.high_psn);
-        let built = request_packet(qp, host, pd, w, k);
+        // A READ piece lost in part is asked for again up to its old end (a duplicate request
+        // must lie within the original); a new piece is a window long.
+        let read_pieces = if w.resp_pkts < w.read_end {
+            w.read_end - w.resp_pkts
+        } else {
+            qp.req.cwnd.max(MIN_CWND)
+        };
+        // Ask for an ACK when this packet fills the window, or nothing would open it again.
+        let window_full = psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= qp.req.cwnd as i32;
+        let built = request_packet(qp, host, pd, w, k, read_pieces).map(|(mut b, payload)| {
+            b.bth.ack_req |= window_full;
+            (b, payload)
+        });
         let req = &mut qp.req;
         let Some(w) = req.wqes.get_mut(i) else { break };
         match built {
             Ok((packet, payload)) => {
                 let end = match w.kind {
-                    Kind::Read => psn::add(w.last_psn(), 1),
+                    Kind::Read => {
+                        w.read_end = (w.resp_pkts + read_pieces).min(w.npkts);
+                        psn::add(w.first_psn, w.read_end)
+                    }
                     _ => psn::add(pkt_psn, 1),
                 };
+                req.sent_since_rewind = req.sent_since_rewind.saturating_add(1);
                 if psn::after(end, req.high_psn) {
                     req.high_psn = end;
                 }

@@ -22,6 +22,8 @@ use super::{EngineHost, RecvCompletion, RecvWork};
 
 /// READ response packets sent per QP per poll.
 const READ_BUDGET: u32 = 64;
+/// Out-of-sequence packets after which a sequence NAK for the same PSN is sent again.
+const NAK_REPEAT_AFTER: u32 = 16;
 
 /// A SEND (or WRITE with immediate) being received into a receive WQE.
 struct Receiving {
@@ -64,6 +66,8 @@ pub struct Responder {
     /// Message sequence number (completed requests).
     pub msn: u32,
     nak_sent_for: Option<u32>,
+    /// Out-of-sequence packets since the last sequence NAK.
+    out_of_sequence: u32,
     last_opcode: Option<u8>,
     receiving: Option<Receiving>,
     writing: Option<Writing>,
@@ -90,6 +94,7 @@ impl Responder {
         self.epsn = psn::add(self.epsn, npkts);
         self.last_opcode = Some(opcode);
         self.nak_sent_for = None;
+        self.out_of_sequence = 0;
         if ends_message {
             self.msn = (self.msn + 1) & 0x00ff_ffff;
         }
@@ -133,7 +138,21 @@ fn send_aeth(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, syn: u
 /// Sends the coalesced ACK, if one is due.
 pub fn flush_ack(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
     if let Some(at) = qp.resp.pending_ack.take() {
+        drain_read_responses(qp, io, host);
         send_aeth(qp, io, host, at, syndrome::ACK);
+    }
+}
+
+/// Sends every queued READ response now: responses go out in PSN order, so an ACK or NAK for
+/// a later PSN must not overtake them (the requester would take it for a lost response).
+fn drain_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
+    while !qp.resp.jobs.is_empty() {
+        let before = qp.resp.jobs.len();
+        let next = qp.resp.jobs.front().map(|j| j.next);
+        send_read_responses(qp, io, host);
+        if qp.resp.jobs.len() == before && qp.resp.jobs.front().map(|j| j.next) == next {
+            break; // No route or QP state: nothing can be sent.
+        }
     }
 }
 
@@ -148,6 +167,7 @@ fn fatal_nak(
     event: u8,
 ) {
     flush_ack(qp, io, host);
+    drain_read_responses(qp, io, host);
     let epsn = qp.resp.epsn;
     send_aeth(qp, io, host, epsn, syn);
     if let Some(r) = qp.resp.receiving.take() {
@@ -166,6 +186,7 @@ fn fatal_nak(
 
 fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
     flush_ack(qp, io, host);
+    drain_read_responses(qp, io, host);
     let epsn = qp.resp.epsn;
     // Packets behind this one arrive out of sequence; the RNR NAK stands for them too.
     qp.resp.nak_sent_for = Some(epsn);
@@ -242,6 +263,7 @@ fn duplicate(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pkt: &Packe
         });
         // An atomic is never executed twice: its saved result is sent again.
         if let Some(original) = saved {
+            drain_read_responses(qp, io, host);
             send_atomic_ack(qp, io, host, at, original);
         }
     } else {
@@ -274,9 +296,15 @@ pub fn receive_request(
     let d = psn::diff(at, qp.resp.epsn);
     if d > 0 {
         host.count(COUNTER_SEQ_ERRORS, 1);
-        if qp.resp.nak_sent_for != Some(qp.resp.epsn) {
+        qp.resp.out_of_sequence += 1;
+        // One NAK per expected PSN (IBA 9.7.5.1.1), repeated after a window's worth of
+        // out-of-sequence packets in case the NAK or the retransmission was lost too.
+        if qp.resp.nak_sent_for != Some(qp.resp.epsn) || qp.resp.out_of_sequence >= NAK_REPEAT_AFTER
+        {
             qp.resp.nak_sent_for = Some(qp.resp.epsn);
+            qp.resp.out_of_sequence = 0;
             flush_ack(qp, io, host);
+            drain_read_responses(qp, io, host);
             let epsn = qp.resp.epsn;
             send_aeth(qp, io, host, epsn, syndrome::NAK_PSN_SEQ_ERROR);
         }
@@ -501,6 +529,7 @@ pub fn receive_request(
         qp.resp.remember(Resource::Atomic { psn: at, original });
         qp.resp.accept(pkt.bth.opcode, 1, true);
         flush_ack(qp, io, host);
+        drain_read_responses(qp, io, host);
         send_atomic_ack(qp, io, host, at, original);
         return;
     } else {
