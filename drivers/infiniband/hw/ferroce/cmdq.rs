@@ -115,7 +115,11 @@ impl CmdqEnable {
                 )
             });
         if let Err(e) = done {
-            dev_warn!(self.dev, "disabling the command queue failed: {:?}\n", e);
+            dev_warn!(
+                self.dev,
+                "disabling the command queue failed (error {})\n",
+                e.to_errno()
+            );
         }
     }
 }

@@ -367,9 +367,9 @@ fn reset(dev: &device::Device, bar: &SharedBar) -> Result {
     .inspect_err(|e| {
         dev_err!(
             dev,
-            "the device did not become ready within {} ms of a reset ({:?})\n",
+            "the device did not become ready within {} ms of a reset (error {})\n",
             RESET_TIMEOUT.as_millis(),
-            e
+            e.to_errno()
         );
     })?;
     if status.fatal().into_bool() || status.enabled().into_bool() {

@@ -599,9 +599,10 @@ impl CmdEvents {
     /// The caller checks the completion ring itself afterwards: this is only a wake-up, and a
     /// lost or bogus event costs at most `max`.
     pub(crate) fn wait(&self, token: u32, max: Delta) {
+        // Callers pass at most a second; anything else is clamped.
         let ms = u32::try_from(max.as_millis_ceil())
-            .unwrap_or(u32::MAX)
-            .max(1);
+            .unwrap_or(1)
+            .clamp(1, 1000);
         let mut done = self.done.lock();
         if done.count != 0 && done.token == token {
             return;

@@ -1,0 +1,108 @@
+"""ferroce.ko against a NIC that misbehaves (host control): a device fatal
+error, a stall and a hang, while bound and at probe. Every failure is reported
+clearly and bounded in time, unbind never hangs, and the driver binds again
+once the fault is gone.
+"""
+
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=300)
+
+DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
+TIMEOUT_S = 2.0
+
+
+def secs(run: Run, step: str) -> float:
+    m = re.search(rf"^=== STEP {re.escape(step)} rc=\d+ secs=([\d.]+)", run.vm("a").console, re.M)
+    if not m:
+        raise CheckFailed(f"no duration for step {step}")
+    return float(m.group(1))
+
+
+def section(log: str, start: str, end: str | None) -> str:
+    """The part of the kernel log between the messages start and end (regexes)."""
+    m = re.search(start, log, re.M)
+    if not m:
+        raise CheckFailed(f"no /{start}/ in the log")
+    rest = log[m.start():]
+    if end:
+        e = re.search(end, rest[len(m.group(0)):], re.M)
+        rest = rest[:len(m.group(0)) + e.start()] if e else rest
+    return rest
+
+
+def ready_count(log: str) -> int:
+    return len(re.findall(DEV + r"ready: command queue", log))
+
+
+@scenario.check
+def all_steps_ran(run: Run) -> None:
+    vm = run.vm("a")
+    for name in ["probe-1", "fatal", "fatal-posted", "rmmod-fatal", "probe-2", "stall-on", "rmmod-stalled",
+                 "probe-stalled", "stall-off", "rmmod-after-stall", "probe-3", "hang-on", "rmmod-hung",
+                 "probe-hung", "hang-off", "rmmod-after-hang", "probe-4", "rmmod-4"]:
+        vm.step(name).ok()
+
+
+@scenario.check
+def fatal_error_reported(run: Run) -> None:
+    log = run.vm("a").step("dmesg").output
+    part = section(log, DEV + r"ready: command queue", DEV + r"stopped \(")
+    if not re.search(DEV + r"device fatal error 4 \(injected\); the device stopped$", part, re.M):
+        raise CheckFailed(f"no fatal error message before the first unbind:\n{part}")
+    # The reset at unbind clears the fatal state: the next probe works.
+    if ready_count(log) < 2:
+        raise CheckFailed("the device did not come back after the fatal error")
+
+
+@scenario.check
+def stalled_unbind_is_prompt(run: Run) -> str:
+    took = secs(run, "rmmod-stalled")
+    if took > 1.0:
+        raise CheckFailed(f"rmmod of a stalled device took {took} s")
+    return f"rmmod of a stalled device: {took} s"
+
+
+@scenario.check
+def stalled_probe_times_out(run: Run) -> str:
+    took = secs(run, "probe-stalled")
+    if not TIMEOUT_S <= took < TIMEOUT_S + 5:
+        raise CheckFailed(f"probe of a stalled device took {took} s, the command timeout is {TIMEOUT_S} s")
+    log = run.vm("a").step("dmesg").output
+    m = re.search(DEV + r"command nop timed out after 2000 ms .*$", log, re.M)
+    if not m:
+        raise CheckFailed("no timeout message")
+    if not re.search(DEV + r"probe with driver ferroce failed with error -110$", log, re.M):
+        raise CheckFailed("no probe failure with ETIMEDOUT")
+    return f"{m.group(0)} ({took} s)"
+
+
+@scenario.check
+def hung_device(run: Run) -> str:
+    log = run.vm("a").step("dmesg").output
+    # Unbinding a hung device: reported, bounded, no hang.
+    took = secs(run, "rmmod-hung")
+    if took > 3.0:
+        raise CheckFailed(f"rmmod of a hung device took {took} s")
+    if not re.search(DEV + r"the device is not idle after a reset \(status 0xffffffff\)$", log, re.M):
+        raise CheckFailed("the failed reset of the hung device is not reported")
+    m = re.search(DEV + r"unexpected identification register 0xffffffff \(expected 0x45435246\): "
+                  r"the device does not respond$", log, re.M)
+    if not m:
+        raise CheckFailed("probe of a hung device is not refused with a clear message")
+    return f"{m.group(0)} (rmmod while hung: {took} s)"
+
+
+@scenario.check
+def recovers(run: Run) -> None:
+    log = run.vm("a").step("dmesg").output
+    # probe-1, probe-2, probe-3, probe-4: the stalled and hung probes fail.
+    if ready_count(log) != 4:
+        raise CheckFailed(f"{ready_count(log)} successful probes, expected 4")
+    stopped = len(re.findall(DEV + r"stopped \(", log))
+    if stopped != 4:
+        raise CheckFailed(f"{stopped} unbinds logged, expected 4")
+    if "bogus" in log:
+        raise CheckFailed("bogus values reported")
