@@ -399,7 +399,7 @@ impl Cmdq {
             } else {
                 fsleep(sleep);
                 if sleep < POLL_MAX {
-                    sleep = sleep * 2;
+                    sleep *= 2;
                 }
             }
         }
