@@ -157,6 +157,10 @@ pub(crate) struct Cmdq {
     events: Arc<EventQueue<CmdEvents>>,
     /// Wait for EQ 1's events instead of sleeping between looks at the completion ring.
     irq_mode: Atomic<bool>,
+    /// The device stopped answering (a command timed out, or reads return all ones): later
+    /// commands fail at once instead of each waiting out the timeout. Only a reset (a new
+    /// `Cmdq`) recovers.
+    failed: Atomic<bool>,
 }
 
 impl Cmdq {
@@ -198,6 +202,7 @@ impl Cmdq {
                 state <- new_mutex!(CmdqState { pi: 0, token: 0 }, "ferroce::cmdq"),
                 events,
                 irq_mode: Atomic::new(false),
+                failed: Atomic::new(false),
             }),
             GFP_KERNEL,
         )?;
@@ -259,6 +264,10 @@ impl Cmdq {
         let mut state = self.state.lock();
         if !self.enable.is_live() {
             return Err(ENODEV);
+        }
+        if self.failed.load(Relaxed) {
+            // Reported once, when it happened.
+            return Err(EIO);
         }
         let pi = state.pi;
         self.wait_for_space(pi, name)?;
@@ -322,6 +331,15 @@ impl Cmdq {
         let raw = self.bar.with(|bar| bar.read(regs::CMDQ_CI).into_raw())?;
         match u16::try_from(raw) {
             Ok(ci) if self.ring.producer_valid(pi, ci) => Ok(ci),
+            _ if raw == u32::MAX => {
+                dev_err!(
+                    self.dev,
+                    "command {}: the device does not respond (reads return all ones); later commands fail at once\n",
+                    name
+                );
+                self.failed.store(true, Relaxed);
+                Err(EIO)
+            }
             _ => {
                 dev_err!(
                     self.dev,
@@ -384,6 +402,7 @@ impl Cmdq {
             let elapsed = start.elapsed();
             if elapsed > timeout {
                 self.report_timeout(pi, name);
+                self.failed.store(true, Relaxed);
                 return Err(ETIMEDOUT);
             }
             if self.irq_mode.load(Relaxed) {
@@ -445,7 +464,6 @@ impl Cmdq {
 
     /// Waits for EQ 1's command-done events instead of polling: call once EQ 1's interrupt
     /// handler is registered and its interrupts enabled.
-    #[expect(dead_code, reason = "called once MSI-X handlers are wired")]
     pub(crate) fn use_interrupts(&self, on: bool) {
         self.irq_mode.store(on, Relaxed);
     }

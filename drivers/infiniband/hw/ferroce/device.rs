@@ -17,15 +17,23 @@ use kernel::{
     },
     pci,
     prelude::*,
+    net::device::{
+        NetDevice,
+        Notifier, //
+    },
+    rdma,
     sync::{
         aref::ARef,
         atomic::{
             Atomic,
             Relaxed, //
         },
-        Arc, //
+        new_mutex,
+        Arc,
+        Mutex, //
     },
     time::Delta,
+    ModuleMetadata, //
 };
 
 use crate::{
@@ -37,11 +45,47 @@ use crate::{
     },
     eq::EventQueues,
     hw,
+    netdev::{
+        self,
+        CompanionWatch, //
+    },
     regs::{
         self,
         SharedBar, //
     },
+    verbs::RoceDevice,
+    LocalModule,
 };
+
+/// The RDMA side of a bound function: the registered `ferroce%d` and the watch on its netdev.
+struct RdmaPort {
+    // Unregistered first: the watch then finds no device any more.
+    _ib: rdma::Registration<RoceDevice>,
+    _watch: Pin<KBox<Notifier<CompanionWatch>>>,
+}
+
+impl RdmaPort {
+    /// Registers the RDMA device, with the companion netdev if it already exists (otherwise the
+    /// watch associates it when it appears).
+    fn register(pdev: &pci::Device<Bound>, cmdq: &Arc<Cmdq>, caps: &Caps, mac: Mac) -> Result<Self> {
+        let companion = NetDevice::find_by_mac(&mac.0);
+        let ib = rdma::Registration::new(
+            pdev.as_ref(),
+            &<LocalModule as ModuleMetadata>::THIS_MODULE,
+            c"ferroce%d",
+            1,
+            companion.as_deref().map(|ndev| (PORT, ndev)),
+            RoceDevice::new(cmdq.clone(), caps, mac.0, pdev.device_id(), pdev.revision_id()),
+        )?;
+        match &companion {
+            Some(ndev) => netdev::associate(ib.device(), ndev),
+            None => dev_info!(pdev, "no netdev with MAC {} yet; waiting for it\n", mac),
+        }
+        let watch = KBox::pin_init(Notifier::new(CompanionWatch::new(ib.handle())), GFP_KERNEL)?;
+        dev_info!(pdev, "registered {}\n", ib.device().name());
+        Ok(Self { _ib: ib, _watch: watch })
+    }
+}
 
 /// How long a reset may take.
 const RESET_TIMEOUT: Delta = Delta::from_secs(2);
@@ -445,6 +489,10 @@ impl Drop for DeviceReset {
 pub(crate) struct FerroceDevice<'bound> {
     /// The PCI function.
     pub(crate) pdev: &'bound pci::Device<Bound>,
+    /// The registered RDMA device; taken down first, at unbind, while the queues still work.
+    rdma: Pin<KBox<Mutex<Option<RdmaPort>>>>,
+    /// MSI-X: vector 0 for EQ 0, vector 1 (if the device has two) for EQ 1.
+    _irqs: pci::IrqHandlers<'bound, EventQueues>,
     /// Resets the device when dropped.
     reset: DeviceReset,
     /// The command queue.
@@ -488,6 +536,18 @@ impl<'bound> FerroceDevice<'bound> {
         let cmdq = Cmdq::new(bound, &bar, caps.cmd_timeout_ms, eqs.cmd_eq.clone())?;
         enable(dev, &bar)?;
 
+        // Interrupts for EQ 0 and EQ 1; each vector drains both (they are cheap to look at).
+        let msix = pci::IrqTypes::default().with(pci::IrqType::MsiX);
+        let irqs = pci::IrqHandlers::new(pdev, 1, 2, msix, c"ferroce", |_| {
+            Ok(EventQueues {
+                async_eq: eqs.async_eq.clone(),
+                cmd_eq: eqs.cmd_eq.clone(),
+            })
+        })?;
+        eqs.async_eq.enable_interrupts()?;
+        eqs.cmd_eq.enable_interrupts()?;
+        cmdq.use_interrupts(true);
+
         cmdq.nop()?;
         let port = cmdq.query_port()?;
         eqs.async_eq.dispatcher().set_port_state(port.state);
@@ -508,8 +568,12 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.async_eq.eqn(),
             eqs.cmd_eq.eqn()
         );
+        let rdma = RdmaPort::register(pdev, &cmdq, &caps, port.mac)?;
+        let rdma = KBox::pin_init(new_mutex!(Some(rdma), "ferroce::rdma"), GFP_KERNEL)?;
         Ok(Self {
             pdev,
+            rdma,
+            _irqs: irqs,
             reset,
             cmdq,
             eqs,
@@ -541,6 +605,8 @@ impl<'bound> FerroceDevice<'bound> {
     /// Stops the device (on unbind): takes the last events, disables the command queue,
     /// destroys the EQs and resets the device, so that nothing is DMA'd after this returns.
     pub(crate) fn shutdown(&self) {
+        // The RDMA device goes first: unregistering it removes its GIDs through the queues.
+        drop(self.rdma.lock().take());
         let dev: &device::Device = self.pdev.as_ref();
         // Events the device posted since the last drain (port changes, a fatal error).
         let _ = self.eqs.async_eq.poll();

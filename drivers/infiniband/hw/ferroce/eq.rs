@@ -349,7 +349,6 @@ impl<D: EqDispatch> EventQueue<D> {
     /// # Errors
     ///
     /// [`ENODEV`] if the BAR is gone.
-    #[expect(dead_code, reason = "called once MSI-X handlers are wired")]
     pub(crate) fn enable_interrupts(&self) -> Result {
         self.irq_mode.store(true, Relaxed);
         self.poll().map(|_| ())

@@ -29,7 +29,9 @@ mod eq;
     reason = "hw.rs is the whole interface, shared with userspace; the driver grows into it"
 )]
 mod hw;
+mod netdev;
 mod regs;
+mod verbs;
 
 use device::FerroceDevice;
 

@@ -4,7 +4,7 @@
 //! and the userspace provider agree on.
 //!
 //! This file is compiled by the kernel driver crate (as a module), by the emulated NIC and by the
-//! rdma-core provider. It therefore uses only `core`, contains no `unsafe`, and every layout comes
+//! rdma-core provider. It therefore uses only `core`, is safe code only, and every layout comes
 //! with a safe encoder/decoder to and from little-endian byte arrays: the driver reads and writes
 //! DMA memory through byte copies and must never transmute.
 //!

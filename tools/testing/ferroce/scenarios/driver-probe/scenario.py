@@ -12,7 +12,12 @@ scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=300)
 
 RELOADS = 20
 # Commands the driver posts per probe: NOP and QUERY_PORT.
-PROBE_COMMANDS = 2
+# Probe: NOP, QUERY_PORT; registering ferroce0: SET_PORT (active MTU) and SET_GID for the four
+# default entries (fe80:: EUI-64 and the IPv4 address, each as RoCE v1 and v2).
+GID_ENTRIES = 4
+PROBE_COMMANDS = 2 + 1 + GID_ENTRIES
+# Unbind: CLEAR_GID for each entry as ferroce0 unregisters.
+REMOVE_COMMANDS = GID_ENTRIES
 DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
 
 
@@ -90,7 +95,7 @@ def async_event_and_unbind(run: Run) -> None:
     vm.step("rmmod").ok()
     log = vm.step("dmesg-remove")
     log.expect(DEV + r"port 1 is DOWN$")
-    log.expect(DEV + rf"stopped \(1 async and {PROBE_COMMANDS} command events handled\)$")
+    log.expect(DEV + rf"stopped \(1 async and {PROBE_COMMANDS + REMOVE_COMMANDS} command events handled\)$")
     log.expect(r"ferroce: RoCEv2 RDMA driver unloaded$")
 
 
@@ -106,8 +111,9 @@ def device_stopped_after_unbind(run: Run) -> None:
         raise CheckFailed(f"NIC still enabled after rmmod: {regs}")
     probe = counters(run, "counters-probe")
     removed = counters(run, "counters-remove")
-    if removed["commands"] != probe["commands"]:
-        raise CheckFailed(f"commands after probe {probe['commands']}, after rmmod {removed['commands']}")
+    if removed["commands"] != probe["commands"] + REMOVE_COMMANDS:
+        raise CheckFailed(f"commands after probe {probe['commands']}, after rmmod {removed['commands']}, "
+                          f"expected {REMOVE_COMMANDS} more (CLEAR_GID)")
 
 
 @scenario.check
@@ -127,7 +133,8 @@ def reload_cycles(run: Run) -> str:
     before = counters(run, "counters-remove")
     after = counters(run, "counters-reload")
     delta = grew(before, after, ["commands", "command_errors", "eqes", "bad_doorbells", "dma_errors"])
-    want = {"commands": RELOADS * PROBE_COMMANDS, "command_errors": 0, "eqes": RELOADS * PROBE_COMMANDS,
+    cycle = PROBE_COMMANDS + REMOVE_COMMANDS
+    want = {"commands": RELOADS * cycle, "command_errors": 0, "eqes": RELOADS * cycle,
             "bad_doorbells": 0, "dma_errors": 0}
     if delta != want:
         raise CheckFailed(f"NIC counters grew by {delta} over {RELOADS} cycles, expected {want}")
