@@ -86,13 +86,17 @@ hostctl() {
 	exec 3<> /dev/ttyS1
 	stty -F /dev/ttyS1 raw -echo
 	echo "$*" >&3
+	# Read the whole reply before printing any of it: a reader that stops early (| grep -q)
+	# must not leave the rest of the reply on the line for the next call.
 	_rc=1
+	: > /tmp/hostctl.reply
 	while IFS= read -r _line <&3; do
 		case $_line in
 		"=== HOSTCTL rc="*) _rc=${_line#=== HOSTCTL rc=}; break ;;
 		esac
-		echo "$_line"
+		echo "$_line" >> /tmp/hostctl.reply
 	done
 	exec 3<&-
+	cat /tmp/hostctl.reply
 	return "$_rc"
 }
