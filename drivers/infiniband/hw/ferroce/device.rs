@@ -47,7 +47,8 @@ use crate::{
     hw,
     netdev::{
         self,
-        CompanionWatch, //
+        CompanionWatch,
+        IbEvents, //
     },
     regs::{
         self,
@@ -60,7 +61,7 @@ use crate::{
 /// The RDMA side of a bound function: the registered `ferroce%d` and the watch on its netdev.
 struct RdmaPort {
     // Unregistered first: the watch then finds no device any more.
-    _ib: rdma::Registration<RoceDevice>,
+    ib: rdma::Registration<RoceDevice>,
     _watch: Pin<KBox<Notifier<CompanionWatch>>>,
 }
 
@@ -83,7 +84,7 @@ impl RdmaPort {
         }
         let watch = KBox::pin_init(Notifier::new(CompanionWatch::new(ib.handle())), GFP_KERNEL)?;
         dev_info!(pdev, "registered {}\n", ib.device().name());
-        Ok(Self { _ib: ib, _watch: watch })
+        Ok(Self { ib, _watch: watch })
     }
 }
 
@@ -569,6 +570,9 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.cmd_eq.eqn()
         );
         let rdma = RdmaPort::register(pdev, &cmdq, &caps, port.mac)?;
+        eqs.async_eq
+            .dispatcher()
+            .set_ib_events(IbEvents::new(rdma.ib.handle())?);
         let rdma = KBox::pin_init(new_mutex!(Some(rdma), "ferroce::rdma"), GFP_KERNEL)?;
         Ok(Self {
             pdev,

@@ -43,6 +43,7 @@ use kernel::{
         Arc,
         CondVar,
         CondVarTimeoutResult,
+        SetOnce,
         SpinLockIrq, //
     },
     time::{
@@ -53,7 +54,9 @@ use kernel::{
 };
 
 use crate::{
-    cmdq, hw,
+    cmdq,
+    hw,
+    netdev::IbEvents,
     regs::{
         self,
         SharedBar, //
@@ -468,6 +471,8 @@ pub(crate) struct AsyncEvents {
     port_state: Atomic<u32>,
     /// `hw::FATAL_*` reported by a `DEVICE_FATAL` event, or `FATAL_NONE`.
     fatal: Atomic<u32>,
+    /// Where device-level events go once the RDMA device is registered.
+    ib_events: SetOnce<Arc<IbEvents>>,
 }
 
 impl AsyncEvents {
@@ -475,7 +480,13 @@ impl AsyncEvents {
         Self {
             port_state: Atomic::new(u32::from(hw::PORT_STATE_DOWN)),
             fatal: Atomic::new(hw::FATAL_NONE),
+            ib_events: SetOnce::new(),
         }
+    }
+
+    /// Sends device-level events to the registered RDMA device from now on.
+    pub(crate) fn set_ib_events(&self, events: Arc<IbEvents>) {
+        self.ib_events.populate(events);
     }
 
     /// The port state (`hw::PORT_STATE_*`) as last reported.
@@ -525,6 +536,9 @@ impl AsyncEvents {
                     code,
                     fatal_name(code)
                 );
+                if let Some(events) = self.ib_events.as_ref() {
+                    events.device_fatal();
+                }
             }
             AsyncEvent::Qp {
                 event,

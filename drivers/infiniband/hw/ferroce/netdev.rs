@@ -16,7 +16,21 @@ use kernel::{
         DeviceHandle,
         Event, //
     },
-    sync::aref::ARef,
+    sync::{
+        aref::ARef,
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
+    },
+    workqueue::{
+        self,
+        impl_has_work,
+        new_work,
+        Work,
+        WorkItem, //
+    },
 };
 
 use crate::{
@@ -111,5 +125,53 @@ impl NotifierHandler for CompanionWatch {
                 _ => {}
             }
         });
+    }
+}
+
+/// Device-level events from the NIC's async EQ for ib_core's consumers. The EQ handler runs in
+/// interrupt context and ib_core's dispatch sleeps, so the handler only records the event and
+/// queues this work item.
+#[pin_data]
+pub(crate) struct IbEvents {
+    #[pin]
+    work: Work<IbEvents>,
+    device: DeviceHandle<RoceDevice>,
+    fatal: Atomic<bool>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for IbEvents { self.work }
+}
+
+impl IbEvents {
+    pub(crate) fn new(device: DeviceHandle<RoceDevice>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                work <- new_work!("ferroce::IbEvents::work"),
+                device,
+                fatal: Atomic::new(false),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
+    pub(crate) fn device_fatal(self: &Arc<Self>) {
+        self.fatal.store(true, Relaxed);
+        // Already queued: the pending run reports it.
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+}
+
+impl WorkItem for IbEvents {
+    type Pointer = Arc<IbEvents>;
+
+    fn run(this: Arc<IbEvents>) {
+        if this.fatal.xchg(false, Relaxed) {
+            this.device.with(|dev| {
+                pr_err!("{}: device fatal error reported to ib_core\n", dev.name());
+                dev.dispatch_event(Event::DeviceFatal);
+            });
+        }
     }
 }

@@ -43,4 +43,7 @@ for _ in $(seq 50); do grep -q ACTIVE $port/state && break; sleep 0.1; done
 step port-up 5 cat $port/state
 step log 5 sh -c 'dmesg | grep ferroce'
 step interrupts 5 grep ferroce /proc/interrupts
+hostctl nic fatal > /dev/null
+for _ in $(seq 50); do dmesg | grep -q 'reported to ib_core' && break; sleep 0.1; done
+step fatal 5 sh -c 'dmesg | grep -i fatal'
 step rmmod 30 rmmod ferroce

@@ -106,5 +106,12 @@ def msix_interrupts(run: Run) -> str:
 
 
 @scenario.check
+def device_fatal_reaches_ib_core(run: Run) -> None:
+    step = run.vm("a").step("fatal")
+    step.expect(r"device fatal error 4 \(injected\); the device stopped")
+    step.expect(r"ferroce0: device fatal error reported to ib_core")
+
+
+@scenario.check
 def unloads(run: Run) -> None:
     run.vm("a").step("rmmod").ok()
