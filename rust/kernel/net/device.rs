@@ -236,6 +236,12 @@ impl<T: NotifierHandler> Notifier<T> {
     }
 }
 
+// SAFETY: The notifier block is only touched by the notifier chain (under its own locking) and
+// by `drop`; the handler is `Send + Sync`.
+unsafe impl<T: NotifierHandler> Send for Notifier<T> {}
+// SAFETY: Shared access exposes nothing; callbacks only use the `Sync` handler.
+unsafe impl<T: NotifierHandler> Sync for Notifier<T> {}
+
 #[pinned_drop]
 impl<T: NotifierHandler> PinnedDrop for Notifier<T> {
     fn drop(self: Pin<&mut Self>) {
