@@ -12,19 +12,20 @@
 #   make nic         the cargo workspace under tools/ (NIC model, tools)
 #   make initramfs   everything a VM boots
 #   make bench       benchmarks (never part of make check's verdict)
+#   make fuzz        cargo-fuzz the NIC's frame and command parsers (FUZZ_SECONDS each)
 #   make shell       a shell in the toolchain root
 #
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
 #            ACCEL=auto|kvm|tcg  JOBS=<n>  SCENARIOS="<name> ..." (check)
 
 FERROCE := tools/ferroce
-export FERROCE_CACHE VARIANT ACCEL JOBS
+export FERROCE_CACHE VARIANT ACCEL JOBS FUZZ_SECONDS
 
-.PHONY: all toolchain kernel modules nic initramfs run check bench shell clean
+.PHONY: all toolchain kernel modules nic initramfs run check bench fuzz shell clean
 
 all: initramfs
 
-toolchain kernel modules nic initramfs run shell:
+toolchain kernel modules nic initramfs run fuzz shell:
 	@$(FERROCE) $@
 
 bench:
