@@ -250,3 +250,36 @@ impl<T: NotifierHandler> PinnedDrop for Notifier<T> {
         unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
     }
 }
+
+#[kunit_tests(rust_net_device)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netdev_events_decode() {
+        let raw = |cmd: u32| c_ulong::try_from(cmd).unwrap_or(c_ulong::MAX);
+        assert_eq!(
+            NetdevEvent::from_raw(raw(bindings::netdev_cmd_NETDEV_UP)),
+            Some(NetdevEvent::Up)
+        );
+        assert_eq!(
+            NetdevEvent::from_raw(raw(bindings::netdev_cmd_NETDEV_UNREGISTER)),
+            Some(NetdevEvent::Unregister)
+        );
+        assert_eq!(
+            NetdevEvent::from_raw(raw(bindings::netdev_cmd_NETDEV_CHANGEMTU)),
+            Some(NetdevEvent::ChangeMtu)
+        );
+        // Events nobody handles are not made up.
+        assert_eq!(
+            NetdevEvent::from_raw(raw(bindings::netdev_cmd_NETDEV_GOING_DOWN)),
+            None
+        );
+        assert_eq!(NetdevEvent::from_raw(c_ulong::MAX), None);
+    }
+
+    #[test]
+    fn loopback_is_not_found_by_an_unused_mac() {
+        assert!(NetDevice::find_by_mac(&[0x02, 0, 0, 0, 0, 0x42]).is_none());
+    }
+}

@@ -69,8 +69,9 @@ impl Mtu {
     /// The largest IB MTU whose packets (payload plus RoCE v2 headers) fit in an Ethernet
     /// frame of `eth_mtu` bytes, as `iboe_get_mtu()` computes it; `None` below 256.
     pub fn for_ethernet_mtu(eth_mtu: u32) -> Option<Self> {
-        // GRH/IP (40) + BTH (12) + largest extended headers (28) + ICRC (4), as in ib_addr.h.
-        const ROCE_OVERHEAD: u32 = 40 + 12 + 28 + 4;
+        // GRH/IPv6 (40) + UDP (8) + BTH (12) + XRC ETH (4) + AtomicETH (28) + ICRC (4), the
+        // headers `iboe_get_mtu()` reserves room for.
+        const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
         let room = eth_mtu.checked_sub(ROCE_OVERHEAD)?;
         [Self::Mtu4096, Self::Mtu2048, Self::Mtu1024, Self::Mtu512, Self::Mtu256]
             .into_iter()
@@ -687,3 +688,35 @@ impl<T: Operations> Drop for Registration<T> {
 unsafe impl<T: Operations> Send for Registration<T> {}
 // SAFETY: Shared access only hands out `&Device<T>`, which is `Sync`.
 unsafe impl<T: Operations> Sync for Registration<T> {}
+
+#[kunit_tests(rust_rdma_device)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtu_for_ethernet_mtu_matches_iboe_get_mtu() {
+        assert_eq!(Mtu::for_ethernet_mtu(1500), Some(Mtu::Mtu1024));
+        assert_eq!(Mtu::for_ethernet_mtu(9000), Some(Mtu::Mtu4096));
+        // 96 bytes of headers: 4192 is the smallest Ethernet MTU that carries 4096.
+        assert_eq!(Mtu::for_ethernet_mtu(4192), Some(Mtu::Mtu4096));
+        assert_eq!(Mtu::for_ethernet_mtu(4191), Some(Mtu::Mtu2048));
+        assert_eq!(Mtu::for_ethernet_mtu(352), Some(Mtu::Mtu256));
+        assert_eq!(Mtu::for_ethernet_mtu(351), None);
+        assert_eq!(Mtu::for_ethernet_mtu(0), None);
+    }
+
+    #[test]
+    fn mtu_bytes() {
+        assert_eq!(Mtu::Mtu256.bytes(), 256);
+        assert_eq!(Mtu::Mtu1024.bytes(), 1024);
+        assert_eq!(Mtu::Mtu4096.bytes(), 4096);
+    }
+
+    #[test]
+    fn roce_ports_speak_v1_and_v2() {
+        let caps = PortImmutable::ROCE_V1_V2;
+        assert_ne!(caps & bindings::RDMA_CORE_CAP_PROT_ROCE, 0);
+        assert_ne!(caps & bindings::RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP, 0);
+        assert_eq!(caps & bindings::RDMA_CORE_CAP_PROT_IB, 0);
+    }
+}

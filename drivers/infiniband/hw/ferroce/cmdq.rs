@@ -490,3 +490,36 @@ impl Cmdq {
         self.ring.size()
     }
 }
+
+#[kunit_tests(ferroce_cmdq)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_statuses_map_to_errnos() {
+        assert_eq!(status_error(u32::from(hw::STATUS_BAD_PARAM)).1, EINVAL);
+        assert_eq!(status_error(u32::from(hw::STATUS_NO_RESOURCES)).1, ENOMEM);
+        assert_eq!(status_error(u32::from(hw::STATUS_BUSY)).1, EBUSY);
+        assert_eq!(status_error(u32::from(hw::STATUS_BAD_OPCODE)).1, EOPNOTSUPP);
+        // Whatever the device makes up is an I/O error, never a panic.
+        assert_eq!(status_error(0x1_0000).1, EIO);
+        assert_eq!(status_error(0xff).1, EIO);
+    }
+
+    #[test]
+    fn command_ring_indexes_wrap() -> Result {
+        let ring = hw::Ring::new(CMDQ_LOG_SIZE, hw::MAX_LOG_CMDQ).ok_or(EINVAL)?;
+        let size = 1u16 << CMDQ_LOG_SIZE;
+        // A full ring across the 16-bit wrap of the free-running indexes.
+        let ci = u16::MAX - 3;
+        let pi = ci.wrapping_add(size);
+        assert!(ring.is_full(pi, ci));
+        assert!(ring.producer_valid(pi, ci));
+        assert!(!ring.producer_valid(pi.wrapping_add(1), ci));
+        assert_eq!(ring.slot(pi), ring.slot(ci));
+        // The owner bit flips every pass, also across the wrap.
+        assert_ne!(ring.owner(ci), ring.owner(pi));
+        assert_eq!(ring.owner(0), 1);
+        Ok(())
+    }
+}

@@ -244,3 +244,23 @@ impl rdma::Operations for RoceDevice {
         }
     }
 }
+
+#[kunit_tests(ferroce_verbs)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn active_mtu_follows_the_netdev() {
+        assert_eq!(ib_mtu(1500), Mtu::Mtu1024);
+        assert_eq!(ib_mtu(9000), Mtu::Mtu4096);
+        // Too small for any IB MTU: the smallest, never nothing.
+        assert_eq!(ib_mtu(68), Mtu::Mtu256);
+    }
+
+    #[test]
+    fn the_nic_and_ib_core_agree_on_mtu_numbers() {
+        assert_eq!(Mtu::Mtu256 as u8, hw::MTU_256);
+        assert_eq!(Mtu::Mtu1024 as u8, hw::MTU_1024);
+        assert_eq!(Mtu::Mtu4096 as u8, hw::MTU_4096);
+    }
+}
