@@ -93,6 +93,10 @@ def link_down_up(run: Run) -> None:
     log = vm.step("log")
     log.expect(r"ferroce0: port 1 down")
     log.expect(r"ferroce0: port 1 active")
+    # ib_core's cache is a consumer of the events: it logs the state it was told.
+    down = log.expect(r"ferroce0: Port: 1 Link DOWN")
+    if not re.search(r"ferroce0: Port: 1 Link ACTIVE", log.output[down.end():]):
+        raise CheckFailed("no IB_EVENT_PORT_ACTIVE reached ib_core after the link came back")
 
 
 @scenario.check
