@@ -149,6 +149,15 @@ class Step:
             tail = "\n".join(self.output.splitlines()[-15:])
             raise CheckFailed(f"step {self.name} exited with rc={self.rc}:\n{tail}")
 
+    def json(self, key: str | None = None):
+        """The JSON object the step printed (a `hostctl nic ...` reply), or its `key`."""
+        text = self.output
+        try:
+            value = json.loads(text[text.find("{"):text.rfind("}") + 1])
+            return value if key is None else value[key]
+        except (ValueError, KeyError) as e:
+            raise CheckFailed(f"step {self.name}: no JSON {key or 'object'} in {text!r}") from e
+
     def expect(self, pattern: str, flags: int = re.M) -> re.Match:
         match = re.search(pattern, self.output, flags)
         if not match:

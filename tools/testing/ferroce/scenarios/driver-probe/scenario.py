@@ -3,7 +3,6 @@ NIC; an async event is drained at unbind; rmmod stops the device; 20 more
 load/unload cycles are clean.
 """
 
-import json
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm, mac_of
@@ -22,19 +21,11 @@ DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
 
 
 def reply(run: Run, step: str) -> dict:
-    text = run.vm("a").step(step).output
-    start = text.find("{")
-    try:
-        return json.loads(text[start:text.rfind("}") + 1])
-    except ValueError as e:
-        raise CheckFailed(f"{step}: no JSON in {text!r}") from e
+    return run.vm("a").step(step).json()
 
 
 def counters(run: Run, step: str) -> dict:
-    try:
-        return reply(run, step)["counters"]
-    except KeyError as e:
-        raise CheckFailed(f"{step}: no counters in the reply") from e
+    return run.vm("a").step(step).json("counters")
 
 
 def grew(before: dict, after: dict, names: list[str]) -> dict:
