@@ -43,7 +43,14 @@ use crate::{
         PortInfo,
         PORT, //
     },
-    eq::EventQueues,
+    eq::{
+        CompletionEqs,
+        EqIrq,
+        EventQueues,
+        VectorHandler,
+        FIRST_COMPLETION_VECTOR,
+        MAX_COMPLETION_EQS, //
+    },
     hw,
     netdev::{
         self,
@@ -492,12 +499,14 @@ pub(crate) struct FerroceDevice<'bound> {
     pub(crate) pdev: &'bound pci::Device<Bound>,
     /// The registered RDMA device; taken down first, at unbind, while the queues still work.
     rdma: Pin<KBox<Mutex<Option<RdmaPort>>>>,
-    /// MSI-X: vector 0 for EQ 0, vector 1 (if the device has two) for EQ 1.
-    _irqs: pci::IrqHandlers<'bound, EventQueues>,
+    /// MSI-X: vectors 0 and 1 for EQ 0 and EQ 1, one per completion EQ after them.
+    _irqs: pci::IrqHandlers<'bound, VectorHandler>,
     /// Resets the device when dropped.
     reset: DeviceReset,
     /// The command queue.
     pub(crate) cmdq: Arc<Cmdq>,
+    /// The completion EQs (EQ 2 on), one per MSI-X vector from 2 on.
+    pub(crate) ceqs: CompletionEqs,
     /// EQ 0 (async) and EQ 1 (command).
     pub(crate) eqs: EventQueues,
     /// Identification, capabilities and limits.
@@ -537,19 +546,37 @@ impl<'bound> FerroceDevice<'bound> {
         let cmdq = Cmdq::new(bound, &bar, caps.cmd_timeout_ms, eqs.cmd_eq.clone())?;
         enable(dev, &bar)?;
 
-        // Interrupts for EQ 0 and EQ 1; each vector drains both (they are cheap to look at).
+        // The first command proves the queue works.
+        cmdq.nop()?;
+        // One completion EQ per remaining vector (created by command, still polled).
+        let completion_eqs = caps
+            .num_msix
+            .saturating_sub(FIRST_COMPLETION_VECTOR)
+            .min(MAX_COMPLETION_EQS);
+        let ceqs = CompletionEqs::new(bound, &bar, &cmdq, completion_eqs)?;
+
+        // Interrupts: vectors 0 and 1 drain EQ 0 and EQ 1 (both: they are cheap to look at),
+        // each further vector its completion EQ.
         let msix = pci::IrqTypes::default().with(pci::IrqType::MsiX);
-        let irqs = pci::IrqHandlers::new(pdev, 1, 2, msix, c"ferroce", |_| {
-            Ok(EventQueues {
-                async_eq: eqs.async_eq.clone(),
-                cmd_eq: eqs.cmd_eq.clone(),
+        let vectors = FIRST_COMPLETION_VECTOR + completion_eqs;
+        let irqs = pci::IrqHandlers::new(pdev, vectors, vectors, msix, c"ferroce", |vector| {
+            Ok(match vector.checked_sub(FIRST_COMPLETION_VECTOR) {
+                None => VectorHandler::Control(EventQueues {
+                    async_eq: eqs.async_eq.clone(),
+                    cmd_eq: eqs.cmd_eq.clone(),
+                }),
+                Some(i) => VectorHandler::Completion(EqIrq(
+                    ceqs.eqs.get(usize::try_from(i)?).ok_or(EINVAL)?.clone(),
+                )),
             })
         })?;
         eqs.async_eq.enable_interrupts()?;
         eqs.cmd_eq.enable_interrupts()?;
+        for eq in ceqs.eqs.iter() {
+            eq.enable_interrupts()?;
+        }
         cmdq.use_interrupts(true);
 
-        cmdq.nop()?;
         let port = cmdq.query_port()?;
         eqs.async_eq.dispatcher().set_port_state(port.state);
         dev_info!(
@@ -579,6 +606,7 @@ impl<'bound> FerroceDevice<'bound> {
             rdma,
             _irqs: irqs,
             reset,
+            ceqs,
             cmdq,
             eqs,
             caps,
@@ -615,6 +643,7 @@ impl<'bound> FerroceDevice<'bound> {
         // Events the device posted since the last drain (port changes, a fatal error).
         let _ = self.eqs.async_eq.poll();
         let _ = self.eqs.cmd_eq.poll();
+        self.ceqs.destroy();
         self.cmdq.disable();
         self.eqs.destroy();
         self.reset.finish();

@@ -97,11 +97,47 @@ pub(crate) trait EqDispatch: Send + Sync {
 struct EqSetup {
     dev: ARef<device::Device>,
     bar: Arc<SharedBar>,
-    eqn: u8,
+    /// The EQ number: fixed for EQ 0/1, assigned by `CMD_CREATE_EQ` for completion EQs.
+    eqn: Atomic<u32>,
+    /// `None` for EQ 0/1 (setup registers), the command queue for completion EQs.
+    cmdq: Option<Arc<cmdq::Cmdq>>,
     live: Atomic<bool>,
 }
 
 impl EqSetup {
+    fn eqn(&self) -> u8 {
+        // Only ever stored from a `u8`.
+        u8::try_from(self.eqn.load(Relaxed)).unwrap_or(u8::MAX)
+    }
+
+    /// Creates a completion EQ with `CMD_CREATE_EQ`; the device picks its number.
+    fn create_by_command(&self, buf: &Coherent<[u8]>, ring: hw::Ring, vector: u32) -> Result {
+        let cmdq = self.cmdq.as_ref().ok_or(EINVAL)?;
+        let done = cmdq.exec(&hw::CreateEqCmd {
+            ring: hw::BufDesc {
+                addr: buf.dma_address(),
+                page_count: 0,
+                log_page_size: 0,
+                rsvd: [0; 3],
+            },
+            log_size: u8::try_from(ring.log_size())?,
+            rsvd0: 0,
+            vector: u16::try_from(vector)?,
+            rsvd1: 0,
+        })?;
+        // The device's answer is only trusted within the range of completion EQ numbers.
+        let eqn = u8::try_from(done.result0)
+            .ok()
+            .filter(|&n| u32::from(n) >= hw::EQN_FIRST_COMPLETION)
+            .ok_or_else(|| {
+                dev_err!(self.dev, "the device created a completion EQ with number {}\n", done.result0);
+                EIO
+            })?;
+        self.eqn.store(eqn.into(), Relaxed);
+        self.live.store(true, Relaxed);
+        Ok(())
+    }
+
     /// Creates the EQ in the device from the setup registers.
     fn create(&self, buf: &Coherent<[u8]>, ring: hw::Ring, vector: u32) -> Result {
         let addr = buf.dma_address();
@@ -113,7 +149,7 @@ impl EqSetup {
             bar.write_reg(
                 regs::EQ_SETUP_CTRL::zeroed()
                     .with_create(true)
-                    .with_eqn(self.eqn),
+                    .with_eqn(self.eqn()),
             );
             bar.read(regs::EQ_SETUP_STATUS).into_raw()
         })?;
@@ -122,7 +158,7 @@ impl EqSetup {
             dev_err!(
                 self.dev,
                 "creating EQ {} failed: status {} ({})\n",
-                self.eqn,
+                self.eqn(),
                 name,
                 status
             );
@@ -136,13 +172,25 @@ impl EqSetup {
         self.live.load(Relaxed)
     }
 
-    /// Destroys the EQ in the device, once.
+    /// Destroys the EQ in the device, once. May sleep (completion EQs are destroyed by command).
     fn destroy(&self) {
-        if !self.live.xchg(false, Relaxed) {
+        if self.live.xchg(false, Relaxed) {
+            self.tell_device_destroyed();
+        }
+    }
+
+    /// Tells the device that the EQ is gone (after `live` was cleared).
+    fn tell_device_destroyed(&self) {
+        if let Some(cmdq) = &self.cmdq {
+            // A disabled queue (unbind) or a dead device: the reset that follows removes the EQ.
+            let _ = cmdq.exec(&hw::DestroyEqCmd {
+                eqn: self.eqn().into(),
+                rsvd: 0,
+            });
             return;
         }
         let status = self.bar.with(|bar| {
-            bar.write_reg(regs::EQ_SETUP_CTRL::zeroed().with_eqn(self.eqn));
+            bar.write_reg(regs::EQ_SETUP_CTRL::zeroed().with_eqn(self.eqn()));
             bar.read(regs::EQ_SETUP_STATUS).into_raw()
         });
         match status {
@@ -151,7 +199,7 @@ impl EqSetup {
                 dev_warn!(
                     self.dev,
                     "destroying EQ {} failed: status {} ({})\n",
-                    self.eqn,
+                    self.eqn(),
                     cmdq::status_error(status).0,
                     status
                 );
@@ -178,7 +226,6 @@ struct EqState {
 pub(crate) struct EventQueue<D: EqDispatch> {
     dev: ARef<device::Device>,
     bar: Arc<SharedBar>,
-    eqn: u8,
     ring: hw::Ring,
     /// Destroys the EQ in the device when dropped; declared before `buf`, so dropped first.
     setup: EqSetup,
@@ -205,6 +252,7 @@ impl<D: EqDispatch> EventQueue<D> {
     fn new(
         dev: &device::Device<Bound>,
         bar: &Arc<SharedBar>,
+        cmdq: Option<&Arc<cmdq::Cmdq>>,
         eqn: u8,
         log_size: u32,
         vector: u32,
@@ -219,14 +267,14 @@ impl<D: EqDispatch> EventQueue<D> {
         let setup = EqSetup {
             dev: dev.clone(),
             bar: bar.clone(),
-            eqn,
+            eqn: Atomic::new(eqn.into()),
+            cmdq: cmdq.cloned(),
             live: Atomic::new(false),
         };
         let eq = Arc::pin_init(
             try_pin_init!(Self {
                 dev,
                 bar: bar.clone(),
-                eqn,
                 ring,
                 setup,
                 buf,
@@ -240,13 +288,16 @@ impl<D: EqDispatch> EventQueue<D> {
         )?;
         // The memory exists before the device learns its address; if creation fails, dropping
         // `eq` frees it (the EQ was never live).
-        eq.setup.create(&eq.buf, ring, vector)?;
+        match cmdq {
+            None => eq.setup.create(&eq.buf, ring, vector)?,
+            Some(_) => eq.setup.create_by_command(&eq.buf, ring, vector)?,
+        }
         Ok(eq)
     }
 
     /// The EQ number.
     pub(crate) fn eqn(&self) -> u8 {
-        self.eqn
+        self.setup.eqn()
     }
 
     /// The dispatcher.
@@ -298,7 +349,7 @@ impl<D: EqDispatch> EventQueue<D> {
         let arm = self.irq_mode.load(Relaxed);
         if consumed > 0 || arm {
             let doorbell = hw::EqDoorbell {
-                eqn: self.eqn,
+                eqn: self.eqn(),
                 ci: state.ci,
                 arm,
             };
@@ -335,7 +386,7 @@ impl<D: EqDispatch> EventQueue<D> {
                 self.dev,
                 "{} EQ {}: ignoring bogus entry {}: type {:#04x} subtype {:#04x} data {:#x} {:#x}{}\n",
                 D::NAME,
-                self.eqn,
+                self.eqn(),
                 ci,
                 eqe.event_type,
                 eqe.subtype,
@@ -357,16 +408,21 @@ impl<D: EqDispatch> EventQueue<D> {
         self.poll().map(|_| ())
     }
 
-    /// Destroys the queue in the device (once); later drains do nothing.
+    /// Destroys the queue in the device (once); later drains do nothing. May sleep.
     pub(crate) fn destroy(&self) {
-        // Under the lock, so that no drain is half-way through when the device forgets the EQ.
-        let _state = self.state.lock();
-        self.setup.destroy();
+        // Retired under the lock, so that no drain is half-way through when the device forgets
+        // the EQ; the device is told outside it, since a command sleeps.
+        let was_live = {
+            let _state = self.state.lock();
+            self.setup.live.xchg(false, Relaxed)
+        };
+        if was_live {
+            self.setup.tell_device_destroyed();
+        }
     }
 }
 
 /// An MSI-X handler for one event queue.
-#[expect(dead_code, reason = "registered once MSI-X handlers are wired")]
 pub(crate) struct EqIrq<D: EqDispatch>(pub(crate) Arc<EventQueue<D>>);
 
 impl<D: EqDispatch> irq::Handler for EqIrq<D> {
@@ -677,6 +733,7 @@ impl EventQueues {
         let async_eq = EventQueue::new(
             dev,
             bar,
+            None,
             hw::EQN_ASYNC as u8,
             ASYNC_EQ_LOG_SIZE,
             ASYNC_VECTOR,
@@ -685,6 +742,7 @@ impl EventQueues {
         let cmd_eq = EventQueue::new(
             dev,
             bar,
+            None,
             hw::EQN_CMD as u8,
             CMD_EQ_LOG_SIZE,
             cmd_vector,
@@ -714,5 +772,93 @@ impl EventQueues {
 impl irq::Handler for EventQueues {
     fn handle(&self) -> IrqReturn {
         EventQueues::handle(self)
+    }
+}
+
+/// log2 of a completion EQ's entries.
+const COMPLETION_EQ_LOG_SIZE: u32 = 10;
+/// First MSI-X vector of the completion EQs (after EQ 0's and EQ 1's).
+pub(crate) const FIRST_COMPLETION_VECTOR: u32 = 2;
+/// Completion EQs at most (one per vector).
+pub(crate) const MAX_COMPLETION_EQS: u32 = 4;
+
+/// Dispatcher of a completion EQ: "CQ n has a completion" events.
+pub(crate) struct CompletionEvents {
+    /// Completion events seen (the CQs that receive them come with the verbs data path).
+    completions: Atomic<u64>,
+}
+
+impl EqDispatch for CompletionEvents {
+    const NAME: &'static str = "completion";
+
+    fn dispatch(&self, _dev: &device::Device, eqe: &hw::Eqe) -> bool {
+        if eqe.event_type != hw::EVENT_COMPLETION {
+            return false;
+        }
+        self.completions.fetch_add(1, Relaxed);
+        true
+    }
+}
+
+/// The completion EQs, one per MSI-X vector from [`FIRST_COMPLETION_VECTOR`] on, created with
+/// `CMD_CREATE_EQ` once the command queue works.
+pub(crate) struct CompletionEqs {
+    pub(crate) eqs: KVec<Arc<EventQueue<CompletionEvents>>>,
+}
+
+impl CompletionEqs {
+    /// Creates `count` completion EQs on vectors `FIRST_COMPLETION_VECTOR..`.
+    ///
+    /// # Errors
+    ///
+    /// Allocation failures and the device's answer to `CMD_CREATE_EQ`; the EQs created so far are
+    /// destroyed.
+    pub(crate) fn new(
+        dev: &device::Device<Bound>,
+        bar: &Arc<SharedBar>,
+        cmdq: &Arc<cmdq::Cmdq>,
+        count: u32,
+    ) -> Result<Self> {
+        let mut eqs = KVec::with_capacity(usize::try_from(count)?, GFP_KERNEL)?;
+        for i in 0..count {
+            let eq = EventQueue::new(
+                dev,
+                bar,
+                Some(cmdq),
+                0,
+                COMPLETION_EQ_LOG_SIZE,
+                FIRST_COMPLETION_VECTOR + i,
+                Ok::<_, Error>(CompletionEvents {
+                    completions: Atomic::new(0),
+                }),
+            )?;
+            eqs.push(eq, GFP_KERNEL)?;
+        }
+        Ok(Self { eqs })
+    }
+
+    /// Destroys the queues in the device.
+    pub(crate) fn destroy(&self) {
+        for eq in self.eqs.iter() {
+            eq.destroy();
+        }
+    }
+}
+
+/// The handler of one MSI-X vector: EQ 0 and EQ 1 share the first vector(s), each completion EQ
+/// has its own.
+pub(crate) enum VectorHandler {
+    /// Vectors 0 and 1: drain EQ 0 and EQ 1.
+    Control(EventQueues),
+    /// A completion EQ's vector.
+    Completion(EqIrq<CompletionEvents>),
+}
+
+impl irq::Handler for VectorHandler {
+    fn handle(&self) -> IrqReturn {
+        match self {
+            Self::Control(eqs) => eqs.handle(),
+            Self::Completion(eq) => eq.0.handle(),
+        }
     }
 }

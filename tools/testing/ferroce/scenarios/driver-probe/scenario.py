@@ -14,9 +14,12 @@ RELOADS = 20
 # Probe: NOP, QUERY_PORT; registering ferroce0: SET_PORT (active MTU) and SET_GID for the four
 # default entries (fe80:: EUI-64 and the IPv4 address, each as RoCE v1 and v2).
 GID_ENTRIES = 4
-PROBE_COMMANDS = 2 + 1 + GID_ENTRIES
-# Unbind: CLEAR_GID for each entry as ferroce0 unregisters.
-REMOVE_COMMANDS = GID_ENTRIES
+# CREATE_EQ for a completion EQ on each MSI-X vector after the first two (the NIC has 8; the
+# driver uses up to 4 completion EQs).
+COMPLETION_EQS = 4
+PROBE_COMMANDS = 2 + COMPLETION_EQS + 1 + GID_ENTRIES
+# Unbind: CLEAR_GID for each entry as ferroce0 unregisters, DESTROY_EQ for the completion EQs.
+REMOVE_COMMANDS = GID_ENTRIES + COMPLETION_EQS
 DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
 
 
@@ -74,8 +77,11 @@ def queues_exist_while_bound(run: Run) -> None:
         raise CheckFailed(f"NIC command queue indexes: {cmdq}, expected {PROBE_COMMANDS} commands")
     eqs = objects.get("eqs")
     numbers = sorted(int(e.get("eqn", e.get("number", -1))) for e in eqs) if isinstance(eqs, list) else eqs
-    if numbers != [0, 1]:
+    if numbers != list(range(2 + COMPLETION_EQS)):
         raise CheckFailed(f"NIC EQs while bound: {eqs}")
+    vectors = sorted(int(e.get("vector", -1)) for e in eqs)
+    if vectors != [0, 1, *range(2, 2 + COMPLETION_EQS)]:
+        raise CheckFailed(f"NIC EQ vectors while bound: {vectors}")
 
 
 @scenario.check
