@@ -17,6 +17,7 @@ pub mod device;
 pub mod gid;
 
 pub use self::device::{
+    Config,
     Device,
     DeviceAttr,
     DeviceHandle,

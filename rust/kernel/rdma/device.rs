@@ -554,6 +554,16 @@ impl<T: Operations> DeviceHandle<T> {
     }
 }
 
+/// How a device is registered: see [`Registration::new`].
+pub struct Config<'a> {
+    /// Number of ports (numbered from 1).
+    pub ports: u32,
+    /// Number of completion vectors consumers may spread their CQs over (at least 1).
+    pub comp_vectors: u32,
+    /// A port and its network device, associated before registration (RoCE).
+    pub netdev: Option<(u32, &'a NetDevice)>,
+}
+
 /// A registered RDMA device, unregistered and freed when dropped.
 ///
 /// The driver's data (`T`) is `'static`: should a `Registration` ever be leaked instead of
@@ -569,11 +579,11 @@ pub struct Registration<T: Operations> {
 }
 
 impl<T: Operations> Registration<T> {
-    /// Allocates a device with one port per `ports`, initialises the driver's data in it and
+    /// Allocates a device with `config.ports` ports, initialises the driver's data in it and
     /// registers it with ib_core under `name` (a `printf` pattern such as `c"ferroce%d"`), as a
     /// child of `parent`, which is also the device used for DMA.
     ///
-    /// `netdev` associates a port with its network device before registration, so that ib_core
+    /// `config.netdev` associates a port with its network device before registration, so that ib_core
     /// builds the port's GID table from the device's addresses right away (see also
     /// [`Device::set_netdev`]). ib_core calls [`Operations`] (`query_device`,
     /// `get_port_immutable`, and for RoCE ports `add_gid`) before this returns.
@@ -585,10 +595,14 @@ impl<T: Operations> Registration<T> {
         parent: &device::Device<Bound>,
         owner: &ThisModule,
         name: &CStr,
-        ports: u32,
-        netdev: Option<(u32, &NetDevice)>,
+        config: Config<'_>,
         data: impl PinInit<T, Error>,
     ) -> Result<Self> {
+        let Config {
+            ports,
+            comp_vectors,
+            netdev,
+        } = config;
         // SAFETY: `init_net` is a static that lives forever; the size covers `struct ib_device`,
         // which is the first field of `Device<T>`.
         let ib = unsafe {
@@ -618,7 +632,7 @@ impl<T: Operations> Registration<T> {
         unsafe {
             (*ib).phys_port_cnt = ports;
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
-            (*ib).num_comp_vectors = 1;
+            (*ib).num_comp_vectors = comp_vectors.max(1).try_into().unwrap_or(i32::MAX);
             (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
             bindings::ib_set_device_ops(ib, &ops);
         }

@@ -10,6 +10,7 @@ use kernel::{
         Bound,
         Core, //
     },
+    dma::DmaMask,
     fmt,
     io::{
         poll::read_poll_timeout,
@@ -75,14 +76,23 @@ struct RdmaPort {
 impl RdmaPort {
     /// Registers the RDMA device, with the companion netdev if it already exists (otherwise the
     /// watch associates it when it appears).
-    fn register(pdev: &pci::Device<Bound>, cmdq: &Arc<Cmdq>, caps: &Caps, mac: Mac) -> Result<Self> {
+    fn register(
+        pdev: &pci::Device<Bound>,
+        cmdq: &Arc<Cmdq>,
+        caps: &Caps,
+        mac: Mac,
+        comp_vectors: u32,
+    ) -> Result<Self> {
         let companion = NetDevice::find_by_mac(&mac.0);
         let ib = rdma::Registration::new(
             pdev.as_ref(),
             &<LocalModule as ModuleMetadata>::THIS_MODULE,
             c"ferroce%d",
-            1,
-            companion.as_deref().map(|ndev| (PORT, ndev)),
+            rdma::Config {
+                ports: 1,
+                comp_vectors,
+                netdev: companion.as_deref().map(|ndev| (PORT, ndev)),
+            },
             RoceDevice::new(cmdq.clone(), caps, mac.0, pdev.device_id(), pdev.revision_id()),
         )?;
         match &companion {
@@ -531,6 +541,8 @@ impl<'bound> FerroceDevice<'bound> {
     pub(crate) fn probe(pdev: &'bound pci::Device<Core<'_>>) -> Result<Self> {
         pdev.enable_device_mem()?;
         pdev.set_master();
+        // The device addresses all of memory (BufDesc and doorbell records are 64-bit).
+        pdev.set_dma_mask_and_coherent(DmaMask::new::<64>())?;
         let bar = SharedBar::map(pdev)?;
         let bound: &device::Device<Bound> = pdev.as_ref();
         let dev: &device::Device = bound;
@@ -596,7 +608,7 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.async_eq.eqn(),
             eqs.cmd_eq.eqn()
         );
-        let rdma = RdmaPort::register(pdev, &cmdq, &caps, port.mac)?;
+        let rdma = RdmaPort::register(pdev, &cmdq, &caps, port.mac, completion_eqs)?;
         eqs.async_eq
             .dispatcher()
             .set_ib_events(IbEvents::new(rdma.ib.handle())?);
