@@ -439,11 +439,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         shutil.copytree(scenario.directory, files, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
         (files / "hosts").write_text("".join(f"{vm.address} {vm.name}\n" for vm in scenario.vms))
         make_cpio(work / "files", work / "scenario.cpio")
-        initrd = work / "initrd.cpio"
-        with open(initrd, "wb") as out:
-            for part in [*machine.initrds, work / "scenario.cpio"]:
-                with open(part, "rb") as f:
-                    shutil.copyfileobj(f, out)
+        initrd = join_initrds([*machine.initrds, work / "scenario.cpio"], work / "initrd.cpio")
 
         switch.start()
         for index, vm in enumerate(scenario.vms):
@@ -502,22 +498,24 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     return Run(results, timed_out, time.monotonic() - start)
 
 
+def join_initrds(parts: list[Path], out: Path) -> Path:
+    """Concatenate initramfs archives into one file (QEMU takes a single -initrd)."""
+    with open(out, "wb") as joined:
+        for part in parts:
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, joined)
+    return out
+
+
 def probe_accel(machine: Machine, timeout: float = 20) -> bool:
     """Does a VM under KVM reach /init? (A nested KVM may hang instead.)"""
+    initrd = join_initrds(machine.initrds, machine.workdir / "probe.cpio")
     cmd = [
         "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-no-reboot",
         "-accel", "kvm", "-cpu", "host", "-m", "512M", "-display", "none",
         "-serial", "stdio", "-monitor", "none", "-kernel", str(machine.kernel),
-        "-initrd", str(machine.initrds[0]) if len(machine.initrds) == 1 else "/dev/null",
-        "-append", "console=ttyS0 panic=-1 ferroce_probe=1",
+        "-initrd", str(initrd), "-append", "console=ttyS0 panic=-1 ferroce_probe=1",
     ]
-    if len(machine.initrds) > 1:
-        joined = machine.workdir / "probe.cpio"
-        with open(joined, "wb") as out:
-            for part in machine.initrds:
-                with open(part, "rb") as f:
-                    shutil.copyfileobj(f, out)
-        cmd[cmd.index("/dev/null")] = str(joined)
     try:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=timeout, preexec_fn=_die_with_parent)
