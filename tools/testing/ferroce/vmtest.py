@@ -27,7 +27,8 @@ import harness  # noqa: E402
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
 # Kernel messages only: they carry a printk timestamp (CONFIG_PRINTK_TIME).
-KERNEL_TROUBLE = re.compile(r"^\[\s*\d+\.\d+\] .*\b(BUG:|WARNING:|Oops|Kernel panic|KASAN|UBSAN|kmemleak|"
+KERNEL_TROUBLE = re.compile(r"^\[\s*\d+\.\d+\] .*\b(BUG:|WARNING:|Oops|Kernel panic|KASAN:|UBSAN:|"
+                            r"new suspected memory leaks|"
                             r"possible recursive locking|circular locking|"
                             r"sleeping function called from invalid context|general protection fault)")
 
