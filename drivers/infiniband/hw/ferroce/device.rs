@@ -81,6 +81,7 @@ impl RdmaPort {
         cmdq: &Arc<Cmdq>,
         caps: &Caps,
         mac: Mac,
+        nic_port_active: bool,
         comp_vectors: u32,
     ) -> Result<Self> {
         let companion = NetDevice::find_by_mac(&mac.0);
@@ -93,7 +94,14 @@ impl RdmaPort {
                 comp_vectors,
                 netdev: companion.as_deref().map(|ndev| (PORT, ndev)),
             },
-            RoceDevice::new(cmdq.clone(), caps, mac.0, pdev.device_id(), pdev.revision_id()),
+            RoceDevice::new(
+                cmdq.clone(),
+                caps,
+                mac.0,
+                nic_port_active,
+                pdev.device_id(),
+                pdev.revision_id(),
+            ),
         )?;
         match &companion {
             Some(ndev) => netdev::associate(ib.device(), ndev),
@@ -608,7 +616,14 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.async_eq.eqn(),
             eqs.cmd_eq.eqn()
         );
-        let rdma = RdmaPort::register(pdev, &cmdq, &caps, port.mac, completion_eqs)?;
+        let rdma = RdmaPort::register(
+            pdev,
+            &cmdq,
+            &caps,
+            port.mac,
+            port.is_active(),
+            completion_eqs,
+        )?;
         eqs.async_eq
             .dispatcher()
             .set_ib_events(IbEvents::new(rdma.ib.handle())?);

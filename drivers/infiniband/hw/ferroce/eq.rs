@@ -576,13 +576,17 @@ impl AsyncEvents {
     /// events, once the ib_device is registered.
     fn deliver(&self, dev: &device::Device, event: AsyncEvent) {
         match event {
-            AsyncEvent::PortActive => {
-                self.set_port_state(hw::PORT_STATE_ACTIVE);
-                dev_info!(dev, "port 1 is ACTIVE\n");
-            }
-            AsyncEvent::PortDown => {
-                self.set_port_state(hw::PORT_STATE_DOWN);
-                dev_info!(dev, "port 1 is DOWN\n");
+            AsyncEvent::PortActive | AsyncEvent::PortDown => {
+                let active = matches!(event, AsyncEvent::PortActive);
+                self.set_port_state(if active {
+                    hw::PORT_STATE_ACTIVE
+                } else {
+                    hw::PORT_STATE_DOWN
+                });
+                dev_info!(dev, "port 1 is {}\n", if active { "ACTIVE" } else { "DOWN" });
+                if let Some(events) = self.ib_events.as_ref() {
+                    events.nic_port(active);
+                }
             }
             AsyncEvent::DeviceFatal(code) => {
                 self.fatal.store(code, Relaxed);

@@ -80,7 +80,8 @@ fn update_mtu(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
 
 /// Reports the port's state to ib_core's consumers when it changed.
 fn report_state(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
-    let active = ndev.is_running() && ndev.has_carrier();
+    // Active takes both: the Ethernet function's link and the NIC's own port.
+    let active = ndev.is_running() && ndev.has_carrier() && dev.nic_port_active();
     if dev.swap_port_active(active) != active {
         let event = if active {
             Event::PortActive(PORT)
@@ -137,7 +138,13 @@ pub(crate) struct IbEvents {
     work: Work<IbEvents>,
     device: DeviceHandle<RoceDevice>,
     fatal: Atomic<bool>,
+    /// The NIC's port state from its last port event: `PORT_NO_NEWS`, `PORT_UP` or `PORT_DOWN`.
+    port: Atomic<u32>,
 }
+
+const PORT_NO_NEWS: u32 = 0;
+const PORT_UP: u32 = 1;
+const PORT_DOWN: u32 = 2;
 
 impl_has_work! {
     impl HasWork<Self> for IbEvents { self.work }
@@ -150,9 +157,17 @@ impl IbEvents {
                 work <- new_work!("ferroce::IbEvents::work"),
                 device,
                 fatal: Atomic::new(false),
+                port: Atomic::new(PORT_NO_NEWS),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The NIC's port went up or down (callable from interrupt context).
+    pub(crate) fn nic_port(self: &Arc<Self>, active: bool) {
+        self.port
+            .store(if active { PORT_UP } else { PORT_DOWN }, Relaxed);
+        let _ = workqueue::system().enqueue(self.clone());
     }
 
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
@@ -167,6 +182,15 @@ impl WorkItem for IbEvents {
     type Pointer = Arc<IbEvents>;
 
     fn run(this: Arc<IbEvents>) {
+        let port = this.port.xchg(PORT_NO_NEWS, Relaxed);
+        if port != PORT_NO_NEWS {
+            this.device.with(|dev| {
+                dev.set_nic_port_active(port == PORT_UP);
+                if let Some(ndev) = dev.companion() {
+                    report_state(dev, &ndev);
+                }
+            });
+        }
         if this.fatal.xchg(false, Relaxed) {
             this.device.with(|dev| {
                 pr_err!("{}: device fatal error reported to ib_core\n", dev.name());

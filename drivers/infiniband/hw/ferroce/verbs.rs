@@ -66,6 +66,8 @@ pub(crate) struct RoceDevice {
     netdev: Mutex<Option<ARef<NetDevice>>>,
     /// Whether the port was last reported active (events go out on changes only).
     port_active: Atomic<bool>,
+    /// Whether the NIC's own port is up (its port events; the netdev's link is the other half).
+    nic_port_active: Atomic<bool>,
 }
 
 impl RoceDevice {
@@ -74,6 +76,7 @@ impl RoceDevice {
         cmdq: Arc<Cmdq>,
         caps: &Caps,
         mac: [u8; 6],
+        nic_port_active: bool,
         vendor_part_id: u16,
         hw_ver: u8,
     ) -> impl PinInit<Self, Error> {
@@ -96,12 +99,23 @@ impl RoceDevice {
             mac,
             netdev <- new_mutex!(None, "ferroce::netdev"),
             port_active: Atomic::new(false),
+            nic_port_active: Atomic::new(nic_port_active),
         })
     }
 
     /// The command queue.
     pub(crate) fn cmdq(&self) -> &Cmdq {
         &self.cmdq
+    }
+
+    /// Whether the NIC's own port is up.
+    pub(crate) fn nic_port_active(&self) -> bool {
+        self.nic_port_active.load(Relaxed)
+    }
+
+    /// Records the NIC's own port state.
+    pub(crate) fn set_nic_port_active(&self, active: bool) {
+        self.nic_port_active.store(active, Relaxed);
     }
 
     /// Records whether the port is active; returns what was recorded before.
@@ -167,7 +181,7 @@ impl rdma::Operations for RoceDevice {
             return Err(EINVAL);
         }
         let (state, mtu) = match dev.companion() {
-            Some(ndev) if ndev.is_running() && ndev.has_carrier() => {
+            Some(ndev) if ndev.is_running() && ndev.has_carrier() && dev.nic_port_active() => {
                 (PortState::Active, ib_mtu(ndev.mtu()))
             }
             Some(ndev) => (PortState::Down, ib_mtu(ndev.mtu())),

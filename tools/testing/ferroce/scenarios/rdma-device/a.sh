@@ -41,6 +41,13 @@ step port-down 5 cat $port/state
 ip link set eth0 up
 for _ in $(seq 50); do grep -q ACTIVE $port/state && break; sleep 0.1; done
 step port-up 5 cat $port/state
+# The NIC's own port (its link to the segment) counts too.
+hostctl nic port down > /dev/null
+for _ in $(seq 50); do grep -q DOWN $port/state && break; sleep 0.1; done
+step nic-port-down 5 cat $port/state
+hostctl nic port up > /dev/null
+for _ in $(seq 50); do grep -q ACTIVE $port/state && break; sleep 0.1; done
+step nic-port-up 5 cat $port/state
 step log 5 sh -c 'dmesg | grep ferroce'
 step interrupts 5 grep ferroce /proc/interrupts
 hostctl nic fatal > /dev/null

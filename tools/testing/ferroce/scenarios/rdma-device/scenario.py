@@ -95,6 +95,13 @@ def link_down_up(run: Run) -> None:
 
 
 @scenario.check
+def nic_port_down_up(run: Run) -> None:
+    vm = run.vm("a")
+    vm.step("nic-port-down").expect(r"^1: DOWN$")
+    vm.step("nic-port-up").expect(r"^4: ACTIVE$")
+
+
+@scenario.check
 def msix_interrupts(run: Run) -> str:
     out = run.vm("a").step("interrupts").output
     lines = [line for line in out.splitlines() if "PCI-MSIX" in line or "MSI" in line]
