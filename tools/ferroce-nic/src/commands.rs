@@ -24,6 +24,15 @@ fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
     }
 }
 
+/// Like [`reserved_zero`] for a reserved byte array at `offset`.
+fn reserved_bytes_zero(bytes: &[u8], offset: usize) -> Result<(), CmdError> {
+    if bytes.iter().all(|&b| b == 0) {
+        Ok(())
+    } else {
+        Err(CmdError::field(STATUS_BAD_PARAM, offset))
+    }
+}
+
 impl Device {
     /// Executes one command.
     pub fn execute(&mut self, header: &CmdHeader, payload: &[u8]) -> CmdResult {
@@ -86,15 +95,7 @@ impl Device {
         if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port.max_mtu {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        reserved_zero(
-            u64::from(u32::from_le_bytes([
-                cmd.rsvd[0],
-                cmd.rsvd[1],
-                cmd.rsvd[2],
-                0,
-            ])),
-            5,
-        )?;
+        reserved_bytes_zero(&cmd.rsvd, 5)?;
         self.core.port.active_mtu = cmd.active_mtu;
         ok(0)
     }
@@ -474,15 +475,7 @@ impl Device {
         if cmd.local_qid as usize >= QID_TABLE_LEN {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        reserved_zero(
-            u64::from(u32::from_le_bytes([
-                cmd.rsvd[0],
-                cmd.rsvd[1],
-                cmd.rsvd[2],
-                0,
-            ])),
-            13,
-        )?;
+        reserved_bytes_zero(&cmd.rsvd, 13)?;
         let exists = match cmd.kind {
             QID_KIND_QP => self.core.qps.get(cmd.global).is_some(),
             QID_KIND_SRQ => self.core.srqs.get(cmd.global).is_some(),
