@@ -81,7 +81,10 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
     log_dir.mkdir(parents=True, exist_ok=True)
     print(f"--- {scenario.name}: {len(scenario.vms)} VM(s), {machine.accel}, "
           f"timeout {scenario.timeout:.0f} s, logs in {log_dir}", flush=True)
-    run = harness.run_scenario(machine, scenario, log_dir, follow)
+    try:
+        run = harness.run_scenario(machine, scenario, log_dir, follow)
+    except Exception as e:  # a scenario that cannot even start fails, the others still run
+        return [(f"{scenario.name}/setup", False, f"{type(e).__name__}: {e}")]
     results = []
 
     # The implicit first check: every VM booted, ran its script and exited.

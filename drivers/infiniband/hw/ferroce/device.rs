@@ -49,6 +49,8 @@ use crate::{
         EqIrq,
         EventQueues,
         VectorHandler,
+        ASYNC_VECTOR,
+        CMD_VECTOR,
         FIRST_COMPLETION_VECTOR,
         MAX_COMPLETION_EQS, //
     },
@@ -517,7 +519,8 @@ pub(crate) struct FerroceDevice<'bound> {
     pub(crate) pdev: &'bound pci::Device<Bound>,
     /// The registered RDMA device; taken down first, at unbind, while the queues still work.
     rdma: Pin<KBox<Mutex<Option<RdmaPort>>>>,
-    /// MSI-X: vectors 0 and 1 for EQ 0 and EQ 1, one per completion EQ after them.
+    /// MSI-X: vector 0 for EQ 0, 1 for EQ 1 (0 for both on a single-vector device), one per
+    /// completion EQ after them.
     _irqs: pci::IrqHandlers<'bound, VectorHandler>,
     /// Resets the device when dropped.
     reset: DeviceReset,
@@ -575,19 +578,23 @@ impl<'bound> FerroceDevice<'bound> {
             .min(MAX_COMPLETION_EQS);
         let ceqs = CompletionEqs::new(bound, &bar, &cmdq, completion_eqs)?;
 
-        // Interrupts: vectors 0 and 1 drain EQ 0 and EQ 1 (both: they are cheap to look at),
-        // each further vector its completion EQ.
+        // Interrupts: each EQ drains on its own vector (EQ 0 and EQ 1 share vector 0 on a
+        // device with a single vector), each completion EQ on the vector it was created with.
         let msix = pci::IrqTypes::default().with(pci::IrqType::MsiX);
-        let vectors = FIRST_COMPLETION_VECTOR + completion_eqs;
+        let control_vectors = caps.num_msix.min(FIRST_COMPLETION_VECTOR);
+        let vectors = control_vectors + completion_eqs;
         let irqs = pci::IrqHandlers::new(pdev, vectors, vectors, msix, c"ferroce", |vector| {
-            Ok(match vector.checked_sub(FIRST_COMPLETION_VECTOR) {
-                None => VectorHandler::Control(EventQueues {
+            Ok(match vector {
+                ASYNC_VECTOR if control_vectors == 1 => VectorHandler::Control(EventQueues {
                     async_eq: eqs.async_eq.clone(),
                     cmd_eq: eqs.cmd_eq.clone(),
                 }),
-                Some(i) => VectorHandler::Completion(EqIrq(
-                    ceqs.eqs.get(usize::try_from(i)?).ok_or(EINVAL)?.clone(),
-                )),
+                ASYNC_VECTOR => VectorHandler::Async(EqIrq(eqs.async_eq.clone())),
+                CMD_VECTOR => VectorHandler::Command(EqIrq(eqs.cmd_eq.clone())),
+                _ => {
+                    let i = usize::try_from(vector - FIRST_COMPLETION_VECTOR)?;
+                    VectorHandler::Completion(EqIrq(ceqs.eqs.get(i).ok_or(EINVAL)?.clone()))
+                }
             })
         })?;
         eqs.async_eq.enable_interrupts()?;

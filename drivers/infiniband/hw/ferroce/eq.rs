@@ -849,11 +849,15 @@ impl CompletionEqs {
     }
 }
 
-/// The handler of one MSI-X vector: EQ 0 and EQ 1 share the first vector(s), each completion EQ
-/// has its own.
+/// The handler of one MSI-X vector: each EQ has its own, but for EQ 0 and EQ 1 on a
+/// single-vector device.
 pub(crate) enum VectorHandler {
-    /// Vectors 0 and 1: drain EQ 0 and EQ 1.
+    /// The only vector of a single-vector device: drains EQ 0 and EQ 1.
     Control(EventQueues),
+    /// EQ 0's vector.
+    Async(EqIrq<AsyncEvents>),
+    /// EQ 1's vector.
+    Command(EqIrq<CmdEvents>),
     /// A completion EQ's vector.
     Completion(EqIrq<CompletionEvents>),
 }
@@ -862,6 +866,8 @@ impl irq::Handler for VectorHandler {
     fn handle(&self) -> IrqReturn {
         match self {
             Self::Control(eqs) => eqs.handle(),
+            Self::Async(eq) => eq.0.handle(),
+            Self::Command(eq) => eq.0.handle(),
             Self::Completion(eq) => eq.0.handle(),
         }
     }
