@@ -1866,9 +1866,13 @@ pub const WQE_FLAG_SOLICITED: u8 = 1 << 1;
 pub const WQE_FLAG_FENCE: u8 = 1 << 2;
 /// Payload is inline after the header (`inline_len` bytes) instead of SGEs.
 pub const WQE_FLAG_INLINE: u8 = 1 << 3;
+/// The operation segment is a [`UdAvSeg`] (the address vector itself) instead of a [`UdSeg`]
+/// (an AH handle). UD and GSI QPs only; on other QP types the WQE is malformed
+/// ([`WqeError::BadQpType`]).
+pub const WQE_FLAG_AV: u8 = 1 << 4;
 /// Defined WQE flags.
 pub const WQE_FLAGS_VALID: u8 =
-    WQE_FLAG_SIGNALED | WQE_FLAG_SOLICITED | WQE_FLAG_FENCE | WQE_FLAG_INLINE;
+    WQE_FLAG_SIGNALED | WQE_FLAG_SOLICITED | WQE_FLAG_FENCE | WQE_FLAG_INLINE | WQE_FLAG_AV;
 
 hw_layout! {
     /// Control segment: the first 24 bytes of every send WQE.
@@ -1943,6 +1947,34 @@ hw_layout! {
 }
 
 hw_layout! {
+    /// Operation segment of UD sends with [`WQE_FLAG_AV`]: the address vector inline, checked
+    /// as `CMD_CREATE_AH` checks an AH (no AH object is needed, so none has to be created in
+    /// atomic context).
+    pub struct UdAvSeg(40) {
+        /// Destination GID.
+        pub dgid: [u8; 16],
+        /// Destination (next hop) MAC.
+        pub dmac: [u8; 6],
+        /// VLAN ID or [`VLAN_NONE`].
+        pub vlan: u16,
+        /// Destination QPN.
+        pub remote_qpn: u32,
+        /// Q_Key.
+        pub remote_qkey: u32,
+        /// Flow label (20 bits, [`FLOW_LABEL_MASK`]; upper bits zero).
+        pub flow_label: u32,
+        /// Source GID index (must name a valid GID table entry).
+        pub sgid_index: u8,
+        /// Hop limit / TTL.
+        pub hop_limit: u8,
+        /// Traffic class.
+        pub traffic_class: u8,
+        /// Reserved, zero.
+        pub rsvd: u8,
+    }
+}
+
+hw_layout! {
     /// Operation segment of REG_MR (fast registration).
     pub struct RegMrSeg(40) {
         /// New I/O virtual address.
@@ -1969,6 +2001,8 @@ pub const WQE_HEADER_SIZE: usize = WqeCtrl::SIZE + RdmaSeg::SIZE;
 /// Offset of the operation segment.
 pub const WQE_SEG_OFFSET: usize = WqeCtrl::SIZE;
 const _: () = assert!(WQE_HEADER_SIZE == 64);
+// The address vector replaces the AH handle segment exactly.
+const _: () = assert!(UdAvSeg::SIZE == 40 && UdAvSeg::SIZE == UdSeg::SIZE);
 
 hw_layout! {
     /// Scatter/gather entry.
@@ -2050,6 +2084,9 @@ pub const fn validate_send_wqe(ctrl: &WqeCtrl, qp_type: u8, stride: usize) -> Re
         return Err(WqeError::BadOpcode);
     }
     if !send_opcode_allowed(qp_type, ctrl.opcode) {
+        return Err(WqeError::BadQpType);
+    }
+    if ctrl.flags & WQE_FLAG_AV != 0 && !matches!(qp_type, QPT_UD | QPT_GSI) {
         return Err(WqeError::BadQpType);
     }
     if ctrl.flags & WQE_FLAG_INLINE != 0 {
