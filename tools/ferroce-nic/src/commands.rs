@@ -6,7 +6,7 @@ use ferroce_hw::*;
 
 use crate::device::Device;
 use crate::objects::{
-    BufferMap, CmdError, Context, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
+    check_ah, BufferMap, CmdError, Context, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
 };
 
 /// Command results: up to three words.
@@ -274,16 +274,7 @@ impl Device {
     }
 
     fn create_ah(&mut self, cmd: &CreateAhCmd) -> CmdResult {
-        if u32::from(cmd.sgid_index) >= GID_TABLE_LEN {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 32));
-        }
-        if cmd.flow_label > FLOW_LABEL_MASK {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
-        }
-        if cmd.vlan != VLAN_NONE && cmd.vlan > 4095 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 30));
-        }
-        reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 35)?;
+        check_ah(cmd)?;
         ok(self
             .core
             .ahs

@@ -5,8 +5,10 @@
 
 mod common;
 
+use common::roce::{self, Node};
 use common::*;
 use ferroce_hw::*;
+use ferroce_nic::engine::wire::back_to_back;
 use ferroce_nic::engine::EngineHost;
 use proptest::prelude::*;
 
@@ -161,6 +163,95 @@ proptest! {
             g.run();
         }
         still_works(&mut g);
+    }
+}
+
+/// Whether `CMD_CREATE_AH` would accept the address vector and its source GID entry is one of
+/// the four a [`Node`] programs.
+fn av_usable(av: &UdAvSeg) -> bool {
+    av.sgid_index < 4
+        && av.flow_label <= FLOW_LABEL_MASK
+        && (av.vlan == VLAN_NONE || av.vlan <= 4095)
+        && av.rsvd == 0
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Random bytes as the inline address vector of a UD or GSI send (`WQE_FLAG_AV`) through the
+    /// RoCE engine towards a second NIC, raw or with the fields chosen by `fix` made plausible
+    /// (so that the frames reach the peer): the sender completes the WQE with success exactly
+    /// when the AV is usable and with the bad-AH error otherwise, the peer completes nothing
+    /// in error, nothing panics and both NICs keep answering commands.
+    #[test]
+    fn random_inline_address_vectors(
+        bytes in proptest::collection::vec(any::<u8>(), UdAvSeg::SIZE),
+        fix in prop_oneof![Just(u8::MAX), any::<u8>()],
+        gsi in any::<bool>(),
+        inline in any::<bool>(),
+        len in 0u32..1500,
+    ) {
+        let (qp_type, qkey) = if gsi { (QPT_GSI, 0x8001_0000) } else { (QPT_UD, 0x1111) };
+        let (pa, pb) = back_to_back();
+        let mut a = Node::new(1, 1 << 16, pa);
+        let mut b = Node::new(2, 1 << 16, pb);
+        let mut qa = roce::Qp::create(&mut a, qp_type);
+        let mut qb = roce::Qp::create(&mut b, qp_type);
+        qa.activate_ud(&mut a, qkey);
+        qb.activate_ud(&mut b, qkey);
+        let mut av = UdAvSeg::read_from(&bytes).expect("40 bytes");
+        if fix & 1 != 0 {
+            av.sgid_index %= 6;
+            av.dmac = b.mac;
+            av.remote_qpn = qb.qpn;
+            av.remote_qkey = qkey;
+        }
+        if fix & 2 != 0 {
+            av.dgid = b.gid(av.sgid_index);
+        }
+        if fix & 4 != 0 {
+            av.flow_label &= FLOW_LABEL_MASK;
+        }
+        if fix & 8 != 0 {
+            av.vlan = VLAN_NONE;
+        }
+        if fix & 16 != 0 {
+            av.rsvd = 0;
+        }
+        let dst = b.buf;
+        qb.post_recv(&mut b, 7, dst, 2048);
+        let src = a.buf;
+        a.fill(src, len as usize, u64::from(fix));
+        let len = if inline { len.min(MAX_INLINE) } else { len };
+        if inline {
+            let ctrl = WqeCtrl {
+                wr_id: 1,
+                opcode: WR_SEND,
+                flags: WQE_FLAG_SIGNALED | WQE_FLAG_AV | WQE_FLAG_INLINE,
+                inline_len: len as u16,
+                ..WqeCtrl::default()
+            };
+            let data = a.g.read(src, len as usize);
+            qa.put(&a, ctrl, &av.encode(), &data);
+            qa.ring(&mut a);
+        } else {
+            qa.post_av(&mut a, 1, WR_SEND, src, len, &av, 0, 0);
+        }
+        for _ in 0..4 {
+            a.g.dev.process();
+            b.g.dev.process();
+        }
+        let expected = if av_usable(&av) { WC_SUCCESS } else { WC_LOC_QP_OP_ERR };
+        let ca = a.cq.poll(&a.g);
+        prop_assert_eq!(ca.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, expected)], "{:?}", av);
+        let cb = b.cq.poll(&b.g);
+        prop_assert!(cb.iter().all(|c| c.status == WC_SUCCESS), "{:?}", cb);
+        if fix == u8::MAX && expected == WC_SUCCESS {
+            // Addressed to the peer's QP from a GID it can answer: it arrives.
+            prop_assert_eq!(cb.iter().map(|c| c.byte_len).collect::<Vec<_>>(), vec![len + 40]);
+        }
+        prop_assert_eq!(a.g.cmd(&NopCmd::default()).status, STATUS_OK);
+        prop_assert_eq!(b.g.cmd(&NopCmd::default()).status, STATUS_OK);
     }
 }
 

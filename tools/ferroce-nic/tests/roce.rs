@@ -371,6 +371,196 @@ fn ud_and_gsi_datagrams() {
     }
 }
 
+/// UD sends whose WQE carries the address vector itself (`WQE_FLAG_AV`, no AH object), on UD
+/// and GSI QPs, over RoCE v2 IPv4 and IPv6 and RoCE v1; the AV's traffic class, hop limit and
+/// flow label reach the wire, and AH handles keep working on the same QP.
+#[test]
+fn ud_and_gsi_sends_with_an_inline_address_vector() {
+    // (QP type, Q_Key, source GID, header, traffic class, hop limit, flow label)
+    for (qp_type, qkey, sgid_index, hdr, tc, hop, fl) in [
+        (QPT_UD, 0x1111, 3, NET_HDR_IPV4, 0x00, 64, 0),
+        (QPT_UD, 0x1111, 3, NET_HDR_IPV4, 0xb9, 9, 0x0_0042),
+        (QPT_UD, 0x1111, 1, NET_HDR_IPV6, 0xb8, 7, 0xf_1234),
+        (QPT_UD, 0x1111, 0, NET_HDR_GRH, 0x20, 5, 0x1_0001),
+        (QPT_GSI, 0x8001_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
+    ] {
+        let what = format!("type {qp_type} GID {sgid_index}");
+        let (mut a, mut b, mut qa, mut qb, ah) = datagram_pair(qp_type, qkey, sgid_index);
+        let data = a.fill(a.buf, 1000, 9);
+        let dst = b.buf + 8192;
+        let av = UdAvSeg {
+            traffic_class: tc,
+            hop_limit: hop,
+            flow_label: fl,
+            ..av_to(&b, sgid_index, qb.qpn, qkey)
+        };
+        let src = a.buf;
+        qb.post_recv(&mut b, 7, dst, 2048);
+        qa.post_av(&mut a, 1, WR_SEND_WITH_IMM, src, 1000, &av, 0x5151, 0);
+        pump(&mut a, &mut b, 4);
+        let ca = a.cq.poll(&a.g);
+        let cb = b.cq.poll(&b.g);
+        assert_eq!(ca.len(), 1, "{what}");
+        assert_eq!(
+            (ca[0].wr_id, ca[0].status, ca[0].opcode),
+            (1, WC_SUCCESS, CQE_OP_SEND),
+            "{what}"
+        );
+        assert_eq!(cb.len(), 1, "{what}");
+        let c = cb[0];
+        assert_eq!(
+            (c.status, c.byte_len, c.src_qpn, c.network_hdr_type),
+            (WC_SUCCESS, 1040, qa.qpn, hdr),
+            "{what}"
+        );
+        assert_eq!((c.imm_or_inv, c.smac), (0x5151, a.mac), "{what}");
+        assert!(b.g.read(dst + 40, 1000) == data, "{what}: payload");
+        let grh = b.g.read(dst, 40);
+        if hdr == NET_HDR_IPV4 {
+            // 20 zero bytes, then the IPv4 header: TOS, TTL, source address.
+            assert_eq!(
+                (grh[20], grh[21], grh[28], &grh[32..36]),
+                (0x45, tc, hop, &a.ip[..]),
+                "{what}: IPv4 header image"
+            );
+        } else {
+            // The IPv6 header (or GRH): version, traffic class, flow label, hop limit, SGID.
+            let first = u32::from_be_bytes([grh[0], grh[1], grh[2], grh[3]]);
+            assert_eq!(
+                (first, grh[7], &grh[8..24]),
+                (
+                    6 << 28 | u32::from(tc) << 20 | fl,
+                    hop,
+                    &a.gid(sgid_index)[..]
+                ),
+                "{what}: IPv6 header image"
+            );
+        }
+        // The AH handle path is unchanged, also right after an AV send on the same QP.
+        let ud = UdSeg {
+            ah,
+            remote_qpn: qb.qpn,
+            remote_qkey: qkey,
+            ..UdSeg::default()
+        };
+        qb.post_recv(&mut b, 8, dst, 2048);
+        qa.post(&mut a, 2, WR_SEND, src, 100, &ud.encode(), 0);
+        qb.post_recv(&mut b, 9, dst, 2048);
+        qa.post_av(&mut a, 3, WR_SEND, src, 100, &av, 0, 0);
+        pump(&mut a, &mut b, 4);
+        let ca = a.cq.poll(&a.g);
+        let cb = b.cq.poll(&b.g);
+        assert_eq!(
+            ca.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+            [(2, WC_SUCCESS), (3, WC_SUCCESS)],
+            "{what}"
+        );
+        assert_eq!(
+            cb.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+            [(8, WC_SUCCESS), (9, WC_SUCCESS)],
+            "{what}"
+        );
+    }
+}
+
+/// An inline address vector that CMD_CREATE_AH would refuse, or whose source GID entry is empty,
+/// completes the WQE with the error a bad AH handle gets, sends nothing, and moves the QP to ERR.
+#[test]
+fn bad_inline_address_vector_completes_with_an_error() {
+    type Spoil = fn(&mut UdAvSeg);
+    let cases: [(&str, Spoil); 6] = [
+        ("empty GID entry", |av| av.sgid_index = 9),
+        ("GID index beyond the table", |av| {
+            av.sgid_index = GID_TABLE_LEN as u8
+        }),
+        ("GID index 255", |av| av.sgid_index = 255),
+        ("flow label over 20 bits", |av| {
+            av.flow_label = FLOW_LABEL_MASK + 1
+        }),
+        ("VLAN over 4095", |av| av.vlan = 4096),
+        ("reserved byte", |av| av.rsvd = 1),
+    ];
+    // The reference: an AH handle that does not exist.
+    let (mut a, mut b, mut qa, qb, _) = datagram_pair(QPT_UD, 0x1111, 3);
+    let bad_ah = UdSeg {
+        ah: 0xdead,
+        remote_qpn: qb.qpn,
+        remote_qkey: 0x1111,
+        ..UdSeg::default()
+    };
+    let src = a.buf;
+    qa.post(&mut a, 1, WR_SEND, src, 10, &bad_ah.encode(), 0);
+    pump(&mut a, &mut b, 4);
+    let bad_ah_status = a.cq.poll(&a.g).first().map(|c| c.status);
+    assert_eq!(bad_ah_status, Some(WC_LOC_QP_OP_ERR));
+
+    for (what, spoil) in cases {
+        let (mut a, mut b, mut qa, mut qb, _) = datagram_pair(QPT_UD, 0x1111, 3);
+        let mut av = av_to(&b, 3, qb.qpn, 0x1111);
+        spoil(&mut av);
+        let dst = b.buf;
+        qb.post_recv(&mut b, 7, dst, 2048);
+        let (src, tx) = (a.buf, a.counter(COUNTER_TX_PACKETS));
+        qa.post_av(&mut a, 1, WR_SEND, src, 10, &av, 0, 0);
+        pump(&mut a, &mut b, 4);
+        let ca = a.cq.poll(&a.g);
+        assert_eq!(
+            ca.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+            [(1, bad_ah_status.unwrap_or_default())],
+            "{what}"
+        );
+        assert_eq!(a.counter(COUNTER_TX_PACKETS), tx, "{what}: nothing sent");
+        assert!(b.cq.poll(&b.g).is_empty(), "{what}");
+        assert_eq!(
+            a.g.dev.core.qps.get(qa.qpn).map(|q| q.state),
+            Some(QPS_ERR),
+            "{what}"
+        );
+    }
+}
+
+/// `WQE_FLAG_AV` is for UD and GSI QPs only: on an RC QP the WQE is malformed, the QP goes to
+/// ERR with a `QP_FATAL` / `WQE_ERR_BAD_QP_TYPE` event, and nothing is sent.
+#[test]
+fn inline_address_vector_on_an_rc_qp_is_a_bad_wqe() {
+    let ctrl = WqeCtrl {
+        opcode: WR_SEND,
+        flags: WQE_FLAG_SIGNALED | WQE_FLAG_AV,
+        ..WqeCtrl::default()
+    };
+    assert_eq!(
+        validate_send_wqe(&ctrl, QPT_RC, 512),
+        Err(WqeError::BadQpType)
+    );
+    for qp_type in [QPT_UD, QPT_GSI] {
+        assert_eq!(validate_send_wqe(&ctrl, qp_type, 512), Ok(()));
+    }
+
+    let mut p = Pair::new(MIB, Conn::default());
+    let av = av_to(&p.b, 3, p.qb.qpn, 0);
+    let (src, dst) = (p.a.buf, p.b.buf);
+    let tx = p.a.counter(COUNTER_TX_PACKETS);
+    p.qb.post_recv(&mut p.b, 7, dst, 64);
+    p.qa.post_av(&mut p.a, 1, WR_SEND, src, 10, &av, 0, 0);
+    let (ca, _) = p.wait_cqes(1, 0);
+    assert_eq!((ca[0].wr_id, ca[0].status), (1, WC_WR_FLUSH_ERR));
+    let events = p.a.g.poll_eq(EQN_ASYNC);
+    assert!(
+        events.iter().any(|e| (e.event_type, e.subtype, e.data0)
+            == (EVENT_QP_FATAL, WQE_ERR_BAD_QP_TYPE, p.qa.qpn)),
+        "{events:?}"
+    );
+    assert_eq!(
+        p.a.g.dev.core.qps.get(p.qa.qpn).map(|q| q.state),
+        Some(QPS_ERR)
+    );
+    assert_eq!(p.a.counter(COUNTER_TX_PACKETS), tx, "nothing sent");
+    for _ in 0..4 {
+        p.step();
+    }
+    assert!(p.cqes_b.is_empty());
+}
+
 /// A fresh pair, a `len`-byte request from `a` to `b`'s `[addr, addr + len)` under `rkey`;
 /// returns `a`'s completion status and whether `b`'s buffer stayed as it was.
 fn violation(opcode: u8, len: u32, target: impl Fn(&mut Node) -> (u64, u32)) -> (u8, bool, Pair) {

@@ -16,6 +16,7 @@ use super::opcode::{self, op, Position};
 use super::psn;
 use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY};
 use super::{EngineHost, SendWork};
+use crate::objects::ah_from_av;
 
 /// Request packets sent per QP per poll.
 const TX_BUDGET: u32 = 64;
@@ -424,14 +425,25 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
     let Some(w) = qp.req.wqes.get(i) else {
         return WC_LOC_QP_OP_ERR;
     };
-    let seg = UdSeg::decode(&w.work.seg);
-    let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
-        return WC_LOC_QP_OP_ERR;
+    // The destination: an AH handle, or (WQE_FLAG_AV) the address vector itself, checked as
+    // CMD_CREATE_AH checks an AH. Either failing completes the WQE with the same error.
+    let (ah, remote_qpn, remote_qkey) = if w.work.ctrl.flags & WQE_FLAG_AV != 0 {
+        let av = UdAvSeg::decode(&w.work.seg);
+        let Ok(ah) = ah_from_av(pd, &av) else {
+            return WC_LOC_QP_OP_ERR;
+        };
+        (ah, av.remote_qpn, av.remote_qkey)
+    } else {
+        let seg = UdSeg::decode(&w.work.seg);
+        let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
+            return WC_LOC_QP_OP_ERR;
+        };
+        (ah, seg.remote_qpn, seg.remote_qkey)
     };
     let flow_label = if ah.flow_label != 0 {
         ah.flow_label
     } else {
-        super::frame::flow_label_for(qp.qpn, seg.remote_qpn)
+        super::frame::flow_label_for(qp.qpn, remote_qpn)
     };
     let Some(route) = route_for(
         host,
@@ -447,10 +459,10 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
     };
     // A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5), except on QP1,
     // whose Q_Key is the well-known 0x80010000.
-    let qkey = if seg.remote_qkey & 0x8000_0000 != 0 && qp.qp_type == QPT_UD {
+    let qkey = if remote_qkey & 0x8000_0000 != 0 && qp.qp_type == QPT_UD {
         qp.attrs.qkey
     } else {
-        seg.remote_qkey
+        remote_qkey
     };
     let imm = w.work.ctrl.opcode == WR_SEND_WITH_IMM;
     let opcode = if imm {
@@ -458,7 +470,7 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
     } else {
         op::UD_SEND_ONLY
     };
-    let mut b = PacketBuilder::new(opcode, seg.remote_qpn & 0x00ff_ffff, qp.req.next_psn);
+    let mut b = PacketBuilder::new(opcode, remote_qpn & 0x00ff_ffff, qp.req.next_psn);
     b.bth.solicited = w.work.ctrl.flags & WQE_FLAG_SOLICITED != 0;
     b.deth = Some(Deth {
         qkey: if qp.qp_type == QPT_GSI && qkey == 0 {

@@ -395,6 +395,43 @@ impl Qp {
         self.ring(node);
     }
 
+    /// Posts one signalled UD / GSI WR with one SGE (or none for `len == 0`) whose operation
+    /// segment is the address vector `av` itself (`WQE_FLAG_AV`, plus `extra_flags`), and rings.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_av(
+        &mut self,
+        node: &mut Node,
+        wr_id: u64,
+        opcode: u8,
+        addr: u64,
+        len: u32,
+        av: &UdAvSeg,
+        imm: u32,
+        extra_flags: u8,
+    ) {
+        let ctrl = WqeCtrl {
+            wr_id,
+            opcode,
+            flags: WQE_FLAG_SIGNALED | WQE_FLAG_AV | extra_flags,
+            num_sge: u8::from(len > 0),
+            imm_or_inv: imm,
+            ..WqeCtrl::default()
+        };
+        let tail = if len > 0 {
+            Sge {
+                addr,
+                length: len,
+                lkey: node.key,
+            }
+            .encode()
+            .to_vec()
+        } else {
+            Vec::new()
+        };
+        self.put(node, ctrl, &av.encode(), &tail);
+        self.ring(node);
+    }
+
     /// Posts a receive WQE with one SGE (of the data MR) and publishes it.
     pub fn post_recv(&mut self, node: &mut Node, wr_id: u64, addr: u64, len: u32) {
         let mut wqe = vec![0u8; 64];
@@ -422,6 +459,20 @@ impl Qp {
             }
             .encode(),
         );
+    }
+}
+
+/// The inline address vector towards `peer`'s QP `remote_qpn` from GID `sgid_index`.
+pub fn av_to(peer: &Node, sgid_index: u8, remote_qpn: u32, remote_qkey: u32) -> UdAvSeg {
+    UdAvSeg {
+        dgid: peer.gid(sgid_index),
+        dmac: peer.mac,
+        vlan: VLAN_NONE,
+        remote_qpn,
+        remote_qkey,
+        sgid_index,
+        hop_limit: 64,
+        ..UdAvSeg::default()
     }
 }
 
