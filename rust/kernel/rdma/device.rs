@@ -15,11 +15,38 @@ use crate::{
     },
     net::device::NetDevice,
     prelude::*,
-    rdma::gid::GidAttr,
+    rdma::{
+        object::{
+            Numbered,
+            Table, //
+        },
+        AddressVector,
+        Ah,
+        Completions,
+        Cq,
+        CqInit,
+        GidAttr, //
+        Mr,
+        MrType,
+        NewMr,
+        Pd,
+        PostError,
+        Qp,
+        QpAttr,
+        QpInit,
+        RecvWr,
+        SendWr,
+        SgPages,
+        Srq,
+        SrqAttr,
+        Ucontext,
+        Udata,
+    },
     sync::{
         new_mutex,
         Arc,
-        Mutex, //
+        Mutex,
+        SpinLockIrq, //
     },
     types::Opaque,
     ThisModule, //
@@ -73,9 +100,15 @@ impl Mtu {
         // headers `iboe_get_mtu()` reserves room for.
         const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
         let room = eth_mtu.checked_sub(ROCE_OVERHEAD)?;
-        [Self::Mtu4096, Self::Mtu2048, Self::Mtu1024, Self::Mtu512, Self::Mtu256]
-            .into_iter()
-            .find(|mtu| mtu.bytes() <= room)
+        [
+            Self::Mtu4096,
+            Self::Mtu2048,
+            Self::Mtu1024,
+            Self::Mtu512,
+            Self::Mtu256,
+        ]
+        .into_iter()
+        .find(|mtu| mtu.bytes() <= room)
     }
 
     /// The MTU in bytes.
@@ -265,8 +298,8 @@ pub struct PortImmutable {
 impl PortImmutable {
     /// Core capabilities of a RoCE port that speaks both RoCE v1 and RoCE v2 (UDP
     /// encapsulation): ib_core then keeps a v1 and a v2 entry for every address.
-    pub const ROCE_V1_V2: u32 = bindings::RDMA_CORE_PORT_IBA_ROCE
-        | bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+    pub const ROCE_V1_V2: u32 =
+        bindings::RDMA_CORE_PORT_IBA_ROCE | bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
     /// Size of a management datagram (`IB_MGMT_MAD_SIZE`).
     pub const MGMT_MAD_SIZE: u32 = 256;
 }
@@ -310,17 +343,220 @@ pub trait Operations: Sized + Send + Sync + 'static {
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    // Verbs objects. ib_core allocates PDs, CQs, QPs, AHs, SRQs and user contexts with room
+    // for the driver's data after its own structure; creation moves the data in, destruction
+    // drops it once the driver's `destroy_*` succeeded. A device provides kernel verbs only if
+    // it implements PDs, CQs, QPs, `post_*`, `poll_cq`, `req_notify_cq` and the MR calls.
+
+    /// The driver's data of a protection domain.
+    type Pd: Send + Sync;
+    /// The driver's data of a completion queue.
+    type Cq: Numbered + Send + Sync;
+    /// The driver's data of a queue pair; its number becomes the QP number.
+    type Qp: Numbered + Send + Sync;
+    /// The driver's data of a shared receive queue.
+    type Srq: Numbered + Send + Sync;
+    /// The driver's data of an address handle.
+    type Ah: Send + Sync;
+    /// The driver's data of a memory region.
+    type Mr: Send + Sync;
+    /// The driver's data of a user context.
+    type Ucontext: Send + Sync;
+
+    /// Allocates a protection domain.
+    fn alloc_pd(_dev: &Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<Self::Pd> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Releases a protection domain (its data is dropped afterwards).
+    fn dealloc_pd(_pd: &Pd<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Creates a CQ of at least `init.entries` entries; returns its data and the number of
+    /// entries it has.
+    fn create_cq(
+        _dev: &Device<Self>,
+        _init: &CqInit,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<(Self::Cq, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a CQ. No completion or event reaches it any more once this is called.
+    fn destroy_cq(_cq: &Cq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Moves completions into `out` until it is full or the CQ is empty.
+    fn poll_cq(_cq: &Cq<Self>, _out: &mut Completions<'_, Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms the CQ: the next completion (or the next solicited one) calls the consumer's
+    /// handler. Returns whether completions may have arrived unreported before the arming.
+    fn req_notify_cq(_cq: &Cq<Self>, _solicited_only: bool) -> Result<bool> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets the CQ's event moderation: an event after `count` completions or `period_us`.
+    fn modify_cq(_cq: &Cq<Self>, _count: u16, _period_us: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a QP in `pd`; reports the queue sizes through `init`.
+    fn create_qp(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _init: &mut QpInit<'_, Self>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Qp> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the QP's state and attributes.
+    fn modify_qp(_qp: &Qp<Self>, _attr: &QpAttr<'_>, _udata: Option<&mut Udata<'_>>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a QP. No completion reaches the consumer for it any more.
+    fn destroy_qp(_qp: &Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Posts a chain of send requests: all, or those before the returned bad one.
+    fn post_send<'a>(
+        _qp: &Qp<Self>,
+        _wr: SendWr<'a, Self>,
+    ) -> Result<(), PostError<SendWr<'a, Self>>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts a chain of receive requests: all, or those before the returned bad one.
+    fn post_recv<'a>(_qp: &Qp<Self>, _wr: RecvWr<'a>) -> Result<(), PostError<RecvWr<'a>>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an SRQ; reports its sizes through `attr`.
+    fn create_srq(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _attr: &mut SrqAttr,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Srq> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes the SRQ or (re)arms its limit.
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _max_wr: Option<u32>,
+        _limit: Option<u32>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the SRQ's sizes and limit.
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an SRQ.
+    fn destroy_srq(_srq: &Srq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Posts a chain of receive requests to an SRQ.
+    fn post_srq_recv<'a>(_srq: &Srq<Self>, _wr: RecvWr<'a>) -> Result<(), PostError<RecvWr<'a>>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an address handle. Unless `sleepable`, this runs in atomic context and must not
+    /// sleep (ib_cm creates AHs under spinlocks).
+    fn create_ah(
+        _dev: &Device<Self>,
+        _av: &AddressVector<'_>,
+        _sleepable: bool,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Ah> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an address handle; must not sleep unless `sleepable`.
+    fn destroy_ah(_ah: &Ah<Self>, _sleepable: bool) -> Result {
+        Ok(())
+    }
+
+    /// An MR covering all memory, addressed by DMA address (`ib_get_dma_mr()`; ib_core uses it
+    /// as the PD's local DMA key).
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR for fast registration of up to `max_num_sg` pages.
+    fn alloc_mr(_pd: &Pd<Self>, _kind: MrType, _max_num_sg: u32) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps a scatter/gather list into a fast-registration MR's page list; returns the number
+    /// of list elements mapped.
+    fn map_mr_sg(_mr: &Mr<Self>, _sg: &mut SgPages<'_, Self>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers `length` bytes of the calling process's memory at `start`, addressed from
+    /// `virt_addr` (`ibv_reg_mr()`).
+    fn reg_user_mr(
+        _pd: &Pd<Self>,
+        _start: u64,
+        _length: u64,
+        _virt_addr: u64,
+        _access: u32,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Deregisters an MR (its data is dropped afterwards).
+    fn dereg_mr(_mr: &Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets up the context of a process that opened the device.
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Ucontext> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Tears a user context down; everything the process created is gone already.
+    fn dealloc_ucontext(_ctx: &Ucontext<Self>) {}
+}
+
+/// Objects the device finds by number: completions and events name them.
+#[pin_data]
+struct Objects<T: Operations> {
+    #[pin]
+    cqs: Table<Cq<T>>,
+    #[pin]
+    qps: Table<Qp<T>>,
+    #[pin]
+    srqs: Table<Srq<T>>,
 }
 
 /// An RDMA device: ib_core's `struct ib_device` followed by the driver's data.
 ///
 /// # Invariants
 ///
-/// `ib` was initialised by `_ib_alloc_device()` with the size of `Self`, and `data` is
-/// initialised; the allocation stays alive as long as a `&Device<T>` exists.
+/// `ib` was initialised by `_ib_alloc_device()` with the size of `Self`, and `objects` and
+/// `data` are initialised; the allocation stays alive as long as a `&Device<T>` exists.
 #[repr(C)]
 pub struct Device<T: Operations> {
     ib: Opaque<bindings::ib_device>,
+    objects: Objects<T>,
     data: T,
 }
 
@@ -344,16 +580,47 @@ impl<T: Operations> Device<T> {
     ///
     /// `ib` must be the `ib` field of a live `Device<T>` (a device registered through
     /// [`Registration`] with this `T`).
-    unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: `ib` is the first field of the `repr(C)` struct, so the pointers are equal;
         // the caller guarantees it is live.
         unsafe { &*ib.cast::<Self>() }
     }
 
+    /// The parent device (the PCI function), bound while this device is registered; DMA
+    /// memory for queues is allocated with it.
+    pub fn parent(&self) -> &device::Device<Bound> {
+        // SAFETY: The parent was set at registration and outlives the registration; it is bound
+        // while the device is registered, which `Registration` and its unbind guard ensure by
+        // unregistering before the parent is unbound. ib_core calls us only while registered.
+        unsafe {
+            device::Device::<device::Normal>::from_raw((*self.as_raw()).__bindgen_anon_1.dev.parent)
+                .as_bound()
+        }
+    }
+
+    /// The device's CQs by number.
+    pub fn cqs(&self) -> &Table<Cq<T>> {
+        &self.objects.cqs
+    }
+
+    /// The device's QPs by number.
+    pub fn qps(&self) -> &Table<Qp<T>> {
+        &self.objects.qps
+    }
+
+    /// The device's SRQs by number.
+    pub fn srqs(&self) -> &Table<Srq<T>> {
+        &self.objects.srqs
+    }
+
     /// The device's name (e.g. `ferroce0`).
     pub fn name(&self) -> &CStr {
         // SAFETY: `dev` of a registered `ib_device` has a name for its whole life.
-        unsafe { CStr::from_char_ptr(bindings::dev_name(&raw const (*self.as_raw()).__bindgen_anon_1.dev)) }
+        unsafe {
+            CStr::from_char_ptr(bindings::dev_name(
+                &raw const (*self.as_raw()).__bindgen_anon_1.dev,
+            ))
+        }
     }
 
     /// Associates `port` with a network device (RoCE: the netdev whose addresses become the
@@ -473,7 +740,12 @@ impl<T: Operations> Callbacks<T> {
         from_result(|| {
             // SAFETY: ib_core passes a valid attribute of a registered `Device<T>` and holds the
             // table lock for the duration of the call.
-            let (dev, attr) = unsafe { (Device::<T>::from_raw((*attr).device), GidAttr::from_raw(attr)) };
+            let (dev, attr) = unsafe {
+                (
+                    Device::<T>::from_raw((*attr).device),
+                    GidAttr::from_raw(attr),
+                )
+            };
             T::add_gid(dev, attr)?;
             Ok(0)
         })
@@ -485,7 +757,12 @@ impl<T: Operations> Callbacks<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: As in `add_gid`.
-            let (dev, attr) = unsafe { (Device::<T>::from_raw((*attr).device), GidAttr::from_raw(attr)) };
+            let (dev, attr) = unsafe {
+                (
+                    Device::<T>::from_raw((*attr).device),
+                    GidAttr::from_raw(attr),
+                )
+            };
             T::del_gid(dev, attr)?;
             Ok(0)
         })
@@ -515,10 +792,162 @@ impl<T: Operations> Callbacks<T> {
             query_device: Some(Self::query_device),
             query_port: Some(Self::query_port),
             get_port_immutable: Some(Self::get_port_immutable),
-            get_link_layer: if T::HAS_GET_LINK_LAYER { Some(Self::get_link_layer) } else { None },
-            add_gid: if T::HAS_ADD_GID { Some(Self::add_gid) } else { None },
-            del_gid: if T::HAS_DEL_GID { Some(Self::del_gid) } else { None },
-            query_pkey: if T::HAS_QUERY_PKEY { Some(Self::query_pkey) } else { None },
+            get_link_layer: if T::HAS_GET_LINK_LAYER {
+                Some(Self::get_link_layer)
+            } else {
+                None
+            },
+            add_gid: if T::HAS_ADD_GID {
+                Some(Self::add_gid)
+            } else {
+                None
+            },
+            del_gid: if T::HAS_DEL_GID {
+                Some(Self::del_gid)
+            } else {
+                None
+            },
+            query_pkey: if T::HAS_QUERY_PKEY {
+                Some(Self::query_pkey)
+            } else {
+                None
+            },
+            alloc_pd: if T::HAS_ALLOC_PD {
+                Some(super::pd::alloc_pd::<T>)
+            } else {
+                None
+            },
+            dealloc_pd: if T::HAS_ALLOC_PD {
+                Some(super::pd::dealloc_pd::<T>)
+            } else {
+                None
+            },
+            size_ib_pd: Pd::<T>::ALLOC_SIZE,
+            create_cq: if T::HAS_CREATE_CQ {
+                Some(super::cq::create_cq::<T>)
+            } else {
+                None
+            },
+            destroy_cq: if T::HAS_CREATE_CQ {
+                Some(super::cq::destroy_cq::<T>)
+            } else {
+                None
+            },
+            poll_cq: if T::HAS_POLL_CQ {
+                Some(super::cq::poll_cq::<T>)
+            } else {
+                None
+            },
+            req_notify_cq: if T::HAS_REQ_NOTIFY_CQ {
+                Some(super::cq::req_notify_cq::<T>)
+            } else {
+                None
+            },
+            modify_cq: if T::HAS_MODIFY_CQ {
+                Some(super::cq::modify_cq::<T>)
+            } else {
+                None
+            },
+            size_ib_cq: Cq::<T>::ALLOC_SIZE,
+            create_qp: if T::HAS_CREATE_QP {
+                Some(super::qp::create_qp::<T>)
+            } else {
+                None
+            },
+            modify_qp: if T::HAS_MODIFY_QP {
+                Some(super::qp::modify_qp::<T>)
+            } else {
+                None
+            },
+            destroy_qp: if T::HAS_CREATE_QP {
+                Some(super::qp::destroy_qp::<T>)
+            } else {
+                None
+            },
+            post_send: if T::HAS_POST_SEND {
+                Some(super::qp::post_send::<T>)
+            } else {
+                None
+            },
+            post_recv: if T::HAS_POST_RECV {
+                Some(super::qp::post_recv::<T>)
+            } else {
+                None
+            },
+            size_ib_qp: Qp::<T>::ALLOC_SIZE,
+            create_srq: if T::HAS_CREATE_SRQ {
+                Some(super::srq::create_srq::<T>)
+            } else {
+                None
+            },
+            modify_srq: if T::HAS_MODIFY_SRQ {
+                Some(super::srq::modify_srq::<T>)
+            } else {
+                None
+            },
+            query_srq: if T::HAS_QUERY_SRQ {
+                Some(super::srq::query_srq::<T>)
+            } else {
+                None
+            },
+            destroy_srq: if T::HAS_CREATE_SRQ {
+                Some(super::srq::destroy_srq::<T>)
+            } else {
+                None
+            },
+            post_srq_recv: if T::HAS_POST_SRQ_RECV {
+                Some(super::srq::post_srq_recv::<T>)
+            } else {
+                None
+            },
+            size_ib_srq: Srq::<T>::ALLOC_SIZE,
+            create_ah: if T::HAS_CREATE_AH {
+                Some(super::ah::create_ah::<T>)
+            } else {
+                None
+            },
+            destroy_ah: if T::HAS_CREATE_AH {
+                Some(super::ah::destroy_ah::<T>)
+            } else {
+                None
+            },
+            size_ib_ah: Ah::<T>::ALLOC_SIZE,
+            get_dma_mr: if T::HAS_GET_DMA_MR {
+                Some(super::mr::get_dma_mr::<T>)
+            } else {
+                None
+            },
+            reg_user_mr: if T::HAS_REG_USER_MR {
+                Some(super::mr::reg_user_mr::<T>)
+            } else {
+                None
+            },
+            alloc_mr: if T::HAS_ALLOC_MR {
+                Some(super::mr::alloc_mr::<T>)
+            } else {
+                None
+            },
+            map_mr_sg: if T::HAS_MAP_MR_SG {
+                Some(super::mr::map_mr_sg::<T>)
+            } else {
+                None
+            },
+            dereg_mr: if T::HAS_DEREG_MR {
+                Some(super::mr::dereg_mr::<T>)
+            } else {
+                None
+            },
+            alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
+                Some(super::pd::alloc_ucontext::<T>)
+            } else {
+                None
+            },
+            dealloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
+                Some(super::pd::dealloc_ucontext::<T>)
+            } else {
+                None
+            },
+            size_ib_ucontext: Ucontext::<T>::ALLOC_SIZE,
             ..pin_init::zeroed()
         }
     }
@@ -531,10 +960,28 @@ struct DevicePtr<T: Operations>(NonNull<Device<T>>);
 // lock while the device is registered.
 unsafe impl<T: Operations> Send for DevicePtr<T> {}
 
+/// Where a [`DeviceHandle`] finds the device: one pointer for code that may sleep, one for
+/// code that may not (interrupt handlers), both cleared before the device is unregistered.
+#[pin_data]
+struct HandleState<T: Operations> {
+    #[pin]
+    sleeping: Mutex<Option<DevicePtr<T>>>,
+    #[pin]
+    atomic: SpinLockIrq<Option<DevicePtr<T>>>,
+}
+
+impl<T: Operations> HandleState<T> {
+    fn set(&self, dev: Option<NonNull<Device<T>>>) {
+        *self.sleeping.lock() = dev.map(DevicePtr);
+        *self.atomic.lock() = dev.map(DevicePtr);
+    }
+}
+
 /// A handle to a registered device for code that outlives no registration but cannot borrow it:
-/// notifier callbacks, work items. [`DeviceHandle::with`] runs code on the device while it is
-/// registered and does nothing once [`Registration`] started to drop.
-pub struct DeviceHandle<T: Operations>(Arc<Mutex<Option<DevicePtr<T>>>>);
+/// notifier callbacks, work items, interrupt handlers. [`DeviceHandle::with`] and
+/// [`DeviceHandle::with_atomic`] run code on the device while it is registered and do nothing
+/// once [`Registration`] started to drop.
+pub struct DeviceHandle<T: Operations>(Arc<HandleState<T>>);
 
 impl<T: Operations> Clone for DeviceHandle<T> {
     fn clone(&self) -> Self {
@@ -543,13 +990,32 @@ impl<T: Operations> Clone for DeviceHandle<T> {
 }
 
 impl<T: Operations> DeviceHandle<T> {
+    fn new() -> Result<Self> {
+        Ok(Self(Arc::pin_init(
+            try_pin_init!(HandleState {
+                sleeping <- new_mutex!(None, "rdma::DeviceHandle"),
+                atomic <- crate::new_spinlock_irq!(None, "rdma::DeviceHandle::atomic"),
+            }),
+            GFP_KERNEL,
+        )?))
+    }
+
     /// Runs `f` on the device if it is still registered; `f` may sleep. Returns `None` when the
     /// device is being (or has been) unregistered.
     pub fn with<R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
-        let guard = self.0.lock();
+        let guard = self.0.sleeping.lock();
         let ptr = guard.as_ref()?;
         // SAFETY: The pointer is set while the device is registered and cleared under this lock
         // before `Registration` unregisters it, so it is valid while we hold the lock.
+        Some(f(unsafe { ptr.0.as_ref() }))
+    }
+
+    /// As [`DeviceHandle::with`], from any context (interrupt handlers included): `f` runs with
+    /// interrupts disabled and must not sleep.
+    pub fn with_atomic<R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
+        let guard = self.0.atomic.lock();
+        let ptr = guard.as_ref()?;
+        // SAFETY: As in `with`, for the atomic pointer and its lock.
         Some(f(unsafe { ptr.0.as_ref() }))
     }
 }
@@ -562,6 +1028,12 @@ pub struct Config<'a> {
     pub comp_vectors: u32,
     /// A port and its network device, associated before registration (RoCE).
     pub netdev: Option<(u32, &'a NetDevice)>,
+    /// CQ numbers are below this.
+    pub cq_numbers: u32,
+    /// QP numbers are below this.
+    pub qp_numbers: u32,
+    /// SRQ numbers are below this.
+    pub srq_numbers: u32,
 }
 
 /// A registered RDMA device, unregistered and freed when dropped.
@@ -602,15 +1074,26 @@ impl<T: Operations> Registration<T> {
             ports,
             comp_vectors,
             netdev,
+            cq_numbers,
+            qp_numbers,
+            srq_numbers,
         } = config;
+        let objects = try_pin_init!(Objects::<T> {
+            cqs <- Table::new(cq_numbers)?,
+            qps <- Table::new(qp_numbers)?,
+            srqs <- Table::new(srq_numbers)?,
+        });
         // SAFETY: `init_net` is a static that lives forever; the size covers `struct ib_device`,
         // which is the first field of `Device<T>`.
         let ib = unsafe {
-            bindings::_ib_alloc_device(core::mem::size_of::<Device<T>>(), &raw mut bindings::init_net)
+            bindings::_ib_alloc_device(
+                core::mem::size_of::<Device<T>>(),
+                &raw mut bindings::init_net,
+            )
         };
         let dev = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
-        let handle = match Arc::pin_init(new_mutex!(None, "rdma::DeviceHandle"), GFP_KERNEL) {
-            Ok(handle) => DeviceHandle(handle),
+        let handle = match DeviceHandle::new() {
+            Ok(handle) => handle,
             Err(e) => {
                 // SAFETY: The device was allocated above and never registered.
                 unsafe { bindings::ib_dealloc_device(ib) };
@@ -620,9 +1103,19 @@ impl<T: Operations> Registration<T> {
 
         // SAFETY: `_ib_alloc_device()` returned a zeroed allocation large and aligned enough for
         // `Device<T>` (kmalloc alignment); `data` is not initialised yet.
-        if let Err(e) = unsafe { data.__init(&raw mut (*dev.as_ptr()).data) } {
+        // SAFETY: As above, for the object tables, which are pinned in the allocation.
+        if let Err(e) = unsafe { objects.__init(&raw mut (*dev.as_ptr()).objects) } {
             // SAFETY: The device was allocated above and never registered.
             unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(e);
+        }
+        if let Err(e) = unsafe { data.__init(&raw mut (*dev.as_ptr()).data) } {
+            // SAFETY: The device was allocated above and never registered; the tables were
+            // initialised and are dropped once.
+            unsafe {
+                ptr::drop_in_place(&raw mut (*dev.as_ptr()).objects);
+                bindings::ib_dealloc_device(ib);
+            }
             return Err(e);
         }
 
@@ -638,15 +1131,16 @@ impl<T: Operations> Registration<T> {
         }
         let associated = match netdev {
             // SAFETY: `ib` is valid; ib_core takes its own reference to the netdev.
-            Some((port, ndev)) => to_result(unsafe {
-                bindings::ib_device_set_netdev(ib, ndev.as_raw(), port)
-            }),
+            Some((port, ndev)) => {
+                to_result(unsafe { bindings::ib_device_set_netdev(ib, ndev.as_raw(), port) })
+            }
             None => Ok(()),
         };
         if let Err(e) = associated {
             // SAFETY: As below for a failed registration.
             unsafe {
                 ptr::drop_in_place(&raw mut (*dev.as_ptr()).data);
+                ptr::drop_in_place(&raw mut (*dev.as_ptr()).objects);
                 bindings::ib_dealloc_device(ib);
             }
             return Err(e);
@@ -660,14 +1154,20 @@ impl<T: Operations> Registration<T> {
             // initialised above and is dropped once, then the unregistered device is freed.
             unsafe {
                 ptr::drop_in_place(&raw mut (*dev.as_ptr()).data);
+                ptr::drop_in_place(&raw mut (*dev.as_ptr()).objects);
                 bindings::ib_dealloc_device(ib);
             }
             return Err(e);
         }
 
-        *handle.0.lock() = Some(DevicePtr(dev));
+        handle.0.set(Some(dev));
         // INVARIANT: The device is allocated, its data initialised and it is registered.
-        Ok(Self { dev, handle })
+        let this = Self { dev, handle };
+        // Should the registration outlive the binding of `parent` (leaked, or kept by mistake),
+        // the device is unregistered when `parent` is unbound: callbacks never run with an
+        // unbound parent, which is what makes `Device::parent()` sound.
+        crate::devres::register(parent, UnbindGuard(this.handle()), GFP_KERNEL)?;
+        Ok(this)
     }
 
     /// A handle that reaches the device while it is registered, for `'static` contexts.
@@ -682,17 +1182,44 @@ impl<T: Operations> Registration<T> {
     }
 }
 
+/// Unregisters a device whose registration is still alive when its parent is unbound.
+struct UnbindGuard<T: Operations>(DeviceHandle<T>);
+
+impl<T: Operations> Drop for UnbindGuard<T> {
+    fn drop(&mut self) {
+        let ib = {
+            let guard = self.0 .0.sleeping.lock();
+            let Some(ptr) = guard.as_ref() else {
+                return;
+            };
+            let ib = ptr.0.as_ptr().cast::<bindings::ib_device>();
+            // SAFETY: The device is registered (the pointer is set); the reference keeps the
+            // allocation alive until `put_device` below, whatever the registration does.
+            unsafe { bindings::get_device(&raw mut (*ib).__bindgen_anon_1.dev) };
+            ib
+        };
+        // SAFETY: `ib` is alive (reference above). `ib_unregister_device()` serialises with
+        // the registration's own call, which waits for this one before dropping the data.
+        unsafe {
+            bindings::ib_unregister_device(ib);
+            bindings::put_device(&raw mut (*ib).__bindgen_anon_1.dev);
+        }
+    }
+}
+
 impl<T: Operations> Drop for Registration<T> {
     fn drop(&mut self) {
         // From here on handles no longer reach the device (this waits for those that do).
-        *self.handle.0.lock() = None;
+        self.handle.0.set(None);
         let ib = self.device().as_raw();
-        // SAFETY: By the type invariant the device is registered. `ib_unregister_device()` waits
-        // until every client has let go and no operation runs any more; then the data is
-        // dropped once and the allocation freed.
+        // SAFETY: By the type invariant the device was registered. `ib_unregister_device()`
+        // waits until every client has let go and no operation runs any more (and for an
+        // unregistration the unbind guard started); then the data is dropped once and the
+        // allocation freed.
         unsafe {
             bindings::ib_unregister_device(ib);
             ptr::drop_in_place(&raw mut (*self.dev.as_ptr()).data);
+            ptr::drop_in_place(&raw mut (*self.dev.as_ptr()).objects);
             bindings::ib_dealloc_device(ib);
         }
     }

@@ -16,12 +16,12 @@ use kernel::{
         poll::read_poll_timeout,
         Io, //
     },
-    pci,
-    prelude::*,
     net::device::{
         NetDevice,
         Notifier, //
     },
+    pci,
+    prelude::*,
     rdma,
     sync::{
         aref::ARef,
@@ -81,11 +81,17 @@ impl RdmaPort {
     fn register(
         pdev: &pci::Device<Bound>,
         cmdq: &Arc<Cmdq>,
+        bar: &Arc<SharedBar>,
+        ceqs: &CompletionEqs,
         caps: &Caps,
         mac: Mac,
         nic_port_active: bool,
-        comp_vectors: u32,
     ) -> Result<Self> {
+        let mut completion_eqns = KVec::with_capacity(ceqs.eqs.len(), GFP_KERNEL)?;
+        for eq in ceqs.eqs.iter() {
+            completion_eqns.push(u32::from(eq.eqn()), GFP_KERNEL)?;
+        }
+        let comp_vectors = u32::try_from(completion_eqns.len())?;
         let companion = NetDevice::find_by_mac(&mac.0);
         let ib = rdma::Registration::new(
             pdev.as_ref(),
@@ -95,9 +101,14 @@ impl RdmaPort {
                 ports: 1,
                 comp_vectors,
                 netdev: companion.as_deref().map(|ndev| (PORT, ndev)),
+                cq_numbers: caps.max_cq,
+                qp_numbers: caps.max_qp,
+                srq_numbers: caps.max_srq,
             },
             RoceDevice::new(
                 cmdq.clone(),
+                bar.clone(),
+                completion_eqns,
                 caps,
                 mac.0,
                 nic_port_active,
@@ -623,17 +634,13 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.async_eq.eqn(),
             eqs.cmd_eq.eqn()
         );
-        let rdma = RdmaPort::register(
-            pdev,
-            &cmdq,
-            &caps,
-            port.mac,
-            port.is_active(),
-            completion_eqs,
-        )?;
+        let rdma = RdmaPort::register(pdev, &cmdq, &bar, &ceqs, &caps, port.mac, port.is_active())?;
         eqs.async_eq
             .dispatcher()
             .set_ib_events(IbEvents::new(rdma.ib.handle())?);
+        for eq in ceqs.eqs.iter() {
+            eq.dispatcher().set_device(rdma.ib.handle());
+        }
         let rdma = KBox::pin_init(new_mutex!(Some(rdma), "ferroce::rdma"), GFP_KERNEL)?;
         Ok(Self {
             pdev,

@@ -28,6 +28,7 @@ use kernel::{
         IrqReturn, //
     },
     prelude::*,
+    rdma::DeviceHandle,
     sync::{
         aref::ARef,
         atomic::{
@@ -54,13 +55,13 @@ use kernel::{
 };
 
 use crate::{
-    cmdq,
-    hw,
+    cmdq, hw,
     netdev::IbEvents,
     regs::{
         self,
         SharedBar, //
     },
+    verbs::RoceDevice,
 };
 
 /// log2 of the async EQ's entries.
@@ -130,7 +131,11 @@ impl EqSetup {
             .ok()
             .filter(|&n| u32::from(n) >= hw::EQN_FIRST_COMPLETION)
             .ok_or_else(|| {
-                dev_err!(self.dev, "the device created a completion EQ with number {}\n", done.result0);
+                dev_err!(
+                    self.dev,
+                    "the device created a completion EQ with number {}\n",
+                    done.result0
+                );
                 EIO
             })?;
         self.eqn.store(eqn.into(), Relaxed);
@@ -583,7 +588,11 @@ impl AsyncEvents {
                 } else {
                     hw::PORT_STATE_DOWN
                 });
-                dev_info!(dev, "port 1 is {}\n", if active { "ACTIVE" } else { "DOWN" });
+                dev_info!(
+                    dev,
+                    "port 1 is {}\n",
+                    if active { "ACTIVE" } else { "DOWN" }
+                );
                 if let Some(events) = self.ib_events.as_ref() {
                     events.nic_port(active);
                 }
@@ -786,10 +795,20 @@ pub(crate) const FIRST_COMPLETION_VECTOR: u32 = 2;
 /// Completion EQs at most (one per vector).
 pub(crate) const MAX_COMPLETION_EQS: u32 = 4;
 
-/// Dispatcher of a completion EQ: "CQ n has a completion" events.
+/// Dispatcher of a completion EQ: "CQ n has a completion" events, which call the CQ's
+/// completion handler.
 pub(crate) struct CompletionEvents {
-    /// Completion events seen (the CQs that receive them come with the verbs data path).
+    /// Completion events seen.
     completions: Atomic<u64>,
+    /// The RDMA device whose CQs the events name, once registered.
+    device: SetOnce<DeviceHandle<RoceDevice>>,
+}
+
+impl CompletionEvents {
+    /// Sends completion events to the CQs of the registered device from now on.
+    pub(crate) fn set_device(&self, handle: DeviceHandle<RoceDevice>) {
+        self.device.populate(handle);
+    }
 }
 
 impl EqDispatch for CompletionEvents {
@@ -800,6 +819,10 @@ impl EqDispatch for CompletionEvents {
             return false;
         }
         self.completions.fetch_add(1, Relaxed);
+        if let Some(handle) = self.device.as_ref() {
+            // A CQ that is gone (or a bogus number) gets nothing.
+            handle.with_atomic(|dev| dev.cqs().with(eqe.data0, |cq| cq.notify_completion()));
+        }
         true
     }
 }
@@ -834,6 +857,7 @@ impl CompletionEqs {
                 FIRST_COMPLETION_VECTOR + i,
                 Ok::<_, Error>(CompletionEvents {
                     completions: Atomic::new(0),
+                    device: SetOnce::new(),
                 }),
             )?;
             eqs.push(eq, GFP_KERNEL)?;

@@ -19,8 +19,10 @@ use kernel::{
     prelude::*, //
 };
 
+mod ah;
 mod cmdq;
 mod commands;
+mod cq;
 mod device;
 mod eq;
 #[expect(
@@ -29,7 +31,10 @@ mod eq;
     reason = "hw.rs is the whole interface, shared with userspace; the driver grows into it"
 )]
 mod hw;
+mod mr;
 mod netdev;
+mod qp;
+mod queue;
 mod regs;
 mod verbs;
 

@@ -56,7 +56,12 @@ impl CompanionWatch {
 /// Makes `ndev` the port's netdev.
 pub(crate) fn associate(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
     if let Err(e) = dev.set_netdev(Some(ndev), PORT) {
-        pr_err!("{}: cannot associate with {}: {:?}\n", dev.name(), ndev.name(), e);
+        pr_err!(
+            "{}: cannot associate with {}: {:?}\n",
+            dev.name(),
+            ndev.name(),
+            e
+        );
         return;
     }
     dev.set_companion(Some(ARef::from(ndev)));
@@ -74,7 +79,12 @@ fn update_mtu(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
         rsvd: [0; 3],
     };
     if let Err(e) = dev.cmdq().exec(&cmd) {
-        pr_err!("{}: setting the active MTU to {} failed: {:?}\n", dev.name(), mtu.bytes(), e);
+        pr_err!(
+            "{}: setting the active MTU to {} failed: {:?}\n",
+            dev.name(),
+            mtu.bytes(),
+            e
+        );
     }
 }
 
@@ -101,9 +111,7 @@ fn report_state(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
 impl NotifierHandler for CompanionWatch {
     fn event(&self, event: NetdevEvent, ndev: &NetDevice) {
         self.device.with(|dev| {
-            let ours = dev
-                .companion()
-                .is_some_and(|c| c.as_raw() == ndev.as_raw());
+            let ours = dev.companion().is_some_and(|c| c.as_raw() == ndev.as_raw());
             match event {
                 NetdevEvent::Register | NetdevEvent::ChangeAddr
                     if !ours && ndev.mac() == Some(dev.mac()) && dev.companion().is_none() =>

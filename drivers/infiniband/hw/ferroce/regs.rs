@@ -187,6 +187,26 @@ register! {
         23:16 eqn;
         15:0 ci;
     }
+    /// Doorbell page 0 (the kernel's context): send queue producer index.
+    pub(crate) DB_SQ(u32) @ 0x10000 {
+        31:16 qid;
+        15:0 pi;
+    }
+    /// Doorbell page 0: receive queue producer index (wakes the engine; the record rules).
+    pub(crate) DB_RQ(u32) @ 0x10004 {
+        31:16 qid;
+        15:0 pi;
+    }
+    /// Doorbell page 0: SRQ producer index (as `DB_RQ`).
+    pub(crate) DB_SRQ(u32) @ 0x10008 {
+        31:16 qid;
+        15:0 pi;
+    }
+    /// Doorbell page 0: arms a CQ for its next (solicited) completion.
+    pub(crate) DB_CQ_ARM(u32) @ 0x1000c {
+        31:16 qid;
+        0:0 solicited;
+    }
 }
 
 /// Ties each register's literal offset to its `hw.rs` constant.
@@ -238,6 +258,12 @@ same_offsets!(
     EQ_SETUP_STATUS == REG_EQ_SETUP_STATUS,
     EQ_DB == REG_EQ_DB,
 );
+
+// Doorbell page 0 sits at the start of the doorbell area.
+const _: () = assert!(<DB_SQ as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_SQ);
+const _: () = assert!(<DB_RQ as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_RQ);
+const _: () = assert!(<DB_SRQ as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_SRQ);
+const _: () = assert!(<DB_CQ_ARM as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_CQ_ARM);
 
 // The bit fields, tied to hw.rs the same way.
 const _: () = assert!(IF_VERSION::MAJOR_SHIFT == 16);

@@ -10,14 +10,26 @@ use kernel::{
     prelude::*,
     rdma::{
         self,
+        AddressVector,
+        Completions,
+        CqInit,
         DeviceAttr,
         GidAttr,
         GidType,
         LinkLayer,
+        MrType,
         Mtu,
+        NewMr,
         PortAttr,
         PortImmutable,
         PortState, //
+        PostError,
+        QpAttr,
+        QpInit,
+        RecvWr,
+        SendWr,
+        SgPages,
+        Udata,
     },
     sync::{
         aref::ARef,
@@ -32,11 +44,22 @@ use kernel::{
 };
 
 use crate::{
+    ah::AhData,
     cmdq::Cmdq,
     commands::PORT,
+    cq::CqData,
     device::Caps,
-    hw, //
+    hw,
+    mr::{
+        MrData,
+        PdData, //
+    },
+    qp::QpData,
+    regs::SharedBar, //
 };
+
+/// Deepest queue the verbs offer: the NIC allows 2^15, but rings are contiguous DMA memory.
+const MAX_QUEUE_ENTRIES: u32 = 4096;
 
 /// What query_device reports, fixed at probe from the device's capability registers.
 #[derive(Clone, Copy)]
@@ -44,7 +67,6 @@ struct Limits {
     max_qp: u32,
     max_cq: u32,
     max_mr: u32,
-    max_srq: u32,
     max_ah: u32,
     max_sge: u32,
     max_wr: u32,
@@ -54,10 +76,24 @@ struct Limits {
     hw_ver: u32,
 }
 
+/// SRQs are not offered yet (`max_srq` is 0), so none is ever created.
+pub(crate) enum NoSrq {}
+
+impl rdma::Numbered for NoSrq {
+    fn number(&self) -> u32 {
+        match *self {}
+    }
+}
+
 /// The driver's data of its RDMA device (`ferroce%d`).
 #[pin_data]
 pub(crate) struct RoceDevice {
     cmdq: Arc<Cmdq>,
+    bar: Arc<SharedBar>,
+    /// The completion EQs CQs may use, by completion vector.
+    completion_eqns: KVec<u32>,
+    /// The next PD number (the device only compares PD numbers).
+    next_pdn: Atomic<u32>,
     limits: Limits,
     /// MAC of the companion Ethernet function, as the NIC reports it.
     mac: [u8; 6],
@@ -72,8 +108,11 @@ pub(crate) struct RoceDevice {
 
 impl RoceDevice {
     /// The device's data, from the capabilities read at probe.
+    #[expect(clippy::too_many_arguments)]
     pub(crate) fn new(
         cmdq: Arc<Cmdq>,
+        bar: Arc<SharedBar>,
+        completion_eqns: KVec<u32>,
         caps: &Caps,
         mac: [u8; 6],
         nic_port_active: bool,
@@ -84,10 +123,9 @@ impl RoceDevice {
             max_qp: caps.max_qp,
             max_cq: caps.max_cq,
             max_mr: caps.max_mr,
-            max_srq: caps.max_srq,
             max_ah: caps.max_ah,
             max_sge: caps.max_sge,
-            max_wr: 1 << caps.max_log_queue.min(15),
+            max_wr: (1 << caps.max_log_queue.min(hw::MAX_LOG_QUEUE)).min(MAX_QUEUE_ENTRIES),
             max_mr_pages: caps.max_mr_pages,
             gid_table_len: caps.gid_table_len,
             vendor_part_id: vendor_part_id.into(),
@@ -95,6 +133,9 @@ impl RoceDevice {
         };
         try_pin_init!(Self {
             cmdq,
+            bar,
+            completion_eqns,
+            next_pdn: Atomic::new(1),
             limits,
             mac,
             netdev <- new_mutex!(None, "ferroce::netdev"),
@@ -106,6 +147,32 @@ impl RoceDevice {
     /// The command queue.
     pub(crate) fn cmdq(&self) -> &Cmdq {
         &self.cmdq
+    }
+
+    /// The BAR (doorbells).
+    pub(crate) fn bar(&self) -> &SharedBar {
+        &self.bar
+    }
+
+    /// The completion EQ of completion vector `vector`.
+    pub(crate) fn completion_eqn(&self, vector: u32) -> Option<u32> {
+        let n = self.completion_eqns.len();
+        (n > 0).then(|| self.completion_eqns[vector as usize % n])
+    }
+
+    /// Deepest queue.
+    pub(crate) fn max_wr(&self) -> u32 {
+        self.limits.max_wr
+    }
+
+    /// SGEs per work request.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.limits.max_sge
+    }
+
+    /// Pages per fast-registration MR.
+    pub(crate) fn max_mr_pages(&self) -> u32 {
+        self.limits.max_mr_pages
     }
 
     /// Whether the NIC's own port is up.
@@ -148,6 +215,14 @@ pub(crate) fn ib_mtu(eth_mtu: u32) -> Mtu {
 impl rdma::Operations for RoceDevice {
     const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_FERROCE;
 
+    type Pd = PdData;
+    type Cq = CqData;
+    type Qp = QpData;
+    type Srq = NoSrq;
+    type Ah = AhData;
+    type Mr = MrData;
+    type Ucontext = ();
+
     fn query_device(dev: &rdma::Device<Self>, attr: &mut DeviceAttr<'_>) -> Result {
         let l = &dev.limits;
         attr.vendor_id(u32::from(hw::PCI_VENDOR_ID))
@@ -164,11 +239,14 @@ impl rdma::Operations for RoceDevice {
             .max_cqe(l.max_wr)
             .max_mr(l.max_mr)
             .max_pd(l.max_mr)
+            .device_cap_flags(
+                bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64
+                    | bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64,
+            )
             .max_qp_rd_atom(16)
             .max_qp_init_rd_atom(16)
-            .max_srq(l.max_srq)
-            .max_srq_wr(l.max_wr)
-            .max_srq_sge(l.max_sge)
+            // SRQs are not offered yet.
+            .max_srq(0)
             .max_ah(l.max_ah)
             .max_pkeys(1)
             .local_ca_ack_delay(15)
@@ -256,6 +334,108 @@ impl rdma::Operations for RoceDevice {
             (PORT, 0) => Ok(0xffff),
             _ => Err(EINVAL),
         }
+    }
+
+    fn alloc_pd(dev: &rdma::Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<PdData> {
+        Ok(PdData::new(dev.next_pdn.fetch_add(1, Relaxed)))
+    }
+
+    fn create_cq(
+        dev: &rdma::Device<Self>,
+        init: &CqInit,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(CqData, u32)> {
+        if udata.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        CqData::create(dev, init)
+    }
+
+    fn destroy_cq(cq: &rdma::Cq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        cq.destroy(cq.device())
+    }
+
+    fn poll_cq(cq: &rdma::Cq<Self>, out: &mut Completions<'_, Self>) -> Result {
+        cq.poll(cq.device(), out)
+    }
+
+    fn req_notify_cq(cq: &rdma::Cq<Self>, solicited_only: bool) -> Result<bool> {
+        cq.arm(cq.device(), solicited_only)
+    }
+
+    fn modify_cq(cq: &rdma::Cq<Self>, count: u16, period_us: u16) -> Result {
+        cq.moderate(cq.device(), count, period_us)
+    }
+
+    fn create_qp(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        init: &mut QpInit<'_, Self>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<QpData> {
+        if udata.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        QpData::create(dev, pd, init)
+    }
+
+    fn modify_qp(qp: &rdma::Qp<Self>, attr: &QpAttr<'_>, _udata: Option<&mut Udata<'_>>) -> Result {
+        qp.modify(qp.device(), qp.qp_type(), attr)
+    }
+
+    fn destroy_qp(qp: &rdma::Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        qp.destroy(qp.device())
+    }
+
+    fn post_send<'a>(
+        qp: &rdma::Qp<Self>,
+        wr: SendWr<'a, Self>,
+    ) -> Result<(), PostError<SendWr<'a, Self>>> {
+        qp.post_send(qp.device(), wr)
+    }
+
+    fn post_recv<'a>(qp: &rdma::Qp<Self>, wr: RecvWr<'a>) -> Result<(), PostError<RecvWr<'a>>> {
+        qp.post_recv(qp.device(), wr)
+    }
+
+    fn create_ah(
+        dev: &rdma::Device<Self>,
+        av: &AddressVector<'_>,
+        _sleepable: bool,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<AhData> {
+        if udata.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        AhData::new(av, dev.limits.gid_table_len)
+    }
+
+    fn get_dma_mr(pd: &rdma::Pd<Self>, access: u32) -> Result<NewMr<MrData>> {
+        MrData::dma(pd.device(), pd, access)
+    }
+
+    fn alloc_mr(pd: &rdma::Pd<Self>, kind: MrType, max_num_sg: u32) -> Result<NewMr<MrData>> {
+        MrData::fast_reg(pd.device(), pd, kind, max_num_sg)
+    }
+
+    fn map_mr_sg(mr: &rdma::Mr<Self>, sg: &mut SgPages<'_, Self>) -> Result<u32> {
+        mr.map_sg(sg)
+    }
+
+    fn reg_user_mr(
+        _pd: &rdma::Pd<Self>,
+        _start: u64,
+        _length: u64,
+        _virt_addr: u64,
+        _access: u32,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<NewMr<MrData>> {
+        // User memory regions come with the uverbs support (pinned umem and its page list).
+        Err(EOPNOTSUPP)
+    }
+
+    fn dereg_mr(mr: &rdma::Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        mr.destroy(mr.device())
     }
 }
 

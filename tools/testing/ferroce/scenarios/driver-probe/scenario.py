@@ -17,9 +17,14 @@ GID_ENTRIES = 4
 # CREATE_EQ for a completion EQ on each MSI-X vector after the first two (the NIC has 8; the
 # driver uses up to 4 completion EQs).
 COMPLETION_EQS = 4
-PROBE_COMMANDS = 2 + COMPLETION_EQS + 1 + GID_ENTRIES
-# Unbind: CLEAR_GID for each entry as ferroce0 unregisters, DESTROY_EQ for the completion EQs.
-REMOVE_COMMANDS = GID_ENTRIES + COMPLETION_EQS
+# ferroce0 is a kernel verbs provider, so ib_core's MAD agent sets up QP1 on it: CREATE_MR (the
+# PD's DMA MR), CREATE_CQ, CREATE_QP (GSI) and MODIFY_QP to INIT, RTR and RTS.
+MAD_AGENT_COMMANDS = 6
+PROBE_COMMANDS = 2 + COMPLETION_EQS + 1 + GID_ENTRIES + MAD_AGENT_COMMANDS
+# Unbind: DESTROY_QP, DESTROY_CQ and DESTROY_MR of the MAD agent and CLEAR_GID for each entry as
+# ferroce0 unregisters, DESTROY_EQ for the completion EQs.
+MAD_AGENT_TEARDOWN = 3
+REMOVE_COMMANDS = MAD_AGENT_TEARDOWN + GID_ENTRIES + COMPLETION_EQS
 DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
 
 

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: a ring of 64-byte CQEs the device writes, a doorbell record holding the
+//! consumer index, the arm doorbell, and completion events from a completion EQ.
+
+use kernel::{
+    io::Io,
+    prelude::*,
+    rdma::{
+        self,
+        Completions,
+        CqInit,
+        NetworkHeader,
+        Numbered,
+        WcOpcode,
+        WcStatus,
+        WorkCompletion, //
+    },
+    sync::{
+        new_spinlock_irq,
+        SpinLockIrq, //
+    },
+};
+
+use crate::{
+    hw,
+    queue::{
+        DbRecord,
+        DmaRing, //
+    },
+    regs,
+    verbs::RoceDevice,
+};
+
+/// The driver's part of a CQ.
+pub(crate) struct CqData {
+    cqn: u32,
+    ring: DmaRing,
+    dbrec: DbRecord,
+    /// The consumer index; the lock serialises pollers.
+    ci: Pin<KBox<SpinLockIrq<u16>>>,
+}
+
+impl Numbered for CqData {
+    fn number(&self) -> u32 {
+        self.cqn
+    }
+}
+
+/// The CQ's doorbell-queue id: kernel doorbells name queues by their global number.
+fn qid(number: u32) -> Result<u16> {
+    u16::try_from(number).map_err(|_| ERANGE)
+}
+
+impl CqData {
+    /// Creates a CQ of at least `init.entries` entries on the completion EQ of
+    /// `init.comp_vector`.
+    pub(crate) fn create(dev: &rdma::Device<RoceDevice>, init: &CqInit) -> Result<(Self, u32)> {
+        let eqn = dev.completion_eqn(init.comp_vector).ok_or_else(|| {
+            pr_warn!("ferroce: no completion EQ: the device has too few MSI-X vectors for CQs\n");
+            EOPNOTSUPP
+        })?;
+        if init.flags != 0 || init.entries == 0 || init.entries > dev.max_wr() {
+            return Err(EINVAL);
+        }
+        let log_size = init.entries.next_power_of_two().trailing_zeros();
+        let ring = DmaRing::new(dev.parent(), log_size, hw::CQE_SIZE.trailing_zeros())?;
+        let dbrec = DbRecord::new(dev.parent())?;
+        let completion = dev.cmdq().exec(&hw::CreateCqCmd {
+            ring: ring.desc(),
+            dbrec_addr: dbrec.dma_address(),
+            eqn,
+            log_size: log_size as u8,
+            flags: 0,
+            moder_count: 0,
+            moder_period_us: 0,
+            rsvd0: 0,
+            rsvd1: 0,
+        })?;
+        let cqn = completion.result0;
+        let cq = Self {
+            cqn,
+            ring,
+            dbrec,
+            ci: KBox::pin_init(new_spinlock_irq!(0, "ferroce::cq"), GFP_KERNEL)?,
+        };
+        if qid(cqn).is_err() {
+            let _ = cq.destroy(dev);
+            return Err(EIO);
+        }
+        let entries = cq.ring.ring().size();
+        Ok((cq, entries))
+    }
+
+    /// Destroys the CQ in the device (its memory goes with the data).
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+        dev.cmdq().exec(&hw::DestroyCqCmd {
+            cqn: self.cqn,
+            rsvd: 0,
+        })?;
+        Ok(())
+    }
+
+    /// Moves CQEs into `out`, then publishes the new consumer index in the record.
+    pub(crate) fn poll(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        out: &mut Completions<'_, RoceDevice>,
+    ) -> Result {
+        let mut ci = self.ci.lock();
+        let start = *ci;
+        let mut bytes = [0u8; hw::CQE_SIZE];
+        while !out.is_full()
+            && self
+                .ring
+                .read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)?
+        {
+            *ci = ci.wrapping_add(1);
+            let cqe = hw::Cqe::decode(&bytes);
+            let Some(wc) = work_completion(&cqe) else {
+                pr_warn!(
+                    "ferroce: CQ {}: bogus CQE (opcode {:#x}, status {})\n",
+                    self.cqn,
+                    cqe.opcode,
+                    cqe.status
+                );
+                continue;
+            };
+            // The QP learns how far the device got in its queues.
+            dev.qps().with(cqe.qpn, |qp| qp.completed(&cqe));
+            // A CQE of a QP that is gone (or a bogus number) is dropped.
+            let _ = out.push(&wc);
+        }
+        if *ci != start {
+            self.dbrec.write(0, u32::from(*ci))?;
+        }
+        Ok(())
+    }
+
+    /// Arms the CQ; returns whether CQEs are already waiting (they may not raise an event).
+    pub(crate) fn arm(&self, dev: &rdma::Device<RoceDevice>, solicited_only: bool) -> Result<bool> {
+        let ci = self.ci.lock();
+        let qid = qid(self.cqn)?;
+        dev.bar().with(|bar| {
+            bar.write_reg(
+                regs::DB_CQ_ARM::zeroed()
+                    .with_qid(qid)
+                    .with_solicited(solicited_only),
+            )
+        })?;
+        let mut bytes = [0u8; hw::CQE_SIZE];
+        self.ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)
+    }
+
+    /// Sets the event moderation.
+    pub(crate) fn moderate(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        count: u16,
+        period_us: u16,
+    ) -> Result {
+        dev.cmdq().exec(&hw::ModifyCqCmd {
+            cqn: self.cqn,
+            rsvd0: 0,
+            moder_count: count,
+            moder_period_us: period_us,
+            rsvd1: 0,
+        })?;
+        Ok(())
+    }
+}
+
+/// Decodes a CQE; `None` for values the interface does not define (a buggy device).
+fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
+    let opcode = match cqe.opcode {
+        hw::CQE_OP_SEND => WcOpcode::Send,
+        hw::CQE_OP_RDMA_WRITE => WcOpcode::RdmaWrite,
+        hw::CQE_OP_RDMA_READ => WcOpcode::RdmaRead,
+        hw::CQE_OP_CMP_SWAP => WcOpcode::CompSwap,
+        hw::CQE_OP_FETCH_ADD => WcOpcode::FetchAdd,
+        hw::CQE_OP_REG_MR => WcOpcode::RegMr,
+        hw::CQE_OP_LOCAL_INV => WcOpcode::LocalInv,
+        hw::CQE_OP_RECV => WcOpcode::Recv,
+        hw::CQE_OP_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
+        _ => return None,
+    };
+    let status = match cqe.status {
+        hw::WC_SUCCESS => WcStatus::Success,
+        hw::WC_LOC_LEN_ERR => WcStatus::LocLenErr,
+        hw::WC_LOC_QP_OP_ERR => WcStatus::LocQpOpErr,
+        hw::WC_LOC_PROT_ERR => WcStatus::LocProtErr,
+        hw::WC_WR_FLUSH_ERR => WcStatus::WrFlushErr,
+        hw::WC_BAD_RESP_ERR => WcStatus::BadRespErr,
+        hw::WC_LOC_ACCESS_ERR => WcStatus::LocAccessErr,
+        hw::WC_REM_INV_REQ_ERR => WcStatus::RemInvReqErr,
+        hw::WC_REM_ACCESS_ERR => WcStatus::RemAccessErr,
+        hw::WC_REM_OP_ERR => WcStatus::RemOpErr,
+        hw::WC_RETRY_EXC_ERR => WcStatus::RetryExcErr,
+        hw::WC_RNR_RETRY_EXC_ERR => WcStatus::RnrRetryExcErr,
+        hw::WC_FATAL_ERR => WcStatus::FatalErr,
+        _ => WcStatus::GeneralErr,
+    };
+    let is_recv = cqe.opcode & hw::CQE_OP_RECV != 0;
+    let imm_bytes = cqe.imm_or_inv.to_le_bytes();
+    let grh = is_recv && cqe.flags & hw::CQE_FLAG_GRH != 0;
+    Some(WorkCompletion {
+        wr_id: cqe.wr_id,
+        qp_num: cqe.qpn,
+        status,
+        opcode,
+        vendor_err: cqe.vendor_err.into(),
+        byte_len: cqe.byte_len,
+        // The CQE holds the immediate data's wire bytes; ib_wc keeps them as `__be32`.
+        imm: (cqe.flags & hw::CQE_FLAG_WITH_IMM != 0).then(|| u32::from_ne_bytes(imm_bytes)),
+        invalidated_rkey: (cqe.flags & hw::CQE_FLAG_WITH_INV != 0).then_some(cqe.imm_or_inv),
+        src_qp: cqe.src_qpn,
+        smac: grh.then_some(cqe.smac),
+        vlan: (grh && cqe.vlan < 4096).then_some(cqe.vlan),
+        network_header: if grh {
+            match cqe.network_hdr_type {
+                hw::NET_HDR_GRH => Some(NetworkHeader::Ib),
+                hw::NET_HDR_IPV4 => Some(NetworkHeader::Ipv4),
+                hw::NET_HDR_IPV6 => Some(NetworkHeader::Ipv6),
+                _ => return None,
+            }
+        } else {
+            None
+        },
+        pkey_index: 0,
+    })
+}

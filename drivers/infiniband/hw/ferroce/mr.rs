@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains and memory regions: the DMA MR (all memory by DMA address, ib_core's
+//! local DMA key) and fast-registration MRs whose page lists the consumer maps with
+//! `ib_map_mr_sg()` and registers with an `IB_WR_REG_MR` work request.
+
+use kernel::{
+    prelude::*,
+    rdma::{
+        self,
+        MrType,
+        NewMr,
+        SgPages, //
+    },
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
+};
+
+use crate::{hw, queue::PageList, verbs::RoceDevice};
+
+/// The driver's part of a PD: its number, which QPs, MRs and AHs carry.
+pub(crate) struct PdData {
+    pdn: u32,
+}
+
+impl PdData {
+    /// A PD numbered `pdn`.
+    pub(crate) fn new(pdn: u32) -> Self {
+        Self { pdn }
+    }
+
+    /// The PD number.
+    pub(crate) fn number(&self) -> u32 {
+        self.pdn
+    }
+}
+
+/// The driver's part of an MR.
+pub(crate) struct MrData {
+    key: u32,
+    /// Page list of a fast-registration MR, and how many entries the last mapping set.
+    pages: Option<PageList>,
+    mapped: Atomic<u32>,
+}
+
+impl MrData {
+    fn new_mr(key: u32, pages: Option<PageList>) -> NewMr<Self> {
+        NewMr {
+            lkey: key,
+            rkey: key,
+            data: Self {
+                key,
+                pages,
+                mapped: Atomic::new(0),
+            },
+        }
+    }
+
+    /// An MR over all memory, addressed by DMA address.
+    pub(crate) fn dma(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        access: u32,
+    ) -> Result<NewMr<Self>> {
+        let completion = dev.cmdq().exec(&hw::CreateMrCmd {
+            pd: pd.number(),
+            access: access & hw::ACCESS_VALID_MASK,
+            flags: hw::MR_FLAG_ALL_MEMORY,
+            ..Default::default()
+        })?;
+        Ok(Self::new_mr(completion.result0, None))
+    }
+
+    /// A fast-registration MR for up to `max_pages` pages.
+    pub(crate) fn fast_reg(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        kind: MrType,
+        max_pages: u32,
+    ) -> Result<NewMr<Self>> {
+        if kind != MrType::MemReg {
+            return Err(EOPNOTSUPP);
+        }
+        if max_pages == 0 || max_pages > dev.max_mr_pages() {
+            return Err(EINVAL);
+        }
+        let pages = PageList::new(dev.parent(), max_pages)?;
+        let completion = dev.cmdq().exec(&hw::CreateMrCmd {
+            pd: pd.number(),
+            flags: hw::MR_FLAG_FAST_REG,
+            max_pages,
+            ..Default::default()
+        })?;
+        Ok(Self::new_mr(completion.result0, Some(pages)))
+    }
+
+    /// Destroys the MR in the device.
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+        dev.cmdq().exec(&hw::DestroyMrCmd {
+            key: self.key,
+            rsvd: 0,
+        })?;
+        Ok(())
+    }
+
+    /// Maps a scatter/gather list into the page list.
+    pub(crate) fn map_sg(&self, sg: &mut SgPages<'_, RoceDevice>) -> Result<u32> {
+        let pages = self.pages.as_ref().ok_or(EINVAL)?;
+        let mut count = 0u32;
+        let mapped = sg.to_pages(|addr| {
+            pages.set(count, addr)?;
+            count += 1;
+            Ok(())
+        });
+        self.mapped.store(count, Relaxed);
+        mapped
+    }
+}
+
+impl MrData {
+    /// The REG_MR segment registering the current mapping of `mr` under `key`.
+    pub(crate) fn reg_segment(
+        mr: &rdma::Mr<RoceDevice>,
+        key: u32,
+        access: u32,
+    ) -> Result<hw::RegMrSeg> {
+        let pages = mr.pages.as_ref().ok_or(EINVAL)?;
+        let page_size = mr.page_size();
+        if !page_size.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        // The key keeps the MR's index; only its variant byte may change.
+        if hw::mr_key_index(key) != hw::mr_key_index(mr.key) {
+            return Err(EINVAL);
+        }
+        Ok(hw::RegMrSeg {
+            iova: mr.iova(),
+            length: mr.length(),
+            pbl_addr: pages.dma_address(),
+            key,
+            access: access & hw::ACCESS_VALID_MASK,
+            page_count: mr.mapped.load(Relaxed),
+            log_page_size: page_size.trailing_zeros() as u8,
+            rsvd: [0; 3],
+        })
+    }
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Rings and doorbell records in DMA-coherent memory, shared by CQs, QPs and SRQs.
+//!
+//! A ring is one contiguous buffer of `1 << log_size` slots of `1 << log_stride` bytes, named to
+//! the device by a contiguous [`hw::BufDesc`]. Indexes are free-running 16-bit counters
+//! ([`hw::Ring`]): they wrap by design.
+
+use kernel::{
+    device::{
+        self,
+        Bound, //
+    },
+    dma::Coherent,
+    io::{
+        io_project,
+        io_read,
+        Io, //
+    },
+    prelude::*,
+    sync::barrier::{
+        dma_mb,
+        Read, //
+    },
+};
+
+use crate::hw;
+
+/// A ring of fixed-size slots the driver and the device share.
+pub(crate) struct DmaRing {
+    buf: Coherent<[u8]>,
+    ring: hw::Ring,
+    stride: usize,
+}
+
+impl DmaRing {
+    /// A zeroed ring of `1 << log_size` slots of `1 << log_stride` bytes.
+    pub(crate) fn new(dev: &device::Device<Bound>, log_size: u32, log_stride: u32) -> Result<Self> {
+        let ring = hw::Ring::new(log_size, hw::MAX_LOG_QUEUE).ok_or(EINVAL)?;
+        let stride = 1usize << log_stride;
+        let len = usize::try_from(ring.size())?
+            .checked_mul(stride)
+            .ok_or(EINVAL)?;
+        let buf = Coherent::<u8>::zeroed_slice(dev, len, GFP_KERNEL)?;
+        Ok(Self { buf, ring, stride })
+    }
+
+    /// The index arithmetic of the ring.
+    pub(crate) fn ring(&self) -> hw::Ring {
+        self.ring
+    }
+
+    /// Bytes per slot.
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The ring as the device's commands name it.
+    pub(crate) fn desc(&self) -> hw::BufDesc {
+        hw::BufDesc {
+            addr: self.buf.dma_address(),
+            page_count: 0,
+            log_page_size: 0,
+            rsvd: [0; 3],
+        }
+    }
+
+    fn offset(&self, index: u16) -> Result<usize> {
+        Ok(usize::try_from(self.ring.slot(index))? * self.stride)
+    }
+
+    /// Writes `bytes` (at most a slot) at the start of the slot of `index`.
+    pub(crate) fn write(&self, index: u16, bytes: &[u8]) -> Result {
+        if bytes.len() > self.stride {
+            return Err(EINVAL);
+        }
+        let off = self.offset(index)?;
+        io_project!(&self.buf, [try: off..off + bytes.len()]).copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Reads the entry of `index` into `out` if the device has written it: its owner byte, at
+    /// `owner_offset`, says so for this pass over the ring.
+    pub(crate) fn read_owned(
+        &self,
+        index: u16,
+        owner_offset: usize,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        let off = self.offset(index)?;
+        let owner: u8 = io_read!(&self.buf, [try: off + owner_offset]);
+        if !self.ring.entry_valid(index, owner) {
+            return Ok(false);
+        }
+        // The device writes the body before the owner byte: read it only after the owner.
+        dma_mb(Read);
+        io_project!(&self.buf, [try: off..off + out.len()]).copy_to_slice(out);
+        Ok(true)
+    }
+}
+
+/// An 8-byte doorbell record on its own 64-byte line.
+pub(crate) struct DbRecord {
+    buf: Coherent<[u8]>,
+}
+
+impl DbRecord {
+    /// A zeroed record.
+    pub(crate) fn new(dev: &device::Device<Bound>) -> Result<Self> {
+        Ok(Self {
+            buf: Coherent::<u8>::zeroed_slice(dev, 64, GFP_KERNEL)?,
+        })
+    }
+
+    /// The record's DMA address.
+    pub(crate) fn dma_address(&self) -> u64 {
+        self.buf.dma_address()
+    }
+
+    /// Writes the 32-bit word at `offset` (0 or 4).
+    pub(crate) fn write(&self, offset: usize, value: u32) -> Result {
+        io_project!(&self.buf, [try: offset..offset + 4]).copy_from_slice(&value.to_le_bytes());
+        Ok(())
+    }
+}
+
+/// A page list of u64 page addresses (fast-registration MRs).
+pub(crate) struct PageList {
+    buf: Coherent<[u8]>,
+    capacity: u32,
+}
+
+impl PageList {
+    /// Room for `capacity` pages.
+    pub(crate) fn new(dev: &device::Device<Bound>, capacity: u32) -> Result<Self> {
+        let len = usize::try_from(capacity.max(1))? * 8;
+        Ok(Self {
+            buf: Coherent::<u8>::zeroed_slice(dev, len, GFP_KERNEL)?,
+            capacity,
+        })
+    }
+
+    /// The list's DMA address.
+    pub(crate) fn dma_address(&self) -> u64 {
+        self.buf.dma_address()
+    }
+
+    /// Sets entry `index`.
+    pub(crate) fn set(&self, index: u32, addr: u64) -> Result {
+        if index >= self.capacity {
+            return Err(ENOMEM);
+        }
+        let off = usize::try_from(index)? * 8;
+        io_project!(&self.buf, [try: off..off + 8]).copy_from_slice(&addr.to_le_bytes());
+        Ok(())
+    }
+}

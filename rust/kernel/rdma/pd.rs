@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains (`struct ib_pd`) and user contexts (`struct ib_ucontext`).
+
+use crate::{
+    bindings,
+    error::from_result,
+    prelude::*,
+    rdma::{
+        object::verbs_object,
+        Device,
+        Operations,
+        Udata, //
+    },
+};
+
+verbs_object!(
+    /// A protection domain: the memory regions, QPs, SRQs and address handles that may be used
+    /// together.
+    Pd,
+    ib_pd,
+    Pd
+);
+
+verbs_object!(
+    /// The context of one process that opened the device through uverbs: the objects it
+    /// creates and the doorbell pages it maps belong to it.
+    Ucontext,
+    ib_ucontext,
+    Ucontext
+);
+
+pub(crate) unsafe extern "C" fn alloc_pd<T: Operations>(
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core set `device` to our registered device before calling us, and passes
+        // a valid or NULL `udata`.
+        let (dev, mut udata) =
+            unsafe { (Device::<T>::from_raw((*pd).device), Udata::from_raw(udata)) };
+        let data = T::alloc_pd(dev, udata.as_mut())?;
+        // SAFETY: ib_core allocated `Pd::<T>::ALLOC_SIZE` bytes and the data is not set yet.
+        unsafe { Pd::<T>::write_data(pd, data) };
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn dealloc_pd<T: Operations>(
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `pd` was set up by `alloc_pd`; `udata` is valid or NULL.
+        let (obj, mut udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
+        T::dealloc_pd(obj, udata.as_mut())?;
+        // SAFETY: The driver let go of the PD; ib_core frees it after we return.
+        unsafe { Pd::<T>::drop_data(pd) };
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn alloc_ucontext<T: Operations>(
+    ctx: *mut bindings::ib_ucontext,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: As in `alloc_pd`.
+        let (dev, mut udata) =
+            unsafe { (Device::<T>::from_raw((*ctx).device), Udata::from_raw(udata)) };
+        let data = T::alloc_ucontext(dev, udata.as_mut())?;
+        // SAFETY: As in `alloc_pd`.
+        unsafe { Ucontext::<T>::write_data(ctx, data) };
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn dealloc_ucontext<T: Operations>(ctx: *mut bindings::ib_ucontext) {
+    // SAFETY: `ctx` was set up by `alloc_ucontext`.
+    T::dealloc_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
+    // SAFETY: ib_core frees the context after we return.
+    unsafe { Ucontext::<T>::drop_data(ctx) };
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues (`struct ib_srq`).
+
+use crate::{
+    bindings,
+    error::from_result,
+    prelude::*,
+    rdma::{
+        object::{
+            verbs_object,
+            Numbered, //
+        },
+        Device,
+        Operations,
+        Pd,
+        PostError,
+        RecvWr,
+        Udata, //
+    },
+};
+
+verbs_object!(
+    /// A shared receive queue: receive buffers several QPs draw from.
+    Srq,
+    ib_srq,
+    Srq
+);
+
+/// Sizes and limit of an SRQ (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Entries.
+    pub max_wr: u32,
+    /// SGEs per request.
+    pub max_sge: u32,
+    /// Limit: when fewer requests remain, the limit event fires once (0 = disarmed).
+    pub limit: u32,
+}
+
+/// An asynchronous event of an SRQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrqEvent {
+    /// Fewer requests than the limit remain (`IB_EVENT_SRQ_LIMIT_REACHED`).
+    LimitReached,
+    /// The SRQ hit an error (`IB_EVENT_SRQ_ERR`).
+    Error,
+}
+
+impl<T: Operations> Srq<T> {
+    /// Delivers an asynchronous event to the SRQ's consumer.
+    pub fn dispatch_event(&self, event: SrqEvent) {
+        let kind = match event {
+            SrqEvent::LimitReached => bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            SrqEvent::Error => bindings::ib_event_type_IB_EVENT_SRQ_ERR,
+        };
+        let srq = self.as_raw();
+        let mut ev = bindings::ib_event {
+            device: self.device().as_raw(),
+            element: bindings::ib_event__bindgen_ty_1 { srq },
+            event: kind,
+        };
+        // SAFETY: The SRQ is live; ib_core set the handler and context at creation; the handler
+        // copies what it keeps.
+        unsafe {
+            if let Some(handler) = (*srq).event_handler {
+                handler(&mut ev, (*srq).srq_context);
+            }
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn create_srq<T: Operations>(
+    srq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core set `device` and `pd` and passes a valid `init` and a valid or NULL
+        // `udata`.
+        let (dev, pd, init, mut udata) = unsafe {
+            (
+                Device::<T>::from_raw((*srq).device),
+                Pd::<T>::from_raw((*srq).pd),
+                &mut *init,
+                Udata::from_raw(udata),
+            )
+        };
+        if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+            return Err(EOPNOTSUPP);
+        }
+        let mut attr = SrqAttr {
+            max_wr: init.attr.max_wr,
+            max_sge: init.attr.max_sge,
+            limit: init.attr.srq_limit,
+        };
+        let data = T::create_srq(dev, pd, &mut attr, udata.as_mut())?;
+        init.attr.max_wr = attr.max_wr;
+        init.attr.max_sge = attr.max_sge;
+        let number = data.number();
+        // SAFETY: ib_core allocated `Srq::<T>::ALLOC_SIZE` bytes and the data is not set yet.
+        unsafe { Srq::<T>::write_data(srq, data) };
+        // SAFETY: The data is initialised now.
+        let obj = unsafe { Srq::<T>::from_raw(srq) };
+        // SAFETY: `destroy_srq` removes the SRQ before ib_core frees it.
+        if let Err(e) = unsafe { dev.srqs().insert(number, obj) } {
+            pr_err!(
+                "rdma: {}: SRQ number {} refused: {:?}\n",
+                dev.name(),
+                number,
+                e
+            );
+            let _ = T::destroy_srq(obj, None);
+            // SAFETY: ib_core frees the failed SRQ after we return.
+            unsafe { Srq::<T>::drop_data(srq) };
+            return Err(EIO);
+        }
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn modify_srq<T: Operations>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: bindings::ib_srq_attr_mask,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `srq` is a live SRQ of ours; `attr` is valid; `udata` valid or NULL.
+        let (obj, attr, mut udata) =
+            unsafe { (Srq::<T>::from_raw(srq), &*attr, Udata::from_raw(udata)) };
+        let max_wr = (mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0).then_some(attr.max_wr);
+        let limit = (mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0).then_some(attr.srq_limit);
+        T::modify_srq(obj, max_wr, limit, udata.as_mut())?;
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn query_srq<T: Operations>(
+    srq: *mut bindings::ib_srq,
+    out: *mut bindings::ib_srq_attr,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `srq` is a live SRQ of ours.
+        let attr = T::query_srq(unsafe { Srq::<T>::from_raw(srq) })?;
+        // SAFETY: ib_core passes a writable attribute.
+        unsafe {
+            (*out).max_wr = attr.max_wr;
+            (*out).max_sge = attr.max_sge;
+            (*out).srq_limit = attr.limit;
+        }
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn destroy_srq<T: Operations>(
+    srq: *mut bindings::ib_srq,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `srq` was set up by `create_srq`; `udata` is valid or NULL.
+        let (obj, mut udata) = unsafe { (Srq::<T>::from_raw(srq), Udata::from_raw(udata)) };
+        let dev = obj.device();
+        dev.srqs().remove(obj.number(), obj);
+        if let Err(e) = T::destroy_srq(obj, udata.as_mut()) {
+            // SAFETY: The SRQ stays live: ib_core keeps it when destruction fails.
+            let _ = unsafe { dev.srqs().insert(obj.number(), obj) };
+            return Err(e);
+        }
+        // SAFETY: ib_core frees the SRQ after we return.
+        unsafe { Srq::<T>::drop_data(srq) };
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn post_srq_recv<T: Operations>(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    if wr.is_null() {
+        return 0;
+    }
+    // SAFETY: `srq` is a live SRQ of ours; the consumer passes a valid chain.
+    let (obj, first) = unsafe { (Srq::<T>::from_raw(srq), RecvWr::from_raw(wr)) };
+    match T::post_srq_recv(obj, first) {
+        Ok(()) => 0,
+        Err(PostError { error, bad: wr }) => {
+            if !bad.is_null() {
+                // SAFETY: ib_core passes a writable `bad_wr`.
+                unsafe { *bad = wr.as_raw() };
+            }
+            error.to_errno()
+        }
+    }
+}
