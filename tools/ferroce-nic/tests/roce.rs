@@ -383,6 +383,8 @@ fn ud_and_gsi_sends_with_an_inline_address_vector() {
         (QPT_UD, 0x1111, 1, NET_HDR_IPV6, 0xb8, 7, 0xf_1234),
         (QPT_UD, 0x1111, 0, NET_HDR_GRH, 0x20, 5, 0x1_0001),
         (QPT_GSI, 0x8001_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
+        // ib_mad's IB_QP_SET_QKEY: "the QP's own", which on QP1 is 0x80010000.
+        (QPT_GSI, 0x8000_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
     ] {
         let what = format!("type {qp_type} GID {sgid_index}");
         let (mut a, mut b, mut qa, mut qb, ah) = datagram_pair(qp_type, qkey, sgid_index);

@@ -457,12 +457,12 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
     ) else {
         return WC_LOC_QP_OP_ERR;
     };
-    // A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5), except on QP1,
-    // whose Q_Key is the well-known 0x80010000.
-    let qkey = if remote_qkey & 0x8000_0000 != 0 && qp.qp_type == QPT_UD {
-        qp.attrs.qkey
-    } else {
-        remote_qkey
+    // A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5); QP1's own is the
+    // well-known 0x80010000. ib_mad sends every MAD with IB_QP_SET_QKEY (0x80000000).
+    let qkey = match (remote_qkey & 0x8000_0000 != 0, qp.qp_type) {
+        (true, QPT_GSI) => GSI_QKEY,
+        (true, _) => qp.attrs.qkey,
+        (false, _) => remote_qkey,
     };
     let imm = w.work.ctrl.opcode == WR_SEND_WITH_IMM;
     let opcode = if imm {
