@@ -126,6 +126,7 @@ pub use self::pd::{
 pub use self::qp::{
     Qp,
     QpAttr,
+    QpAttrOut,
     QpCaps,
     QpEvent,
     QpInit,

@@ -33,6 +33,7 @@ use crate::{
         PostError,
         Qp,
         QpAttr,
+        QpAttrOut,
         QpInit,
         RecvWr,
         SendWr,
@@ -175,6 +176,8 @@ attr_setters!(DeviceAttr {
     max_send_sge: max_send_sge: u32,
     /// Maximum scatter/gather entries per receive WR.
     max_recv_sge: max_recv_sge: u32,
+    /// Maximum scatter/gather entries per RDMA READ (ULPs divide by it: never 0 with QPs).
+    max_sge_rd: max_sge_rd: u32,
     /// Maximum number of CQs.
     max_cq: max_cq: u32,
     /// Maximum CQEs per CQ.
@@ -417,6 +420,11 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// Changes the QP's state and attributes.
     fn modify_qp(_qp: &Qp<Self>, _attr: &QpAttr<'_>, _udata: Option<&mut Udata<'_>>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the QP's state and attributes.
+    fn query_qp(_qp: &Qp<Self>, _out: &mut QpAttrOut<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -856,6 +864,11 @@ impl<T: Operations> Callbacks<T> {
             },
             modify_qp: if T::HAS_MODIFY_QP {
                 Some(super::qp::modify_qp::<T>)
+            } else {
+                None
+            },
+            query_qp: if T::HAS_QUERY_QP {
+                Some(super::qp::query_qp::<T>)
             } else {
                 None
             },

@@ -346,6 +346,117 @@ impl QpAttr<'_> {
     }
 }
 
+/// What `query_qp` reports (`struct ib_qp_attr` and the creation attributes): the driver sets
+/// what the device knows; the QP's type, CQs and SRQ come from ib_core's own record.
+pub struct QpAttrOut<'a> {
+    attr: &'a mut bindings::ib_qp_attr,
+    init: &'a mut bindings::ib_qp_init_attr,
+}
+
+macro_rules! qp_attr_setters {
+    ($($(#[$m:meta])* $name:ident: $field:ident: $t:ty),* $(,)?) => {
+        impl QpAttrOut<'_> {
+            $(
+                $(#[$m])*
+                pub fn $name(&mut self, value: $t) -> &mut Self {
+                    self.attr.$field = value.into();
+                    self
+                }
+            )*
+        }
+    };
+}
+
+qp_attr_setters!(
+    /// Path MTU (`enum ib_mtu`).
+    path_mtu: path_mtu: u32,
+    /// Q_Key.
+    qkey: qkey: u32,
+    /// Expected receive PSN.
+    rq_psn: rq_psn: u32,
+    /// Next send PSN.
+    sq_psn: sq_psn: u32,
+    /// Destination QP.
+    dest_qp_num: dest_qp_num: u32,
+    /// P_Key index.
+    pkey_index: pkey_index: u16,
+    /// Local ACK timeout.
+    timeout: timeout: u8,
+    /// Transport retries.
+    retry_cnt: retry_cnt: u8,
+    /// RNR retries.
+    rnr_retry: rnr_retry: u8,
+    /// Minimum RNR NAK timer.
+    min_rnr_timer: min_rnr_timer: u8,
+    /// Outstanding READs/atomics as initiator.
+    max_rd_atomic: max_rd_atomic: u8,
+    /// Outstanding READs/atomics as responder.
+    max_dest_rd_atomic: max_dest_rd_atomic: u8,
+    /// Port.
+    port: port_num: u32,
+);
+
+impl QpAttrOut<'_> {
+    /// The current state (also reported as the consumer-visible current state).
+    pub fn state(&mut self, state: QpState) -> &mut Self {
+        self.attr.qp_state = state as u32;
+        self.attr.cur_qp_state = state as u32;
+        self
+    }
+
+    /// Remote access allowed (`IB_ACCESS_REMOTE_*`).
+    pub fn access_flags(&mut self, flags: u32) -> &mut Self {
+        self.attr.qp_access_flags = flags as c_int;
+        self
+    }
+
+    /// The queue sizes, as created.
+    pub fn caps(&mut self, caps: QpCaps) -> &mut Self {
+        for cap in [&mut self.attr.cap, &mut self.init.cap] {
+            cap.max_send_wr = caps.max_send_wr;
+            cap.max_recv_wr = caps.max_recv_wr;
+            cap.max_send_sge = caps.max_send_sge;
+            cap.max_recv_sge = caps.max_recv_sge;
+            cap.max_inline_data = caps.max_inline_data;
+        }
+        self
+    }
+
+    /// Every send request completes, not only the signaled ones.
+    pub fn signal_all(&mut self, all: bool) -> &mut Self {
+        self.init.sq_sig_type = if all {
+            bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+        } else {
+            bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+        };
+        self
+    }
+}
+
+pub(crate) unsafe extern "C" fn query_qp<T: Operations>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: c_int,
+    init: *mut bindings::ib_qp_init_attr,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `qp` is a live QP of ours; ib_core passes writable attributes (zeroed by most
+        // callers; we fill what we know).
+        let (obj, attr, init) = unsafe { (Qp::<T>::from_raw(qp), &mut *attr, &mut *init) };
+        // SAFETY: As above; ib_core's record of the QP.
+        unsafe {
+            init.qp_type = (*qp).qp_type;
+            init.send_cq = (*qp).send_cq;
+            init.recv_cq = (*qp).recv_cq;
+            init.srq = (*qp).srq;
+            init.qp_context = (*qp).qp_context;
+            init.port_num = (*qp).port;
+        }
+        T::query_qp(obj, &mut QpAttrOut { attr, init })?;
+        Ok(0)
+    })
+}
+
 pub(crate) unsafe extern "C" fn create_qp<T: Operations>(
     qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_init_attr,

@@ -10,6 +10,7 @@ use kernel::{
         self,
         Numbered, //
         PostError,
+        QpAttrOut,
         QpCaps,
         QpInit,
         QpState,
@@ -32,7 +33,8 @@ use crate::{
     hw,
     queue::{
         DbRecord,
-        DmaRing, //
+        DmaRing,
+        OutBuf, //
     },
     regs,
     verbs::RoceDevice,
@@ -49,6 +51,7 @@ pub(crate) struct QpData {
     rq: DmaRing,
     dbrec: DbRecord,
     caps: QpCaps,
+    signal_all: bool,
     /// State as last set by `modify_qp` (`hw::QPS_*`).
     state: Atomic<u32>,
     /// Producer index of the send queue, and the serialisation of posters.
@@ -161,6 +164,7 @@ impl QpData {
             rq,
             dbrec,
             caps,
+            signal_all: init.signal_all(),
             state: Atomic::new(u32::from(hw::QPS_RESET)),
             sq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::sq"), GFP_KERNEL)?,
             rq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::rq"), GFP_KERNEL)?,
@@ -264,6 +268,36 @@ impl QpData {
             self.dbrec.write(0, 0)?;
             self.dbrec.write(4, 0)?;
         }
+        Ok(())
+    }
+
+    /// Reports the QP as the device has it (`CMD_QUERY_QP` writes its attribute image).
+    pub(crate) fn query(&self, dev: &rdma::Device<RoceDevice>, out: &mut QpAttrOut<'_>) -> Result {
+        let buf = OutBuf::new(dev.parent(), hw::ModifyQpCmd::SIZE)?;
+        let completion = dev
+            .cmdq()
+            .exec_with_output(&hw::QueryQpCmd { qpn: self.qpn }, buf.dma_address())?;
+        let mut image = [0u8; hw::ModifyQpCmd::SIZE];
+        buf.read(&mut image)?;
+        let attr = hw::ModifyQpCmd::decode(&image);
+        let state = QpState::from_raw(completion.result0).ok_or(EIO)?;
+        out.state(state)
+            .path_mtu(attr.path_mtu.into())
+            .qkey(attr.qkey)
+            .rq_psn(attr.rq_psn)
+            .sq_psn(attr.sq_psn)
+            .dest_qp_num(attr.dest_qpn)
+            .access_flags(attr.access_flags)
+            .pkey_index(attr.pkey_index)
+            .timeout(attr.timeout)
+            .retry_cnt(attr.retry_cnt)
+            .rnr_retry(attr.rnr_retry)
+            .min_rnr_timer(attr.min_rnr_timer)
+            .max_rd_atomic(attr.max_rd_atomic)
+            .max_dest_rd_atomic(attr.max_dest_rd_atomic)
+            .port(crate::commands::PORT)
+            .caps(self.caps)
+            .signal_all(self.signal_all);
         Ok(())
     }
 

@@ -155,3 +155,28 @@ impl PageList {
         Ok(())
     }
 }
+
+/// A buffer the device writes a command's output into (`CMD_QUERY_QP`).
+pub(crate) struct OutBuf {
+    buf: Coherent<[u8]>,
+}
+
+impl OutBuf {
+    /// A zeroed buffer of `len` bytes.
+    pub(crate) fn new(dev: &device::Device<Bound>, len: usize) -> Result<Self> {
+        Ok(Self {
+            buf: Coherent::<u8>::zeroed_slice(dev, len, GFP_KERNEL)?,
+        })
+    }
+
+    /// The buffer's DMA address.
+    pub(crate) fn dma_address(&self) -> u64 {
+        self.buf.dma_address()
+    }
+
+    /// Copies the first `out.len()` bytes out.
+    pub(crate) fn read(&self, out: &mut [u8]) -> Result {
+        io_project!(&self.buf, [try: 0..out.len()]).copy_to_slice(out);
+        Ok(())
+    }
+}

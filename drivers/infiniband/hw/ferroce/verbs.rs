@@ -235,6 +235,7 @@ impl rdma::Operations for RoceDevice {
             .max_qp_wr(l.max_wr)
             .max_send_sge(l.max_sge)
             .max_recv_sge(l.max_sge)
+            .max_sge_rd(l.max_sge)
             .max_cq(l.max_cq)
             .max_cqe(l.max_wr)
             .max_mr(l.max_mr)
@@ -381,6 +382,10 @@ impl rdma::Operations for RoceDevice {
 
     fn modify_qp(qp: &rdma::Qp<Self>, attr: &QpAttr<'_>, _udata: Option<&mut Udata<'_>>) -> Result {
         qp.modify(qp.device(), qp.qp_type(), attr)
+    }
+
+    fn query_qp(qp: &rdma::Qp<Self>, out: &mut rdma::QpAttrOut<'_>) -> Result {
+        qp.query(qp.device(), out)
     }
 
     fn destroy_qp(qp: &rdma::Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
