@@ -28,7 +28,10 @@ use kernel::{
         IrqReturn, //
     },
     prelude::*,
-    rdma::DeviceHandle,
+    rdma::{
+        self,
+        DeviceHandle, //
+    },
     sync::{
         aref::ARef,
         atomic::{
@@ -614,15 +617,36 @@ impl AsyncEvents {
                 qpn,
                 subtype,
             } => {
-                dev_warn!(
-                    dev,
-                    "QP {} event {:#04x} (subtype {})\n",
-                    qpn,
-                    event,
-                    subtype
-                );
+                let ib_event = match event {
+                    hw::EVENT_QP_FATAL => rdma::QpEvent::Fatal,
+                    hw::EVENT_QP_REQ_ERR => rdma::QpEvent::RequestError,
+                    hw::EVENT_QP_ACCESS_ERR => rdma::QpEvent::AccessError,
+                    hw::EVENT_QP_LAST_WQE_REACHED => rdma::QpEvent::LastWqeReached,
+                    hw::EVENT_SQ_DRAINED => rdma::QpEvent::SqDrained,
+                    _ => rdma::QpEvent::CommEstablished,
+                };
+                if matches!(
+                    ib_event,
+                    rdma::QpEvent::Fatal | rdma::QpEvent::RequestError | rdma::QpEvent::AccessError
+                ) {
+                    dev_warn!(
+                        dev,
+                        "QP {} event {:#04x} (subtype {})\n",
+                        qpn,
+                        event,
+                        subtype
+                    );
+                }
+                if let Some(events) = self.ib_events.as_ref() {
+                    events.qp_event(qpn, ib_event);
+                }
             }
-            AsyncEvent::CqError(cqn) => dev_warn!(dev, "CQ {} error\n", cqn),
+            AsyncEvent::CqError(cqn) => {
+                dev_warn!(dev, "CQ {} error\n", cqn);
+                if let Some(events) = self.ib_events.as_ref() {
+                    events.cq_error(cqn);
+                }
+            }
             AsyncEvent::Srq { event, srqn } => {
                 dev_warn!(dev, "SRQ {} event {:#04x}\n", srqn, event);
             }

@@ -178,6 +178,19 @@ impl IbEvents {
         let _ = workqueue::system().enqueue(self.clone());
     }
 
+    /// Delivers an event of QP `qpn` to its consumer (callable from interrupt context: QP
+    /// event handlers may be called there). A QP that is gone gets nothing.
+    pub(crate) fn qp_event(&self, qpn: u32, event: rdma::QpEvent) {
+        self.device
+            .with_atomic(|dev| dev.qps().with(qpn, |qp| qp.dispatch_event(event)));
+    }
+
+    /// Reports a dead CQ (`IB_EVENT_CQ_ERR`) to its consumer (callable from interrupt context).
+    pub(crate) fn cq_error(&self, cqn: u32) {
+        self.device
+            .with_atomic(|dev| dev.cqs().with(cqn, |cq| cq.dispatch_error()));
+    }
+
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
     pub(crate) fn device_fatal(self: &Arc<Self>) {
         self.fatal.store(true, Relaxed);
