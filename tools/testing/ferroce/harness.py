@@ -507,6 +507,28 @@ def join_initrds(parts: list[Path], out: Path) -> Path:
     return out
 
 
+# Linux queues at most net.unix.max_dgram_qlen (10 by default) datagrams on a unix socket; the
+# switch and the NICs send without blocking, so a burst longer than that (an RDMA READ response,
+# a window of RC packets) is dropped and only retransmission timeouts recover it.
+DGRAM_QUEUE = 1024
+
+
+def private_network(queue: int = DGRAM_QUEUE) -> bool:
+    """Moves this process (and the VMs, NICs and switch it starts) into a network namespace of
+    its own whose unix datagram queues hold `queue` frames. Needs CAP_SYS_ADMIN; returns whether
+    it worked (otherwise the host's setting applies and bursts may be lost)."""
+    clone_newnet = 0x40000000  # os.CLONE_NEWNET from Python 3.12 on
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(clone_newnet) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET): " + os.strerror(ctypes.get_errno()))
+        Path("/proc/sys/net/unix/max_dgram_qlen").write_text(f"{queue}\n")
+        return True
+    except OSError as e:
+        print(f"harness: unix datagram queues stay at the host's length ({e})", flush=True)
+        return False
+
+
 def probe_accel(machine: Machine, timeout: float = 20) -> bool:
     """Does a VM under KVM reach /init? (A nested KVM may hang instead.)"""
     initrd = join_initrds(machine.initrds, machine.workdir / "probe.cpio")

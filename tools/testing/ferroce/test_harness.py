@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests for the VM harness (no VMs needed)."""
 
+import os
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -116,3 +119,16 @@ class ConsoleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PrivateNetworkTest(unittest.TestCase):
+    @unittest.skipUnless(os.geteuid() == 0, "needs root (CAP_SYS_ADMIN) for a network namespace")
+    def test_deep_datagram_queues_in_a_namespace_of_our_own(self):
+        script = ("import harness; ok = harness.private_network(512); "
+                  "print(ok, open('/proc/sys/net/unix/max_dgram_qlen').read().strip())")
+        out = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(harness.__file__),
+                             capture_output=True, text=True, check=True).stdout.split()
+        self.assertEqual(out, ["True", "512"])
+        # The host's namespace is untouched.
+        with open("/proc/sys/net/unix/max_dgram_qlen") as f:
+            self.assertNotEqual(f.read().strip(), "512")

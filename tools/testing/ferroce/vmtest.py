@@ -146,6 +146,7 @@ def main() -> int:
             print(f"{name}: {load(name).doc}")
         return 0
 
+    harness.private_network()
     with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
         machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic)
         machine.accel = choose_accel(args.accel, machine, args.cache)
