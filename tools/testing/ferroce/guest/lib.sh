@@ -100,3 +100,137 @@ hostctl() {
 	cat /tmp/hostctl.reply
 	return "$_rc"
 }
+
+# NVMe over RDMA (the nvme-rdma* scenarios). A scenario script sets up its VM's RDMA device
+# (rxe, ferroce, ...), then runs "nvme_target ADDR" (nvmet exporting a 64 MiB brd RAM disk on
+# an rdma port at ADDR) or "nvme_host ADDR" (connect through /dev/nvme-fabrics, write a known
+# pattern with O_DIRECT dd, read it back, compare, disconnect). Both return 1 if a step failed.
+# The host tells the target it has disconnected with a line on TCP port 4421, so the target
+# stays up until then (bounded by the step's timeout).
+NVME_NQN=nqn.2026-11.org.ferroce:ram0
+_nvmet=/sys/kernel/config/nvmet
+
+nvme_target() {
+	_fail=0
+	step nvmet-setup 60 nvmet_setup "$1" || _fail=1
+	step wait-host 1100 sh -c 'nc -l -p 4421 < /dev/null' || _fail=1
+	step rdma-stats 10 rdma statistic show
+	step target-qps 60 rc_qps_gone || _fail=1
+	step nvmet-log 10 sh -c 'dmesg | grep -E "nvmet|brd"' || _fail=1
+	step nvmet-teardown 60 nvmet_teardown || _fail=1
+	return $_fail
+}
+
+nvme_host() {
+	_fail=0
+	step pattern 300 nvme_pattern || _fail=1
+	wait_for_ping "$1"
+	RETRY_FOR=300 retry connect 60 nvme_connect "$1" || _fail=1
+	step namespace 60 nvme_namespace || _fail=1
+	step write 600 timed_dd write 67108864 if=/tmp/nvme-pattern of=/dev/nvme0n1 bs=1M count=64 oflag=direct conv=fsync || _fail=1
+	step read 600 timed_dd read 67108864 if=/dev/nvme0n1 of=/tmp/nvme-readback bs=1M count=64 iflag=direct || _fail=1
+	step compare 300 sh -c 'sha256sum /tmp/nvme-pattern /tmp/nvme-readback; cmp /tmp/nvme-pattern /tmp/nvme-readback' || _fail=1
+	step rdma-stats 10 rdma statistic show
+	step disconnect 60 nvme_disconnect || _fail=1
+	step host-qps 60 rc_qps_gone || _fail=1
+	retry notify 10 sh -c "echo host-disconnected | nc -w 5 $1 4421" || _fail=1
+	return $_fail
+}
+
+# nvme_pattern: /tmp/nvme-pattern, 64 MiB of 8-byte records "<m><nnnnnn>\n" where m is the MiB
+# (0-9A-Za-z+/) and nnnnnn the record in it: every sector differs, every byte says where it
+# belongs. (One MiB from seq, copied with tr: seq alone takes minutes under TCG.)
+nvme_pattern() {
+	seq -w 0 131071 | sed 's/^/X/' > /tmp/nvme-mib || return
+	: > /tmp/nvme-pattern
+	for _m in $(echo 0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/ | sed 's/./& /g'); do
+		tr X "$_m" < /tmp/nvme-mib >> /tmp/nvme-pattern || return
+	done
+	rm /tmp/nvme-mib
+	ls -l /tmp/nvme-pattern
+}
+
+# nvmet_setup ADDR: /dev/ram0 (64 MiB) as namespace 1 of $NVME_NQN, any host, rdma port ADDR:4420.
+nvmet_setup() {
+	modprobe brd rd_nr=1 rd_size=65536 || return
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs configfs /sys/kernel/config || return
+	_sub=$_nvmet/subsystems/$NVME_NQN _port=$_nvmet/ports/1
+	mkdir "$_sub" && echo 1 > "$_sub/attr_allow_any_host" &&
+		mkdir "$_sub/namespaces/1" && echo -n /dev/ram0 > "$_sub/namespaces/1/device_path" &&
+		echo 1 > "$_sub/namespaces/1/enable" &&
+		mkdir "$_port" && echo rdma > "$_port/addr_trtype" && echo ipv4 > "$_port/addr_adrfam" &&
+		echo "$1" > "$_port/addr_traddr" && echo 4420 > "$_port/addr_trsvcid" &&
+		ln -s "$_sub" "$_port/subsystems/$NVME_NQN" || return
+	echo "ram0 bytes: $(blockdev --getsize64 /dev/ram0)"
+	cd "$_nvmet" && grep . "subsystems/$NVME_NQN/attr_allow_any_host" \
+		"subsystems/$NVME_NQN/namespaces/1/device_path" "subsystems/$NVME_NQN/namespaces/1/enable" \
+		ports/1/addr_trtype ports/1/addr_adrfam ports/1/addr_traddr ports/1/addr_trsvcid
+	ls ports/1/subsystems
+	dmesg | grep 'enabling port'
+}
+
+nvmet_teardown() {
+	_sub=$_nvmet/subsystems/$NVME_NQN
+	rm "$_nvmet/ports/1/subsystems/$NVME_NQN" && rmdir "$_nvmet/ports/1" &&
+		echo 0 > "$_sub/namespaces/1/enable" && rmdir "$_sub/namespaces/1" && rmdir "$_sub" &&
+		rmmod brd && echo "subsystems: $(ls $_nvmet/subsystems) ports: $(ls $_nvmet/ports)"
+}
+
+# rc_qps_gone: until no RC QP (an NVMe queue) is left on any RDMA device (30 s at most).
+rc_qps_gone() {
+	for _ in $(seq 300); do
+		rdma res show qp | grep -q ' type RC ' || break
+		sleep 0.1
+	done
+	rdma res show qp
+	echo "rc-qps: $(rdma res show qp | grep -c ' type RC ')"
+	! rdma res show qp | grep -q ' type RC '
+}
+
+# nvme_connect ADDR: connect to $NVME_NQN at ADDR:4420; prints the reply ("instance=0,cntlid=1").
+nvme_connect() {
+	exec 3<> /dev/nvme-fabrics || return
+	if ! echo "transport=rdma,traddr=$1,trsvcid=4420,nqn=$NVME_NQN" >&3; then
+		exec 3<&-
+		return 1
+	fi
+	read -r _reply <&3
+	exec 3<&-
+	echo "$_reply"
+}
+
+# nvme_namespace: until /dev/nvme0n1 appears (30 s at most); shows nvme0 and the namespace.
+nvme_namespace() {
+	for _ in $(seq 300); do
+		[ -b /dev/nvme0n1 ] && break
+		sleep 0.1
+	done
+	for _f in transport subsysnqn address state; do
+		echo "$_f: $(cat /sys/class/nvme/nvme0/$_f)"
+	done
+	dmesg | grep 'nvme nvme0'
+	echo "namespace bytes: $(blockdev --getsize64 /dev/nvme0n1)"
+}
+
+# timed_dd NAME BYTES DD-ARGS...: dd, then "NAME: BYTES bytes copied, S s, R MB/s" (busybox's
+# dd prints no rate; /proc/uptime has 10 ms steps).
+timed_dd() {
+	_what=$1 _bytes=$2
+	shift 2
+	_d0=$(_uptime)
+	dd "$@" || return
+	_d1=$(_uptime)
+	awk -v w="$_what" -v n="$_bytes" -v a="$_d0" -v b="$_d1" \
+		'BEGIN { s = b - a; if (s < 0.01) s = 0.01; printf "%s: %d bytes copied, %.2f s, %.1f MB/s\n", w, n, s, n / s / 1e6 }'
+}
+
+# nvme_disconnect: delete nvme0 and wait for it and its namespace to go (30 s at most).
+nvme_disconnect() {
+	echo 1 > /sys/class/nvme/nvme0/delete_controller || return
+	for _ in $(seq 300); do
+		[ ! -e /sys/class/nvme/nvme0 ] && [ ! -e /dev/nvme0n1 ] && break
+		sleep 0.1
+	done
+	echo "left in /dev: $(cd /dev && echo nvme*)"
+	[ ! -e /sys/class/nvme/nvme0 ] && [ ! -e /dev/nvme0n1 ] && echo "nvme0 and nvme0n1 are gone"
+}
