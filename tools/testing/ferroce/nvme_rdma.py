@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: GPL-2.0
+"""NVMe over RDMA between two VMs, for any pair of RDMA device kinds (the nvme-rdma* scenarios).
+
+VM b is the target: brd's /dev/ram0 as namespace 1 of nqn.2026-11.org.ferroce:ram0 on an rdma
+port (configfs). VM a is the host: it connects through /dev/nvme-fabrics, writes 64 MiB with
+O_DIRECT dd, reads them back, compares checksums and deletes the controller; then it tells the
+target (TCP), which waits for that, sees the queues' QPs go and tears its configuration down.
+The guest side is nvme_target/nvme_host in guest/lib.sh; a scenario's a.sh and b.sh only set up
+the RDMA device of their VM, and its scenario.py calls scenario_for() with the kinds.
+"""
+
+
+import functools
+import hashlib
+import re
+import string
+
+from harness import CheckFailed, Run, Scenario, Vm
+
+DEVICE = {"rxe": "rxe0", "ferroce": "ferroce0"}
+NQN = "nqn.2026-11.org.ferroce:ram0"
+SIZE = 64 << 20
+# The pattern (nvme_pattern in guest/lib.sh): per MiB, named by one of these, 131072 records
+# "<MiB><record, 6 digits>\n".
+MIBS = string.digits + string.ascii_uppercase + string.ascii_lowercase + "+/"
+
+@functools.cache
+def pattern_sha256() -> str:
+    h, mib = hashlib.sha256(), "".join(f"X{i:06d}\n" for i in range(1 << 17))
+    for m in MIBS:
+        h.update(mib.replace("X", m).encode())
+    return h.hexdigest()
+
+
+
+def scenario_for(KINDS: dict[str, str], timeout: int = 1200) -> Scenario:  # noqa: N803
+    """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce")."""
+    # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
+    VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce")
+           for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
+    TARGET = VMS[1]
+    scenario = Scenario(vms=VMS, timeout=timeout)
+
+
+    @scenario.check
+    def rdma_devices(run: Run) -> str:
+        for vm in VMS:
+            run.vm(vm.name).step("rdma-setup").ok()
+            dev = DEVICE[KINDS[vm.name]]
+            run.vm(vm.name).step("rdma-link").expect(rf"link {dev}/1 state ACTIVE .*netdev eth0")
+        return ", ".join(f"{vm.name}: {DEVICE[KINDS[vm.name]]}" for vm in VMS)
+
+
+    @scenario.check
+    def target_configured(run: Run) -> None:
+        setup = run.vm("b").step("nvmet-setup")
+        setup.ok()
+        setup.expect(rf"^ram0 bytes: {SIZE}$")
+        for attr, value in [(f"subsystems/{NQN}/attr_allow_any_host", "1"),
+                            (f"subsystems/{NQN}/namespaces/1/device_path", "/dev/ram0"),
+                            (f"subsystems/{NQN}/namespaces/1/enable", "1"),
+                            ("ports/1/addr_trtype", "rdma"), ("ports/1/addr_adrfam", "ipv4"),
+                            ("ports/1/addr_traddr", TARGET.address), ("ports/1/addr_trsvcid", "4420")]:
+            setup.expect(rf"^{re.escape(attr)}:{re.escape(value)}$")
+        setup.expect(rf"^{re.escape(NQN)}$")
+        setup.expect(rf"nvmet_rdma: enabling port 1 \({re.escape(TARGET.address)}:4420\)")
+
+
+    @scenario.check
+    def host_connected(run: Run) -> str:
+        connect = run.vm("a").step("connect")
+        connect.ok()
+        reply = connect.expect(r"^instance=(\d+),cntlid=(\d+)$")
+        ns = run.vm("a").step("namespace")
+        ns.ok()
+        ns.expect(r"^transport: rdma$")
+        ns.expect(rf"^subsysnqn: {re.escape(NQN)}$")
+        ns.expect(rf"^address: traddr={re.escape(TARGET.address)},trsvcid=4420\b")
+        ns.expect(r"^state: live$")
+        ns.expect(rf'nvme nvme0: new ctrl: NQN "{re.escape(NQN)}", addr {re.escape(TARGET.address)}:4420')
+        ns.expect(rf"^namespace bytes: {SIZE}$")
+        # The target's side of it.
+        run.vm("b").step("nvmet-log").expect(rf"nvmet: Created nvm controller {reply.group(2)} for subsystem {re.escape(NQN)}")
+        return f"{reply.group(0)} after {connect.tries} tries; namespace of {SIZE >> 20} MiB"
+
+
+    @scenario.check
+    def data_intact(run: Run) -> str:
+        run.vm("a").step("pattern").expect(rf"\b{SIZE}\b.*/tmp/nvme-pattern")
+        compare = run.vm("a").step("compare")
+        sums = dict((path, digest) for digest, path in
+                    re.findall(r"^([0-9a-f]{64})\s+(\S+)$", compare.output, re.M))
+        written, read = sums.get("/tmp/nvme-pattern"), sums.get("/tmp/nvme-readback")
+        want = pattern_sha256()
+        if written != want:
+            raise CheckFailed(f"the pattern's sha256 is {written}, expected {want}")
+        if read != written:
+            raise CheckFailed(f"read back sha256 {read}, wrote {written}:\n{compare.output.strip()}")
+        compare.ok()  # cmp found no difference
+        return f"sha256 {want[:16]}... written and read back"
+
+
+    @scenario.check
+    def dd_throughput(run: Run) -> str:
+        """The write and read figures, and the loss/retry counters: recorded, never asserted."""
+        figures = []
+        for name in ("write", "read"):
+            step = run.vm("a").step(name)
+            step.ok()
+            step.expect(r"^64\+0 records in$")
+            step.expect(r"^64\+0 records out$")
+            m = step.expect(rf"^{name}: {SIZE} bytes copied, ([\d.]+) s, ([\d.]+) MB/s$")
+            figures.append(f"{name} {m.group(2)} MB/s ({m.group(1)} s)")
+        return ", ".join(figures) + "".join(f"\n{vm.name}: {trouble_counters(run, vm.name)}" for vm in VMS)
+
+
+    def trouble_counters(run: Run, vm: str) -> str:
+        """The port counters after the transfer that tell of loss and retries (device-specific names)."""
+        step = run.vm(vm).steps().get("rdma-stats")
+        if step is None or step.rc != 0:
+            return "no rdma statistic"
+        pairs = re.findall(r"\b([a-z][a-z0-9_]*) (\d+)\b", step.output)
+        shown = [f"{k}={v}" for k, v in pairs if v != "0" and re.search(r"retr|seq|dup|rnr|err|drop", k)]
+        return " ".join(shown) or "no retry/error counters above 0"
+
+
+    @scenario.check
+    def clean_disconnect(run: Run) -> None:
+        host, target = run.vm("a"), run.vm("b")
+        disconnect = host.step("disconnect")
+        disconnect.ok()
+        disconnect.expect(r"^nvme0 and nvme0n1 are gone$")
+        for vm, step in [(host, "host-qps"), (target, "target-qps")]:
+            qps = vm.step(step)
+            qps.ok()
+            qps.expect(r" type GSI ")  # the listing works: ib_core's own QP is there
+            qps.expect(r"^rc-qps: 0$")
+        host.step("notify").ok()
+        wait = target.step("wait-host")
+        wait.ok()
+        wait.expect(r"^host-disconnected$")
+        teardown = target.step("nvmet-teardown")
+        teardown.ok()
+        teardown.expect(r"^subsystems: +ports: *$")
+
+    return scenario

@@ -1,0 +1,6 @@
+# NVMe/RDMA host over rxe. Only the device setup is rxe's: nvme_host (guest/lib.sh) is shared.
+. /ferroce/lib.sh
+step rdma-setup 30 sh -c 'modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0'
+wait_for_gid rxe0 1
+step rdma-link 10 rdma link show
+nvme_host "$(ip_of b)"
