@@ -69,6 +69,7 @@ pub mod ah;
 pub mod cq;
 pub mod device;
 pub mod gid;
+pub mod mmap;
 pub mod mr;
 pub mod object;
 pub mod pd;
@@ -108,6 +109,11 @@ pub use self::device::{
 pub use self::gid::{
     GidAttr,
     GidType, //
+};
+pub use self::mmap::{
+    MmapEntry,
+    MmapHandle,
+    MmapRequest, //
 };
 pub use self::mr::{
     Mr,

@@ -26,6 +26,8 @@ use crate::{
         Cq,
         CqInit,
         GidAttr, //
+        MmapEntry,
+        MmapRequest,
         Mr,
         MrType,
         NewMr,
@@ -366,6 +368,8 @@ pub trait Operations: Sized + Send + Sync + 'static {
     type Mr: Send + Sync;
     /// The driver's data of a user context.
     type Ucontext: Send + Sync;
+    /// The driver's data of an mmap entry of a user context (what `mmap` maps).
+    type MmapEntry: Send + Sync;
 
     /// Allocates a protection domain.
     fn alloc_pd(_dev: &Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<Self::Pd> {
@@ -542,6 +546,15 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// Tears a user context down; everything the process created is gone already.
     fn dealloc_ucontext(_ctx: &Ucontext<Self>) {}
+
+    /// Maps `entry` into the process (`mmap()` on the uverbs file at the entry's offset).
+    fn mmap(
+        _ctx: &Ucontext<Self>,
+        _entry: &MmapEntry<Self>,
+        _request: &mut MmapRequest<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// Objects the device finds by number: completions and events name them.
@@ -961,6 +974,16 @@ impl<T: Operations> Callbacks<T> {
                 None
             },
             size_ib_ucontext: Ucontext::<T>::ALLOC_SIZE,
+            mmap: if T::HAS_MMAP {
+                Some(super::mmap::mmap::<T>)
+            } else {
+                None
+            },
+            mmap_free: if T::HAS_MMAP {
+                Some(super::mmap::mmap_free::<T>)
+            } else {
+                None
+            },
             ..pin_init::zeroed()
         }
     }

@@ -222,6 +222,7 @@ impl rdma::Operations for RoceDevice {
     type Ah = AhData;
     type Mr = MrData;
     type Ucontext = ();
+    type MmapEntry = ();
 
     fn query_device(dev: &rdma::Device<Self>, attr: &mut DeviceAttr<'_>) -> Result {
         let l = &dev.limits;
