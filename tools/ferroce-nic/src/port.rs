@@ -5,7 +5,9 @@
 //! datagram (QEMU's `-netdev dgram` framing). Frames from the segment that are RoCE and
 //! addressed to the port's MAC go to the engine; everything else goes to the virtio-net
 //! (netdev) side, and everything from the virtio-net goes to the segment. A peer socket that
-//! does not exist or does not listen loses the frame, like an unplugged cable.
+//! does not exist or does not listen loses the frame, like an unplugged cable. RoCE frames the
+//! engine sends to the port's own MAC never come here: the engine receives them itself
+//! ([`crate::engine::wire::LoopbackQueue`]).
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;

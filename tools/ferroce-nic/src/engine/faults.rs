@@ -192,6 +192,7 @@ pub struct FaultInjector {
     generation: u64,
     config: FaultConfig,
     transmit: bool,
+    stream: u64,
     rng: ChaCha8Rng,
     held: VecDeque<(Instant, Vec<u8>)>,
     reorder_slot: Option<(Instant, Vec<u8>)>,
@@ -200,10 +201,22 @@ pub struct FaultInjector {
 impl FaultInjector {
     /// An injector for the transmit (`true`) or receive direction.
     pub fn new(control: Arc<FaultControl>, transmit: bool) -> Self {
+        // Each direction gets its own stream from the one seed.
+        Self::with_stream(control, transmit, if transmit { 0x7478 } else { 0x7278 })
+    }
+
+    /// An injector for the receive direction of the frames the engine loops back to itself,
+    /// with a stream of its own (the wire's receive stream is not disturbed by them).
+    pub fn loopback(control: Arc<FaultControl>) -> Self {
+        Self::with_stream(control, false, 0x6c62)
+    }
+
+    fn with_stream(control: Arc<FaultControl>, transmit: bool, stream: u64) -> Self {
         let mut injector = Self {
             generation: u64::MAX,
             config: FaultConfig::default(),
             transmit,
+            stream,
             rng: ChaCha8Rng::seed_from_u64(0),
             held: VecDeque::new(),
             reorder_slot: None,
@@ -218,9 +231,7 @@ impl FaultInjector {
         if generation != self.generation {
             self.generation = generation;
             self.config = self.control.config();
-            // Each direction gets its own stream from the one seed.
-            let stream = if self.transmit { 0x7478 } else { 0x7278 };
-            self.rng = ChaCha8Rng::seed_from_u64(self.config.seed ^ stream);
+            self.rng = ChaCha8Rng::seed_from_u64(self.config.seed ^ self.stream);
         }
     }
 

@@ -18,7 +18,7 @@ use super::icrc::NetKind;
 use super::opcode::flag;
 use super::requester::Requester;
 use super::responder::Responder;
-use super::wire::{FrameSink, PortEnd, RxQueue};
+use super::wire::{FrameSink, LoopbackQueue, PortEnd, RxQueue};
 use super::{Engine, EngineHost, SendWork};
 use crate::trace::Tracer;
 
@@ -26,6 +26,11 @@ use crate::trace::Tracer;
 pub const GSI_QKEY: u32 = 0x8001_0000;
 /// Frames taken from the receive queue per poll.
 const RX_BUDGET: usize = 512;
+/// Looped-back frames received per drain; the rest wait for the next one.
+const LOOPBACK_BUDGET: usize = 4096;
+/// Rounds of QP work per poll while looped-back frames keep arriving (each round is what a
+/// poll does: ACKs, timers, requests, READ responses, completions).
+const LOOPBACK_ROUNDS: usize = 8;
 /// Shortest retransmission timeout: the emulated device polls at a granularity well above the
 /// IBA's 4.096 µs unit.
 pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
@@ -115,15 +120,40 @@ pub fn route_for(
     })
 }
 
-/// The transmit path: builds frames, counts and traces them, applies transmit faults.
+/// The transmit path: builds frames, counts and traces them, applies transmit faults, and
+/// sends them to the wire or, when addressed to the port's own MAC, to the loopback queue.
 pub struct Io {
     sink: Box<dyn FrameSink>,
     rx: Arc<RxQueue>,
     tx_faults: FaultInjector,
     rx_faults: FaultInjector,
+    /// Receive-direction faults of looped-back frames.
+    loop_faults: FaultInjector,
+    loopback: LoopbackQueue,
+    /// Looped-back frames taken from the queue so far.
+    looped: u64,
+    mac: [u8; 6],
     /// The trace.
     pub trace: Arc<Tracer>,
     transport: Vec<u8>,
+}
+
+/// Where a frame leaving the transmit faults goes: the loopback queue if its destination MAC is
+/// the port's own (a full queue drops it), the wire otherwise.
+fn transmit(
+    frame: Vec<u8>,
+    mac: &[u8; 6],
+    sink: &mut dyn FrameSink,
+    loopback: &mut LoopbackQueue,
+    host: &dyn EngineHost,
+    trace: &Tracer,
+) {
+    if frame.get(..6) != Some(&mac[..]) {
+        sink.send(&frame);
+    } else if !loopback.push(frame) {
+        host.count(COUNTER_DROPS, 1);
+        trace.event("drop", || json!({"why": "loopback queue full"}));
+    }
 }
 
 impl Io {
@@ -146,18 +176,41 @@ impl Io {
             host.count(COUNTER_RETRANSMITS, 1);
         }
         let bth = packet.bth;
+        let looped = route.dmac == self.mac;
         self.trace.event("frame", || {
-            json!({"dir": "tx", "qpn": bth.dest_qpn, "opcode": bth.opcode, "psn": bth.psn,
-                   "len": out.len(), "ack_req": bth.ack_req, "retransmit": retransmit})
+            let mut event = json!({"dir": "tx", "qpn": bth.dest_qpn, "opcode": bth.opcode,
+                "psn": bth.psn, "len": out.len(), "ack_req": bth.ack_req,
+                "retransmit": retransmit});
+            if looped {
+                event["loopback"] = json!(true);
+            }
+            event
         });
-        let sink = &mut self.sink;
-        self.tx_faults
-            .process(out, Instant::now(), &mut |f| sink.send(&f));
+        let Self {
+            sink,
+            loopback,
+            tx_faults,
+            mac,
+            trace,
+            ..
+        } = self;
+        tx_faults.process(out, Instant::now(), &mut |f| {
+            transmit(f, mac, sink.as_mut(), loopback, host, trace)
+        });
     }
 
-    fn release(&mut self, now: Instant) {
-        let sink = &mut self.sink;
-        self.tx_faults.release(now, &mut |f| sink.send(&f));
+    fn release(&mut self, host: &dyn EngineHost, now: Instant) {
+        let Self {
+            sink,
+            loopback,
+            tx_faults,
+            mac,
+            trace,
+            ..
+        } = self;
+        tx_faults.release(now, &mut |f| {
+            transmit(f, mac, sink.as_mut(), loopback, host, trace)
+        });
     }
 }
 
@@ -180,7 +233,11 @@ impl RoceEngine {
                 sink: port.sink,
                 rx: port.rx,
                 tx_faults: FaultInjector::new(faults.clone(), true),
-                rx_faults: FaultInjector::new(faults, false),
+                rx_faults: FaultInjector::new(faults.clone(), false),
+                loop_faults: FaultInjector::loopback(faults),
+                loopback: LoopbackQueue::default(),
+                looped: 0,
+                mac,
                 trace,
                 transport: Vec::with_capacity(frame::MAX_FRAME),
             },
@@ -188,7 +245,9 @@ impl RoceEngine {
         }
     }
 
-    fn receive(&mut self, host: &mut dyn EngineHost, bytes: &[u8], now: Instant) {
+    /// Receives one frame from the wire, or one the engine looped back to itself (`looped`):
+    /// both take the same checks.
+    fn receive(&mut self, host: &mut dyn EngineHost, bytes: &[u8], now: Instant, looped: bool) {
         host.count(COUNTER_RX_PACKETS, 1);
         host.count(COUNTER_RX_BYTES, bytes.len() as u64);
         let drop = |host: &mut dyn EngineHost, why: &str, trace: &Tracer| {
@@ -225,8 +284,12 @@ impl RoceEngine {
             return drop(host, "P_Key", &self.io.trace);
         }
         self.io.trace.event("frame", || {
-            json!({"dir": "rx", "qpn": pkt.bth.dest_qpn, "opcode": pkt.bth.opcode,
-                   "psn": pkt.bth.psn, "len": bytes.len()})
+            let mut event = json!({"dir": "rx", "qpn": pkt.bth.dest_qpn,
+                "opcode": pkt.bth.opcode, "psn": pkt.bth.psn, "len": bytes.len()});
+            if looped {
+                event["loopback"] = json!(true);
+            }
+            event
         });
         let Some(qp) = self.qps.get_mut(&pkt.bth.dest_qpn) else {
             return drop(host, "no such QP", &self.io.trace);
@@ -244,6 +307,45 @@ impl RoceEngine {
             super::completer::receive_response(qp, &mut self.io, host, &pkt, now);
         } else {
             drop(host, "response before RTS", &self.io.trace);
+        }
+    }
+
+    /// Receives the frames waiting in the loopback queue, oldest first, through the receive
+    /// faults. Frames they cause the engine to loop back join the queue behind them and are
+    /// received in turn (a loop, never a nested receive), up to [`LOOPBACK_BUDGET`] frames.
+    fn drain_loopback(&mut self, host: &mut dyn EngineHost, now: Instant) {
+        let mut ready = Vec::new();
+        self.io.loop_faults.release(now, &mut |f| ready.push(f));
+        for f in ready.drain(..) {
+            self.receive(host, &f, now, true);
+        }
+        for _ in 0..LOOPBACK_BUDGET {
+            let Some(f) = self.io.loopback.pop() else {
+                break;
+            };
+            self.io.looped += 1;
+            self.io.loop_faults.process(f, now, &mut |f| ready.push(f));
+            for f in ready.drain(..) {
+                self.receive(host, &f, now, true);
+            }
+        }
+    }
+
+    /// One round of every QP's timed and pending work; what a QP loops back is received before
+    /// the next QP's turn.
+    fn service_qps(&mut self, host: &mut dyn EngineHost, now: Instant) {
+        let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        for qpn in qpns {
+            if let Some(qp) = self.qps.get_mut(&qpn) {
+                super::responder::flush_ack(qp, &mut self.io, host);
+                super::requester::timers(qp, &mut self.io, host, now);
+                super::requester::run(qp, &mut self.io, host, now);
+                super::responder::send_read_responses(qp, &mut self.io, host);
+                super::completer::complete(qp, host);
+            }
+            if !self.io.loopback.is_empty() {
+                self.drain_loopback(host, now);
+            }
         }
     }
 }
@@ -294,10 +396,13 @@ impl Engine for RoceEngine {
         super::requester::post(qp, host, work);
         super::requester::run(qp, &mut self.io, host, now);
         super::completer::complete(qp, host);
+        if !self.io.loopback.is_empty() {
+            self.drain_loopback(host, now);
+        }
     }
 
     fn poll(&mut self, host: &mut dyn EngineHost, now: Instant) {
-        self.io.release(now);
+        self.io.release(host, now);
         let mut received: VecDeque<Vec<u8>> = VecDeque::new();
         for _ in 0..RX_BUDGET {
             let Some(f) = self.io.rx.pop() else { break };
@@ -313,27 +418,33 @@ impl Engine for RoceEngine {
             host.count(COUNTER_DROPS, overflows);
         }
         for f in received {
-            self.receive(host, &f, now);
+            self.receive(host, &f, now, false);
         }
-        for qp in self.qps.values_mut() {
-            super::responder::flush_ack(qp, &mut self.io, host);
-            super::requester::timers(qp, &mut self.io, host, now);
-            super::requester::run(qp, &mut self.io, host, now);
-            super::responder::send_read_responses(qp, &mut self.io, host);
-            super::completer::complete(qp, host);
+        self.drain_loopback(host, now);
+        // Looped-back traffic answers within the poll: another round while the last one
+        // received looped-back frames (ACKs to flush, completions, the next window).
+        for _ in 0..LOOPBACK_ROUNDS {
+            let looped = self.io.looped;
+            self.service_qps(host, now);
+            if self.io.looped == looped {
+                break;
+            }
         }
     }
 
     fn busy(&self) -> bool {
         !self.io.rx.is_empty()
+            || !self.io.loopback.is_empty()
             || self.io.tx_faults.holding()
             || self.io.rx_faults.holding()
+            || self.io.loop_faults.holding()
             || self.qps.values().any(|qp| qp.req.busy() || qp.resp.busy())
     }
 
     fn reset(&mut self) {
         self.qps.clear();
         self.types.clear();
+        self.io.loopback.clear();
     }
 }
 

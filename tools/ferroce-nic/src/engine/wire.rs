@@ -2,7 +2,9 @@
 
 //! The engine's side of the port: a sink for frames it sends and a bounded queue of frames
 //! steered to it. The converged port ([`crate::port`]) connects these to unix datagram sockets;
-//! tests connect two engines back to back with [`back_to_back`].
+//! tests connect two engines back to back with [`back_to_back`]. Frames the engine sends to its
+//! own port's MAC never reach the sink: they wait in a [`LoopbackQueue`] for the engine's own
+//! receive path.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,6 +74,51 @@ impl RxQueue {
     }
 }
 
+/// Most frames waiting in the loopback queue; more are dropped (and counted). The engine drains
+/// the queue after each transmitting step, so a step's burst (a window of requests or READ
+/// responses, and the ACKs they cause) fits; what does not fit is lost like a frame on a
+/// congested link, and RC retransmits it.
+pub const LOOPBACK_CAPACITY: usize = 512;
+
+/// Frames the engine sent to its own port's MAC, waiting for its receive path: a bounded FIFO
+/// owned by the engine (frames looped while a frame is being received wait behind it instead
+/// of being received re-entrantly).
+#[derive(Default)]
+pub struct LoopbackQueue {
+    frames: VecDeque<Vec<u8>>,
+}
+
+impl LoopbackQueue {
+    /// Queues a frame; `false` (frame dropped) if the queue is full.
+    pub fn push(&mut self, frame: Vec<u8>) -> bool {
+        if self.frames.len() >= LOOPBACK_CAPACITY {
+            return false;
+        }
+        self.frames.push_back(frame);
+        true
+    }
+
+    /// Takes the oldest frame.
+    pub fn pop(&mut self) -> Option<Vec<u8>> {
+        self.frames.pop_front()
+    }
+
+    /// Frames waiting.
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Whether no frame waits.
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Drops every waiting frame.
+    pub fn clear(&mut self) {
+        self.frames.clear();
+    }
+}
+
 /// A sink that queues frames for another engine (an in-process cable).
 pub struct QueueSink(pub Arc<RxQueue>);
 
@@ -103,4 +150,24 @@ pub fn back_to_back() -> (PortEnd, PortEnd) {
             rx: b,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_queue_is_a_bounded_fifo() {
+        let mut q = LoopbackQueue::default();
+        for i in 0..LOOPBACK_CAPACITY + 10 {
+            let kept = q.push((i as u32).to_le_bytes().to_vec());
+            assert_eq!(kept, i < LOOPBACK_CAPACITY, "frame {i}");
+        }
+        assert_eq!(q.len(), LOOPBACK_CAPACITY);
+        assert_eq!(q.pop(), Some(0u32.to_le_bytes().to_vec()));
+        assert!(q.push(vec![1]), "room again after a pop");
+        assert!(!q.push(vec![2]));
+        q.clear();
+        assert!(q.is_empty() && q.pop().is_none());
+    }
 }

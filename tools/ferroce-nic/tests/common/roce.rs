@@ -254,6 +254,22 @@ impl Qp {
         rq_psn: u32,
         conn: Conn,
     ) {
+        let (dgid, dmac) = (peer.gid(conn.sgid_index), peer.mac);
+        self.connect_to(node, dgid, dmac, dest_qpn, sq_psn, rq_psn, conn);
+    }
+
+    /// RESET → INIT → RTR → RTS towards QPN `dest_qpn` at `dgid` / `dmac`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect_to(
+        &self,
+        node: &mut Node,
+        dgid: [u8; 16],
+        dmac: [u8; 6],
+        dest_qpn: u32,
+        sq_psn: u32,
+        rq_psn: u32,
+        conn: Conn,
+    ) {
         let base = ModifyQpCmd {
             qpn: self.qpn,
             vlan: VLAN_NONE,
@@ -281,8 +297,8 @@ impl Qp {
                 new_state: QPS_RTR,
                 path_mtu: conn.mtu,
                 sgid_index: conn.sgid_index,
-                dgid: peer.gid(conn.sgid_index),
-                dmac: peer.mac,
+                dgid,
+                dmac,
                 hop_limit: 64,
                 dest_qpn,
                 rq_psn,
@@ -548,5 +564,85 @@ impl Pair {
         let a: Vec<Cqe> = self.cqes_a.drain(..n_a).collect();
         let b: Vec<Cqe> = self.cqes_b.drain(..n_b).collect();
         (a, b)
+    }
+}
+
+/// One node whose two RC QPs are connected to each other through the node's own MAC and GID:
+/// every frame loops back inside the NIC. `wire` is the far end of its cable, where nothing
+/// should arrive.
+pub struct Solo {
+    pub n: Node,
+    pub qa: Qp,
+    pub qb: Qp,
+    pub wire: PortEnd,
+    /// CQEs polled so far and not yet taken (both QPs share the node's CQ).
+    pub cqes: Vec<Cqe>,
+}
+
+impl Solo {
+    pub fn new(buf_len: usize, conn: Conn) -> Self {
+        let (port, wire) = back_to_back();
+        let mut n = Node::new(1, buf_len, port);
+        let qa = Qp::create(&mut n, QPT_RC);
+        let qb = Qp::create(&mut n, QPT_RC);
+        let (psn_a, psn_b) = (PSN_MASK - 20, 5);
+        let (gid, mac) = (n.gid(conn.sgid_index), n.mac);
+        qa.connect_to(&mut n, gid, mac, qb.qpn, psn_a, psn_b, conn);
+        qb.connect_to(&mut n, gid, mac, qa.qpn, psn_b, psn_a, conn);
+        Self {
+            n,
+            qa,
+            qb,
+            wire,
+            cqes: Vec::new(),
+        }
+    }
+
+    /// Runs the device once and collects CQEs.
+    pub fn step(&mut self) -> bool {
+        let more = self.n.g.dev.process();
+        let new = self.n.cq.poll(&self.n.g);
+        let progress = !new.is_empty();
+        self.cqes.extend(new);
+        more || progress
+    }
+
+    /// Pumps until `done` holds; panics after `limit`.
+    pub fn pump_until(&mut self, limit: Duration, mut done: impl FnMut(&Solo) -> bool) {
+        let start = Instant::now();
+        while !done(self) {
+            let busy = self.step() || self.n.g.dev.engine.busy();
+            assert!(start.elapsed() < limit, "timed out waiting");
+            if !busy {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    fn count(&self, qpn: u32) -> usize {
+        self.cqes.iter().filter(|c| c.qpn == qpn).count()
+    }
+
+    /// Pumps until `qa` has `n_a` and `qb` has `n_b` CQEs, and returns them.
+    pub fn wait_cqes(&mut self, n_a: usize, n_b: usize) -> (Vec<Cqe>, Vec<Cqe>) {
+        let (qpn_a, qpn_b) = (self.qa.qpn, self.qb.qpn);
+        self.pump_until(Duration::from_secs(60), |s| {
+            s.count(qpn_a) >= n_a && s.count(qpn_b) >= n_b
+        });
+        let mut taken = (Vec::new(), Vec::new());
+        self.cqes.retain(|c| {
+            let (list, want) = if c.qpn == qpn_a {
+                (&mut taken.0, n_a)
+            } else {
+                (&mut taken.1, n_b)
+            };
+            if list.len() < want {
+                list.push(*c);
+                false
+            } else {
+                true
+            }
+        });
+        taken
     }
 }
