@@ -355,3 +355,11 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
     assert_eq!(cqes.len(), 2, "{cqes:?}");
     assert!(cqes.iter().all(|c| c.status == WC_SUCCESS));
 }
+
+/// The hardware documentation states the queue's size.
+#[test]
+fn loopback_queue_size_is_documented() {
+    const DOC: &str = include_str!("../../../Documentation/infiniband/ferroce-hw.rst");
+    let needle = format!("FIFO of {LOOPBACK_CAPACITY} frames");
+    assert!(DOC.contains(&needle), "{needle:?} not in ferroce-hw.rst");
+}
