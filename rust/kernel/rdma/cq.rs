@@ -281,19 +281,13 @@ pub(crate) unsafe extern "C" fn create_cq<T: Operations>(
         }
         // SAFETY: The data is initialised now.
         let obj = unsafe { Cq::<T>::from_raw(cq) };
-        // SAFETY: `destroy_cq` removes the CQ before ib_core frees it.
-        if let Err(e) = unsafe { dev.cqs().insert(number, obj) } {
-            pr_err!(
-                "rdma: {}: CQ number {} refused: {:?}\n",
-                dev.name(),
-                number,
-                e
-            );
+        let undo = || {
             let _ = T::destroy_cq(obj, None);
             // SAFETY: ib_core frees the failed CQ after we return.
             unsafe { Cq::<T>::drop_data(cq) };
-            return Err(EIO);
-        }
+        };
+        // SAFETY: `destroy_cq` removes the CQ before ib_core frees it.
+        unsafe { dev.cqs().enter_or_undo("CQ", number, obj, undo) }?;
         Ok(0)
     })
 }
@@ -305,13 +299,9 @@ pub(crate) unsafe extern "C" fn destroy_cq<T: Operations>(
     from_result(|| {
         // SAFETY: `cq` was set up by `create_cq`; `udata` is valid or NULL.
         let (obj, mut udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
-        let dev = obj.device();
-        dev.cqs().remove(obj.number(), obj);
-        if let Err(e) = T::destroy_cq(obj, udata.as_mut()) {
-            // SAFETY: The CQ stays live: ib_core keeps it when destruction fails.
-            let _ = unsafe { dev.cqs().insert(obj.number(), obj) };
-            return Err(e);
-        }
+        obj.device()
+            .cqs()
+            .leave_for(obj.number(), obj, || T::destroy_cq(obj, udata.as_mut()))?;
         // SAFETY: ib_core frees the CQ after we return.
         unsafe { Cq::<T>::drop_data(cq) };
         Ok(0)

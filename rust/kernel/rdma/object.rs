@@ -177,6 +177,49 @@ impl<O> Table<O> {
         }
     }
 
+    /// Enters an object the driver just created under the number the device gave it. If that
+    /// number cannot be used (out of range, or taken: a buggy device), `undo` destroys the object
+    /// again and the creation fails with `EIO`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Table::insert`].
+    pub(crate) unsafe fn enter_or_undo(
+        &self,
+        kind: &str,
+        number: u32,
+        object: &O,
+        undo: impl FnOnce(),
+    ) -> Result {
+        // SAFETY: Guaranteed by the caller.
+        if let Err(e) = unsafe { self.insert(number, object) } {
+            pr_err!(
+                "rdma: the device numbered a new {} {}: {:?}\n",
+                kind,
+                number,
+                e
+            );
+            undo();
+            return Err(EIO);
+        }
+        Ok(())
+    }
+
+    /// Takes `object` out of the table for `destroy`, and puts it back if destruction fails
+    /// (ib_core then keeps the object).
+    pub(crate) fn leave_for(
+        &self,
+        number: u32,
+        object: &O,
+        destroy: impl FnOnce() -> Result,
+    ) -> Result {
+        self.remove(number, object);
+        destroy().inspect_err(|_| {
+            // SAFETY: The object stays live: ib_core keeps objects whose destruction failed.
+            let _ = unsafe { self.insert(number, object) };
+        })
+    }
+
     /// Runs `f` on object `number` if it is registered. `f` runs with interrupts disabled and
     /// must not sleep.
     pub fn with<R>(&self, number: u32, f: impl FnOnce(&O) -> R) -> Option<R> {

@@ -16,7 +16,6 @@ use crate::{
         Device,
         Operations,
         Pd,
-        PostError,
         RecvWr,
         SendWr,
         Srq,
@@ -486,19 +485,13 @@ pub(crate) unsafe extern "C" fn create_qp<T: Operations>(
         }
         // SAFETY: The data is initialised now.
         let obj = unsafe { Qp::<T>::from_raw(qp) };
-        // SAFETY: `destroy_qp` removes the QP before ib_core frees it.
-        if let Err(e) = unsafe { dev.qps().insert(number, obj) } {
-            pr_err!(
-                "rdma: {}: QP number {} refused: {:?}\n",
-                dev.name(),
-                number,
-                e
-            );
+        let undo = || {
             let _ = T::destroy_qp(obj, None);
             // SAFETY: ib_core frees the failed QP after we return.
             unsafe { Qp::<T>::drop_data(qp) };
-            return Err(EIO);
-        }
+        };
+        // SAFETY: `destroy_qp` removes the QP before ib_core frees it.
+        unsafe { dev.qps().enter_or_undo("QP", number, obj, undo) }?;
         Ok(0)
     })
 }
@@ -529,13 +522,9 @@ pub(crate) unsafe extern "C" fn destroy_qp<T: Operations>(
     from_result(|| {
         // SAFETY: `qp` was set up by `create_qp`; `udata` is valid or NULL.
         let (obj, mut udata) = unsafe { (Qp::<T>::from_raw(qp), Udata::from_raw(udata)) };
-        let dev = obj.device();
-        dev.qps().remove(obj.qp_num(), obj);
-        if let Err(e) = T::destroy_qp(obj, udata.as_mut()) {
-            // SAFETY: The QP stays live: ib_core keeps it when destruction fails.
-            let _ = unsafe { dev.qps().insert(obj.qp_num(), obj) };
-            return Err(e);
-        }
+        obj.device()
+            .qps()
+            .leave_for(obj.qp_num(), obj, || T::destroy_qp(obj, udata.as_mut()))?;
         // SAFETY: ib_core frees the QP after we return.
         unsafe { Qp::<T>::drop_data(qp) };
         Ok(0)
@@ -555,16 +544,8 @@ pub(crate) unsafe extern "C" fn post_send<T: Operations>(
         let obj = Qp::<T>::from_raw(qp);
         (obj, SendWr::from_raw(wr, obj.qp_type()))
     };
-    match T::post_send(obj, first) {
-        Ok(()) => 0,
-        Err(PostError { error, bad: wr }) => {
-            if !bad.is_null() {
-                // SAFETY: ib_core passes a writable `bad_wr`.
-                unsafe { *bad = wr.as_raw() };
-            }
-            error.to_errno()
-        }
-    }
+    // SAFETY: ib_core passes a writable `bad_wr`.
+    unsafe { super::wr::post_result(T::post_send(obj, first), bad) }
 }
 
 pub(crate) unsafe extern "C" fn post_recv<T: Operations>(
@@ -577,14 +558,6 @@ pub(crate) unsafe extern "C" fn post_recv<T: Operations>(
     }
     // SAFETY: `qp` is a live QP of ours; the consumer passes a valid chain.
     let (obj, first) = unsafe { (Qp::<T>::from_raw(qp), RecvWr::from_raw(wr)) };
-    match T::post_recv(obj, first) {
-        Ok(()) => 0,
-        Err(PostError { error, bad: wr }) => {
-            if !bad.is_null() {
-                // SAFETY: ib_core passes a writable `bad_wr`.
-                unsafe { *bad = wr.as_raw() };
-            }
-            error.to_errno()
-        }
-    }
+    // SAFETY: ib_core passes a writable `bad_wr`.
+    unsafe { super::wr::post_result(T::post_recv(obj, first), bad) }
 }

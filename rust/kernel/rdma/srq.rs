@@ -14,7 +14,6 @@ use crate::{
         Device,
         Operations,
         Pd,
-        PostError,
         RecvWr,
         Udata, //
     },
@@ -102,19 +101,13 @@ pub(crate) unsafe extern "C" fn create_srq<T: Operations>(
         unsafe { Srq::<T>::write_data(srq, data) };
         // SAFETY: The data is initialised now.
         let obj = unsafe { Srq::<T>::from_raw(srq) };
-        // SAFETY: `destroy_srq` removes the SRQ before ib_core frees it.
-        if let Err(e) = unsafe { dev.srqs().insert(number, obj) } {
-            pr_err!(
-                "rdma: {}: SRQ number {} refused: {:?}\n",
-                dev.name(),
-                number,
-                e
-            );
+        let undo = || {
             let _ = T::destroy_srq(obj, None);
             // SAFETY: ib_core frees the failed SRQ after we return.
             unsafe { Srq::<T>::drop_data(srq) };
-            return Err(EIO);
-        }
+        };
+        // SAFETY: `destroy_srq` removes the SRQ before ib_core frees it.
+        unsafe { dev.srqs().enter_or_undo("SRQ", number, obj, undo) }?;
         Ok(0)
     })
 }
@@ -160,13 +153,9 @@ pub(crate) unsafe extern "C" fn destroy_srq<T: Operations>(
     from_result(|| {
         // SAFETY: `srq` was set up by `create_srq`; `udata` is valid or NULL.
         let (obj, mut udata) = unsafe { (Srq::<T>::from_raw(srq), Udata::from_raw(udata)) };
-        let dev = obj.device();
-        dev.srqs().remove(obj.number(), obj);
-        if let Err(e) = T::destroy_srq(obj, udata.as_mut()) {
-            // SAFETY: The SRQ stays live: ib_core keeps it when destruction fails.
-            let _ = unsafe { dev.srqs().insert(obj.number(), obj) };
-            return Err(e);
-        }
+        obj.device()
+            .srqs()
+            .leave_for(obj.number(), obj, || T::destroy_srq(obj, udata.as_mut()))?;
         // SAFETY: ib_core frees the SRQ after we return.
         unsafe { Srq::<T>::drop_data(srq) };
         Ok(0)
@@ -183,14 +172,6 @@ pub(crate) unsafe extern "C" fn post_srq_recv<T: Operations>(
     }
     // SAFETY: `srq` is a live SRQ of ours; the consumer passes a valid chain.
     let (obj, first) = unsafe { (Srq::<T>::from_raw(srq), RecvWr::from_raw(wr)) };
-    match T::post_srq_recv(obj, first) {
-        Ok(()) => 0,
-        Err(PostError { error, bad: wr }) => {
-            if !bad.is_null() {
-                // SAFETY: ib_core passes a writable `bad_wr`.
-                unsafe { *bad = wr.as_raw() };
-            }
-            error.to_errno()
-        }
-    }
+    // SAFETY: ib_core passes a writable `bad_wr`.
+    unsafe { super::wr::post_result(T::post_srq_recv(obj, first), bad) }
 }

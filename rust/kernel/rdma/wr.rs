@@ -418,3 +418,47 @@ pub struct PostError<W> {
     /// The first request not posted.
     pub bad: W,
 }
+
+/// A work request as ib_core knows it, for `bad_wr`.
+pub(crate) trait RawWr {
+    /// The C structure.
+    type Raw;
+    /// The request's address.
+    fn raw(&self) -> *const Self::Raw;
+}
+
+impl<T: Operations> RawWr for SendWr<'_, T> {
+    type Raw = bindings::ib_send_wr;
+    fn raw(&self) -> *const Self::Raw {
+        self.as_raw()
+    }
+}
+
+impl RawWr for RecvWr<'_> {
+    type Raw = bindings::ib_recv_wr;
+    fn raw(&self) -> *const Self::Raw {
+        self.as_raw()
+    }
+}
+
+/// What a `post_*` callback returns to ib_core for the driver's `result`: 0, or the error with
+/// `*bad` pointing to the first request not posted.
+///
+/// # Safety
+///
+/// `bad` must be NULL or writable.
+pub(crate) unsafe fn post_result<W: RawWr>(
+    result: Result<(), PostError<W>>,
+    bad: *mut *const W::Raw,
+) -> c_int {
+    match result {
+        Ok(()) => 0,
+        Err(PostError { error, bad: wr }) => {
+            if !bad.is_null() {
+                // SAFETY: Writable, per the caller.
+                unsafe { *bad = wr.raw() };
+            }
+            error.to_errno()
+        }
+    }
+}
