@@ -33,10 +33,18 @@ def pattern_sha256() -> str:
 
 
 
-def scenario_for(KINDS: dict[str, str], timeout: int = 1200) -> Scenario:  # noqa: N803
-    """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce")."""
+# NIC counters that tell of loss and recovery (hostctl nic counters, ferroce VMs).
+RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeouts", "naks_sent",
+                     "naks_received", "seq_errors", "duplicates", "rnr_retries"]
+
+
+def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str] | None = None,  # noqa: N803
+                 expect_retransmits: bool = False) -> Scenario:
+    """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce"). `nic_args` go to
+    the ferroce NICs (fault injection); with `expect_retransmits` the NICs must have recovered
+    lost frames by retransmission."""
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
-    VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce")
+    VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []))
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     TARGET = VMS[1]
     scenario = Scenario(vms=VMS, timeout=timeout)
@@ -113,6 +121,26 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200) -> Scenario:  # noq
             figures.append(f"{name} {m.group(2)} MB/s ({m.group(1)} s)")
         return ", ".join(figures) + "".join(f"\n{vm.name}: {trouble_counters(run, vm.name)}" for vm in VMS)
 
+
+    def nic_counters(run: Run, vm: str) -> dict[str, int] | None:
+        step = run.vm(vm).steps().get("nic-counters")
+        return step.json("counters") if step is not None and step.rc == 0 else None
+
+    @scenario.check
+    def nic_recovery(run: Run) -> str:
+        """The ferroce NICs' traffic and recovery counters (recorded; asserted only under faults)."""
+        lines, retransmits = [], 0
+        for vm in VMS:
+            if KINDS[vm.name] != "ferroce":
+                continue
+            counters = nic_counters(run, vm.name)
+            if counters is None:
+                raise CheckFailed(f"VM {vm.name}: no NIC counters (step nic-counters)")
+            retransmits += counters["retransmits"]
+            lines.append(f"{vm.name}: " + " ".join(f"{k}={counters[k]}" for k in RECOVERY_COUNTERS))
+        if expect_retransmits and retransmits == 0:
+            raise CheckFailed("frames were dropped on purpose but no NIC retransmitted:\n" + "\n".join(lines))
+        return "\n".join(lines) or "no ferroce VM"
 
     def trouble_counters(run: Run, vm: str) -> str:
         """The port counters after the transfer that tell of loss and retries (device-specific names)."""

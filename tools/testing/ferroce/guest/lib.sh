@@ -188,9 +188,10 @@ rc_qps_gone() {
 }
 
 # nvme_connect ADDR: connect to $NVME_NQN at ADDR:4420; prints the reply ("instance=0,cntlid=1").
+# nvme_connect ADDR: connects; $NVME_CONNECT_OPTS adds options (e.g. keep_alive_tmo=120).
 nvme_connect() {
 	exec 3<> /dev/nvme-fabrics || return
-	if ! echo "transport=rdma,traddr=$1,trsvcid=4420,nqn=$NVME_NQN" >&3; then
+	if ! echo "transport=rdma,traddr=$1,trsvcid=4420,nqn=$NVME_NQN${NVME_CONNECT_OPTS:+,$NVME_CONNECT_OPTS}" >&3; then
 		exec 3<&-
 		return 1
 	fi
