@@ -809,3 +809,217 @@ fn lossy_wire_64_mib_write_read_send() {
     assert!(sum(COUNTER_ICRC_ERRORS) > 0);
     assert!(sum(COUNTER_DUPLICATES) > 0);
 }
+
+/// 4.096 µs << `timeout`: the configured local ACK timeout.
+fn ack_timeout(timeout: u8) -> std::time::Duration {
+    std::time::Duration::from_nanos(4096 << timeout)
+}
+
+/// A few small WRITEs over a clean wire, so that the requester has measured the round trip.
+fn measure_rtt(p: &mut Pair) {
+    let (src, seg) = (p.a.buf, rdma_seg(p.b.buf, p.b.key));
+    for wr_id in 0..8 {
+        p.qa.post(&mut p.a, 900 + wr_id, WR_RDMA_WRITE, src, 64, &seg, 0);
+        let (ca, _) = p.wait_cqes(1, 0);
+        assert_eq!(ca[0].status, WC_SUCCESS);
+    }
+}
+
+/// Short messages over a wire dropping 5 % of the frames each way: nearly every loss is a tail
+/// loss (the message's only packet, or its ACK or response), which no sequence NAK reports. The
+/// configured timeout is 4.3 s; the adaptive timer recovers each loss within milliseconds, so
+/// the whole run takes a fraction of what the configured timeout would cost.
+#[test]
+fn tail_losses_recover_by_the_adaptive_timer() {
+    const TIMEOUT: u8 = 20;
+    const MESSAGES: u64 = 240;
+    const LEN: usize = 2000;
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: TIMEOUT,
+            ..Conn::default()
+        },
+    );
+    measure_rtt(&mut p);
+    for (node, seed) in [(&p.a, 11), (&p.b, 12)] {
+        node.faults.set(ferroce_nic::engine::faults::FaultConfig {
+            drop: 0.05,
+            seed,
+            ..Default::default()
+        });
+    }
+    let start = std::time::Instant::now();
+    let budget = ack_timeout(TIMEOUT) * 3;
+    let half = (MIB / 2) as u64;
+    for wr_id in 0..MESSAGES {
+        let data = p.a.fill(p.a.buf, LEN, wr_id);
+        let (src, dst) = (p.a.buf, p.b.buf + half);
+        p.b.g.write(dst, &[0; LEN]);
+        let opcode = [WR_RDMA_WRITE, WR_SEND, WR_RDMA_READ][wr_id as usize % 3];
+        let receives = usize::from(opcode == WR_SEND);
+        match opcode {
+            WR_RDMA_WRITE => {
+                let seg = rdma_seg(dst, p.b.key);
+                p.qa.post(&mut p.a, wr_id, opcode, src, LEN as u32, &seg, 0);
+            }
+            WR_SEND => {
+                p.qb.post_recv(&mut p.b, wr_id, dst, LEN as u32);
+                p.qa.post(&mut p.a, wr_id, opcode, src, LEN as u32, &[0; 40], 0);
+            }
+            _ => {
+                // READ b's copy back into a's second half.
+                p.b.g.write(dst, &data);
+                let seg = rdma_seg(dst, p.b.key);
+                p.qa.post(&mut p.a, wr_id, opcode, src + half, LEN as u32, &seg, 0);
+            }
+        }
+        let (ca, cb) = p.wait_cqes(1, receives);
+        assert_eq!((ca[0].wr_id, ca[0].status), (wr_id, WC_SUCCESS));
+        assert!(cb
+            .iter()
+            .all(|c| c.status == WC_SUCCESS && c.byte_len == LEN as u32));
+        let got = if opcode == WR_RDMA_READ {
+            p.a.g.read(src + half, LEN)
+        } else {
+            p.b.g.read(dst, LEN)
+        };
+        assert!(
+            got == data,
+            "message {wr_id} (opcode {opcode}): data differs"
+        );
+        // Three timeouts at the configured 4.3 s would take longer than the whole run may.
+        assert!(
+            start.elapsed() < budget,
+            "{} timeouts by message {wr_id} took {:?}; the configured timeout is {:?}",
+            p.a.counter(COUNTER_TIMEOUTS),
+            start.elapsed(),
+            ack_timeout(TIMEOUT)
+        );
+    }
+    let elapsed = start.elapsed();
+    for _ in 0..100 {
+        p.step();
+    }
+    assert!(
+        p.cqes_a.is_empty() && p.cqes_b.is_empty(),
+        "nothing completes twice"
+    );
+    let stats = p.a.faults.stats();
+    let (timeouts, retransmits) = (
+        p.a.counter(COUNTER_TIMEOUTS),
+        p.a.counter(COUNTER_RETRANSMITS),
+    );
+    eprintln!(
+        "tail losses: {MESSAGES} messages in {:.2} s; timeouts {timeouts}, retransmits \
+         {retransmits}; injected at a: {stats:?}",
+        elapsed.as_secs_f64()
+    );
+    assert!(timeouts >= 3 && retransmits >= 3, "losses were injected");
+}
+
+/// A peer that stops answering after the round trip was measured: the adaptive timer
+/// retransmits early and often, but the WQE fails with RETRY_EXC_ERR only after the first try
+/// and `retry_cnt` retries of the configured timeout's length.
+#[test]
+fn retries_count_at_the_configured_timeout_not_the_adaptive_one() {
+    const TIMEOUT: u8 = 14; // 67 ms
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: TIMEOUT,
+            retry_cnt: 2,
+            ..Conn::default()
+        },
+    );
+    measure_rtt(&mut p);
+    p.b.faults.command(&["drop", "1"]).expect("fault");
+    let (timeouts, retransmits) = (
+        p.a.counter(COUNTER_TIMEOUTS),
+        p.a.counter(COUNTER_RETRANSMITS),
+    );
+    let start = std::time::Instant::now();
+    let seg = rdma_seg(p.b.buf, p.b.key);
+    let src = p.a.buf;
+    p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, 100, &seg, 0);
+    let (ca, _) = p.wait_cqes(1, 0);
+    let elapsed = start.elapsed();
+    assert_eq!((ca[0].wr_id, ca[0].status), (1, WC_RETRY_EXC_ERR));
+    let timeouts = p.a.counter(COUNTER_TIMEOUTS) - timeouts;
+    let retransmits = p.a.counter(COUNTER_RETRANSMITS) - retransmits;
+    eprintln!(
+        "dead peer: failed after {elapsed:?}, {timeouts} timeouts, {retransmits} retransmits"
+    );
+    assert!(
+        elapsed >= ack_timeout(TIMEOUT) * 3,
+        "the first try and two retries of {:?} each; failed after {elapsed:?}",
+        ack_timeout(TIMEOUT)
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "failed after {elapsed:?}"
+    );
+    assert!(
+        timeouts > 3 && retransmits == timeouts - 1,
+        "adaptive retransmissions before the counted ones: {timeouts} timeouts, \
+         {retransmits} retransmits"
+    );
+}
+
+/// Responses and ACKs held far longer than the measured round trip: the requester
+/// retransmits spuriously, the responder answers the duplicates, and yet every WR completes
+/// exactly once, each SEND consumes one receive and each FETCH_ADD adds once.
+#[test]
+fn spurious_retransmissions_complete_once() {
+    let mut p = Pair::new(MIB, Conn::default());
+    measure_rtt(&mut p);
+    let retransmits = p.a.counter(COUNTER_RETRANSMITS);
+    p.b.faults.command(&["delay", "1", "25000"]).expect("fault");
+    let (target, result) = (p.b.buf + 4096, p.a.buf + 8192);
+    p.b.g.write(target, &0u64.to_le_bytes());
+    let data = p.a.fill(p.a.buf + 65536, 3000, 7);
+    let (src, dst) = (p.a.buf + 65536, p.b.buf + 131072);
+    let mut expected = Vec::new();
+    let mut sends = 0;
+    for round in 0..4u64 {
+        let base = round * 10;
+        let seg = rdma_seg(dst, p.b.key);
+        p.qa.post(&mut p.a, base + 1, WR_RDMA_WRITE, src, 3000, &seg, 0);
+        p.qb.post_recv(&mut p.b, base + 2, dst + 8192, 4096);
+        p.qa.post(&mut p.a, base + 2, WR_SEND, src, 3000, &[0; 40], 0);
+        let seg = rdma_seg(dst, p.b.key);
+        p.qa.post(&mut p.a, base + 3, WR_RDMA_READ, src + 16384, 3000, &seg, 0);
+        let seg = atomic_seg(target, p.b.key, 1, 0);
+        p.qa.post(&mut p.a, base + 4, WR_ATOMIC_FETCH_ADD, result, 8, &seg, 0);
+        expected.extend([base + 1, base + 2, base + 3, base + 4]);
+        sends += 1;
+    }
+    let (ca, cb) = p.wait_cqes(expected.len(), sends);
+    let ids: Vec<u64> = ca.iter().map(|c| c.wr_id).collect();
+    assert_eq!(ids, expected, "each WR once, in order");
+    assert!(ca.iter().chain(&cb).all(|c| c.status == WC_SUCCESS));
+    assert!(cb.iter().all(|c| c.byte_len == 3000));
+    // Long enough for any late duplicate answer to arrive.
+    p.pump_until(std::time::Duration::from_secs(5), {
+        let start = std::time::Instant::now();
+        move |_| start.elapsed() > std::time::Duration::from_millis(200)
+    });
+    assert!(
+        p.cqes_a.is_empty() && p.cqes_b.is_empty(),
+        "nothing completes twice"
+    );
+    assert!(p.b.g.read(dst, 3000) == data && p.b.g.read(dst + 8192, 3000) == data);
+    assert!(p.a.g.read(src + 16384, 3000) == data);
+    let u64_at = |addr| u64::from_le_bytes(p.b.g.read(addr, 8).try_into().expect("8 bytes"));
+    assert_eq!(u64_at(target), 4, "each FETCH_ADD once");
+    assert_eq!(
+        u64::from_le_bytes(p.a.g.read(result, 8).try_into().expect("8 bytes")),
+        3
+    );
+    let retransmits = p.a.counter(COUNTER_RETRANSMITS) - retransmits;
+    eprintln!("ACKs held 25 ms: {retransmits} spurious retransmissions");
+    assert!(
+        retransmits > 0,
+        "the delay exceeds the measured round trip: retransmissions"
+    );
+}

@@ -210,7 +210,7 @@ fn read_response_packet(
             .rewind(expected, true, io, qp.qpn, "READ response gap")
         {
             qp.req.congestion();
-            qp.req.timer = timeout.map(|t| now + t);
+            qp.req.restart_timer(now, timeout);
         }
     }
 }

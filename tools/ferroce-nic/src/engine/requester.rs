@@ -6,7 +6,7 @@
 //! (rxe_req.c's role).
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
 use serde_json::json;
@@ -14,7 +14,7 @@ use serde_json::json;
 use super::headers::{AtomicEth, Deth, PacketBuilder, Reth};
 use super::opcode::{self, op, Position};
 use super::psn;
-use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY};
+use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY, MIN_ACK_TIMEOUT};
 use super::{EngineHost, SendWork};
 use crate::objects::ah_from_av;
 
@@ -28,6 +28,15 @@ const MAX_CWND: u32 = 128;
 const INITIAL_CWND: u32 = 32;
 /// Largest message (IBA: 2^31 bytes).
 const MAX_MESSAGE: u64 = 1 << 31;
+/// Adaptive retransmission timeout before the QP's first RTT sample (capped at the configured
+/// local ACK timeout).
+const INITIAL_RTO: Duration = Duration::from_millis(100);
+/// Least variation term of the adaptive timeout (RFC 6298's clock granularity G): the device
+/// polls every 200 µs while busy, and a guest's vCPU may be descheduled for longer.
+const RTO_GRANULARITY: Duration = Duration::from_millis(1);
+/// Doublings of the adaptive timeout without progress (it is capped at the configured one long
+/// before).
+const MAX_BACKOFF: u32 = 24;
 
 /// What a WQE does on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,8 +133,22 @@ pub struct Requester {
     pub retry_left: u8,
     /// RNR retries left.
     pub rnr_left: u8,
-    /// Retransmission deadline.
+    /// Retransmission deadline: the adaptive timeout ([`Requester::rto`]) after the last
+    /// (re)transmission or progress, at most the configured local ACK timeout after
+    /// `stall_since`.
     pub timer: Option<Instant>,
+    /// Since when the QP has made no progress, or when it last counted a retry against
+    /// `retry_cnt`: a retry counts once the configured timeout has passed since.
+    pub stall_since: Option<Instant>,
+    /// Smoothed round-trip time, once measured.
+    pub srtt: Option<Duration>,
+    /// Round-trip time variation.
+    pub rttvar: Duration,
+    /// Doublings of the adaptive timeout since the last RTT sample.
+    pub backoff: u32,
+    /// The packet being timed: a PSN sent once with AckReq, and when. Cleared by any
+    /// retransmission (Karn's rule: a retransmitted packet gives no sample).
+    pub rtt_probe: Option<(u32, Instant)>,
     /// No sending before this (RNR NAK).
     pub rnr_until: Option<Instant>,
     /// Congestion window in packets.
@@ -167,6 +190,8 @@ impl Requester {
         self.wqes.clear();
         self.cursor = 0;
         self.timer = None;
+        self.stall_since = None;
+        self.rtt_probe = None;
         self.rnr_until = None;
     }
 
@@ -180,21 +205,82 @@ impl Requester {
         self.wqes.iter().any(ReqWqe::outstanding)
     }
 
-    /// Called when the responder made progress: retries refill and the window opens.
-    pub fn progress(&mut self, advanced: u32, now: Instant, timeout: Option<std::time::Duration>) {
+    /// Called when the responder made progress (`una` already moved): retries refill and the
+    /// window opens. The timed packet, if now acknowledged, gives an RTT sample, which ends the
+    /// backoff; progress on retransmitted packets keeps it (Karn's algorithm: otherwise a round
+    /// trip grown beyond the adaptive timeout would be retransmitted spuriously forever, as no
+    /// sample could teach it).
+    pub fn progress(&mut self, advanced: u32, now: Instant, timeout: Option<Duration>) {
+        if let Some((at, sent)) = self.rtt_probe {
+            if psn::after(self.una, at) {
+                self.rtt_probe = None;
+                self.rtt_sample(now.saturating_duration_since(sent));
+                self.backoff = 0;
+            }
+        }
         self.retry_left = self.retry_cnt;
         self.rnr_left = self.rnr_retry;
         self.last_retry_psn = None;
+        self.stall_since = Some(now);
         self.cwnd_acked = self.cwnd_acked.saturating_add(advanced);
         if self.cwnd_acked >= self.cwnd {
             self.cwnd_acked = 0;
             self.cwnd = (self.cwnd + 1).min(MAX_CWND);
         }
-        self.timer = if self.outstanding() {
-            timeout.map(|t| now + t)
-        } else {
-            None
+        self.timer = None;
+        if self.outstanding() {
+            self.restart_timer(now, timeout);
+        }
+    }
+
+    /// Takes a round-trip time sample (RFC 6298 2.2, 2.3).
+    fn rtt_sample(&mut self, rtt: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                let delta = srtt.abs_diff(rtt);
+                self.rttvar = (self.rttvar * 3 + delta) / 4;
+                self.srtt = Some((srtt * 7 + rtt) / 8);
+            }
+        }
+    }
+
+    /// The adaptive retransmission timeout under the configured local ACK timeout `timeout`:
+    /// `srtt + max(4 rttvar, 1 ms)` (before a sample: 100 ms), at least [`MIN_ACK_TIMEOUT`],
+    /// doubled per backoff step, at most `timeout`.
+    pub fn rto(&self, timeout: Duration) -> Duration {
+        let base = self.srtt.map_or(INITIAL_RTO, |srtt| {
+            srtt + (self.rttvar * 4).max(RTO_GRANULARITY)
+        });
+        let base = base.max(MIN_ACK_TIMEOUT).min(timeout);
+        base.checked_mul(1 << self.backoff.min(MAX_BACKOFF))
+            .unwrap_or(timeout)
+            .min(timeout)
+    }
+
+    /// (Re)starts the retransmission timer at `now`: it expires after the adaptive timeout, or
+    /// when the configured one has passed since `stall_since`, whichever comes first. None for
+    /// an infinite (0) timeout.
+    pub fn restart_timer(&mut self, now: Instant, timeout: Option<Duration>) {
+        let Some(t) = timeout else {
+            self.timer = None;
+            return;
         };
+        let stall = *self.stall_since.get_or_insert(now);
+        let full = (stall + t).max(now + MIN_ACK_TIMEOUT);
+        self.timer = Some((now + self.rto(t)).min(full));
+    }
+
+    /// Starts the retransmission timer if it is not running (a packet went out); the stall
+    /// starts now.
+    fn arm(&mut self, now: Instant, timeout: Option<Duration>) {
+        if self.timer.is_none() {
+            self.stall_since = Some(now);
+            self.restart_timer(now, timeout);
+        }
     }
 
     /// Halves the window after a loss.
@@ -220,6 +306,7 @@ impl Requester {
         };
         self.last_retry_psn = Some(from);
         self.sent_since_rewind = 0;
+        self.rtt_probe = None;
         for (n, w) in self.wqes.iter_mut().enumerate().skip(i) {
             if !w.outstanding() {
                 continue;
@@ -575,9 +662,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         }
         let Some(route) = route.as_ref() else {
             // No source GID: nothing can be sent; the retransmission timer ends the WQE.
-            if qp.req.timer.is_none() {
-                qp.req.timer = timeout.map(|t| now + t);
-            }
+            qp.req.arm(now, timeout);
             break;
         };
         let Some(w) = qp.req.wqes.get(i) else { break };
@@ -627,9 +712,10 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                 if w.next_pkt >= w.request_packets() {
                     req.cursor += 1;
                 }
-                if req.timer.is_none() {
-                    req.timer = timeout.map(|t| now + t);
+                if !retransmit && packet.bth.ack_req && req.rtt_probe.is_none() {
+                    req.rtt_probe = Some((pkt_psn, now));
                 }
+                req.arm(now, timeout);
                 io.send(host, route, &packet, &payload, retransmit);
                 budget -= 1;
             }
@@ -648,7 +734,11 @@ pub fn fail(qp: &mut QpCtx, i: usize, status: u8) {
     }
 }
 
-/// The retransmission timer.
+/// The retransmission timer. It expires after the adaptive timeout without progress and
+/// retransmits (go-back-N from the first unacknowledged PSN), doubling the adaptive timeout. An
+/// expiry counts against `retry_cnt` (reason "timeout") only once the configured local ACK
+/// timeout has passed without progress since the last counted one; earlier ones are adaptive
+/// retransmissions (reason "rto"). With no retries left, a counted expiry fails the WQE.
 pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
     let Some(deadline) = qp.req.timer else { return };
     if now < deadline || qp.state != QPS_RTS {
@@ -659,18 +749,27 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
         return;
     };
     host.count(COUNTER_TIMEOUTS, 1);
-    if qp.req.retry_left == 0 {
-        fail(qp, i, WC_RETRY_EXC_ERR);
-        qp.req.timer = None;
-        return;
+    let timeout = qp.ack_timeout();
+    let stall = qp.req.stall_since.unwrap_or(deadline);
+    // A timeout changed to 0 (infinite) while the timer ran: this last expiry counts.
+    let counted = timeout.is_none_or(|t| now.saturating_duration_since(stall) >= t);
+    if counted {
+        if qp.req.retry_left == 0 {
+            fail(qp, i, WC_RETRY_EXC_ERR);
+            qp.req.timer = None;
+            return;
+        }
+        qp.req.retry_left -= 1;
+        qp.req.stall_since = Some(now);
     }
-    qp.req.retry_left -= 1;
     qp.req.cwnd = MIN_CWND;
     let from = qp
         .req
         .wqes
         .get(i)
         .map_or(qp.req.una, |w| w.first_unacked(qp.req.una));
-    qp.req.rewind(from, true, io, qp.qpn, "timeout");
-    qp.req.timer = qp.ack_timeout().map(|t| now + t);
+    let reason = if counted { "timeout" } else { "rto" };
+    qp.req.rewind(from, true, io, qp.qpn, reason);
+    qp.req.backoff = (qp.req.backoff + 1).min(MAX_BACKOFF);
+    qp.req.restart_timer(now, timeout);
 }
