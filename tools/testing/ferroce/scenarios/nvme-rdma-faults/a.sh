@@ -1,0 +1,13 @@
+# NVMe/RDMA host over ferroce on a lossy wire. The NICs' adaptive retransmission recovers lost
+# tails quickly, but the I/O and keep-alive timeouts are raised so that a slow machine fails the
+# checks (data, throughput) rather than NVMe's error recovery.
+. /ferroce/lib.sh
+step rdma-setup 30 modprobe ferroce
+wait_for_gid ferroce0 3
+step rdma-link 10 rdma link show
+step nvme-timeouts 10 sh -c 'echo 900 > /sys/module/nvme_core/parameters/io_timeout && cat /sys/module/nvme_core/parameters/io_timeout'
+NVME_CONNECT_OPTS=keep_alive_tmo=120,ctrl_loss_tmo=900
+nvme_host "$(ip_of b)"
+rc=$?
+step nic-counters 15 hostctl nic counters
+exit $rc

@@ -1,0 +1,12 @@
+"""NVMe over RDMA, ferroce to ferroce, with 5 % of RoCE frames dropped and 5 % reordered by the NICs.
+
+The same run as nvme-rdma (checks: nvme_rdma.py) on a lossy wire: the NICs' go-back-N
+retransmission, sequence NAKs and duplicate handling must deliver every byte; the NIC counters
+(retransmits, NAKs, drops) are recorded and retransmissions must have happened.
+"""
+
+from nvme_rdma import scenario_for
+
+FAULTS = ["--fault-drop", "0.05", "--fault-reorder", "0.05", "--fault-seed", "7"]
+
+scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, nic_args=FAULTS, expect_retransmits=True)
