@@ -696,9 +696,12 @@ fn lossy_wire_64_mib_write_read_send() {
         16 * MIB,
         Conn {
             mtu: MTU_4096,
-            // 4.096 µs << 9 = 2 ms: tail losses cost little wall time, and a busy host (the
-            // lead's VMs) does not make the timer expire seven times in a row.
-            timeout: 9,
+            // 4.096 µs << 12 = 17 ms: the adaptive retransmission timer recovers tail losses
+            // within milliseconds, while a retry counts only after 17 ms without progress, so
+            // that neither losses in a row nor a busy host (the lead's VMs) exhaust retry_cnt.
+            // (With a 2 ms timeout every 2 ms without progress counted, and about one run in
+            // ten failed with RETRY_EXC_ERR.)
+            timeout: 12,
             ..Conn::default()
         },
     );
@@ -971,9 +974,17 @@ fn retries_count_at_the_configured_timeout_not_the_adaptive_one() {
 /// exactly once, each SEND consumes one receive and each FETCH_ADD adds once.
 #[test]
 fn spurious_retransmissions_complete_once() {
-    let mut p = Pair::new(MIB, Conn::default());
+    // 4.096 µs << 16 = 268 ms: only the adaptive timer expires early.
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: 16,
+            ..Conn::default()
+        },
+    );
     measure_rtt(&mut p);
     let retransmits = p.a.counter(COUNTER_RETRANSMITS);
+    p.b.faults.command(&["direction", "tx"]).expect("fault");
     p.b.faults.command(&["delay", "1", "25000"]).expect("fault");
     let (target, result) = (p.b.buf + 4096, p.a.buf + 8192);
     p.b.g.write(target, &0u64.to_le_bytes());
@@ -1022,4 +1033,35 @@ fn spurious_retransmissions_complete_once() {
         retransmits > 0,
         "the delay exceeds the measured round trip: retransmissions"
     );
+}
+
+/// The round trip grows a hundredfold after it was measured (the peer's host got busy): the
+/// first message is retransmitted early, and the backed-off timer, kept until a packet is
+/// answered without retransmission, lets the next one measure the new round trip, instead of
+/// every message being retransmitted early for ever.
+#[test]
+fn adaptive_timer_learns_a_longer_round_trip() {
+    // 4.096 µs << 16 = 268 ms: only the adaptive timer expires early.
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: 16,
+            ..Conn::default()
+        },
+    );
+    measure_rtt(&mut p);
+    p.b.faults.command(&["direction", "tx"]).expect("fault");
+    p.b.faults.command(&["delay", "1", "10000"]).expect("fault");
+    let (src, seg) = (p.a.buf, rdma_seg(p.b.buf, p.b.key));
+    let mut per_message = Vec::new();
+    for wr_id in 0..40 {
+        let before = p.a.counter(COUNTER_RETRANSMITS);
+        p.qa.post(&mut p.a, wr_id, WR_RDMA_WRITE, src, 64, &seg, 0);
+        let (ca, _) = p.wait_cqes(1, 0);
+        assert_eq!((ca[0].wr_id, ca[0].status), (wr_id, WC_SUCCESS));
+        per_message.push(p.a.counter(COUNTER_RETRANSMITS) - before);
+    }
+    eprintln!("retransmissions per message: {per_message:?}");
+    let late: u64 = per_message[20..].iter().sum();
+    assert!(late <= 4, "spurious retransmissions go on: {per_message:?}");
 }

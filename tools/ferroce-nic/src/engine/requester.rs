@@ -146,8 +146,8 @@ pub struct Requester {
     pub rttvar: Duration,
     /// Doublings of the adaptive timeout since the last RTT sample.
     pub backoff: u32,
-    /// The packet being timed: a PSN sent once with AckReq, and when. Cleared by any
-    /// retransmission (Karn's rule: a retransmitted packet gives no sample).
+    /// The packet being timed: a PSN sent once with AckReq, and when. Cleared by a go-back
+    /// that resends it (Karn's rule: a retransmitted packet gives no sample).
     pub rtt_probe: Option<(u32, Instant)>,
     /// No sending before this (RNR NAK).
     pub rnr_until: Option<Instant>,
@@ -306,7 +306,10 @@ impl Requester {
         };
         self.last_retry_psn = Some(from);
         self.sent_since_rewind = 0;
-        self.rtt_probe = None;
+        // Karn: the timed packet gives no sample once it is sent again.
+        if self.rtt_probe.is_some_and(|(at, _)| !psn::before(at, from)) {
+            self.rtt_probe = None;
+        }
         for (n, w) in self.wqes.iter_mut().enumerate().skip(i) {
             if !w.outstanding() {
                 continue;
@@ -772,4 +775,51 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
     qp.req.rewind(from, true, io, qp.qpn, reason);
     qp.req.backoff = (qp.req.backoff + 1).min(MAX_BACKOFF);
     qp.req.restart_timer(now, timeout);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn rto_from_samples_clamped_and_backed_off() {
+        let mut r = Requester::default();
+        assert_eq!(r.rto(1000 * MS), INITIAL_RTO, "before a sample");
+        assert_eq!(r.rto(10 * MS), 10 * MS, "capped at the configured timeout");
+        r.rtt_sample(Duration::from_micros(100));
+        // 100 µs + max(4 × 50 µs, 1 ms).
+        assert_eq!(r.rto(1000 * MS), Duration::from_micros(1100));
+        for _ in 0..50 {
+            r.rtt_sample(Duration::from_micros(100));
+        }
+        assert!(r.rto(1000 * MS) >= MIN_ACK_TIMEOUT);
+        r.rtt_sample(20 * MS);
+        let grown = r.rto(1000 * MS);
+        assert!(
+            grown > 10 * MS,
+            "a late sample widens the variation: {grown:?}"
+        );
+        r.backoff = 3;
+        assert_eq!(r.rto(1000 * MS), grown * 8);
+        assert_eq!(r.rto(50 * MS), 50 * MS);
+        r.backoff = MAX_BACKOFF;
+        assert_eq!(r.rto(4000 * MS), 4000 * MS);
+    }
+
+    #[test]
+    fn timer_never_runs_past_the_configured_timeout_since_the_stall() {
+        let mut r = Requester::default();
+        r.rtt_sample(Duration::from_micros(100));
+        let t0 = Instant::now();
+        r.arm(t0, Some(100 * MS));
+        assert_eq!(r.timer, Some(t0 + Duration::from_micros(1100)));
+        r.backoff = 10;
+        let later = t0 + 30 * MS;
+        r.restart_timer(later, Some(100 * MS));
+        assert_eq!(r.timer, Some(t0 + 100 * MS), "stall + configured timeout");
+        r.restart_timer(later, None);
+        assert_eq!(r.timer, None, "timeout 0: no timer");
+    }
 }
