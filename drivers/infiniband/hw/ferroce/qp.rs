@@ -69,6 +69,12 @@ impl Numbered for QpData {
     }
 }
 
+/// Whether a completion that frees the slots up to `next` is plausible for a queue with
+/// producer `pi` whose completions had freed up to `ci`: it must move forward, not past `pi`.
+fn completion_advances(ring: hw::Ring, pi: u16, ci: u16, next: u16) -> bool {
+    ring.used(pi, next) <= ring.used(pi, ci)
+}
+
 fn log2_ceil(n: u32) -> u32 {
     n.max(1).next_power_of_two().trailing_zeros()
 }
@@ -301,13 +307,18 @@ impl QpData {
         Ok(())
     }
 
-    /// Notes a CQE of this QP: the device is done with the WQEs up to its index.
+    /// Notes a CQE of this QP: the device is done with the WQEs up to its index. An index
+    /// outside the posted, not yet completed WQEs (a buggy device) is ignored rather than
+    /// handing the device slots it still owns.
     pub(crate) fn completed(&self, cqe: &hw::Cqe) {
-        let next = u32::from(cqe.wqe_index.wrapping_add(1));
-        if cqe.opcode & hw::CQE_OP_RECV != 0 {
-            self.rq_ci.store(next, Relaxed);
+        let next = cqe.wqe_index.wrapping_add(1);
+        let (ring, pi, ci) = if cqe.opcode & hw::CQE_OP_RECV != 0 {
+            (self.rq.ring(), *self.rq_pi.lock(), &self.rq_ci)
         } else {
-            self.sq_ci.store(next, Relaxed);
+            (self.sq.ring(), *self.sq_pi.lock(), &self.sq_ci)
+        };
+        if completion_advances(ring, pi, ci.load(Relaxed) as u16, next) {
+            ci.store(u32::from(next), Relaxed);
         }
     }
 
@@ -630,6 +641,18 @@ mod tests {
         assert!(geometry(&caps(4097, 1, 0), 4096, 16).is_err());
         assert!(geometry(&caps(1, 17, 0), 4096, 16).is_err());
         assert!(geometry(&caps(1, 1, 257), 4096, 16).is_err());
+    }
+
+    #[test]
+    fn completions_only_move_forward_within_the_posted() -> Result {
+        let ring = hw::Ring::new(4, hw::MAX_LOG_QUEUE).ok_or(EINVAL)?;
+        // Posted 65534..=1 (wrapping), completed up to 65534.
+        assert!(completion_advances(ring, 2, 65534, 65535));
+        assert!(completion_advances(ring, 2, 65534, 2));
+        // Past the producer, or backwards: a buggy device.
+        assert!(!completion_advances(ring, 2, 65534, 3));
+        assert!(!completion_advances(ring, 2, 65534, 65533));
+        Ok(())
     }
 
     #[test]
