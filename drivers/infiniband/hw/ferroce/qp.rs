@@ -498,8 +498,10 @@ impl QpData {
                 if ring.is_full(*pi, self.sq_ci.load(Relaxed) as u16) {
                     return Err(ENOMEM);
                 }
-                wqe.fill(0);
-                let len = self.build_send_wqe(dev, &wr, &mut wqe)?;
+                // One stride is all a WQE may use (`build_send_wqe` checks).
+                let slot = wqe.get_mut(..self.sq.stride()).ok_or(EINVAL)?;
+                slot.fill(0);
+                let len = self.build_send_wqe(dev, &wr, slot)?;
                 self.sq.write(*pi, &wqe[..len])
             })();
             if let Err(error) = posted {
