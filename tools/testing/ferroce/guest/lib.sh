@@ -79,6 +79,16 @@ wait_for_gid() {
 	done
 }
 
+# hw_counters DEV: port 1's hardware counters of RDMA device DEV (for ferroce, the NIC's
+# own), one "name value" line each. ib_core keeps the values 10 ms: wait that out first.
+hw_counters() {
+	sleep 0.05
+	for _f in "/sys/class/infiniband/$1/ports/1/hw_counters"/*; do
+		[ -f "$_f" ] || { echo "no hw_counters for $1"; return 1; }
+		[ "${_f##*/}" = lifespan ] || echo "${_f##*/} $(cat "$_f")"
+	done
+}
+
 # hostctl CMD...: ask the host (the harness, over ttyS1) to run CMD and print
 # its answer; returns its status. "hostctl nic counters" reads this VM's
 # ferroce-nic counters, "hostctl nic stall on" stalls it, and so on.
