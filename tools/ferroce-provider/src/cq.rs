@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Completion queues: a ring of 64-byte CQEs the device writes (owner byte last) and a
+//! doorbell record with the consumer index the provider has polled up to.
+
+use core::sync::atomic::{fence, Ordering};
+
+use ferroce_hw::{
+    CqDbRecord, Cqe, Ring, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV, CQE_OP_CMP_SWAP,
+    CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE, CQE_OP_RECV,
+    CQE_OP_RECV_RDMA_WITH_IMM, CQE_OWNER_OFFSET, CQE_SIZE,
+};
+use libc::EINVAL;
+
+use crate::dma::DmaBuf;
+use crate::sys;
+
+/// `ceil(log2(n))`, 0 for `n <= 1`.
+pub(crate) fn ceil_log2(n: u32) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        32 - (n - 1).leading_zeros()
+    }
+}
+
+/// The CQE ring and its doorbell record, in one buffer (record after the ring).
+#[derive(Debug)]
+pub(crate) struct CqRing {
+    buf: DmaBuf,
+    ring: Ring,
+    dbrec_offset: usize,
+    ci: u16,
+}
+
+impl CqRing {
+    /// A ring of at least `cqe` entries (at least 2), `EINVAL` beyond `1 << max_log`.
+    pub(crate) fn new(cqe: u32, max_log: u32) -> Result<Self, i32> {
+        let ring = Ring::new(ceil_log2(cqe.max(2)), max_log).ok_or(EINVAL)?;
+        let dbrec_offset = ring.size() as usize * CQE_SIZE;
+        let buf = DmaBuf::new(dbrec_offset + 64)?;
+        Ok(Self {
+            buf,
+            ring,
+            dbrec_offset,
+            ci: 0,
+        })
+    }
+
+    /// The buffer (for the create request and `ibv_dontfork_range`).
+    pub(crate) fn buf(&self) -> &DmaBuf {
+        &self.buf
+    }
+
+    /// Ring geometry.
+    pub(crate) fn ring(&self) -> Ring {
+        self.ring
+    }
+
+    /// Offset of the doorbell record in the buffer.
+    pub(crate) fn dbrec_offset(&self) -> usize {
+        self.dbrec_offset
+    }
+
+    /// Consumer index.
+    #[cfg(test)]
+    pub(crate) fn ci(&self) -> u16 {
+        self.ci
+    }
+
+    /// Takes the next CQE if the device has written it: the owner byte first (acquire), then
+    /// the rest.
+    pub(crate) fn poll(&mut self) -> Option<Cqe> {
+        let off = self.ring.slot(self.ci) as usize * CQE_SIZE;
+        let owner = self.buf.load_acquire_u8(off + CQE_OWNER_OFFSET);
+        if !self.ring.entry_valid(self.ci, owner) {
+            return None;
+        }
+        let mut bytes = [0u8; CQE_SIZE];
+        self.buf.read(off, &mut bytes);
+        self.ci = self.ci.wrapping_add(1);
+        Some(Cqe::decode(&bytes))
+    }
+
+    /// Publishes the consumer index in the doorbell record (after the CQEs were read).
+    pub(crate) fn publish_ci(&self) {
+        fence(Ordering::Release);
+        self.buf.store_u32(
+            self.dbrec_offset + core::mem::offset_of!(CqDbRecord, ci),
+            u32::from(self.ci),
+        );
+    }
+}
+
+/// Fills a work completion from a CQE.
+pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
+    wc.wr_id = cqe.wr_id;
+    // Hardware status values are IB `ib_wc_status` values, which ibverbs shares.
+    wc.status = sys::ibv_wc_status::from(cqe.status);
+    wc.opcode = match cqe.opcode {
+        CQE_OP_RDMA_WRITE => sys::IBV_WC_RDMA_WRITE,
+        CQE_OP_RDMA_READ => sys::IBV_WC_RDMA_READ,
+        CQE_OP_CMP_SWAP => sys::IBV_WC_COMP_SWAP,
+        CQE_OP_FETCH_ADD => sys::IBV_WC_FETCH_ADD,
+        CQE_OP_LOCAL_INV => sys::IBV_WC_LOCAL_INV,
+        CQE_OP_RECV => sys::IBV_WC_RECV,
+        CQE_OP_RECV_RDMA_WITH_IMM => sys::IBV_WC_RECV_RDMA_WITH_IMM,
+        _ => sys::IBV_WC_SEND,
+    };
+    wc.vendor_err = u32::from(cqe.vendor_err);
+    wc.byte_len = cqe.byte_len;
+    wc.qp_num = cqe.qpn;
+    wc.src_qp = cqe.src_qpn;
+    let mut flags = 0;
+    if cqe.flags & CQE_FLAG_WITH_IMM != 0 {
+        flags |= sys::IBV_WC_WITH_IMM;
+    }
+    if cqe.flags & CQE_FLAG_WITH_INV != 0 {
+        flags |= sys::IBV_WC_WITH_INV;
+    }
+    if cqe.flags & CQE_FLAG_GRH != 0 {
+        flags |= sys::IBV_WC_GRH;
+    }
+    wc.wc_flags = flags;
+    // Immediate data is stored as the sender gave it (network order); an invalidated key
+    // shares the field.
+    wc.__bindgen_anon_1.imm_data = cqe.imm_or_inv;
+    wc.pkey_index = cqe.pkey_index;
+    wc.slid = 0;
+    wc.sl = 0;
+    wc.dlid_path_bits = 0;
+}
+
+/// Whether a CQE completes a receive WQE (RQ or SRQ).
+pub(crate) fn is_recv(cqe: &Cqe) -> bool {
+    cqe.opcode & 0x80 != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroce_hw::{WC_SUCCESS, WC_WR_FLUSH_ERR};
+
+    /// Writes CQE `index` as the device would: body, then the owner byte of its pass.
+    fn device_write(cq: &CqRing, index: u16, wr_id: u64) {
+        let ring = cq.ring();
+        let off = ring.slot(index) as usize * CQE_SIZE;
+        let cqe = Cqe {
+            wr_id,
+            owner: ring.owner(index),
+            ..Cqe::default()
+        };
+        let bytes = cqe.encode();
+        cq.buf().write(off, &bytes[..CQE_OWNER_OFFSET]);
+        cq.buf()
+            .write(off + CQE_OWNER_OFFSET, &bytes[CQE_OWNER_OFFSET..]);
+    }
+
+    #[test]
+    fn sizing() {
+        assert_eq!(ceil_log2(0), 0);
+        assert_eq!(ceil_log2(1), 0);
+        assert_eq!(ceil_log2(2), 1);
+        assert_eq!(ceil_log2(3), 2);
+        assert_eq!(ceil_log2(4096), 12);
+        assert_eq!(ceil_log2(4097), 13);
+        let cq = CqRing::new(100, 15).expect("cq");
+        assert_eq!(cq.ring().size(), 128);
+        assert_eq!(cq.dbrec_offset(), 128 * 64);
+        assert_eq!(cq.buf().len(), 3 * 4096);
+        assert_eq!(CqRing::new(1, 15).expect("cq").ring().size(), 2);
+        assert_eq!(CqRing::new(1 << 15, 15).expect("cq").ring().size(), 1 << 15);
+        assert_eq!(CqRing::new((1 << 15) + 1, 15).err(), Some(EINVAL));
+        assert_eq!(CqRing::new(64, 5).err(), Some(EINVAL));
+    }
+
+    #[test]
+    fn owner_bit_across_ring_and_index_wrap() {
+        let mut cq = CqRing::new(4, 15).expect("cq");
+        assert!(cq.poll().is_none(), "a zeroed ring holds nothing");
+        // 70000 CQEs: many passes over the 4-entry ring and a wrap of the 16-bit index.
+        let mut next = 0u16;
+        for round in 0..17_500u64 {
+            for i in 0..4u64 {
+                device_write(&cq, next.wrapping_add(i as u16), round * 4 + i);
+            }
+            for i in 0..4u64 {
+                let cqe = cq.poll().expect("new CQE");
+                assert_eq!(cqe.wr_id, round * 4 + i);
+            }
+            // The ring now holds only old entries (the previous pass's owner).
+            assert!(cq.poll().is_none(), "round {round}: stale entry taken");
+            next = next.wrapping_add(4);
+            assert_eq!(cq.ci(), next);
+        }
+    }
+
+    #[test]
+    fn partial_and_record() {
+        let mut cq = CqRing::new(8, 15).expect("cq");
+        device_write(&cq, 0, 10);
+        device_write(&cq, 1, 11);
+        assert_eq!(cq.poll().map(|c| c.wr_id), Some(10));
+        cq.publish_ci();
+        assert_eq!(cq.buf().load_u32(cq.dbrec_offset()), 1);
+        assert_eq!(cq.poll().map(|c| c.wr_id), Some(11));
+        assert!(cq.poll().is_none());
+        cq.publish_ci();
+        assert_eq!(cq.buf().load_u32(cq.dbrec_offset()), 2);
+        // A CQE written with the wrong phase (say, left from a previous pass) is not new.
+        let off = 2 * CQE_SIZE;
+        let stale = Cqe {
+            wr_id: 99,
+            owner: 0,
+            ..Cqe::default()
+        };
+        cq.buf().write(off, &stale.encode());
+        assert!(cq.poll().is_none());
+    }
+
+    #[test]
+    fn work_completion_fields() {
+        // SAFETY: `ibv_wc` is plain data; all-zero is a valid value.
+        let mut wc: sys::ibv_wc = unsafe { core::mem::zeroed() };
+        let cqe = Cqe {
+            wr_id: 5,
+            byte_len: 1024,
+            imm_or_inv: 0x0403_0201,
+            qpn: 17,
+            src_qpn: 23,
+            opcode: CQE_OP_RECV,
+            status: WC_SUCCESS,
+            flags: CQE_FLAG_WITH_IMM | CQE_FLAG_GRH,
+            pkey_index: 0,
+            ..Cqe::default()
+        };
+        fill_wc(&cqe, &mut wc);
+        assert_eq!(
+            (wc.wr_id, wc.byte_len, wc.qp_num, wc.src_qp),
+            (5, 1024, 17, 23)
+        );
+        assert_eq!(wc.opcode, sys::IBV_WC_RECV);
+        assert_eq!(wc.status, sys::IBV_WC_SUCCESS);
+        assert_eq!(wc.wc_flags, sys::IBV_WC_WITH_IMM | sys::IBV_WC_GRH);
+        // SAFETY: both union members are u32.
+        assert_eq!(unsafe { wc.__bindgen_anon_1.imm_data }, 0x0403_0201);
+        assert!(is_recv(&cqe));
+        let cases = [
+            (CQE_OP_RDMA_WRITE, sys::IBV_WC_RDMA_WRITE),
+            (CQE_OP_RDMA_READ, sys::IBV_WC_RDMA_READ),
+            (CQE_OP_CMP_SWAP, sys::IBV_WC_COMP_SWAP),
+            (CQE_OP_FETCH_ADD, sys::IBV_WC_FETCH_ADD),
+            (CQE_OP_RECV_RDMA_WITH_IMM, sys::IBV_WC_RECV_RDMA_WITH_IMM),
+            (ferroce_hw::CQE_OP_SEND, sys::IBV_WC_SEND),
+        ];
+        for (op, want) in cases {
+            let cqe = Cqe {
+                opcode: op,
+                status: WC_WR_FLUSH_ERR,
+                ..Cqe::default()
+            };
+            fill_wc(&cqe, &mut wc);
+            assert_eq!(wc.opcode, want);
+            assert_eq!(wc.status, sys::IBV_WC_WR_FLUSH_ERR);
+            assert_eq!(wc.wc_flags, 0);
+        }
+    }
+}

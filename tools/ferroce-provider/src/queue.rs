@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Work queues in user memory: ring layout, producer indexes, the doorbell record and the
+//! doorbell (batching, push). The WQE bytes come from [`crate::wqe`].
+
+use core::mem::offset_of;
+use core::sync::atomic::{fence, Ordering};
+
+use ferroce_hw::{
+    send_wqe_size, QpDbRecord, RecvWqeHeader, Ring, Sge, MAX_LOG_WQE_STRIDE, MAX_WQE_SIZE,
+    MIN_LOG_WQE_STRIDE,
+};
+use libc::{EINVAL, ENOMEM};
+
+use crate::cq::ceil_log2;
+use crate::dma::{align_up, DmaBuf, PAGE_SIZE};
+use crate::doorbell::{self, Mmio, QueueDb};
+
+/// The push window of the context's doorbell page, if the device has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PushWindow {
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+}
+
+/// log2 of the stride for WQEs of `bytes`; `EINVAL` beyond the largest stride.
+fn log_stride(bytes: usize) -> Result<u32, i32> {
+    let log = ceil_log2(u32::try_from(bytes).map_err(|_| EINVAL)?).max(MIN_LOG_WQE_STRIDE);
+    if log > MAX_LOG_WQE_STRIDE {
+        return Err(EINVAL);
+    }
+    Ok(log)
+}
+
+/// Geometry of one ring: `1 << log_size` WQEs of `1 << log_stride` bytes at `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RingLayout {
+    pub(crate) offset: usize,
+    pub(crate) log_size: u32,
+    pub(crate) log_stride: u32,
+}
+
+impl RingLayout {
+    fn bytes(&self) -> usize {
+        (1usize << self.log_size) << self.log_stride
+    }
+}
+
+/// Where a QP's rings and doorbell record live in its buffer (`ferroce_create_qp_req`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QpLayout {
+    pub(crate) sq: RingLayout,
+    /// `None` with an SRQ.
+    pub(crate) rq: Option<RingLayout>,
+    pub(crate) dbrec_offset: usize,
+    pub(crate) buf_size: usize,
+}
+
+/// What the application asked for (`ibv_qp_cap`) and what the device allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QpCaps {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline: u32,
+}
+
+/// Device limits the layout must respect (from the ucontext response).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DevLimits {
+    pub(crate) max_log_queue: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+}
+
+/// Computes a QP's layout: SQ at 0, RQ page-aligned after it, the record after the RQ.
+pub(crate) fn qp_layout(caps: &QpCaps, has_srq: bool, dev: &DevLimits) -> Result<QpLayout, i32> {
+    if caps.max_send_sge > dev.max_sge
+        || caps.max_recv_sge > dev.max_sge
+        || caps.max_inline > dev.max_inline
+    {
+        return Err(EINVAL);
+    }
+    let queue = |wr: u32, wqe_bytes: usize, offset: usize| -> Result<RingLayout, i32> {
+        let log_size = ceil_log2(wr.max(1));
+        if log_size > dev.max_log_queue {
+            return Err(EINVAL);
+        }
+        Ok(RingLayout {
+            offset,
+            log_size,
+            log_stride: log_stride(wqe_bytes)?,
+        })
+    };
+    let sq = queue(
+        caps.max_send_wr,
+        send_wqe_size(caps.max_send_sge, caps.max_inline),
+        0,
+    )?;
+    let mut end = align_up(sq.bytes(), PAGE_SIZE).ok_or(EINVAL)?;
+    let rq = if has_srq {
+        None
+    } else {
+        let rq = queue(
+            caps.max_recv_wr,
+            RecvWqeHeader::SIZE + caps.max_recv_sge as usize * Sge::SIZE,
+            end,
+        )?;
+        end += rq.bytes();
+        Some(rq)
+    };
+    let dbrec_offset = end;
+    let buf_size = align_up(end + 64, PAGE_SIZE).ok_or(EINVAL)?;
+    Ok(QpLayout {
+        sq,
+        rq,
+        dbrec_offset,
+        buf_size,
+    })
+}
+
+/// Computes an SRQ's layout: the ring at 0, the record after it.
+pub(crate) fn srq_layout(max_wr: u32, max_sge: u32, dev: &DevLimits) -> Result<QpLayout, i32> {
+    let caps = QpCaps {
+        max_send_wr: 0,
+        max_recv_wr: max_wr,
+        max_send_sge: 0,
+        max_recv_sge: max_sge,
+        max_inline: 0,
+    };
+    let layout = qp_layout(&caps, false, dev)?;
+    let rq = layout.rq.ok_or(EINVAL)?;
+    let ring = RingLayout { offset: 0, ..rq };
+    let dbrec_offset = ring.bytes();
+    Ok(QpLayout {
+        sq: ring,
+        rq: None,
+        dbrec_offset,
+        buf_size: align_up(dbrec_offset + 64, PAGE_SIZE).ok_or(EINVAL)?,
+    })
+}
+
+/// One work queue's producer state (SQ, RQ or SRQ); callers hold its lock.
+#[derive(Debug)]
+pub(crate) struct WorkQueue {
+    ring: Ring,
+    offset: usize,
+    stride: usize,
+    pi: u16,
+    /// Byte offset of this queue's producer index in the doorbell record.
+    pi_offset: usize,
+}
+
+impl WorkQueue {
+    /// The queue of `layout`; its producer index is the u32 at `pi_offset` of the buffer.
+    pub(crate) fn new(layout: &RingLayout, pi_offset: usize) -> Result<Self, i32> {
+        Ok(Self {
+            ring: Ring::new(layout.log_size, layout.log_size).ok_or(EINVAL)?,
+            offset: layout.offset,
+            stride: 1 << layout.log_stride,
+            pi: 0,
+            pi_offset,
+        })
+    }
+
+    /// The SQ of a QP (producer index at `QpDbRecord::sq_pi`).
+    pub(crate) fn sq(layout: &QpLayout) -> Result<Self, i32> {
+        Self::new(
+            &layout.sq,
+            layout.dbrec_offset + offset_of!(QpDbRecord, sq_pi),
+        )
+    }
+
+    /// The RQ of a QP (`QpDbRecord::rq_pi`), or an SRQ's ring (`SrqDbRecord::pi`, also at 0).
+    pub(crate) fn rq(ring: &RingLayout, dbrec_offset: usize, srq: bool) -> Result<Self, i32> {
+        let field = if srq {
+            offset_of!(ferroce_hw::SrqDbRecord, pi)
+        } else {
+            offset_of!(QpDbRecord, rq_pi)
+        };
+        Self::new(ring, dbrec_offset + field)
+    }
+
+    /// Entries.
+    pub(crate) fn size(&self) -> u32 {
+        self.ring.size()
+    }
+
+    /// Stride in bytes.
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Producer index.
+    #[cfg(test)]
+    pub(crate) fn pi(&self) -> u16 {
+        self.pi
+    }
+
+    /// Back to the empty queue (the QP went to RESET, where the device restarts at 0).
+    pub(crate) fn reset(&mut self, buf: &DmaBuf) {
+        self.pi = 0;
+        buf.zero(self.offset, self.ring.size() as usize * self.stride);
+        buf.store_u32(self.pi_offset, 0);
+    }
+
+    /// Writes WQEs made by `build` (which fills one zeroed stride slot and returns the bytes
+    /// it used, or `None` at the end of the chain) until the chain ends, an error, or the
+    /// ring is full (`ENOMEM`); `ci` is the consumer index known from completions. Returns
+    /// the number posted, the error if any, and the last WQE's length.
+    pub(crate) fn fill(
+        &mut self,
+        buf: &DmaBuf,
+        ci: u16,
+        scratch: &mut [u8; MAX_WQE_SIZE],
+        mut build: impl FnMut(&mut [u8]) -> Option<Result<usize, i32>>,
+    ) -> (u16, Result<(), i32>, usize) {
+        let start = self.pi;
+        let mut last = 0;
+        let slot_len = self.stride.min(MAX_WQE_SIZE);
+        loop {
+            let slot = &mut scratch[..slot_len];
+            let len = match build(slot) {
+                None => break,
+                Some(Err(e)) => return (self.pi.wrapping_sub(start), Err(e), last),
+                Some(Ok(len)) => len,
+            };
+            if self.ring.is_full(self.pi, ci) {
+                return (self.pi.wrapping_sub(start), Err(ENOMEM), last);
+            }
+            let off = self.offset + self.ring.slot(self.pi) as usize * self.stride;
+            buf.write(off, slot);
+            self.pi = self.pi.wrapping_add(1);
+            last = len;
+        }
+        (self.pi.wrapping_sub(start), Ok(()), last)
+    }
+
+    /// Makes posted WQEs visible: the producer index in the doorbell record, after the WQEs.
+    pub(crate) fn publish(&self, buf: &DmaBuf) {
+        fence(Ordering::Release);
+        buf.store_u32(self.pi_offset, u32::from(self.pi));
+    }
+
+    /// Posts a chain of send WQEs made by `build` (see [`Self::fill`]) and rings once:
+    /// the record, then one doorbell, or the push window for a chain of exactly one WQE
+    /// that was accepted whole. Returns the number posted and the first error.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn post_send(
+        &mut self,
+        buf: &DmaBuf,
+        ci: u16,
+        page: &impl Mmio,
+        qid: u16,
+        push: Option<PushWindow>,
+        build: impl FnMut(&mut [u8]) -> Option<Result<usize, i32>>,
+    ) -> (u16, Result<(), i32>) {
+        let mut scratch = [0u8; MAX_WQE_SIZE];
+        let (posted, result, last) = self.fill(buf, ci, &mut scratch, build);
+        // After an error the scratch slot holds the rejected WQE, not the posted one.
+        let push = push.filter(|_| result.is_ok());
+        self.ring_sq(buf, page, qid, posted, &scratch[..last], push);
+        (posted, result)
+    }
+
+    /// After `posted` WQEs of a send queue: the record, then one doorbell for the chain, or
+    /// for a single WQE that fits the push window, the WQE through the window and `DB_PUSH`.
+    pub(crate) fn ring_sq(
+        &self,
+        buf: &DmaBuf,
+        page: &impl Mmio,
+        qid: u16,
+        posted: u16,
+        last: &[u8],
+        push: Option<PushWindow>,
+    ) {
+        if posted == 0 {
+            return;
+        }
+        self.publish(buf);
+        if let Some(w) = push.filter(|_| posted == 1) {
+            if doorbell::push(page, w.offset, w.size, qid, self.pi, last) {
+                return;
+            }
+        }
+        doorbell::ring(page, QueueDb::Sq, qid, self.pi);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doorbell::tests::FakePage;
+    use crate::wqe::{build_recv_wqe, build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
+    use ferroce_hw::{WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
+
+    const DEV: DevLimits = DevLimits {
+        max_log_queue: 15,
+        max_sge: 16,
+        max_inline: 256,
+    };
+    const PUSH: PushWindow = PushWindow {
+        offset: PUSH_WINDOW_OFFSET,
+        size: PUSH_WINDOW_SIZE,
+    };
+
+    fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> QpCaps {
+        QpCaps {
+            max_send_wr: send,
+            max_recv_wr: recv,
+            max_send_sge: sge,
+            max_recv_sge: sge,
+            max_inline: inline,
+        }
+    }
+
+    #[test]
+    fn layouts() {
+        let l = qp_layout(&caps(100, 10, 2, 0), false, &DEV).expect("layout");
+        assert_eq!((l.sq.offset, l.sq.log_size, l.sq.log_stride), (0, 7, 7));
+        let rq = l.rq.expect("rq");
+        // 128 x 128 B SQ = 16 KiB; RQ 16 x 64 B after it; the record after the RQ.
+        assert_eq!((rq.offset, rq.log_size, rq.log_stride), (16384, 4, 6));
+        assert_eq!(l.dbrec_offset, 16384 + 1024);
+        assert_eq!(l.buf_size, 20480);
+        assert_eq!(l.dbrec_offset % 64, 0);
+        let l = qp_layout(&caps(1, 1, 1, 220), true, &DEV).expect("layout");
+        assert_eq!((l.sq.log_size, l.sq.log_stride), (0, 9));
+        assert_eq!(l.rq, None);
+        assert_eq!((l.dbrec_offset, l.buf_size), (4096, 8192));
+        let s = srq_layout(1000, 4, &DEV).expect("srq");
+        assert_eq!((s.sq.log_size, s.sq.log_stride), (10, 7));
+        assert_eq!(
+            (s.dbrec_offset, s.buf_size),
+            (128 * 1024, 128 * 1024 + 4096)
+        );
+    }
+
+    #[test]
+    fn layout_validation() {
+        assert_eq!(qp_layout(&caps(1 << 16, 1, 1, 0), false, &DEV), Err(EINVAL));
+        assert_eq!(qp_layout(&caps(1, 1, 17, 0), false, &DEV), Err(EINVAL));
+        assert_eq!(qp_layout(&caps(1, 1, 1, 257), false, &DEV), Err(EINVAL));
+        let small = DevLimits {
+            max_log_queue: 4,
+            ..DEV
+        };
+        assert_eq!(qp_layout(&caps(17, 1, 1, 0), false, &small), Err(EINVAL));
+        assert!(qp_layout(&caps(16, 16, 16, 256), false, &small).is_ok());
+    }
+
+    fn send(wr_id: u64) -> SendRequest<'static> {
+        SendRequest {
+            wr_id,
+            op: SendOp::Send,
+            signaled: true,
+            solicited: false,
+            fence: false,
+            payload: Payload::Sges(&[]),
+            ud: None,
+        }
+    }
+
+    const LIMITS: SqLimits = SqLimits {
+        qp_type: QPT_RC,
+        stride: 128,
+        max_sge: 4,
+        max_inline: 64,
+    };
+
+    fn sq_for_test(log_size: u32) -> (QpLayout, WorkQueue, DmaBuf) {
+        let l = qp_layout(&caps(1 << log_size, 1, 4, 0), false, &DEV).expect("layout");
+        let sq = WorkQueue::sq(&l).expect("sq");
+        let buf = DmaBuf::new(l.buf_size).expect("buf");
+        (l, sq, buf)
+    }
+
+    fn post(
+        sq: &mut WorkQueue,
+        buf: &DmaBuf,
+        ci: u16,
+        reqs: &[SendRequest<'_>],
+    ) -> (u16, Result<(), i32>, usize) {
+        let mut scratch = [0u8; MAX_WQE_SIZE];
+        let mut it = reqs.iter();
+        sq.fill(buf, ci, &mut scratch, |slot| {
+            it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
+        })
+    }
+
+    #[test]
+    fn chain_writes_wqes_then_record_then_one_doorbell() {
+        let (l, mut sq, buf) = sq_for_test(3);
+        let page = FakePage::default();
+        let reqs = [send(1), send(2), send(3)];
+        let mut scratch = [0u8; MAX_WQE_SIZE];
+        let mut it = reqs.iter();
+        let (n, res, last) = sq.fill(&buf, 0, &mut scratch, |slot| {
+            it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
+        });
+        assert_eq!((n, res, last), (3, Ok(()), 64));
+        // Before ringing: WQEs in the ring, record untouched.
+        for i in 0..3usize {
+            let c = WqeCtrl::read_from(&{
+                let mut b = [0u8; 24];
+                buf.read(i * 128, &mut b);
+                b
+            })
+            .expect("ctrl");
+            assert_eq!(c.wr_id, i as u64 + 1);
+        }
+        assert_eq!(buf.load_u32(l.dbrec_offset), 0);
+        sq.ring_sq(&buf, &page, 7, n, &scratch[..last], Some(PUSH));
+        assert_eq!(buf.load_u32(l.dbrec_offset), 3);
+        assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0007_0003, 32)]);
+    }
+
+    #[test]
+    fn single_wqe_is_pushed() {
+        let (l, mut sq, buf) = sq_for_test(3);
+        let page = FakePage::default();
+        let mut scratch = [0u8; MAX_WQE_SIZE];
+        let reqs = [send(42)];
+        let mut it = reqs.iter();
+        let (n, res, last) = sq.fill(&buf, 0, &mut scratch, |slot| {
+            it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
+        });
+        assert_eq!((n, res), (1, Ok(())));
+        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(PUSH));
+        let w = page.writes.borrow();
+        // 64 bytes = eight 64-bit stores into the window, then DB_PUSH with pi = 1.
+        assert_eq!(w.len(), 9);
+        assert!(w[..8]
+            .iter()
+            .enumerate()
+            .all(|(i, &(off, _, width))| off == 0x800 + 8 * i && width == 64));
+        assert_eq!(w[0].1, 42, "wr_id is the first word");
+        assert_eq!(w[8], (0x010, 0x0002_0001, 32));
+        // Also in the ring, and announced in the record.
+        let mut b = [0u8; 8];
+        buf.read(0, &mut b);
+        assert_eq!(u64::from_le_bytes(b), 42);
+        assert_eq!(buf.load_u32(l.dbrec_offset), 1);
+        drop(w);
+        // Without a push window: a plain doorbell.
+        let page = FakePage::default();
+        let reqs = [send(43)];
+        let mut it = reqs.iter();
+        let (n, _, last) = sq.fill(&buf, 0, &mut scratch, |slot| {
+            it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
+        });
+        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], None);
+        assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0002_0002, 32)]);
+    }
+
+    #[test]
+    fn full_ring_and_bad_request_stop_the_chain() {
+        let (_, mut sq, buf) = sq_for_test(2);
+        assert_eq!(sq.size(), 4);
+        let reqs = [send(1), send(2), send(3), send(4), send(5), send(6)];
+        let (n, res, _) = post(&mut sq, &buf, 0, &reqs);
+        assert_eq!((n, res), (4, Err(ENOMEM)));
+        // Completions up to index 2 free two slots.
+        let (n, res, _) = post(&mut sq, &buf, 2, &reqs[4..]);
+        assert_eq!((n, res), (2, Ok(())));
+        assert_eq!(sq.pi(), 6);
+        // A bad request in the middle: the ones before it are posted.
+        let mut bad = send(9);
+        bad.op = SendOp::CmpSwap {
+            remote_addr: 0,
+            rkey: 0,
+            compare: 0,
+            swap: 0,
+        };
+        let (n, res, _) = post(&mut sq, &buf, 6, &[send(7), bad, send(8)]);
+        assert_eq!((n, res), (1, Err(EINVAL)));
+        assert_eq!(sq.pi(), 7);
+        // Nothing posted: no doorbell at all.
+        let page = FakePage::default();
+        sq.ring_sq(&buf, &page, 1, 0, &[], Some(PUSH));
+        assert!(page.writes.borrow().is_empty());
+    }
+
+    #[test]
+    fn index_wraps_at_65536() {
+        let (l, mut sq, buf) = sq_for_test(2);
+        let page = FakePage::default();
+        let mut ci = 0u16;
+        for _ in 0..(65536 / 4 + 3) {
+            let (n, res, last) = post(&mut sq, &buf, ci, &[send(1), send(2), send(3), send(4)]);
+            assert_eq!((n, res), (4, Ok(())));
+            let _ = last;
+            ci = sq.pi();
+        }
+        assert_eq!(sq.pi(), 12);
+        sq.ring_sq(&buf, &page, 1, 4, &[], None);
+        assert_eq!(buf.load_u32(l.dbrec_offset), 12);
+    }
+
+    #[test]
+    fn recv_queue_and_reset() {
+        let l = qp_layout(&caps(1, 2, 2, 0), false, &DEV).expect("layout");
+        let rl = l.rq.expect("rq");
+        let mut rq = WorkQueue::rq(&rl, l.dbrec_offset, false).expect("rq");
+        let buf = DmaBuf::new(l.buf_size).expect("buf");
+        let mut scratch = [0u8; MAX_WQE_SIZE];
+        let ids = [10u64, 11, 12];
+        let mut it = ids.iter();
+        let (n, res, _) = rq.fill(&buf, 0, &mut scratch, |slot| {
+            it.next().map(|&id| build_recv_wqe(id, &[], 2, slot))
+        });
+        assert_eq!((n, res), (2, Err(ENOMEM)));
+        rq.publish(&buf);
+        assert_eq!(
+            buf.load_u32(l.dbrec_offset + 4),
+            2,
+            "rq_pi is the second word"
+        );
+        assert_eq!(buf.load_u32(l.dbrec_offset), 0);
+        let mut b = [0u8; 8];
+        buf.read(rl.offset + 64, &mut b);
+        assert_eq!(u64::from_le_bytes(b), 11);
+        rq.reset(&buf);
+        assert_eq!(rq.pi(), 0);
+        assert_eq!(buf.load_u32(l.dbrec_offset + 4), 0);
+        buf.read(rl.offset + 64, &mut b);
+        assert_eq!(b, [0; 8]);
+    }
+}
+
+#[cfg(test)]
+mod post_tests {
+    use super::*;
+    use crate::doorbell::tests::FakePage;
+    use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
+    use ferroce_hw::{PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
+
+    #[test]
+    fn failed_chain_of_one_never_pushes_the_rejected_wqe() {
+        let layout = RingLayout {
+            offset: 0,
+            log_size: 2,
+            log_stride: 7,
+        };
+        let mut sq = WorkQueue::new(&layout, 512).expect("sq");
+        let buf = DmaBuf::new(4096).expect("buf");
+        let limits = SqLimits {
+            qp_type: QPT_RC,
+            stride: 128,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        let good = SendRequest {
+            wr_id: 1,
+            op: SendOp::Send,
+            signaled: true,
+            solicited: false,
+            fence: false,
+            payload: Payload::Sges(&[]),
+            ud: None,
+        };
+        let bad = SendRequest {
+            op: SendOp::FetchAdd {
+                remote_addr: 0,
+                rkey: 0,
+                add: 1,
+            },
+            ..good
+        };
+        let reqs = [good, bad];
+        let mut it = reqs.iter();
+        let page = FakePage::default();
+        let push = Some(PushWindow {
+            offset: PUSH_WINDOW_OFFSET,
+            size: PUSH_WINDOW_SIZE,
+        });
+        let (n, res) = sq.post_send(&buf, 0, &page, 4, push, |slot| {
+            it.next().map(|r| build_send_wqe(r, &limits, slot))
+        });
+        assert_eq!((n, res), (1, Err(EINVAL)));
+        // The good WQE is announced with a plain doorbell.
+        assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0004_0001, 32)]);
+        assert_eq!(buf.load_u32(512), 1);
+    }
+}

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Device matching, the user context (doorbell page, limits) and the device queries.
+
+use core::ffi::{c_int, c_void};
+use core::mem::{offset_of, size_of};
+use core::sync::atomic::AtomicU16;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ferroce_hw::{MAX_INLINE, MAX_LOG_QUEUE, MAX_SGE, MAX_WQE_SIZE, PCI_DEVICE_ID, PCI_VENDOR_ID};
+use libc::{EINVAL, EPROTO};
+
+use super::{ah, check, cq, fail, mr, qp, srq, Pod, WithDrv};
+use crate::doorbell::DbPage;
+use crate::queue::{DevLimits, PushWindow};
+use crate::sys;
+
+/// `Sync` wrapper for the C tables rdma-core reads (they hold raw pointers to statics).
+#[repr(transparent)]
+pub(super) struct Shared<T>(pub(super) T);
+// SAFETY: the wrapped tables are immutable statics that only point to other statics.
+unsafe impl<T> Sync for Shared<T> {}
+
+static MATCH_TABLE: Shared<[sys::verbs_match_ent; 2]> = Shared([
+    sys::verbs_match_ent {
+        driver_data: core::ptr::null_mut(),
+        u: sys::verbs_match_ent__bindgen_ty_1 { driver_id: 0 },
+        vendor: PCI_VENDOR_ID,
+        device: PCI_DEVICE_ID,
+        kind: sys::VERBS_MATCH_PCI as u8,
+    },
+    sys::verbs_match_ent {
+        driver_data: core::ptr::null_mut(),
+        u: sys::verbs_match_ent__bindgen_ty_1 { driver_id: 0 },
+        vendor: 0,
+        device: 0,
+        kind: sys::VERBS_MATCH_SENTINEL as u8,
+    },
+]);
+
+pub(super) static DEVICE_OPS: Shared<sys::verbs_device_ops> = Shared(sys::verbs_device_ops {
+    name: c"ferroce".as_ptr(),
+    match_min_abi_version: sys::FERROCE_UVERBS_ABI_VERSION,
+    match_max_abi_version: sys::FERROCE_UVERBS_ABI_VERSION,
+    match_table: MATCH_TABLE.0.as_ptr(),
+    static_providers: core::ptr::null_mut(),
+    match_device: None,
+    alloc_context: Some(alloc_context),
+    import_context: None,
+    alloc_device: Some(alloc_device),
+    uninit_device: Some(uninit_device),
+});
+
+const NO_OPS: sys::verbs_context_ops = {
+    // SAFETY: the ops table is all `Option<fn>`; all-zero is every op `None`.
+    unsafe { core::mem::zeroed() }
+};
+
+static CONTEXT_OPS: sys::verbs_context_ops = sys::verbs_context_ops {
+    free_context: Some(free_context),
+    query_device_ex: Some(query_device_ex),
+    query_port: Some(query_port),
+    alloc_pd: Some(mr::alloc_pd),
+    dealloc_pd: Some(mr::dealloc_pd),
+    reg_mr: Some(mr::reg_mr),
+    dereg_mr: Some(mr::dereg_mr),
+    create_cq: Some(cq::create_cq),
+    destroy_cq: Some(cq::destroy_cq),
+    poll_cq: Some(cq::poll_cq),
+    req_notify_cq: Some(cq::req_notify_cq),
+    create_qp: Some(qp::create_qp),
+    modify_qp: Some(qp::modify_qp),
+    query_qp: Some(qp::query_qp),
+    destroy_qp: Some(qp::destroy_qp),
+    post_send: Some(qp::post_send),
+    post_recv: Some(qp::post_recv),
+    create_srq: Some(srq::create_srq),
+    modify_srq: Some(srq::modify_srq),
+    query_srq: Some(srq::query_srq),
+    destroy_srq: Some(srq::destroy_srq),
+    post_srq_recv: Some(srq::post_srq_recv),
+    create_ah: Some(ah::create_ah),
+    destroy_ah: Some(ah::destroy_ah),
+    ..NO_OPS
+};
+
+/// The verbs device: nothing beyond what libibverbs keeps.
+#[repr(C)]
+struct Device {
+    vdev: sys::verbs_device,
+}
+
+unsafe extern "C" fn alloc_device(_sysfs: *mut sys::verbs_sysfs_dev) -> *mut sys::verbs_device {
+    let dev = Box::new(Device {
+        vdev: sys::verbs_device::zeroed(),
+    });
+    Box::into_raw(dev).cast()
+}
+
+unsafe extern "C" fn uninit_device(vdev: *mut sys::verbs_device) {
+    if !vdev.is_null() {
+        // SAFETY: `vdev` came from `alloc_device` (a `Device`, whose first field it is) and
+        // libibverbs hands it back once.
+        drop(unsafe { Box::from_raw(vdev.cast::<Device>()) });
+    }
+}
+
+/// Completion progress of one QP, updated by the CQ poller.
+#[derive(Debug, Default)]
+pub(super) struct QpProgress {
+    pub(super) sq_ci: AtomicU16,
+    pub(super) rq_ci: AtomicU16,
+    pub(super) srq: Option<Arc<srq::SrqProgress>>,
+}
+
+/// What the provider keeps per context.
+pub(super) struct ContextInner {
+    pub(super) db: DbPage,
+    pub(super) push: Option<PushWindow>,
+    pub(super) limits: DevLimits,
+    qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
+}
+
+impl ContextInner {
+    /// The QP table (QPN → completion progress), for the CQ poller.
+    pub(super) fn qps(&self) -> MutexGuard<'_, HashMap<u32, Arc<QpProgress>>> {
+        self.qps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A user context: libibverbs' part first (it frees nothing of ours).
+#[repr(C)]
+pub(super) struct Context {
+    vctx: sys::verbs_context,
+    inner: Option<ContextInner>,
+}
+
+/// Our context behind an `ibv_context` that this provider created.
+///
+/// # Safety
+///
+/// `ibctx` is null or the `context` member of a live [`Context`]'s `verbs_context`.
+pub(super) unsafe fn context<'a>(ibctx: *mut sys::ibv_context) -> Option<&'a ContextInner> {
+    if ibctx.is_null() {
+        return None;
+    }
+    let offset = offset_of!(Context, vctx) + offset_of!(sys::verbs_context, context);
+    // SAFETY: per the contract, `ibctx` is inside a `Context` at `offset`.
+    let ctx = unsafe { &*ibctx.cast::<u8>().sub(offset).cast::<Context>() };
+    ctx.inner.as_ref()
+}
+
+/// Checks what the kernel told us about the device.
+fn limits_from(
+    resp: &sys::ferroce_alloc_ucontext_resp,
+) -> Result<(DevLimits, Option<PushWindow>), i32> {
+    if resp.max_log_queue > MAX_LOG_QUEUE || resp.max_sge > MAX_SGE || resp.max_inline > MAX_INLINE
+    {
+        return Err(EPROTO);
+    }
+    let limits = DevLimits {
+        max_log_queue: resp.max_log_queue,
+        max_sge: resp.max_sge,
+        max_inline: resp.max_inline,
+    };
+    let push = if resp.flags & sys::FERROCE_UCONTEXT_WQE_PUSH != 0 {
+        let offset = resp.push_window_offset as usize;
+        let size = resp.push_window_size as usize;
+        if offset % 8 != 0 || offset + size > sys::FERROCE_DB_PAGE_SIZE as usize {
+            return Err(EPROTO);
+        }
+        Some(PushWindow {
+            offset,
+            size: size.min(MAX_WQE_SIZE),
+        })
+    } else {
+        None
+    };
+    Ok((limits, push))
+}
+
+unsafe extern "C" fn alloc_context(
+    device: *mut sys::ibv_device,
+    cmd_fd: c_int,
+    _private_data: *mut c_void,
+) -> *mut sys::verbs_context {
+    // libibverbs allocates the whole `Context` (zeroed) and initialises its part; the
+    // offset argument is the position of `vctx`, as C's `verbs_init_and_alloc_context` passes.
+    // SAFETY: size and offset describe `Context`, whose alignment calloc satisfies.
+    let raw = unsafe {
+        sys::_verbs_init_and_alloc_context(
+            device,
+            cmd_fd,
+            size_of::<Context>(),
+            offset_of!(Context, vctx) as *mut sys::verbs_context,
+            sys::RDMA_DRIVER_UNKNOWN,
+        )
+    }
+    .cast::<Context>();
+    if raw.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `raw` is a fresh, zeroed, suitably aligned `Context` allocation; `inner` is
+    // initialised here before any use.
+    unsafe { core::ptr::addr_of_mut!((*raw).inner).write(None) };
+    // SAFETY: `raw` is valid and exclusively ours until returned.
+    let ctx = unsafe { &mut *raw };
+    let mut cmd = sys::ibv_get_context::zeroed();
+    let mut resp = WithDrv::<sys::ib_uverbs_get_context_resp, _>::new(
+        sys::ferroce_alloc_ucontext_resp::zeroed(),
+    );
+    // SAFETY: the context was initialised above; command and response are sized buffers.
+    let ret = unsafe {
+        sys::ibv_cmd_get_context(
+            &mut ctx.vctx,
+            &mut cmd,
+            size_of::<sys::ibv_get_context>(),
+            &mut resp.core,
+            WithDrv::<sys::ib_uverbs_get_context_resp, sys::ferroce_alloc_ucontext_resp>::SIZE,
+        )
+    };
+    let inner = check(ret)
+        .and_then(|()| limits_from(&resp.drv))
+        .and_then(|(limits, push)| {
+            let db = DbPage::map(
+                cmd_fd,
+                resp.drv.db_mmap_offset,
+                sys::FERROCE_DB_PAGE_SIZE as usize,
+            )?;
+            Ok(ContextInner {
+                db,
+                push,
+                limits,
+                qps: Mutex::new(HashMap::new()),
+            })
+        });
+    match inner {
+        Ok(inner) => ctx.inner = Some(inner),
+        Err(e) => {
+            // SAFETY: initialised by libibverbs above and not yet handed out.
+            unsafe { release(raw) };
+            return fail(e);
+        }
+    }
+    // SAFETY: a live context; the ops table is a static.
+    unsafe { sys::verbs_set_ops(&mut ctx.vctx, &CONTEXT_OPS) };
+    &mut ctx.vctx
+}
+
+/// Uninitialises and frees a context of `alloc_context`.
+///
+/// # Safety
+///
+/// `raw` came from `alloc_context` (its `inner` initialised) and is not used afterwards.
+unsafe fn release(raw: *mut Context) {
+    // SAFETY: per the contract.
+    unsafe {
+        sys::verbs_uninit_context(core::ptr::addr_of_mut!((*raw).vctx));
+        // Unmaps the doorbell page.
+        core::ptr::drop_in_place(core::ptr::addr_of_mut!((*raw).inner));
+        libc::free(raw.cast());
+    }
+}
+
+unsafe extern "C" fn free_context(ibctx: *mut sys::ibv_context) {
+    if ibctx.is_null() {
+        return;
+    }
+    let offset = offset_of!(Context, vctx) + offset_of!(sys::verbs_context, context);
+    // SAFETY: libibverbs passes back the `ibv_context` of a context `alloc_context` made
+    // (inside a `Context` at `offset`), once.
+    unsafe { release(ibctx.cast::<u8>().sub(offset).cast::<Context>()) };
+}
+
+unsafe extern "C" fn query_device_ex(
+    ibctx: *mut sys::ibv_context,
+    input: *const sys::ibv_query_device_ex_input,
+    attr: *mut sys::ibv_device_attr_ex,
+    attr_size: usize,
+) -> c_int {
+    let mut resp = sys::ib_uverbs_ex_query_device_resp::zeroed();
+    let mut resp_size = size_of::<sys::ib_uverbs_ex_query_device_resp>();
+    // SAFETY: arguments from the application through libibverbs; the response is ours.
+    unsafe {
+        sys::ibv_cmd_query_device_any(ibctx, input, attr, attr_size, &mut resp, &mut resp_size)
+    }
+}
+
+unsafe extern "C" fn query_port(
+    ibctx: *mut sys::ibv_context,
+    port: u8,
+    attr: *mut sys::ibv_port_attr,
+) -> c_int {
+    if attr.is_null() {
+        return EINVAL;
+    }
+    let mut cmd = sys::ibv_query_port::zeroed();
+    // SAFETY: arguments from the application through libibverbs; the command is ours.
+    unsafe {
+        sys::ibv_cmd_query_port(
+            ibctx,
+            port,
+            attr,
+            &mut cmd,
+            size_of::<sys::ibv_query_port>(),
+        )
+    }
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Shared receive queues: a ring of receive WQEs and a record (`pi`) in provider memory.
+
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ferroce_hw::{Sge, MAX_SGE};
+use libc::{EINVAL, ENOMEM};
+
+use super::context::context;
+use super::{check, fail, Pod, WithDrv};
+use crate::dma::DmaBuf;
+use crate::queue::{srq_layout, WorkQueue};
+use crate::sys;
+use crate::wqe::build_recv_wqe;
+
+/// How far the device has consumed an SRQ, from its receive completions.
+#[derive(Debug)]
+pub(super) struct SrqProgress {
+    ci: AtomicU16,
+    size: u32,
+}
+
+impl SrqProgress {
+    /// WQE `next - 1` completed: the device took every WQE before `next` (it takes them in
+    /// order and reads each when it takes it), even if their completions come later.
+    pub(super) fn completed(&self, next: u16) {
+        let _ = self
+            .ci
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |ci| {
+                let ahead = u32::from(next.wrapping_sub(ci));
+                (ahead != 0 && ahead <= self.size).then_some(next)
+            });
+    }
+}
+
+/// An SRQ: libibverbs' part first.
+#[repr(C)]
+pub(super) struct Srq {
+    vsrq: sys::verbs_srq,
+    buf: DmaBuf,
+    wq: Mutex<WorkQueue>,
+    pub(super) progress: Arc<SrqProgress>,
+    max_sge: u32,
+}
+
+type CreateSrq = WithDrv<sys::ibv_create_srq, sys::ferroce_create_srq_req>;
+type CreateSrqResp = WithDrv<sys::ib_uverbs_create_srq_resp, sys::ferroce_create_srq_resp>;
+
+pub(super) unsafe extern "C" fn create_srq(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_srq_init_attr,
+) -> *mut sys::ibv_srq {
+    if pd.is_null() || attr.is_null() {
+        return fail(EINVAL);
+    }
+    // SAFETY: libibverbs passes a PD of this context.
+    let Some(ctx) = (unsafe { context((*pd).context) }) else {
+        return fail(EINVAL);
+    };
+    // SAFETY: `attr` is the application's, non-null.
+    let want = unsafe { (*attr).attr };
+    let layout = match srq_layout(want.max_wr, want.max_sge, &ctx.limits) {
+        Ok(layout) => layout,
+        Err(e) => return fail(e),
+    };
+    let built = DmaBuf::new(layout.buf_size).and_then(|buf| {
+        let wq = WorkQueue::rq(&layout.sq, layout.dbrec_offset, true)?;
+        Ok((buf, wq))
+    });
+    let (buf, wq) = match built {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    // SAFETY: our page-aligned mapping.
+    if unsafe { sys::ibv_dontfork_range(buf.as_ptr().cast(), buf.len()) } != 0 {
+        return fail(ENOMEM);
+    }
+    let (Ok(buf_size), Ok(dbrec_offset)) =
+        (u32::try_from(buf.len()), u32::try_from(layout.dbrec_offset))
+    else {
+        return fail(EINVAL);
+    };
+    let mut cmd = CreateSrq::new(sys::ferroce_create_srq_req {
+        buf_addr: buf.addr(),
+        buf_size,
+        log_size: layout.sq.log_size,
+        log_stride: layout.sq.log_stride,
+        dbrec_offset,
+    });
+    let mut resp = CreateSrqResp::new(sys::ferroce_create_srq_resp::zeroed());
+    let size = wq.size();
+    let max_sge = u32::try_from((wq.stride() - 16) / Sge::SIZE)
+        .unwrap_or(0)
+        .min(ctx.limits.max_sge)
+        .min(MAX_SGE);
+    let (addr, len) = (buf.as_ptr(), buf.len());
+    let srq = Box::into_raw(Box::new(Srq {
+        vsrq: sys::verbs_srq::zeroed(),
+        buf,
+        wq: Mutex::new(wq),
+        progress: Arc::new(SrqProgress {
+            ci: AtomicU16::new(0),
+            size,
+        }),
+        max_sge,
+    }));
+    // SAFETY: `srq` is live; its `verbs_srq` starts with the `ibv_srq`.
+    let ret = unsafe {
+        sys::ibv_cmd_create_srq(
+            pd,
+            srq.cast(),
+            attr,
+            &mut cmd.core,
+            CreateSrq::SIZE,
+            &mut resp.core,
+            CreateSrqResp::SIZE,
+        )
+    };
+    if let Err(e) = check(ret) {
+        // SAFETY: marked above; leaked above.
+        unsafe {
+            sys::ibv_dofork_range(addr.cast(), len);
+            drop(Box::from_raw(srq));
+        }
+        return fail(e);
+    }
+    // SAFETY: `attr` is the application's; report what the queue holds.
+    unsafe {
+        (*attr).attr.max_wr = size;
+        (*attr).attr.max_sge = max_sge;
+    }
+    srq.cast()
+}
+
+pub(super) unsafe extern "C" fn modify_srq(
+    ibsrq: *mut sys::ibv_srq,
+    attr: *mut sys::ibv_srq_attr,
+    mask: c_int,
+) -> c_int {
+    // Resizing would move the ring under the device.
+    if mask & sys::IBV_SRQ_MAX_WR as c_int != 0 {
+        return EINVAL;
+    }
+    let mut cmd = sys::ibv_modify_srq::zeroed();
+    // SAFETY: an SRQ of ours and the application's attributes.
+    unsafe {
+        sys::ibv_cmd_modify_srq(
+            ibsrq,
+            attr,
+            mask,
+            &mut cmd,
+            core::mem::size_of::<sys::ibv_modify_srq>(),
+        )
+    }
+}
+
+pub(super) unsafe extern "C" fn query_srq(
+    ibsrq: *mut sys::ibv_srq,
+    attr: *mut sys::ibv_srq_attr,
+) -> c_int {
+    let mut cmd = sys::ibv_query_srq::zeroed();
+    // SAFETY: an SRQ of ours and the application's attributes.
+    unsafe {
+        sys::ibv_cmd_query_srq(
+            ibsrq,
+            attr,
+            &mut cmd,
+            core::mem::size_of::<sys::ibv_query_srq>(),
+        )
+    }
+}
+
+pub(super) unsafe extern "C" fn destroy_srq(ibsrq: *mut sys::ibv_srq) -> c_int {
+    // SAFETY: an SRQ of `create_srq`.
+    let ret = unsafe { sys::ibv_cmd_destroy_srq(ibsrq) };
+    if ret != 0 {
+        return ret;
+    }
+    // SAFETY: the kernel object is gone; `ibsrq` starts our boxed `Srq`.
+    let srq = unsafe { Box::from_raw(ibsrq.cast::<Srq>()) };
+    // SAFETY: marked by `create_srq`.
+    unsafe { sys::ibv_dofork_range(srq.buf.as_ptr().cast(), srq.buf.len()) };
+    0
+}
+
+/// Converts an `ibv_recv_wr`'s SGE list.
+///
+/// # Safety
+///
+/// `wr` follows the verbs contract: `sg_list` holds `num_sge` entries.
+pub(super) unsafe fn recv_sges<'a>(
+    wr: &sys::ibv_recv_wr,
+    out: &'a mut [Sge; MAX_SGE as usize],
+) -> Result<&'a [Sge], i32> {
+    let n = usize::try_from(wr.num_sge).map_err(|_| EINVAL)?;
+    if n > out.len() || (n > 0 && wr.sg_list.is_null()) {
+        return Err(EINVAL);
+    }
+    if n > 0 {
+        // SAFETY: per the contract, `sg_list` holds `n` entries.
+        let list = unsafe { core::slice::from_raw_parts(wr.sg_list, n) };
+        for (dst, s) in out.iter_mut().zip(list) {
+            *dst = Sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            };
+        }
+    }
+    Ok(&out[..n])
+}
+
+/// Posts a receive chain to `wq`; returns the first failed WR.
+///
+/// # Safety
+///
+/// `wr` is null or a valid chain of `ibv_recv_wr`.
+pub(super) unsafe fn post_recv_chain(
+    wq: &mut WorkQueue,
+    buf: &DmaBuf,
+    ci: u16,
+    max_sge: u32,
+    wr: *mut sys::ibv_recv_wr,
+) -> Result<(), (i32, *mut sys::ibv_recv_wr)> {
+    let mut cur = wr;
+    let mut attempt = wr;
+    let mut scratch = [0u8; ferroce_hw::MAX_WQE_SIZE];
+    let mut sges = [Sge::default(); MAX_SGE as usize];
+    let (posted, result, _) = wq.fill(buf, ci, &mut scratch, |slot| {
+        // SAFETY: per the contract, `cur` is null or a valid WR.
+        let w = unsafe { cur.as_ref() }?;
+        attempt = cur;
+        cur = w.next;
+        // SAFETY: per the contract.
+        Some(
+            unsafe { recv_sges(w, &mut sges) }
+                .and_then(|s| build_recv_wqe(w.wr_id, s, max_sge, slot)),
+        )
+    });
+    if posted > 0 {
+        wq.publish(buf);
+    }
+    result.map_err(|e| (e, attempt))
+}
+
+pub(super) unsafe extern "C" fn post_srq_recv(
+    ibsrq: *mut sys::ibv_srq,
+    wr: *mut sys::ibv_recv_wr,
+    bad: *mut *mut sys::ibv_recv_wr,
+) -> c_int {
+    if ibsrq.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: an SRQ of `create_srq`.
+    let srq = unsafe { &*ibsrq.cast::<Srq>() };
+    let mut wq = srq.wq.lock().unwrap_or_else(|e| e.into_inner());
+    let ci = srq.progress.ci.load(Ordering::Acquire);
+    // SAFETY: the application's chain.
+    match unsafe { post_recv_chain(&mut wq, &srq.buf, ci, srq.max_sge, wr) } {
+        Ok(()) => 0,
+        Err((e, at)) => {
+            if !bad.is_null() {
+                // SAFETY: the application's out pointer.
+                unsafe { *bad = at };
+            }
+            e
+        }
+    }
+}
