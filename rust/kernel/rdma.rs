@@ -75,7 +75,10 @@ pub mod object;
 pub mod pd;
 pub mod qp;
 pub mod srq;
+pub mod stats;
+pub mod uapi;
 pub mod udata;
+pub mod umem;
 pub mod wr;
 
 pub use self::ah::{
@@ -127,7 +130,8 @@ pub use self::object::{
 };
 pub use self::pd::{
     Pd,
-    Ucontext, //
+    Ucontext,
+    UcontextInit, //
 };
 pub use self::qp::{
     Qp,
@@ -144,7 +148,12 @@ pub use self::srq::{
     SrqAttr,
     SrqEvent, //
 };
+pub use self::stats::StatDesc;
 pub use self::udata::Udata;
+pub use self::umem::{
+    DmaBlocks,
+    Umem, //
+};
 pub use self::wr::{
     PostError,
     RecvWr,

@@ -92,6 +92,7 @@ struct ferroce_create_srq_req {
 	__u32 log_size;
 	__u32 log_stride;
 	__u32 dbrec_offset;
+	__u32 reserved;
 };
 
 struct ferroce_create_srq_resp {

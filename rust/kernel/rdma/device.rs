@@ -42,7 +42,9 @@ use crate::{
         SgPages,
         Srq,
         SrqAttr,
+        StatDesc,
         Ucontext,
+        UcontextInit,
         Udata,
     },
     sync::{
@@ -349,6 +351,15 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The names of the port's hardware counters, in the order of
+    /// [`Operations::get_hw_stats`]'s values.
+    const HW_COUNTERS: &'static [StatDesc] = &[];
+
+    /// Reads the hardware counters of `port` into `values` (one per [`Operations::HW_COUNTERS`]).
+    fn get_hw_stats(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     // Verbs objects. ib_core allocates PDs, CQs, QPs, AHs, SRQs and user contexts with room
     // for the driver's data after its own structure; creation moves the data in, destruction
     // drops it once the driver's `destroy_*` succeeded. A device provides kernel verbs only if
@@ -538,7 +549,7 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// Sets up the context of a process that opened the device.
     fn alloc_ucontext(
-        _dev: &Device<Self>,
+        _ctx: &UcontextInit<'_, Self>,
         _udata: Option<&mut Udata<'_>>,
     ) -> Result<Self::Ucontext> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -830,6 +841,16 @@ impl<T: Operations> Callbacks<T> {
             },
             query_pkey: if T::HAS_QUERY_PKEY {
                 Some(Self::query_pkey)
+            } else {
+                None
+            },
+            alloc_hw_port_stats: if T::HAS_GET_HW_STATS {
+                Some(super::stats::alloc_hw_port_stats::<T>)
+            } else {
+                None
+            },
+            get_hw_stats: if T::HAS_GET_HW_STATS {
+                Some(super::stats::get_hw_stats::<T>)
             } else {
                 None
             },

@@ -83,27 +83,40 @@ impl<T: Operations> Ucontext<T> {
     ///
     /// `ENOMEM`, or ib_core's error (no offset left).
     pub fn insert_mmap(&self, data: T::MmapEntry, length: usize) -> Result<MmapHandle<T>> {
-        let boxed = KBox::new(
-            MmapEntry::<T> {
-                entry: Opaque::zeroed(),
-                data,
-            },
-            GFP_KERNEL,
-        )?;
-        let raw = KBox::into_raw(boxed);
-        // SAFETY: `raw` is a zeroed entry we own; the context is alive (`&self`).
-        let ret =
-            unsafe { bindings::rdma_user_mmap_entry_insert(self.as_raw(), raw.cast(), length) };
-        if let Err(e) = crate::error::to_result(ret) {
-            // SAFETY: Not inserted, so still ours alone.
-            drop(unsafe { KBox::from_raw(raw) });
-            return Err(e);
-        }
-        // INVARIANT: Inserted above. `KBox::into_raw` never returns NULL.
-        Ok(MmapHandle {
-            entry: NonNull::new(raw).ok_or(EINVAL)?,
-        })
+        // SAFETY: The context is alive (`&self`) and of a `T` device.
+        unsafe { insert_mmap::<T>(self.as_raw(), data, length) }
     }
+}
+
+/// Inserts an entry in context `ctx`.
+///
+/// # Safety
+///
+/// `ctx` must be a valid context of a device of `T`, for the call.
+pub(crate) unsafe fn insert_mmap<T: Operations>(
+    ctx: *mut bindings::ib_ucontext,
+    data: T::MmapEntry,
+    length: usize,
+) -> Result<MmapHandle<T>> {
+    let boxed = KBox::new(
+        MmapEntry::<T> {
+            entry: Opaque::zeroed(),
+            data,
+        },
+        GFP_KERNEL,
+    )?;
+    let raw = KBox::into_raw(boxed);
+    // SAFETY: `raw` is a zeroed entry we own; the context is valid (the caller guarantees).
+    let ret = unsafe { bindings::rdma_user_mmap_entry_insert(ctx, raw.cast(), length) };
+    if let Err(e) = crate::error::to_result(ret) {
+        // SAFETY: Not inserted, so still ours alone.
+        drop(unsafe { KBox::from_raw(raw) });
+        return Err(e);
+    }
+    // INVARIANT: Inserted above. `KBox::into_raw` never returns NULL.
+    Ok(MmapHandle {
+        entry: NonNull::new(raw).ok_or(EINVAL)?,
+    })
 }
 
 /// An `mmap()` of a user context, for the entry its offset names.

@@ -9,10 +9,12 @@ use crate::{
     rdma::{
         object::verbs_object,
         Device,
+        MmapHandle,
         Operations,
         Udata, //
     },
 };
+use core::marker::PhantomData;
 
 verbs_object!(
     /// A protection domain: the memory regions, QPs, SRQs and address handles that may be used
@@ -29,6 +31,35 @@ verbs_object!(
     ib_ucontext,
     Ucontext
 );
+
+/// A user context while the driver sets it up (`alloc_ucontext`): ib_core's part exists, the
+/// driver's data does not yet.
+///
+/// # Invariants
+///
+/// `raw` is a context of a device of `T` that ib_core allocated, valid for `'a`.
+pub struct UcontextInit<'a, T: Operations> {
+    raw: *mut bindings::ib_ucontext,
+    _p: PhantomData<&'a Device<T>>,
+}
+
+impl<'a, T: Operations> UcontextInit<'a, T> {
+    /// The device the process opened.
+    pub fn device(&self) -> &'a Device<T> {
+        // SAFETY: By the type invariant the context is valid and of a device of `T`.
+        unsafe { Device::<T>::from_raw((*self.raw).device) }
+    }
+
+    /// Inserts an mmap entry in the context, as [`Ucontext::insert_mmap`] does.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ucontext::insert_mmap`].
+    pub fn insert_mmap(&self, data: T::MmapEntry, length: usize) -> Result<MmapHandle<T>> {
+        // SAFETY: By the type invariant `raw` is a valid context of a `T` device.
+        unsafe { super::mmap::insert_mmap::<T>(self.raw, data, length) }
+    }
+}
 
 pub(crate) unsafe extern "C" fn alloc_pd<T: Operations>(
     pd: *mut bindings::ib_pd,
@@ -66,9 +97,13 @@ pub(crate) unsafe extern "C" fn alloc_ucontext<T: Operations>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: As in `alloc_pd`.
-        let (dev, mut udata) =
-            unsafe { (Device::<T>::from_raw((*ctx).device), Udata::from_raw(udata)) };
-        let data = T::alloc_ucontext(dev, udata.as_mut())?;
+        let mut udata = unsafe { Udata::from_raw(udata) };
+        // INVARIANT: ib_core allocated `ctx` for our device and keeps it for the call.
+        let init = UcontextInit::<T> {
+            raw: ctx,
+            _p: PhantomData,
+        };
+        let data = T::alloc_ucontext(&init, udata.as_mut())?;
         // SAFETY: As in `alloc_pd`.
         unsafe { Ucontext::<T>::write_data(ctx, data) };
         Ok(0)

@@ -5,6 +5,11 @@
 use crate::{
     bindings,
     prelude::*,
+    rdma::{
+        Device,
+        Operations,
+        Ucontext, //
+    },
     transmute::{
         AsBytes,
         FromBytes, //
@@ -44,6 +49,20 @@ impl Udata<'_> {
     /// The raw `struct ib_udata`.
     pub fn as_raw(&self) -> *mut bindings::ib_udata {
         self.0.as_ptr()
+    }
+
+    /// The user context of the process that made the call, if it is one of `dev`'s (always, for
+    /// the `udata` of an operation of `dev`).
+    pub fn ucontext<'b, T: Operations>(&self, dev: &'b Device<T>) -> Option<&'b Ucontext<T>> {
+        // SAFETY: By the type invariant `udata` is the driver data of a uverbs call, which is
+        // embedded in its attribute bundle; the bundle's context is valid for the call.
+        let ctx = unsafe { bindings::rdma_udata_to_ucontext(self.as_raw()) };
+        if ctx.is_null() {
+            return None;
+        }
+        // SAFETY: `ctx` is valid (above). A context of `dev` is a context of a `T` device, set up
+        // by our `alloc_ucontext` before any call that carries it.
+        unsafe { ((*ctx).device == dev.as_raw()).then(|| Ucontext::<T>::from_raw(ctx)) }
     }
 
     /// Length of the request userspace sent.

@@ -100,6 +100,7 @@ fn counter_table_matches() {
         .enumerate()
         .filter(|(_, n)| !n.is_empty())
     {
+        let name = name.to_str().expect("counter names are ASCII");
         let row = format!("{index:>2}  {name:<20}");
         assert!(
             DOC.lines().any(|line| line.starts_with(&row)),

@@ -248,7 +248,7 @@ fn bar0_map_is_consistent() {
     assert!(counter_offset(NUM_COUNTERS) <= MSIX_TABLE_OFFSET);
     assert_eq!(if_version_major(IF_VERSION), IF_VERSION_MAJOR);
     assert_eq!(&ID_MAGIC.to_le_bytes(), b"FRCE");
-    assert_eq!(COUNTER_NAMES[COUNTER_MMIO_WRITES], "mmio_writes");
+    assert_eq!(COUNTER_NAMES[COUNTER_MMIO_WRITES], c"mmio_writes");
     let mut names: Vec<&str> = CMD_OPCODES.iter().map(|&op| command_name(op)).collect();
     names.sort_unstable();
     names.dedup();

@@ -50,7 +50,7 @@ impl Counters {
             .iter()
             .enumerate()
             .filter(|(_, name)| !name.is_empty())
-            .map(|(i, name)| (*name, self.get(i)))
+            .map(|(i, name)| (name.to_str().unwrap_or("?"), self.get(i)))
             .collect()
     }
 }

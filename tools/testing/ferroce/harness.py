@@ -131,6 +131,8 @@ class Vm:
     """Attach a ferroce-nic function (vfio-user-pci)."""
     nic_args: list[str] = dataclasses.field(default_factory=list)
     """Extra `ferroce-nic serve` flags, e.g. ["--bogus-version"]."""
+    cmdline: str = ""
+    """Extra kernel parameters, e.g. of built-in modules ("nvmet_rdma.use_srq=1")."""
 
     @property
     def address(self) -> str:
@@ -453,7 +455,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                       f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"]
             cmdline = " ".join(filter(None, [
                 "console=ttyS0 panic=-1 loglevel=4",
-                clock_cmdline(machine.accel), machine.extra_cmdline,
+                clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,
                 f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",
             ]))

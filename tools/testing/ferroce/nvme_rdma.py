@@ -39,12 +39,14 @@ RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeou
 
 
 def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str] | None = None,  # noqa: N803
-                 expect_retransmits: bool = False) -> Scenario:
+                 expect_retransmits: bool = False, target_srq: bool = False) -> Scenario:
     """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce"). `nic_args` go to
     the ferroce NICs (fault injection); with `expect_retransmits` the NICs must have recovered
-    lost frames by retransmission."""
+    lost frames by retransmission; with `target_srq` the target's nvmet-rdma (built in) gets
+    use_srq=1 and must have received through SRQs (b.sh's steps nvmet-srq and srqs)."""
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
-    VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []))
+    VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []),
+              cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "")
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     TARGET = VMS[1]
     scenario = Scenario(vms=VMS, timeout=timeout)
@@ -72,6 +74,18 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
             setup.expect(rf"^{re.escape(attr)}:{re.escape(value)}$")
         setup.expect(rf"^{re.escape(NQN)}$")
         setup.expect(rf"nvmet_rdma: enabling port 1 \({re.escape(TARGET.address)}:4420\)")
+
+
+    if target_srq:
+        @scenario.check
+        def target_uses_srqs(run: Run) -> str:
+            run.vm("b").step("nvmet-srq").expect(r"^Y$")
+            srqs = run.vm("b").step("srqs")
+            srqs.ok()
+            found = re.findall(rf"dev {DEVICE[KINDS['b']]} srqn (\d+)", srqs.output)
+            if not found:
+                raise CheckFailed(f"no SRQ of {DEVICE[KINDS['b']]} while the host was connected:\n{srqs.output}")
+            return f"SRQs {', '.join(found)} of {DEVICE[KINDS['b']]}"
 
 
     @scenario.check

@@ -127,7 +127,10 @@ impl CqData {
                 continue;
             };
             // The QP learns how far the device got in its queues.
-            dev.qps().with(cqe.qpn, |qp| qp.completed(&cqe));
+            // (and an SRQ, that a receive WQE was used).
+            if let Some(srqn) = dev.qps().with(cqe.qpn, |qp| qp.completed(&cqe)).flatten() {
+                dev.srqs().with(srqn, |srq| srq.completed());
+            }
             // A CQE of a QP that is gone (or a bogus number) is dropped.
             let _ = out.push(&wc);
         }

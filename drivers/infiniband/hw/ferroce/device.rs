@@ -108,6 +108,7 @@ impl RdmaPort {
             RoceDevice::new(
                 cmdq.clone(),
                 bar.clone(),
+                pdev.resource_start(0)? + hw::DB_AREA_OFFSET as u64,
                 completion_eqns,
                 caps,
                 mac.0,

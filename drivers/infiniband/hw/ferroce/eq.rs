@@ -648,7 +648,15 @@ impl AsyncEvents {
                 }
             }
             AsyncEvent::Srq { event, srqn } => {
-                dev_warn!(dev, "SRQ {} event {:#04x}\n", srqn, event);
+                let ib_event = if event == hw::EVENT_SRQ_LIMIT {
+                    rdma::SrqEvent::LimitReached
+                } else {
+                    dev_warn!(dev, "SRQ {} error\n", srqn);
+                    rdma::SrqEvent::Error
+                };
+                if let Some(events) = self.ib_events.as_ref() {
+                    events.srq_event(srqn, ib_event);
+                }
             }
             AsyncEvent::DoorbellError { ctx, value } => {
                 dev_warn!(

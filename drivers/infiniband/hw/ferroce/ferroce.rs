@@ -36,6 +36,8 @@ mod netdev;
 mod qp;
 mod queue;
 mod regs;
+mod srq;
+mod ucontext;
 mod verbs;
 
 use device::FerroceDevice;

@@ -17,6 +17,7 @@
 //! - Every layout is a `#[repr(C)]` struct without implicit padding; its size and the sum of its
 //!   field sizes are checked at compile time.
 
+use core::ffi::CStr;
 use core::mem::{offset_of, size_of};
 
 // ---------------------------------------------------------------------------------------------
@@ -513,40 +514,41 @@ pub const COUNTER_TIMEOUTS: usize = 31;
 /// Number of counters.
 pub const NUM_COUNTERS: usize = 32;
 
-/// Counter names, indexed by `COUNTER_*` (reserved slots, if any, are empty).
-pub const COUNTER_NAMES: [&str; NUM_COUNTERS] = [
-    "mmio_reads",
-    "mmio_writes",
-    "doorbells",
-    "bad_doorbells",
-    "wqe_fetches",
-    "wqe_pushes",
-    "payload_dma_reads",
-    "payload_dma_writes",
-    "payload_read_bytes",
-    "payload_write_bytes",
-    "cqes",
-    "eqes",
-    "interrupts",
-    "commands",
-    "command_errors",
-    "dma_errors",
-    "dbrec_reads",
-    "async_events",
-    "tx_packets",
-    "tx_bytes",
-    "rx_packets",
-    "rx_bytes",
-    "retransmits",
-    "naks_sent",
-    "naks_received",
-    "rnr_retries",
-    "drops",
-    "icrc_errors",
-    "seq_errors",
-    "cq_arms",
-    "duplicates",
-    "timeouts",
+/// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
+/// (`rdma_stat_desc`).
+pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
+    c"mmio_reads",
+    c"mmio_writes",
+    c"doorbells",
+    c"bad_doorbells",
+    c"wqe_fetches",
+    c"wqe_pushes",
+    c"payload_dma_reads",
+    c"payload_dma_writes",
+    c"payload_read_bytes",
+    c"payload_write_bytes",
+    c"cqes",
+    c"eqes",
+    c"interrupts",
+    c"commands",
+    c"command_errors",
+    c"dma_errors",
+    c"dbrec_reads",
+    c"async_events",
+    c"tx_packets",
+    c"tx_bytes",
+    c"rx_packets",
+    c"rx_bytes",
+    c"retransmits",
+    c"naks_sent",
+    c"naks_received",
+    c"rnr_retries",
+    c"drops",
+    c"icrc_errors",
+    c"seq_errors",
+    c"cq_arms",
+    c"duplicates",
+    c"timeouts",
 ];
 
 /// BAR0 offset of counter `index`.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Protection domains and memory regions: the DMA MR (all memory by DMA address, ib_core's
-//! local DMA key) and fast-registration MRs whose page lists the consumer maps with
-//! `ib_map_mr_sg()` and registers with an `IB_WR_REG_MR` work request.
+//! local DMA key), fast-registration MRs whose page lists the consumer maps with
+//! `ib_map_mr_sg()` and registers with an `IB_WR_REG_MR` work request, and user MRs: a
+//! process's memory, pinned, with a page list the device translates through.
 
 use kernel::{
     prelude::*,
@@ -10,7 +11,8 @@ use kernel::{
         self,
         MrType,
         NewMr,
-        SgPages, //
+        SgPages,
+        Umem, //
     },
     sync::atomic::{
         Atomic,
@@ -19,6 +21,9 @@ use kernel::{
 };
 
 use crate::{hw, queue::PageList, verbs::RoceDevice};
+
+/// Pages of user MRs are described to the device in 4 KiB units.
+const USER_LOG_PAGE_SIZE: u32 = 12;
 
 /// The driver's part of a PD: its number, which QPs, MRs and AHs carry.
 pub(crate) struct PdData {
@@ -43,10 +48,13 @@ pub(crate) struct MrData {
     /// Page list of a fast-registration MR, and how many entries the last mapping set.
     pages: Option<PageList>,
     mapped: Atomic<u32>,
+    /// A user MR's pinned memory and the page list the device was given: held until the MR
+    /// is destroyed.
+    _user: Option<(Umem, PageList)>,
 }
 
 impl MrData {
-    fn new_mr(key: u32, pages: Option<PageList>) -> NewMr<Self> {
+    fn new_mr(key: u32, pages: Option<PageList>, user: Option<(Umem, PageList)>) -> NewMr<Self> {
         NewMr {
             lkey: key,
             rkey: key,
@@ -54,6 +62,7 @@ impl MrData {
                 key,
                 pages,
                 mapped: Atomic::new(0),
+                _user: user,
             },
         }
     }
@@ -70,7 +79,7 @@ impl MrData {
             flags: hw::MR_FLAG_ALL_MEMORY,
             ..Default::default()
         })?;
-        Ok(Self::new_mr(completion.result0, None))
+        Ok(Self::new_mr(completion.result0, None, None))
     }
 
     /// A fast-registration MR for up to `max_pages` pages.
@@ -93,7 +102,55 @@ impl MrData {
             max_pages,
             ..Default::default()
         })?;
-        Ok(Self::new_mr(completion.result0, Some(pages)))
+        Ok(Self::new_mr(completion.result0, Some(pages), None))
+    }
+
+    /// An MR over `length` bytes of the calling process at `start`, addressed from `iova`
+    /// (`ibv_reg_mr()`): the memory is pinned and the device gets its 4 KiB pages.
+    pub(crate) fn user(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+    ) -> Result<NewMr<Self>> {
+        const PAGE_SIZE: usize = 1 << USER_LOG_PAGE_SIZE;
+        // The device finds an address's page from the iova's offset in the first page.
+        if length == 0 || start % PAGE_SIZE as u64 != iova % PAGE_SIZE as u64 {
+            return Err(EINVAL);
+        }
+        // ib_core rejected unknown flags; optional ones (relaxed ordering) mean nothing here.
+        let access = access & hw::ACCESS_VALID_MASK;
+        iova.checked_add(length).ok_or(EINVAL)?;
+        let umem = Umem::get(dev, start, usize::try_from(length)?, access)?;
+        let count = u32::try_from(umem.num_blocks(PAGE_SIZE))?;
+        if count > dev.max_mr_pages() {
+            return Err(EINVAL);
+        }
+        let pages = PageList::new(dev.parent(), count)?;
+        let mut filled = 0;
+        for addr in umem.dma_blocks(PAGE_SIZE)? {
+            pages.set(filled, addr)?;
+            filled += 1;
+        }
+        if filled != count {
+            return Err(EIO);
+        }
+        let completion = dev.cmdq().exec(&hw::CreateMrCmd {
+            iova,
+            length,
+            pages: hw::BufDesc {
+                addr: pages.dma_address(),
+                page_count: count,
+                log_page_size: USER_LOG_PAGE_SIZE as u8,
+                rsvd: [0; 3],
+            },
+            pd: pd.number(),
+            access,
+            ..Default::default()
+        })?;
+        Ok(Self::new_mr(completion.result0, None, Some((umem, pages))))
     }
 
     /// Destroys the MR in the device.

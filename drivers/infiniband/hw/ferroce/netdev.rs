@@ -191,6 +191,18 @@ impl IbEvents {
             .with_atomic(|dev| dev.cqs().with(cqn, |cq| cq.dispatch_error()));
     }
 
+    /// Delivers an event of SRQ `srqn` to its consumer (callable from interrupt context).
+    pub(crate) fn srq_event(&self, srqn: u32, event: rdma::SrqEvent) {
+        self.device.with_atomic(|dev| {
+            dev.srqs().with(srqn, |srq| {
+                if event == rdma::SrqEvent::LimitReached {
+                    srq.limit_reached();
+                }
+                srq.dispatch_event(event)
+            })
+        });
+    }
+
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
     pub(crate) fn device_fatal(self: &Arc<Self>) {
         self.fatal.store(true, Relaxed);

@@ -41,14 +41,17 @@ use crate::{
 };
 
 /// Receive WQEs carry at most this many SGEs (one 256-byte slot).
-const MAX_RECV_SGE: u32 = 15;
+pub(crate) const MAX_RECV_SGE: u32 = 15;
 
 /// The driver's part of a QP.
 pub(crate) struct QpData {
     qpn: u32,
     qp_type: u8,
     sq: DmaRing,
-    rq: DmaRing,
+    /// The receive ring; `None` with an SRQ.
+    rq: Option<DmaRing>,
+    /// The SRQ receives come from, if any.
+    srqn: Option<u32>,
     dbrec: DbRecord,
     caps: QpCaps,
     signal_all: bool,
@@ -75,7 +78,7 @@ fn completion_advances(ring: hw::Ring, pi: u16, ci: u16, next: u16) -> bool {
     ring.used(pi, next) <= ring.used(pi, ci)
 }
 
-fn log2_ceil(n: u32) -> u32 {
+pub(crate) fn log2_ceil(n: u32) -> u32 {
     n.max(1).next_power_of_two().trailing_zeros()
 }
 
@@ -116,6 +119,33 @@ pub(crate) fn geometry(
     Ok((sq_log, sq_stride, rq_log, rq_stride, actual))
 }
 
+/// Writes the receive WQE of `wr` into slot `index` of `ring` (an RQ or an SRQ).
+pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sge: u32) -> Result {
+    let sges = wr.sges()?;
+    if sges.len() > max_sge as usize {
+        return Err(EINVAL);
+    }
+    let mut wqe = [0u8; hw::RecvWqeHeader::SIZE + MAX_RECV_SGE as usize * hw::Sge::SIZE];
+    hw::RecvWqeHeader {
+        wr_id: wr.wr_id(),
+        num_sge: u8::try_from(sges.len())?,
+        rsvd: [0; 7],
+    }
+    .write_to(&mut wqe);
+    for (i, sge) in sges.iter().enumerate() {
+        hw::Sge {
+            addr: sge.addr(),
+            length: sge.length(),
+            lkey: sge.lkey(),
+        }
+        .write_to(&mut wqe[hw::RecvWqeHeader::SIZE + i * hw::Sge::SIZE..]);
+    }
+    ring.write(
+        index,
+        &wqe[..hw::RecvWqeHeader::SIZE + sges.len() * hw::Sge::SIZE],
+    )
+}
+
 impl QpData {
     /// Creates a QP in the device.
     pub(crate) fn create(
@@ -132,29 +162,33 @@ impl QpData {
         if init.create_flags() != 0 {
             return Err(EOPNOTSUPP);
         }
-        if init.srq().is_some() {
-            // SRQs are not offered (`max_srq` is 0 in query_device).
-            return Err(EOPNOTSUPP);
+        let srqn = init.srq().map(|srq| srq.number());
+        // The device takes SRQ WQEs for RC QPs only.
+        if srqn.is_some() && qp_type != hw::QPT_RC {
+            return Err(EINVAL);
         }
         let (send_cq, recv_cq) = (init.send_cq().ok_or(EINVAL)?, init.recv_cq().ok_or(EINVAL)?);
         let (sq_log, sq_stride, rq_log, rq_stride, caps) =
             geometry(&init.caps(), dev.max_wr(), dev.max_sge())?;
         let sq = DmaRing::new(dev.parent(), sq_log, sq_stride)?;
-        let rq = DmaRing::new(dev.parent(), rq_log, rq_stride)?;
+        let rq = match srqn {
+            Some(_) => None,
+            None => Some(DmaRing::new(dev.parent(), rq_log, rq_stride)?),
+        };
         let dbrec = DbRecord::new(dev.parent())?;
         let completion = dev.cmdq().exec(&hw::CreateQpCmd {
             sq: sq.desc(),
-            rq: rq.desc(),
+            rq: rq.as_ref().map(DmaRing::desc).unwrap_or_default(),
             dbrec_addr: dbrec.dma_address(),
             pd: pd.number(),
             sq_cqn: send_cq.number(),
             rq_cqn: recv_cq.number(),
-            srqn: hw::NONE,
+            srqn: srqn.unwrap_or(hw::NONE),
             qp_type,
             sq_log_size: sq_log as u8,
             sq_log_stride: sq_stride as u8,
-            rq_log_size: rq_log as u8,
-            rq_log_stride: rq_stride as u8,
+            rq_log_size: if rq.is_some() { rq_log as u8 } else { 0 },
+            rq_log_stride: if rq.is_some() { rq_stride as u8 } else { 0 },
             flags: if init.signal_all() {
                 hw::QP_FLAG_SIGNAL_ALL
             } else {
@@ -168,6 +202,7 @@ impl QpData {
             qp_type,
             sq,
             rq,
+            srqn,
             dbrec,
             caps,
             signal_all: init.signal_all(),
@@ -187,7 +222,16 @@ impl QpData {
             let _ = qp.destroy(dev);
             return Err(EIO);
         }
-        init.set_caps(caps);
+        init.set_caps(if srqn.is_some() {
+            // Receives go to the SRQ; the QP has no receive queue of its own.
+            QpCaps {
+                max_recv_wr: 0,
+                max_recv_sge: 0,
+                ..caps
+            }
+        } else {
+            caps
+        });
         Ok(qp)
     }
 
@@ -309,17 +353,22 @@ impl QpData {
 
     /// Notes a CQE of this QP: the device is done with the WQEs up to its index. An index
     /// outside the posted, not yet completed WQEs (a buggy device) is ignored rather than
-    /// handing the device slots it still owns.
-    pub(crate) fn completed(&self, cqe: &hw::Cqe) {
+    /// handing the device slots it still owns. A receive completion of a QP with an SRQ
+    /// returns the SRQ's number: its WQE came from there.
+    pub(crate) fn completed(&self, cqe: &hw::Cqe) -> Option<u32> {
         let next = cqe.wqe_index.wrapping_add(1);
         let (ring, pi, ci) = if cqe.opcode & hw::CQE_OP_RECV != 0 {
-            (self.rq.ring(), *self.rq_pi.lock(), &self.rq_ci)
+            match &self.rq {
+                Some(rq) => (rq.ring(), *self.rq_pi.lock(), &self.rq_ci),
+                None => return self.srqn,
+            }
         } else {
             (self.sq.ring(), *self.sq_pi.lock(), &self.sq_ci)
         };
         if completion_advances(ring, pi, ci.load(Relaxed) as u16, next) {
             ci.store(u32::from(next), Relaxed);
         }
+        None
     }
 
     /// Builds the WQE of `wr` into `wqe`; returns its length.
@@ -492,6 +541,7 @@ impl QpData {
         let mut wqe = [0u8; hw::MAX_WQE_SIZE];
         let mut next = Some(first);
         let mut result = Ok(());
+        let mut last_len = 0;
         while let Some(wr) = next {
             let ring = self.sq.ring();
             let posted = (|| {
@@ -502,21 +552,29 @@ impl QpData {
                 let slot = wqe.get_mut(..self.sq.stride()).ok_or(EINVAL)?;
                 slot.fill(0);
                 let len = self.build_send_wqe(dev, &wr, slot)?;
-                self.sq.write(*pi, &wqe[..len])
+                self.sq.write(*pi, &wqe[..len])?;
+                Ok(len)
             })();
-            if let Err(error) = posted {
-                result = Err(PostError { error, bad: wr });
-                break;
+            match posted {
+                Ok(len) => last_len = len,
+                Err(error) => {
+                    result = Err(PostError { error, bad: wr });
+                    break;
+                }
             }
             *pi = pi.wrapping_add(1);
             next = wr.next();
         }
         if *pi != start {
-            // The record first, then one doorbell for the whole chain.
+            // The record first, then one doorbell for the whole chain; a single small WQE
+            // goes through the push window instead.
+            let qid = self.qpn as u16;
             let rung = self.dbrec.write(0, u32::from(*pi)).and_then(|()| {
-                dev.bar().with(|bar| {
-                    bar.write_reg(regs::DB_SQ::zeroed().with_qid(self.qpn as u16).with_pi(*pi))
-                })
+                if pi.wrapping_sub(start) == 1 && dev.push_wqe(qid, *pi, &wqe[..last_len])? {
+                    return Ok(());
+                }
+                dev.bar()
+                    .with(|bar| bar.write_reg(regs::DB_SQ::zeroed().with_qid(qid).with_pi(*pi)))
             });
             if let Err(error) = rung {
                 return Err(PostError { error, bad: first });
@@ -531,46 +589,27 @@ impl QpData {
         dev: &rdma::Device<RoceDevice>,
         first: RecvWr<'a>,
     ) -> Result<(), PostError<RecvWr<'a>>> {
-        if self.state.load(Relaxed) == u32::from(hw::QPS_RESET) {
+        let Some(rq) = self
+            .rq
+            .as_ref()
+            .filter(|_| self.state.load(Relaxed) != u32::from(hw::QPS_RESET))
+        else {
+            // In RESET, or receives go to an SRQ.
             return Err(PostError {
                 error: EINVAL,
                 bad: first,
             });
-        }
+        };
         let mut pi = self.rq_pi.lock();
         let start = *pi;
-        let mut wqe = [0u8; 1 << hw::MAX_LOG_WQE_STRIDE];
         let mut next = Some(first);
         let mut result = Ok(());
         while let Some(wr) = next {
-            let ring = self.rq.ring();
-            let posted = (|| {
-                if ring.is_full(*pi, self.rq_ci.load(Relaxed) as u16) {
-                    return Err(ENOMEM);
-                }
-                let sges = wr.sges()?;
-                if sges.len() > self.caps.max_recv_sge as usize {
-                    return Err(EINVAL);
-                }
-                hw::RecvWqeHeader {
-                    wr_id: wr.wr_id(),
-                    num_sge: u8::try_from(sges.len())?,
-                    rsvd: [0; 7],
-                }
-                .write_to(&mut wqe);
-                for (i, sge) in sges.iter().enumerate() {
-                    hw::Sge {
-                        addr: sge.addr(),
-                        length: sge.length(),
-                        lkey: sge.lkey(),
-                    }
-                    .write_to(&mut wqe[hw::RecvWqeHeader::SIZE + i * hw::Sge::SIZE..]);
-                }
-                self.rq.write(
-                    *pi,
-                    &wqe[..hw::RecvWqeHeader::SIZE + sges.len() * hw::Sge::SIZE],
-                )
-            })();
+            let posted = if rq.ring().is_full(*pi, self.rq_ci.load(Relaxed) as u16) {
+                Err(ENOMEM)
+            } else {
+                write_recv_wqe(rq, *pi, &wr, self.caps.max_recv_sge)
+            };
             if let Err(error) = posted {
                 result = Err(PostError { error, bad: wr });
                 break;

@@ -207,6 +207,11 @@ register! {
         31:16 qid;
         0:0 solicited;
     }
+    /// Doorbell page 0: WQE `pi - 1` of the send queue is in the page's push window.
+    pub(crate) DB_PUSH(u32) @ 0x10010 {
+        31:16 qid;
+        15:0 pi;
+    }
 }
 
 /// Ties each register's literal offset to its `hw.rs` constant.
@@ -264,6 +269,10 @@ const _: () = assert!(<DB_SQ as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB
 const _: () = assert!(<DB_RQ as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_RQ);
 const _: () = assert!(<DB_SRQ as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_SRQ);
 const _: () = assert!(<DB_CQ_ARM as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_CQ_ARM);
+const _: () = assert!(<DB_PUSH as Register>::OFFSET == hw::DB_AREA_OFFSET + hw::DB_PUSH);
+
+/// BAR0 offset of doorbell page 0's push window.
+pub(crate) const PUSH_WINDOW: usize = hw::DB_AREA_OFFSET + hw::PUSH_WINDOW_OFFSET;
 
 // The bit fields, tied to hw.rs the same way.
 const _: () = assert!(IF_VERSION::MAJOR_SHIFT == 16);

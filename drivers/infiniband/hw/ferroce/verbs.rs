@@ -6,6 +6,7 @@
 
 use kernel::{
     bindings,
+    io::Io,
     net::device::NetDevice,
     prelude::*,
     rdma::{
@@ -17,6 +18,7 @@ use kernel::{
         GidAttr,
         GidType,
         LinkLayer,
+        MmapRequest,
         MrType,
         Mtu,
         NewMr,
@@ -29,6 +31,9 @@ use kernel::{
         RecvWr,
         SendWr,
         SgPages,
+        SrqAttr,
+        StatDesc,
+        UcontextInit,
         Udata,
     },
     sync::{
@@ -38,9 +43,12 @@ use kernel::{
             Relaxed, //
         },
         new_mutex,
+        new_spinlock_irq,
         Arc,
-        Mutex, //
+        Mutex,
+        SpinLockIrq, //
     },
+    uapi,
 };
 
 use crate::{
@@ -55,8 +63,20 @@ use crate::{
         PdData, //
     },
     qp::QpData,
-    regs::SharedBar, //
+    regs::{
+        self,
+        SharedBar, //
+    },
+    srq::SrqData,
+    ucontext::{
+        DbPage,
+        UcontextData, //
+    }, //
 };
+
+/// Largest WQE the kernel pushes through the push window: each 8 bytes is an MMIO write, so
+/// only small WQEs (a header and one SGE, or 64 bytes inline) are cheaper pushed than fetched.
+const PUSH_MAX_WQE: usize = 128;
 
 /// Deepest queue the verbs offer: the NIC allows 2^15, but rings are contiguous DMA memory.
 const MAX_QUEUE_ENTRIES: u32 = 4096;
@@ -67,6 +87,7 @@ struct Limits {
     max_qp: u32,
     max_cq: u32,
     max_mr: u32,
+    max_srq: u32,
     max_ah: u32,
     max_sge: u32,
     max_wr: u32,
@@ -76,22 +97,36 @@ struct Limits {
     hw_ver: u32,
 }
 
-/// SRQs are not offered yet (`max_srq` is 0), so none is ever created.
-pub(crate) enum NoSrq {}
-
-impl rdma::Numbered for NoSrq {
-    fn number(&self) -> u32 {
-        match *self {}
+/// The NIC's counters as ib_core shows them (`hw_counters/`, `rdma statistic`), in BAR0 order.
+static HW_COUNTERS: [StatDesc; hw::NUM_COUNTERS] = {
+    const UNNAMED: StatDesc = StatDesc::new(c"");
+    let mut descs = [UNNAMED; hw::NUM_COUNTERS];
+    let mut i = 0;
+    while i < hw::NUM_COUNTERS {
+        descs[i] = StatDesc::new(hw::COUNTER_NAMES[i]);
+        i += 1;
     }
-}
+    descs
+};
 
 /// The driver's data of its RDMA device (`ferroce%d`).
 #[pin_data]
 pub(crate) struct RoceDevice {
     cmdq: Arc<Cmdq>,
     bar: Arc<SharedBar>,
+    /// Bus address of the doorbell area (user contexts map their pages from it).
+    db_area_phys: u64,
+    /// Doorbell pages (contexts) the device has.
+    num_db_pages: u32,
+    /// The device's `hw::CAP_*` bits.
+    caps_flags: u32,
     /// The completion EQs CQs may use, by completion vector.
     completion_eqns: KVec<u32>,
+    /// Whether the device takes WQEs from push windows.
+    wqe_push: bool,
+    /// The kernel's push window (doorbell page 0), one WQE at a time.
+    #[pin]
+    push_window: SpinLockIrq<()>,
     /// The next PD number (the device only compares PD numbers).
     next_pdn: Atomic<u32>,
     limits: Limits,
@@ -112,6 +147,7 @@ impl RoceDevice {
     pub(crate) fn new(
         cmdq: Arc<Cmdq>,
         bar: Arc<SharedBar>,
+        db_area_phys: u64,
         completion_eqns: KVec<u32>,
         caps: &Caps,
         mac: [u8; 6],
@@ -123,6 +159,11 @@ impl RoceDevice {
             max_qp: caps.max_qp,
             max_cq: caps.max_cq,
             max_mr: caps.max_mr,
+            max_srq: if caps.flags & hw::CAP_SRQ != 0 {
+                caps.max_srq
+            } else {
+                0
+            },
             max_ah: caps.max_ah,
             max_sge: caps.max_sge,
             max_wr: (1 << caps.max_log_queue.min(hw::MAX_LOG_QUEUE)).min(MAX_QUEUE_ENTRIES),
@@ -131,10 +172,17 @@ impl RoceDevice {
             vendor_part_id: vendor_part_id.into(),
             hw_ver: hw_ver.into(),
         };
+        let wqe_push = caps.flags & hw::CAP_WQE_PUSH != 0;
+        let (num_db_pages, caps_flags) = (caps.num_db_pages, caps.flags);
         try_pin_init!(Self {
             cmdq,
             bar,
+            db_area_phys,
+            num_db_pages,
+            caps_flags,
             completion_eqns,
+            wqe_push,
+            push_window <- new_spinlock_irq!((), "ferroce::push_window"),
             next_pdn: Atomic::new(1),
             limits,
             mac,
@@ -152,6 +200,45 @@ impl RoceDevice {
     /// The BAR (doorbells).
     pub(crate) fn bar(&self) -> &SharedBar {
         &self.bar
+    }
+
+    /// Hands the device send WQE `pi - 1` of QP `qpn` through the push window (seed 1 §5.3):
+    /// the whole WQE by MMIO, then `DB_PUSH`, so that the device need not fetch it. The WQE
+    /// must be in the ring too, with the doorbell record updated. Returns `false`, having done
+    /// nothing, if the device has no push window, the WQE is too big, or another CPU is using
+    /// the window: the caller then rings the ordinary doorbell.
+    pub(crate) fn push_wqe(&self, qpn: u16, pi: u16, wqe: &[u8]) -> Result<bool> {
+        if !self.wqe_push || wqe.len() > PUSH_MAX_WQE {
+            return Ok(false);
+        }
+        let Some(_window) = self.push_window.try_lock() else {
+            return Ok(false);
+        };
+        self.bar.with(|bar| {
+            // 64-bit stores, as the window wants them.
+            for (i, chunk) in wqe.chunks(8).enumerate() {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                bar.try_write64(u64::from_le_bytes(word), regs::PUSH_WINDOW + i * 8)?;
+            }
+            bar.write_reg(regs::DB_PUSH::zeroed().with_qid(qpn).with_pi(pi));
+            Ok(true)
+        })?
+    }
+
+    /// Bus address of the doorbell area in BAR0.
+    pub(crate) fn db_area_phys(&self) -> u64 {
+        self.db_area_phys
+    }
+
+    /// Doorbell pages the device has (page 0 is the kernel's).
+    pub(crate) fn num_db_pages(&self) -> u32 {
+        self.num_db_pages
+    }
+
+    /// The device's `hw::CAP_*` bits.
+    pub(crate) fn caps_flags(&self) -> u32 {
+        self.caps_flags
     }
 
     /// The completion EQ of completion vector `vector`.
@@ -218,11 +305,11 @@ impl rdma::Operations for RoceDevice {
     type Pd = PdData;
     type Cq = CqData;
     type Qp = QpData;
-    type Srq = NoSrq;
+    type Srq = SrqData;
     type Ah = AhData;
     type Mr = MrData;
-    type Ucontext = ();
-    type MmapEntry = ();
+    type Ucontext = UcontextData;
+    type MmapEntry = DbPage;
 
     fn query_device(dev: &rdma::Device<Self>, attr: &mut DeviceAttr<'_>) -> Result {
         let l = &dev.limits;
@@ -247,8 +334,9 @@ impl rdma::Operations for RoceDevice {
             )
             .max_qp_rd_atom(16)
             .max_qp_init_rd_atom(16)
-            // SRQs are not offered yet.
-            .max_srq(0)
+            .max_srq(l.max_srq)
+            .max_srq_wr(l.max_wr)
+            .max_srq_sge(l.max_sge.min(crate::qp::MAX_RECV_SGE))
             .max_ah(l.max_ah)
             .max_pkeys(1)
             .local_ca_ack_delay(15)
@@ -338,6 +426,19 @@ impl rdma::Operations for RoceDevice {
         }
     }
 
+    const UVERBS_ABI_VERSION: u32 = uapi::FERROCE_UVERBS_ABI_VERSION;
+    const HW_COUNTERS: &'static [StatDesc] = &HW_COUNTERS;
+
+    fn get_hw_stats(dev: &rdma::Device<Self>, _port: u32, values: &mut [u64]) -> Result {
+        // The counters are plain BAR0 registers; one read each, as `rdma statistic` is rare.
+        dev.bar.with(|bar| {
+            for (index, value) in values.iter_mut().enumerate() {
+                *value = bar.try_read64(hw::counter_offset(index))?;
+            }
+            Ok(())
+        })?
+    }
+
     fn alloc_pd(dev: &rdma::Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<PdData> {
         Ok(PdData::new(dev.next_pdn.fetch_add(1, Relaxed)))
     }
@@ -404,6 +505,52 @@ impl rdma::Operations for RoceDevice {
         qp.post_recv(qp.device(), wr)
     }
 
+    fn create_srq(
+        dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
+        attr: &mut SrqAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<SrqData> {
+        if udata.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        if dev.limits.max_srq == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        SrqData::create(dev, pd, attr)
+    }
+
+    fn modify_srq(
+        srq: &rdma::Srq<Self>,
+        max_wr: Option<u32>,
+        limit: Option<u32>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        // Resizing is not offered (no IB_DEVICE_SRQ_RESIZE).
+        if max_wr.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        match limit {
+            Some(limit) => srq.arm_limit(srq.device(), limit),
+            None => Ok(()),
+        }
+    }
+
+    fn query_srq(srq: &rdma::Srq<Self>) -> Result<SrqAttr> {
+        Ok(srq.attr())
+    }
+
+    fn destroy_srq(srq: &rdma::Srq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        srq.destroy(srq.device())
+    }
+
+    fn post_srq_recv<'a>(
+        srq: &rdma::Srq<Self>,
+        wr: RecvWr<'a>,
+    ) -> Result<(), PostError<RecvWr<'a>>> {
+        srq.post_recv(srq.device(), wr)
+    }
+
     fn create_ah(
         dev: &rdma::Device<Self>,
         av: &AddressVector<'_>,
@@ -414,6 +561,25 @@ impl rdma::Operations for RoceDevice {
             return Err(EOPNOTSUPP);
         }
         AhData::new(av, dev.limits.gid_table_len)
+    }
+
+    fn alloc_ucontext(
+        ctx: &UcontextInit<'_, Self>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<UcontextData> {
+        UcontextData::new(ctx, udata)
+    }
+
+    fn dealloc_ucontext(ctx: &rdma::Ucontext<Self>) {
+        ctx.free(ctx.device());
+    }
+
+    fn mmap(
+        _ctx: &rdma::Ucontext<Self>,
+        entry: &rdma::MmapEntry<Self>,
+        request: &mut MmapRequest<'_>,
+    ) -> Result {
+        crate::ucontext::mmap(entry, request)
     }
 
     fn get_dma_mr(pd: &rdma::Pd<Self>, access: u32) -> Result<NewMr<MrData>> {
@@ -429,15 +595,14 @@ impl rdma::Operations for RoceDevice {
     }
 
     fn reg_user_mr(
-        _pd: &rdma::Pd<Self>,
-        _start: u64,
-        _length: u64,
-        _virt_addr: u64,
-        _access: u32,
+        pd: &rdma::Pd<Self>,
+        start: u64,
+        length: u64,
+        virt_addr: u64,
+        access: u32,
         _udata: Option<&mut Udata<'_>>,
     ) -> Result<NewMr<MrData>> {
-        // User memory regions come with the uverbs support (pinned umem and its page list).
-        Err(EOPNOTSUPP)
+        MrData::user(pd.device(), pd, start, length, virt_addr, access)
     }
 
     fn dereg_mr(mr: &rdma::Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {

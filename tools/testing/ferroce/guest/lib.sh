@@ -131,6 +131,12 @@ nvme_target() {
 	return $_fail
 }
 
+# srq_watch: waits until an SRQ exists and lists the SRQs into /tmp/srqs (run it in the
+# background: nvmet-rdma creates its SRQs when the first host connects).
+srq_watch() {
+	until rdma resource show srq > /tmp/srqs 2>&1 && grep -q srqn /tmp/srqs; do sleep 1; done
+}
+
 nvme_host() {
 	_fail=0
 	step pattern 300 nvme_pattern || _fail=1

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: one receive ring that RC QPs take WQEs from in ring order, with a
+//! limit event when fewer than `limit` WQEs are left (`CMD_MODIFY_SRQ` arms it).
+
+use kernel::{
+    io::Io,
+    prelude::*,
+    rdma::{
+        self,
+        Numbered, //
+        PostError,
+        RecvWr,
+        SrqAttr,
+    },
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        new_spinlock_irq,
+        SpinLockIrq, //
+    },
+};
+
+use crate::{
+    hw,
+    qp::{
+        self,
+        MAX_RECV_SGE, //
+    },
+    queue::{
+        DbRecord,
+        DmaRing, //
+    },
+    regs,
+    verbs::RoceDevice,
+};
+
+/// The driver's part of an SRQ.
+pub(crate) struct SrqData {
+    srqn: u32,
+    ring: DmaRing,
+    dbrec: DbRecord,
+    max_sge: u32,
+    /// The armed limit (0: disarmed, as after the event).
+    limit: Atomic<u32>,
+    /// Producer index, and the serialisation of posters.
+    pi: Pin<KBox<SpinLockIrq<u16>>>,
+    /// Receive completions seen (wrapping at 2^16). The device copies WQEs out of the ring in
+    /// ring order when it takes them, so every completed WQE's slot (and possibly more) is
+    /// free: counting completions is a safe consumer index.
+    completed: Atomic<u32>,
+}
+
+impl Numbered for SrqData {
+    fn number(&self) -> u32 {
+        self.srqn
+    }
+}
+
+impl SrqData {
+    /// Creates an SRQ of at least `attr.max_wr` WQEs with `attr.max_sge` SGEs; reports the
+    /// capacities it got in `attr`.
+    pub(crate) fn create(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        attr: &mut SrqAttr,
+    ) -> Result<Self> {
+        let max_sge = dev.max_sge().min(MAX_RECV_SGE);
+        if attr.max_wr == 0 || attr.max_wr > dev.max_wr() || attr.max_sge > max_sge {
+            return Err(EINVAL);
+        }
+        let log_size = qp::log2_ceil(attr.max_wr);
+        // A limit at or above the ring size could never be crossed downwards.
+        if attr.limit >= 1 << log_size {
+            return Err(EINVAL);
+        }
+        let wqe = hw::RecvWqeHeader::SIZE + attr.max_sge.max(1) as usize * hw::Sge::SIZE;
+        let log_stride = qp::log2_ceil(u32::try_from(wqe)?).max(hw::MIN_LOG_WQE_STRIDE);
+        let ring = DmaRing::new(dev.parent(), log_size, log_stride)?;
+        let dbrec = DbRecord::new(dev.parent())?;
+        let completion = dev.cmdq().exec(&hw::CreateSrqCmd {
+            ring: ring.desc(),
+            dbrec_addr: dbrec.dma_address(),
+            pd: pd.number(),
+            limit: attr.limit,
+            log_size: log_size as u8,
+            log_stride: log_stride as u8,
+            ..Default::default()
+        })?;
+        let room = (1usize << log_stride) - hw::RecvWqeHeader::SIZE;
+        let srq = Self {
+            srqn: completion.result0,
+            ring,
+            dbrec,
+            max_sge: u32::try_from(room / hw::Sge::SIZE)?.min(max_sge),
+            limit: Atomic::new(attr.limit),
+            pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::srq"), GFP_KERNEL)?,
+            completed: Atomic::new(0),
+        };
+        // Kernel doorbells name the SRQ by its number.
+        if u16::try_from(srq.srqn).is_err() {
+            pr_err!("ferroce: the device returned SRQN {}\n", srq.srqn);
+            let _ = srq.destroy(dev);
+            return Err(EIO);
+        }
+        attr.max_wr = 1 << log_size;
+        attr.max_sge = srq.max_sge;
+        Ok(srq)
+    }
+
+    /// Destroys the SRQ in the device (ib_core destroys its QPs first).
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+        dev.cmdq().exec(&hw::DestroySrqCmd {
+            srqn: self.srqn,
+            rsvd: 0,
+        })?;
+        Ok(())
+    }
+
+    /// Arms the limit event at `limit` WQEs (0 disarms).
+    pub(crate) fn arm_limit(&self, dev: &rdma::Device<RoceDevice>, limit: u32) -> Result {
+        if limit >= self.ring.ring().size() {
+            return Err(EINVAL);
+        }
+        dev.cmdq().exec(&hw::ModifySrqCmd {
+            srqn: self.srqn,
+            limit,
+        })?;
+        self.limit.store(limit, Relaxed);
+        Ok(())
+    }
+
+    /// The SRQ's attributes.
+    pub(crate) fn attr(&self) -> SrqAttr {
+        SrqAttr {
+            max_wr: self.ring.ring().size(),
+            max_sge: self.max_sge,
+            limit: self.limit.load(Relaxed),
+        }
+    }
+
+    /// Notes the limit event: the device disarmed the limit.
+    pub(crate) fn limit_reached(&self) {
+        self.limit.store(0, Relaxed);
+    }
+
+    /// Notes a receive completion of a WQE of this SRQ.
+    pub(crate) fn completed(&self) {
+        let pi = *self.pi.lock();
+        let ci = self.completed.load(Relaxed) as u16;
+        // More completions than posted WQEs would be a buggy device: ignore them rather than
+        // hand it slots it still owns.
+        if self.ring.ring().used(pi, ci) > 0 {
+            self.completed.store(u32::from(ci.wrapping_add(1)), Relaxed);
+        }
+    }
+
+    /// Posts a chain of receive requests; the record carries the producer index.
+    pub(crate) fn post_recv<'a>(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        first: RecvWr<'a>,
+    ) -> Result<(), PostError<RecvWr<'a>>> {
+        let mut pi = self.pi.lock();
+        let start = *pi;
+        let mut next = Some(first);
+        let mut result = Ok(());
+        while let Some(wr) = next {
+            let posted = if self
+                .ring
+                .ring()
+                .is_full(*pi, self.completed.load(Relaxed) as u16)
+            {
+                Err(ENOMEM)
+            } else {
+                qp::write_recv_wqe(&self.ring, *pi, &wr, self.max_sge)
+            };
+            if let Err(error) = posted {
+                result = Err(PostError { error, bad: wr });
+                break;
+            }
+            *pi = pi.wrapping_add(1);
+            next = wr.next();
+        }
+        if *pi != start {
+            let rung = self.dbrec.write(0, u32::from(*pi)).and_then(|()| {
+                dev.bar().with(|bar| {
+                    bar.write_reg(
+                        regs::DB_SRQ::zeroed()
+                            .with_qid(self.srqn as u16)
+                            .with_pi(*pi),
+                    )
+                })
+            });
+            if let Err(error) = rung {
+                return Err(PostError { error, bad: first });
+            }
+        }
+        result
+    }
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User contexts: every process that opens the device gets a NIC context of its own, that is a
+//! doorbell page mapped into that process alone and a QID table (seed 1 §3.2) that translates
+//! the queue numbers its doorbells carry to the device's. A process can ring only the queues
+//! mapped for it.
+
+use kernel::{
+    page::PAGE_SHIFT,
+    prelude::*,
+    rdma::{
+        self,
+        MmapHandle,
+        MmapRequest,
+        UcontextInit,
+        Udata, //
+    },
+    uapi,
+};
+
+use crate::{
+    hw,
+    verbs::RoceDevice, //
+};
+
+/// What an mmap offset of a context maps: its doorbell page.
+pub(crate) struct DbPage {
+    /// Bus address of the page in BAR0.
+    phys: u64,
+}
+
+/// The driver's part of a user context.
+pub(crate) struct UcontextData {
+    /// The NIC context (doorbell page number); never 0, the kernel's.
+    ctx: u32,
+    /// The doorbell page's mmap entry; dropping it removes the offset.
+    db_page: MmapHandle<RoceDevice>,
+}
+
+impl UcontextData {
+    /// Allocates a NIC context and tells the process (response `ferroce_alloc_ucontext_resp`)
+    /// where its doorbell page is and what the device offers.
+    pub(crate) fn new(
+        init: &UcontextInit<'_, RoceDevice>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self> {
+        let udata = udata.ok_or(EINVAL)?;
+        let dev = init.device();
+        let ctx = dev.cmdq().exec(&hw::AllocCtxCmd { rsvd: 0 })?.result0;
+        let data = Self::with_context(init, dev, ctx).and_then(|data| {
+            udata.write(&data.response(dev)?)?;
+            Ok(data)
+        });
+        if data.is_err() {
+            let _ = dev.cmdq().exec(&hw::FreeCtxCmd { ctx, rsvd: 0 });
+        }
+        data
+    }
+
+    fn with_context(
+        init: &UcontextInit<'_, RoceDevice>,
+        dev: &rdma::Device<RoceDevice>,
+        ctx: u32,
+    ) -> Result<Self> {
+        // A buggy device could hand out the kernel's page or one past the area.
+        if ctx == 0 || ctx >= dev.num_db_pages() {
+            pr_err!("ferroce: the device returned context {}\n", ctx);
+            return Err(EIO);
+        }
+        let phys = dev.db_area_phys() + hw::db_page_offset(ctx as usize) as u64;
+        let db_page = init.insert_mmap(DbPage { phys }, hw::DB_PAGE_SIZE)?;
+        Ok(Self { ctx, db_page })
+    }
+
+    fn response(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+    ) -> Result<uapi::ferroce_alloc_ucontext_resp> {
+        let caps = dev.caps_flags();
+        Ok(uapi::ferroce_alloc_ucontext_resp {
+            db_mmap_offset: self.db_page.offset(),
+            if_version: hw::IF_VERSION,
+            caps,
+            flags: if caps & hw::CAP_WQE_PUSH != 0 {
+                uapi::ferroce_ucontext_flags_FERROCE_UCONTEXT_WQE_PUSH
+            } else {
+                0
+            },
+            max_inline: hw::MAX_INLINE,
+            max_sge: dev.max_sge(),
+            max_log_queue: dev.max_wr().trailing_zeros(),
+            push_window_offset: hw::PUSH_WINDOW_OFFSET as u32,
+            push_window_size: hw::PUSH_WINDOW_SIZE as u32,
+        })
+    }
+
+    /// Frees the NIC context; ib_core destroyed the context's objects first.
+    pub(crate) fn free(&self, dev: &rdma::Device<RoceDevice>) {
+        if let Err(e) = dev.cmdq().exec(&hw::FreeCtxCmd {
+            ctx: self.ctx,
+            rsvd: 0,
+        }) {
+            pr_warn!("ferroce: freeing context {} failed: {:?}\n", self.ctx, e);
+        }
+    }
+}
+
+/// Maps a context's doorbell page into its process, uncached.
+pub(crate) fn mmap(entry: &DbPage, request: &mut MmapRequest<'_>) -> Result {
+    if request.len() != hw::DB_PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    request.map_io(entry.phys >> PAGE_SHIFT, hw::DB_PAGE_SIZE)
+}
