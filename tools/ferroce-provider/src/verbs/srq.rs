@@ -89,6 +89,7 @@ pub(super) unsafe extern "C" fn create_srq(
         log_size: layout.sq.log_size,
         log_stride: layout.sq.log_stride,
         dbrec_offset,
+        reserved: 0,
     });
     let mut resp = CreateSrqResp::new(sys::ferroce_create_srq_resp::zeroed());
     let size = wq.size();
