@@ -300,7 +300,9 @@ pub(crate) fn ib_mtu(eth_mtu: u32) -> Mtu {
 
 #[vtable]
 impl rdma::Operations for RoceDevice {
-    const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_FERROCE;
+    // No driver ID is allocated to ferroce upstream, and uverbs ioctls must carry the one the
+    // device registered: the provider (built against rdma-core 56.1) sends UNKNOWN.
+    const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
 
     type Pd = PdData;
     type Cq = CqData;

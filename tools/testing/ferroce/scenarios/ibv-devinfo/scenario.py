@@ -1,0 +1,74 @@
+"""ibv_devices and ibv_devinfo -v on ferroce0, through libibverbs and our Rust provider.
+
+ibv_open_device() goes through the provider's alloc_context: the driver allocates a NIC context
+and the provider maps its doorbell page; the queries then go through ibv_cmd_*. The output must
+show the device as ferroce0 with the NIC's limits, PORT_ACTIVE on Ethernet, and the GID table of
+seed 2 §4 (fe80:: EUI-64 at 0/1, the IPv4-mapped address at 2/3, RoCE v1/v2).
+"""
+
+import ipaddress
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=180)
+
+
+@scenario.check
+def provider_installed(run: Run) -> None:
+    step = run.vm("a").step("provider")
+    step.ok()
+    step.expect(r"^driver ferroce$")
+
+
+@scenario.check
+def listed(run: Run) -> str:
+    step = run.vm("a").step("ibv-devices")
+    step.ok()
+    m = step.expect(r"^\s+ferroce0\s+([0-9a-f]{16})$")
+    return f"node GUID {m.group(1)}"
+
+
+@scenario.check
+def device_attributes(run: Run) -> str:
+    step = run.vm("a").step("ibv-devinfo")
+    step.ok()
+    if "couldn't load driver" in step.output or "Failed to open" in step.output:
+        raise CheckFailed(f"the provider did not open the device:\n{step.output}")
+    step.expect(r"^hca_id:\s+ferroce0$")
+    step.expect(r"^\s+vendor_id:\s+0x1234$")
+    step.expect(r"^\s+vendor_part_id:\s+65025$")
+    step.expect(r"^\s+phys_port_cnt:\s+1$")
+    qps = step.expect(r"^\s+max_qp:\s+(\d+)$")
+    srqs = step.expect(r"^\s+max_srq:\s+(\d+)$")
+    if int(srqs.group(1)) == 0:
+        raise CheckFailed("max_srq is 0: SRQs are not offered")
+    step.expect(r"^\s+max_srq_wr:\s+\d+$")
+    return f"max_qp {qps.group(1)}, max_srq {srqs.group(1)}"
+
+
+@scenario.check
+def port_and_gids(run: Run) -> None:
+    step = run.vm("a").step("ibv-devinfo")
+    step.expect(r"^\s+state:\s+PORT_ACTIVE \(4\)$")
+    step.expect(r"^\s+link_layer:\s+Ethernet$")
+    # ibv_devinfo prints RoCE v1 GIDs uncompressed and v2 GIDs compressed: compare addresses.
+    got = {int(i): (ipaddress.IPv6Address(gid), kind)
+           for i, gid, kind in re.findall(r"^\s+GID\[\s*(\d+)\]:\s+(\S+), (RoCE v[12])$", step.output, re.M)}
+    link_local = ipaddress.IPv6Address(eui64_link_local(mac_of(0)))
+    ipv4 = ipaddress.IPv6Address("::ffff:10.0.0.1")
+    want = {0: (link_local, "RoCE v1"), 1: (link_local, "RoCE v2"),
+            2: (ipv4, "RoCE v1"), 3: (ipv4, "RoCE v2")}
+    if got != want:
+        raise CheckFailed(f"GID table {got}, expected {want}")
+
+
+@scenario.check
+def contexts_freed(run: Run) -> None:
+    """Every ibv_open_device made a NIC context; none is left once the tools exited."""
+    objects = run.vm("a").step("nic-objects")
+    objects.ok()
+    contexts = [c for c in objects.json("contexts") if c["ctx"] != 0]  # 0 is the kernel's
+    if contexts:
+        raise CheckFailed(f"NIC contexts left after the tools exited: {contexts}")
+    run.vm("a").step("rmmod").ok()
