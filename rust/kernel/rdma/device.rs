@@ -953,6 +953,12 @@ impl<T: Operations> Callbacks<T> {
             } else {
                 None
             },
+            // The same call with a `udata` (uverbs); `Operations::create_ah` gets it.
+            create_user_ah: if T::HAS_CREATE_AH {
+                Some(super::ah::create_ah::<T>)
+            } else {
+                None
+            },
             destroy_ah: if T::HAS_CREATE_AH {
                 Some(super::ah::destroy_ah::<T>)
             } else {

@@ -12,6 +12,7 @@ use kernel::{
         CqInit,
         NetworkHeader,
         Numbered,
+        Udata,
         WcOpcode,
         WcStatus,
         WorkCompletion, //
@@ -20,25 +21,38 @@ use kernel::{
         new_spinlock_irq,
         SpinLockIrq, //
     },
+    uapi,
 };
 
 use crate::{
     hw,
     queue::{
         DbRecord,
-        DmaRing, //
+        DmaRing,
+        UserQueueMem, //
     },
     regs,
+    ucontext::Qid,
     verbs::RoceDevice,
 };
 
 /// The driver's part of a CQ.
 pub(crate) struct CqData {
     cqn: u32,
-    ring: DmaRing,
-    dbrec: DbRecord,
-    /// The consumer index; the lock serialises pollers.
-    ci: Pin<KBox<SpinLockIrq<u16>>>,
+    mem: CqMem,
+}
+
+/// Where a CQ's ring is and who polls it.
+enum CqMem {
+    /// The driver's ring, polled by `poll_cq`.
+    Kernel {
+        ring: DmaRing,
+        dbrec: DbRecord,
+        /// The consumer index; the lock serialises pollers.
+        ci: Pin<KBox<SpinLockIrq<u16>>>,
+    },
+    /// A process's ring, polled by the process; it arms the CQ through its doorbell page.
+    User { _mem: UserQueueMem, qid: Qid },
 }
 
 impl Numbered for CqData {
@@ -78,22 +92,99 @@ impl CqData {
             rsvd1: 0,
         })?;
         let cqn = completion.result0;
+        let entries = ring.ring().size();
         let cq = Self {
             cqn,
-            ring,
-            dbrec,
-            ci: KBox::pin_init(new_spinlock_irq!(0, "ferroce::cq"), GFP_KERNEL)?,
+            mem: CqMem::Kernel {
+                ring,
+                dbrec,
+                ci: KBox::pin_init(new_spinlock_irq!(0, "ferroce::cq"), GFP_KERNEL)?,
+            },
         };
         if qid(cqn).is_err() {
-            let _ = cq.destroy(dev);
+            let _ = cq.destroy_in_device(dev);
             return Err(EIO);
         }
-        let entries = cq.ring.ring().size();
         Ok((cq, entries))
     }
 
-    /// Destroys the CQ in the device (its memory goes with the data).
-    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+    /// Creates a CQ whose ring and record are in the calling process's memory
+    /// (`ferroce_create_cq_req`), and answers with its numbers (`ferroce_create_cq_resp`).
+    pub(crate) fn create_user(
+        dev: &rdma::Device<RoceDevice>,
+        init: &CqInit,
+        udata: &mut Udata<'_>,
+    ) -> Result<(Self, u32)> {
+        let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
+        let eqn = dev.completion_eqn(init.comp_vector).ok_or(EOPNOTSUPP)?;
+        let req: uapi::ferroce_create_cq_req = udata.read()?;
+        let entries = 1u32.checked_shl(req.log_size).ok_or(EINVAL)?;
+        if init.flags != 0
+            || req.reserved != 0
+            || init.entries == 0
+            || init.entries > entries
+            || entries > dev.max_wr()
+        {
+            return Err(EINVAL);
+        }
+        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
+        let ring = mem.ring(dev, 0, req.log_size, hw::CQE_SIZE.trailing_zeros())?;
+        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let completion = dev.cmdq().exec(&hw::CreateCqCmd {
+            ring,
+            dbrec_addr,
+            eqn,
+            log_size: req.log_size as u8,
+            ..Default::default()
+        })?;
+        let cqn = completion.result0;
+        let qid = match ctx.map_qid(dev, hw::QID_KIND_CQ, cqn) {
+            Ok(qid) => qid,
+            Err(e) => {
+                let _ = dev.cmdq().exec(&hw::DestroyCqCmd { cqn, rsvd: 0 });
+                return Err(e);
+            }
+        };
+        let cq = Self {
+            cqn,
+            mem: CqMem::User { _mem: mem, qid },
+        };
+        let written = udata.write(&uapi::ferroce_create_cq_resp {
+            cqn,
+            db_qid: cq.user_qid().map_or(0, u32::from),
+        });
+        if let Err(e) = written {
+            let _ = cq.destroy(dev, Some(udata));
+            return Err(e);
+        }
+        Ok((cq, entries))
+    }
+
+    /// The local QID of a user CQ.
+    fn user_qid(&self) -> Option<u16> {
+        match &self.mem {
+            CqMem::User { qid, .. } => Some(qid.local()),
+            CqMem::Kernel { .. } => None,
+        }
+    }
+
+    /// Destroys the CQ in the device (its memory goes with the data); a user CQ's local QID
+    /// goes back to its context.
+    pub(crate) fn destroy(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        self.destroy_in_device(dev)?;
+        if let (CqMem::User { qid, .. }, Some(udata)) = (&self.mem, udata) {
+            if let Some(ctx) = udata.ucontext(dev) {
+                ctx.release_qid(qid);
+            }
+        }
+        Ok(())
+    }
+
+    fn destroy_in_device(&self, dev: &rdma::Device<RoceDevice>) -> Result {
         dev.cmdq().exec(&hw::DestroyCqCmd {
             cqn: self.cqn,
             rsvd: 0,
@@ -107,14 +198,14 @@ impl CqData {
         dev: &rdma::Device<RoceDevice>,
         out: &mut Completions<'_, RoceDevice>,
     ) -> Result {
-        let mut ci = self.ci.lock();
+        // ib_core polls kernel CQs only.
+        let CqMem::Kernel { ring, dbrec, ci } = &self.mem else {
+            return Err(EINVAL);
+        };
+        let mut ci = ci.lock();
         let start = *ci;
         let mut bytes = [0u8; hw::CQE_SIZE];
-        while !out.is_full()
-            && self
-                .ring
-                .read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)?
-        {
+        while !out.is_full() && ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)? {
             *ci = ci.wrapping_add(1);
             let cqe = hw::Cqe::decode(&bytes);
             let Some(wc) = work_completion(&cqe) else {
@@ -135,14 +226,17 @@ impl CqData {
             let _ = out.push(&wc);
         }
         if *ci != start {
-            self.dbrec.write(0, u32::from(*ci))?;
+            dbrec.write(0, u32::from(*ci))?;
         }
         Ok(())
     }
 
     /// Arms the CQ; returns whether CQEs are already waiting (they may not raise an event).
     pub(crate) fn arm(&self, dev: &rdma::Device<RoceDevice>, solicited_only: bool) -> Result<bool> {
-        let ci = self.ci.lock();
+        let CqMem::Kernel { ring, ci, .. } = &self.mem else {
+            return Err(EINVAL);
+        };
+        let ci = ci.lock();
         let qid = qid(self.cqn)?;
         dev.bar().with(|bar| {
             bar.write_reg(
@@ -152,7 +246,7 @@ impl CqData {
             )
         })?;
         let mut bytes = [0u8; hw::CQE_SIZE];
-        self.ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)
+        ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)
     }
 
     /// Sets the event moderation.

@@ -108,7 +108,7 @@ impl RdmaPort {
             RoceDevice::new(
                 cmdq.clone(),
                 bar.clone(),
-                pdev.resource_start(0)? + hw::DB_AREA_OFFSET as u64,
+                pdev.resource_start(0)?,
                 completion_eqns,
                 caps,
                 mac.0,

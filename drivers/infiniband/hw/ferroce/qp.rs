@@ -18,6 +18,7 @@ use kernel::{
         RecvWr,
         SendOp,
         SendWr,
+        Udata,
     },
     sync::{
         atomic::{
@@ -27,6 +28,7 @@ use kernel::{
         new_spinlock_irq,
         SpinLockIrq, //
     },
+    uapi,
 };
 
 use crate::{
@@ -34,9 +36,11 @@ use crate::{
     queue::{
         DbRecord,
         DmaRing,
-        OutBuf, //
+        OutBuf,
+        UserQueueMem, //
     },
     regs,
+    ucontext::Qid,
     verbs::RoceDevice,
 };
 
@@ -47,16 +51,29 @@ pub(crate) const MAX_RECV_SGE: u32 = 15;
 pub(crate) struct QpData {
     qpn: u32,
     qp_type: u8,
-    sq: DmaRing,
-    /// The receive ring; `None` with an SRQ.
-    rq: Option<DmaRing>,
     /// The SRQ receives come from, if any.
     srqn: Option<u32>,
-    dbrec: DbRecord,
     caps: QpCaps,
     signal_all: bool,
     /// State as last set by `modify_qp` (`hw::QPS_*`).
     state: Atomic<u32>,
+    mem: QpMem,
+}
+
+/// Where a QP's rings are and who posts to them.
+enum QpMem {
+    /// The driver's rings: kernel consumers post through `post_send`/`post_recv`.
+    Kernel(KernelQueues),
+    /// A process's rings: it posts WQEs and rings its doorbell page itself.
+    User { _mem: UserQueueMem, qid: Qid },
+}
+
+/// The rings of a kernel QP.
+struct KernelQueues {
+    sq: DmaRing,
+    /// The receive ring; `None` with an SRQ.
+    rq: Option<DmaRing>,
+    dbrec: DbRecord,
     /// Producer index of the send queue, and the serialisation of posters.
     sq_pi: Pin<KBox<SpinLockIrq<u16>>>,
     /// Producer index of the receive queue.
@@ -117,6 +134,46 @@ pub(crate) fn geometry(
         max_inline_data: u32::try_from(sq_room)?.min(hw::MAX_INLINE),
     };
     Ok((sq_log, sq_stride, rq_log, rq_stride, actual))
+}
+
+/// The capacities of the rings a process laid out (`ferroce_create_qp_req`); with an SRQ it
+/// has no receive ring and passes zeros for it.
+fn user_caps(
+    req: &uapi::ferroce_create_qp_req,
+    srq: bool,
+    max_wr: u32,
+    max_sge: u32,
+) -> Result<QpCaps> {
+    let stride_ok = |log: u32| (hw::MIN_LOG_WQE_STRIDE..=hw::MAX_LOG_WQE_STRIDE).contains(&log);
+    let size_ok = |log: u32| log < 16 && 1u32 << log <= max_wr;
+    if !stride_ok(req.sq_log_stride) || !size_ok(req.sq_log_size) {
+        return Err(EINVAL);
+    }
+    let sq_room = (1usize << req.sq_log_stride) - hw::WQE_HEADER_SIZE;
+    let (max_recv_wr, max_recv_sge) = if srq {
+        if req.rq_offset != 0 || req.rq_log_size != 0 || req.rq_log_stride != 0 {
+            return Err(EINVAL);
+        }
+        (0, 0)
+    } else {
+        if !stride_ok(req.rq_log_stride) || !size_ok(req.rq_log_size) {
+            return Err(EINVAL);
+        }
+        let rq_room = (1usize << req.rq_log_stride) - hw::RecvWqeHeader::SIZE;
+        (
+            1 << req.rq_log_size,
+            u32::try_from(rq_room / hw::Sge::SIZE)?
+                .min(max_sge)
+                .min(MAX_RECV_SGE),
+        )
+    };
+    Ok(QpCaps {
+        max_send_wr: 1 << req.sq_log_size,
+        max_recv_wr,
+        max_send_sge: u32::try_from(sq_room / hw::Sge::SIZE)?.min(max_sge),
+        max_recv_sge,
+        max_inline_data: u32::try_from(sq_room)?.min(hw::MAX_INLINE),
+    })
 }
 
 /// Writes the receive WQE of `wr` into slot `index` of `ring` (an RQ or an SRQ).
@@ -200,17 +257,19 @@ impl QpData {
         let qp = Self {
             qpn,
             qp_type,
-            sq,
-            rq,
             srqn,
-            dbrec,
             caps,
             signal_all: init.signal_all(),
             state: Atomic::new(u32::from(hw::QPS_RESET)),
-            sq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::sq"), GFP_KERNEL)?,
-            rq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::rq"), GFP_KERNEL)?,
-            sq_ci: Atomic::new(0),
-            rq_ci: Atomic::new(0),
+            mem: QpMem::Kernel(KernelQueues {
+                sq,
+                rq,
+                dbrec,
+                sq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::sq"), GFP_KERNEL)?,
+                rq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::rq"), GFP_KERNEL)?,
+                sq_ci: Atomic::new(0),
+                rq_ci: Atomic::new(0),
+            }),
         };
         // Kernel doorbells name the QP by its number; GSI must be QP 1.
         if u16::try_from(qpn).is_err() || (qp_type == hw::QPT_GSI) != (qpn == hw::GSI_QPN) {
@@ -219,7 +278,7 @@ impl QpData {
                 qpn,
                 qp_type
             );
-            let _ = qp.destroy(dev);
+            let _ = qp.destroy(dev, None);
             return Err(EIO);
         }
         init.set_caps(if srqn.is_some() {
@@ -235,12 +294,108 @@ impl QpData {
         Ok(qp)
     }
 
-    /// Destroys the QP in the device.
-    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+    /// Creates an RC or UD QP whose rings and record are in the calling process's memory
+    /// (`ferroce_create_qp_req`), and answers with its numbers (`ferroce_create_qp_resp`).
+    pub(crate) fn create_user(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        init: &mut QpInit<'_, RoceDevice>,
+        udata: &mut Udata<'_>,
+    ) -> Result<Self> {
+        let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
+        let qp_type = match init.qp_type() {
+            QpType::Rc => hw::QPT_RC,
+            QpType::Ud => hw::QPT_UD,
+            _ => return Err(EOPNOTSUPP),
+        };
+        if init.create_flags() != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let srqn = init.srq().map(|srq| srq.number());
+        if srqn.is_some() && qp_type != hw::QPT_RC {
+            return Err(EINVAL);
+        }
+        let (send_cq, recv_cq) = (init.send_cq().ok_or(EINVAL)?, init.recv_cq().ok_or(EINVAL)?);
+        let req: uapi::ferroce_create_qp_req = udata.read()?;
+        let caps = user_caps(&req, srqn.is_some(), dev.max_wr(), dev.max_sge())?;
+        let asked = init.caps();
+        if req.reserved != 0
+            || asked.max_send_wr > caps.max_send_wr
+            || asked.max_send_sge > caps.max_send_sge
+            || asked.max_inline_data > caps.max_inline_data
+            || (srqn.is_none()
+                && (asked.max_recv_wr > caps.max_recv_wr || asked.max_recv_sge > caps.max_recv_sge))
+        {
+            return Err(EINVAL);
+        }
+        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
+        let sq = mem.ring(dev, 0, req.sq_log_size, req.sq_log_stride)?;
+        let rq = match srqn {
+            Some(_) => hw::BufDesc::default(),
+            None => mem.ring(dev, req.rq_offset, req.rq_log_size, req.rq_log_stride)?,
+        };
+        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let completion = dev.cmdq().exec(&hw::CreateQpCmd {
+            sq,
+            rq,
+            dbrec_addr,
+            pd: pd.number(),
+            sq_cqn: send_cq.number(),
+            rq_cqn: recv_cq.number(),
+            srqn: srqn.unwrap_or(hw::NONE),
+            qp_type,
+            sq_log_size: req.sq_log_size as u8,
+            sq_log_stride: req.sq_log_stride as u8,
+            rq_log_size: req.rq_log_size as u8,
+            rq_log_stride: req.rq_log_stride as u8,
+            flags: if init.signal_all() {
+                hw::QP_FLAG_SIGNAL_ALL
+            } else {
+                0
+            },
+            rsvd: 0,
+        })?;
+        let qpn = completion.result0;
+        let qid = match ctx.map_qid(dev, hw::QID_KIND_QP, qpn) {
+            Ok(qid) => qid,
+            Err(e) => {
+                let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });
+                return Err(e);
+            }
+        };
+        let db_qid = qid.local().into();
+        let qp = Self {
+            qpn,
+            qp_type,
+            srqn,
+            caps,
+            signal_all: init.signal_all(),
+            state: Atomic::new(u32::from(hw::QPS_RESET)),
+            mem: QpMem::User { _mem: mem, qid },
+        };
+        if let Err(e) = udata.write(&uapi::ferroce_create_qp_resp { qpn, db_qid }) {
+            let _ = qp.destroy(dev, Some(udata));
+            return Err(e);
+        }
+        init.set_caps(caps);
+        Ok(qp)
+    }
+
+    /// Destroys the QP in the device; a user QP's local QID goes back to its context.
+    pub(crate) fn destroy(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         dev.cmdq().exec(&hw::DestroyQpCmd {
             qpn: self.qpn,
             rsvd: 0,
         })?;
+        if let (QpMem::User { qid, .. }, Some(udata)) = (&self.mem, udata) {
+            if let Some(ctx) = udata.ucontext(dev) {
+                ctx.release_qid(qid);
+            }
+        }
         Ok(())
     }
 
@@ -311,12 +466,14 @@ impl QpData {
         self.state.store(u32::from(state), Relaxed);
         if state == hw::QPS_RESET {
             // The device emptied the queues.
-            *self.sq_pi.lock() = 0;
-            *self.rq_pi.lock() = 0;
-            self.sq_ci.store(0, Relaxed);
-            self.rq_ci.store(0, Relaxed);
-            self.dbrec.write(0, 0)?;
-            self.dbrec.write(4, 0)?;
+            if let QpMem::Kernel(kq) = &self.mem {
+                *kq.sq_pi.lock() = 0;
+                *kq.rq_pi.lock() = 0;
+                kq.sq_ci.store(0, Relaxed);
+                kq.rq_ci.store(0, Relaxed);
+                kq.dbrec.write(0, 0)?;
+                kq.dbrec.write(4, 0)?;
+            }
         }
         Ok(())
     }
@@ -357,13 +514,16 @@ impl QpData {
     /// returns the SRQ's number: its WQE came from there.
     pub(crate) fn completed(&self, cqe: &hw::Cqe) -> Option<u32> {
         let next = cqe.wqe_index.wrapping_add(1);
+        let QpMem::Kernel(kq) = &self.mem else {
+            return None;
+        };
         let (ring, pi, ci) = if cqe.opcode & hw::CQE_OP_RECV != 0 {
-            match &self.rq {
-                Some(rq) => (rq.ring(), *self.rq_pi.lock(), &self.rq_ci),
+            match &kq.rq {
+                Some(rq) => (rq.ring(), *kq.rq_pi.lock(), &kq.rq_ci),
                 None => return self.srqn,
             }
         } else {
-            (self.sq.ring(), *self.sq_pi.lock(), &self.sq_ci)
+            (kq.sq.ring(), *kq.sq_pi.lock(), &kq.sq_ci)
         };
         if completion_advances(ring, pi, ci.load(Relaxed) as u16, next) {
             ci.store(u32::from(next), Relaxed);
@@ -513,7 +673,7 @@ impl QpData {
         ctrl.write_to(&mut wqe[..hw::WqeCtrl::SIZE]);
         wqe[hw::WQE_SEG_OFFSET..hw::WQE_HEADER_SIZE].copy_from_slice(&seg);
         let len = hw::WQE_HEADER_SIZE + body_len;
-        if len > self.sq.stride() {
+        if len > wqe.len() {
             return Err(EINVAL);
         }
         let _ = dev;
@@ -536,23 +696,29 @@ impl QpData {
                 bad: first,
             });
         }
-        let mut pi = self.sq_pi.lock();
+        let QpMem::Kernel(kq) = &self.mem else {
+            return Err(PostError {
+                error: EINVAL,
+                bad: first,
+            });
+        };
+        let mut pi = kq.sq_pi.lock();
         let start = *pi;
         let mut wqe = [0u8; hw::MAX_WQE_SIZE];
         let mut next = Some(first);
         let mut result = Ok(());
         let mut last_len = 0;
         while let Some(wr) = next {
-            let ring = self.sq.ring();
+            let ring = kq.sq.ring();
             let posted = (|| {
-                if ring.is_full(*pi, self.sq_ci.load(Relaxed) as u16) {
+                if ring.is_full(*pi, kq.sq_ci.load(Relaxed) as u16) {
                     return Err(ENOMEM);
                 }
                 // One stride is all a WQE may use (`build_send_wqe` checks).
-                let slot = wqe.get_mut(..self.sq.stride()).ok_or(EINVAL)?;
+                let slot = wqe.get_mut(..kq.sq.stride()).ok_or(EINVAL)?;
                 slot.fill(0);
                 let len = self.build_send_wqe(dev, &wr, slot)?;
-                self.sq.write(*pi, &wqe[..len])?;
+                kq.sq.write(*pi, &wqe[..len])?;
                 Ok(len)
             })();
             match posted {
@@ -569,7 +735,7 @@ impl QpData {
             // The record first, then one doorbell for the whole chain; a single small WQE
             // goes through the push window instead.
             let qid = self.qpn as u16;
-            let rung = self.dbrec.write(0, u32::from(*pi)).and_then(|()| {
+            let rung = kq.dbrec.write(0, u32::from(*pi)).and_then(|()| {
                 if pi.wrapping_sub(start) == 1 && dev.push_wqe(qid, *pi, &wqe[..last_len])? {
                     return Ok(());
                 }
@@ -589,23 +755,23 @@ impl QpData {
         dev: &rdma::Device<RoceDevice>,
         first: RecvWr<'a>,
     ) -> Result<(), PostError<RecvWr<'a>>> {
-        let Some(rq) = self
-            .rq
-            .as_ref()
-            .filter(|_| self.state.load(Relaxed) != u32::from(hw::QPS_RESET))
-        else {
+        let kq = match &self.mem {
+            QpMem::Kernel(kq) if self.state.load(Relaxed) != u32::from(hw::QPS_RESET) => Some(kq),
+            _ => None,
+        };
+        let Some((kq, rq)) = kq.and_then(|kq| Some((kq, kq.rq.as_ref()?))) else {
             // In RESET, or receives go to an SRQ.
             return Err(PostError {
                 error: EINVAL,
                 bad: first,
             });
         };
-        let mut pi = self.rq_pi.lock();
+        let mut pi = kq.rq_pi.lock();
         let start = *pi;
         let mut next = Some(first);
         let mut result = Ok(());
         while let Some(wr) = next {
-            let posted = if rq.ring().is_full(*pi, self.rq_ci.load(Relaxed) as u16) {
+            let posted = if rq.ring().is_full(*pi, kq.rq_ci.load(Relaxed) as u16) {
                 Err(ENOMEM)
             } else {
                 write_recv_wqe(rq, *pi, &wr, self.caps.max_recv_sge)
@@ -618,7 +784,7 @@ impl QpData {
             next = wr.next();
         }
         if *pi != start {
-            let rung = self.dbrec.write(4, u32::from(*pi)).and_then(|()| {
+            let rung = kq.dbrec.write(4, u32::from(*pi)).and_then(|()| {
                 dev.bar().with(|bar| {
                     bar.write_reg(regs::DB_RQ::zeroed().with_qid(self.qpn as u16).with_pi(*pi))
                 })

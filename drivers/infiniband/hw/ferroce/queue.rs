@@ -2,9 +2,10 @@
 
 //! Rings and doorbell records in DMA-coherent memory, shared by CQs, QPs and SRQs.
 //!
-//! A ring is one contiguous buffer of `1 << log_size` slots of `1 << log_stride` bytes, named to
+//! Kernel queues: a ring is one contiguous buffer of `1 << log_size` slots of `1 << log_stride` bytes, named to
 //! the device by a contiguous [`hw::BufDesc`]. Indexes are free-running 16-bit counters
-//! ([`hw::Ring`]): they wrap by design.
+//! ([`hw::Ring`]): they wrap by design. User queues live in the process's memory instead
+//! ([`UserQueueMem`]).
 
 use kernel::{
     device::{
@@ -18,13 +19,20 @@ use kernel::{
         Io, //
     },
     prelude::*,
+    rdma::{
+        self,
+        Umem, //
+    },
     sync::barrier::{
         dma_mb,
         Read, //
     },
 };
 
-use crate::hw;
+use crate::{
+    hw,
+    verbs::RoceDevice, //
+};
 
 /// A ring of fixed-size slots the driver and the device share.
 pub(crate) struct DmaRing {
@@ -178,5 +186,104 @@ impl OutBuf {
     pub(crate) fn read(&self, out: &mut [u8]) -> Result {
         io_project!(&self.buf, [try: 0..out.len()]).copy_to_slice(out);
         Ok(())
+    }
+}
+
+/// Pages of user queue memory, as the device is told about them.
+const USER_PAGE_SIZE: usize = 1 << USER_LOG_PAGE_SIZE;
+const USER_LOG_PAGE_SIZE: u32 = 12;
+
+/// Queue memory of a process (the ABI's `buf_addr`/`buf_size`): a page-aligned buffer pinned
+/// for the device, holding rings the process writes or reads and a doorbell record. The device
+/// reaches each ring through a page list and the record by its bus address.
+pub(crate) struct UserQueueMem {
+    umem: Umem,
+    /// Bus addresses of the buffer's pages.
+    pages: KVec<u64>,
+    /// Byte ranges taken by rings so far (a record must not overlap them).
+    rings: KVec<(usize, usize)>,
+    /// The page lists handed to the device, kept as long as the queue exists.
+    lists: KVec<PageList>,
+}
+
+impl UserQueueMem {
+    /// Pins `size` bytes at `addr` (both page-aligned, as the ABI requires).
+    pub(crate) fn pin(dev: &rdma::Device<RoceDevice>, addr: u64, size: u32) -> Result<Self> {
+        let size = usize::try_from(size)?;
+        if size == 0 || size % USER_PAGE_SIZE != 0 || addr % USER_PAGE_SIZE as u64 != 0 {
+            return Err(EINVAL);
+        }
+        let umem = Umem::get(dev, addr, size, hw::ACCESS_LOCAL_WRITE)?;
+        let mut pages = KVec::with_capacity(size / USER_PAGE_SIZE, GFP_KERNEL)?;
+        for page in umem.dma_blocks(USER_PAGE_SIZE)? {
+            pages.push(page, GFP_KERNEL)?;
+        }
+        if pages.len() != size / USER_PAGE_SIZE {
+            return Err(EIO);
+        }
+        Ok(Self {
+            umem,
+            pages,
+            rings: KVec::new(),
+            lists: KVec::new(),
+        })
+    }
+
+    /// Bytes pinned.
+    pub(crate) fn len(&self) -> usize {
+        self.umem.len()
+    }
+
+    /// The descriptor of a ring of `1 << log_size` slots of `1 << log_stride` bytes at
+    /// `offset` (page-aligned): a page list of the pages it spans.
+    pub(crate) fn ring(
+        &mut self,
+        dev: &rdma::Device<RoceDevice>,
+        offset: u32,
+        log_size: u32,
+        log_stride: u32,
+    ) -> Result<hw::BufDesc> {
+        let offset = usize::try_from(offset)?;
+        let ring = hw::Ring::new(log_size, hw::MAX_LOG_QUEUE).ok_or(EINVAL)?;
+        let bytes = usize::try_from(ring.size())?
+            .checked_shl(log_stride)
+            .ok_or(EINVAL)?;
+        let end = offset.checked_add(bytes).ok_or(EINVAL)?;
+        if offset % USER_PAGE_SIZE != 0 || end > self.len() {
+            return Err(EINVAL);
+        }
+        if self.rings.iter().any(|&(s, e)| offset < e && s < end) {
+            return Err(EINVAL);
+        }
+        let first = offset / USER_PAGE_SIZE;
+        let count = end.div_ceil(USER_PAGE_SIZE) - first;
+        let list = PageList::new(dev.parent(), u32::try_from(count)?)?;
+        for (i, page) in self.pages[first..first + count].iter().enumerate() {
+            list.set(u32::try_from(i)?, *page)?;
+        }
+        let desc = hw::BufDesc {
+            addr: list.dma_address(),
+            page_count: u32::try_from(count)?,
+            log_page_size: USER_LOG_PAGE_SIZE as u8,
+            rsvd: [0; 3],
+        };
+        self.rings.push((offset, end), GFP_KERNEL)?;
+        self.lists.push(list, GFP_KERNEL)?;
+        Ok(desc)
+    }
+
+    /// The bus address of the 8-byte doorbell record at `offset`: 64-byte aligned (its own
+    /// cache line), inside the buffer and outside every ring.
+    pub(crate) fn record(&self, offset: u32) -> Result<u64> {
+        let offset = usize::try_from(offset)?;
+        let end = offset.checked_add(64).ok_or(EINVAL)?;
+        if offset % 64 != 0 || end > self.len() {
+            return Err(EINVAL);
+        }
+        if self.rings.iter().any(|&(s, e)| offset < e && s < end) {
+            return Err(EINVAL);
+        }
+        let page = self.pages.get(offset / USER_PAGE_SIZE).ok_or(EINVAL)?;
+        Ok(page + (offset % USER_PAGE_SIZE) as u64)
     }
 }

@@ -12,6 +12,7 @@ use kernel::{
         PostError,
         RecvWr,
         SrqAttr,
+        Udata,
     },
     sync::{
         atomic::{
@@ -21,6 +22,7 @@ use kernel::{
         new_spinlock_irq,
         SpinLockIrq, //
     },
+    uapi,
 };
 
 use crate::{
@@ -31,20 +33,37 @@ use crate::{
     },
     queue::{
         DbRecord,
-        DmaRing, //
+        DmaRing,
+        UserQueueMem, //
     },
     regs,
+    ucontext::Qid,
     verbs::RoceDevice,
 };
 
 /// The driver's part of an SRQ.
 pub(crate) struct SrqData {
     srqn: u32,
-    ring: DmaRing,
-    dbrec: DbRecord,
+    /// WQEs in the ring.
+    size: u32,
     max_sge: u32,
     /// The armed limit (0: disarmed, as after the event).
     limit: Atomic<u32>,
+    mem: SrqMem,
+}
+
+/// Where an SRQ's ring is and who posts to it.
+enum SrqMem {
+    /// The driver's ring, for `post_srq_recv`.
+    Kernel(KernelSrq),
+    /// A process's ring: it posts and updates the record itself.
+    User { _mem: UserQueueMem, qid: Qid },
+}
+
+/// The ring of a kernel SRQ.
+struct KernelSrq {
+    ring: DmaRing,
+    dbrec: DbRecord,
     /// Producer index, and the serialisation of posters.
     pi: Pin<KBox<SpinLockIrq<u16>>>,
     /// Receive completions seen (wrapping at 2^16). The device copies WQEs out of the ring in
@@ -92,17 +111,20 @@ impl SrqData {
         let room = (1usize << log_stride) - hw::RecvWqeHeader::SIZE;
         let srq = Self {
             srqn: completion.result0,
-            ring,
-            dbrec,
+            size: 1 << log_size,
             max_sge: u32::try_from(room / hw::Sge::SIZE)?.min(max_sge),
             limit: Atomic::new(attr.limit),
-            pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::srq"), GFP_KERNEL)?,
-            completed: Atomic::new(0),
+            mem: SrqMem::Kernel(KernelSrq {
+                ring,
+                dbrec,
+                pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::srq"), GFP_KERNEL)?,
+                completed: Atomic::new(0),
+            }),
         };
         // Kernel doorbells name the SRQ by its number.
         if u16::try_from(srq.srqn).is_err() {
             pr_err!("ferroce: the device returned SRQN {}\n", srq.srqn);
-            let _ = srq.destroy(dev);
+            let _ = srq.destroy(dev, None);
             return Err(EIO);
         }
         attr.max_wr = 1 << log_size;
@@ -110,18 +132,94 @@ impl SrqData {
         Ok(srq)
     }
 
-    /// Destroys the SRQ in the device (ib_core destroys its QPs first).
-    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+    /// Creates an SRQ whose ring and record are in the calling process's memory
+    /// (`ferroce_create_srq_req`), and answers with its numbers (`ferroce_create_srq_resp`).
+    pub(crate) fn create_user(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        attr: &mut SrqAttr,
+        udata: &mut Udata<'_>,
+    ) -> Result<Self> {
+        let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
+        let req: uapi::ferroce_create_srq_req = udata.read()?;
+        let stride_ok = (hw::MIN_LOG_WQE_STRIDE..=hw::MAX_LOG_WQE_STRIDE).contains(&req.log_stride);
+        if req.reserved != 0 || !stride_ok || req.log_size >= 16 {
+            return Err(EINVAL);
+        }
+        let size = 1u32 << req.log_size;
+        let room = (1usize << req.log_stride) - hw::RecvWqeHeader::SIZE;
+        let max_sge = u32::try_from(room / hw::Sge::SIZE)?
+            .min(dev.max_sge())
+            .min(MAX_RECV_SGE);
+        if size > dev.max_wr()
+            || attr.max_wr == 0
+            || attr.max_wr > size
+            || attr.max_sge > max_sge
+            || attr.limit >= size
+        {
+            return Err(EINVAL);
+        }
+        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
+        let ring = mem.ring(dev, 0, req.log_size, req.log_stride)?;
+        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let srqn = dev
+            .cmdq()
+            .exec(&hw::CreateSrqCmd {
+                ring,
+                dbrec_addr,
+                pd: pd.number(),
+                limit: attr.limit,
+                log_size: req.log_size as u8,
+                log_stride: req.log_stride as u8,
+                ..Default::default()
+            })?
+            .result0;
+        let qid = match ctx.map_qid(dev, hw::QID_KIND_SRQ, srqn) {
+            Ok(qid) => qid,
+            Err(e) => {
+                let _ = dev.cmdq().exec(&hw::DestroySrqCmd { srqn, rsvd: 0 });
+                return Err(e);
+            }
+        };
+        let db_qid = qid.local().into();
+        let srq = Self {
+            srqn,
+            size,
+            max_sge,
+            limit: Atomic::new(attr.limit),
+            mem: SrqMem::User { _mem: mem, qid },
+        };
+        if let Err(e) = udata.write(&uapi::ferroce_create_srq_resp { srqn, db_qid }) {
+            let _ = srq.destroy(dev, Some(udata));
+            return Err(e);
+        }
+        attr.max_wr = size;
+        attr.max_sge = max_sge;
+        Ok(srq)
+    }
+
+    /// Destroys the SRQ in the device (ib_core destroys its QPs first); a user SRQ's local QID
+    /// goes back to its context.
+    pub(crate) fn destroy(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         dev.cmdq().exec(&hw::DestroySrqCmd {
             srqn: self.srqn,
             rsvd: 0,
         })?;
+        if let (SrqMem::User { qid, .. }, Some(udata)) = (&self.mem, udata) {
+            if let Some(ctx) = udata.ucontext(dev) {
+                ctx.release_qid(qid);
+            }
+        }
         Ok(())
     }
 
     /// Arms the limit event at `limit` WQEs (0 disarms).
     pub(crate) fn arm_limit(&self, dev: &rdma::Device<RoceDevice>, limit: u32) -> Result {
-        if limit >= self.ring.ring().size() {
+        if limit >= self.size {
             return Err(EINVAL);
         }
         dev.cmdq().exec(&hw::ModifySrqCmd {
@@ -135,7 +233,7 @@ impl SrqData {
     /// The SRQ's attributes.
     pub(crate) fn attr(&self) -> SrqAttr {
         SrqAttr {
-            max_wr: self.ring.ring().size(),
+            max_wr: self.size,
             max_sge: self.max_sge,
             limit: self.limit.load(Relaxed),
         }
@@ -148,12 +246,15 @@ impl SrqData {
 
     /// Notes a receive completion of a WQE of this SRQ.
     pub(crate) fn completed(&self) {
-        let pi = *self.pi.lock();
-        let ci = self.completed.load(Relaxed) as u16;
+        let SrqMem::Kernel(k) = &self.mem else {
+            return;
+        };
+        let pi = *k.pi.lock();
+        let ci = k.completed.load(Relaxed) as u16;
         // More completions than posted WQEs would be a buggy device: ignore them rather than
         // hand it slots it still owns.
-        if self.ring.ring().used(pi, ci) > 0 {
-            self.completed.store(u32::from(ci.wrapping_add(1)), Relaxed);
+        if k.ring.ring().used(pi, ci) > 0 {
+            k.completed.store(u32::from(ci.wrapping_add(1)), Relaxed);
         }
     }
 
@@ -163,19 +264,21 @@ impl SrqData {
         dev: &rdma::Device<RoceDevice>,
         first: RecvWr<'a>,
     ) -> Result<(), PostError<RecvWr<'a>>> {
-        let mut pi = self.pi.lock();
+        let SrqMem::Kernel(k) = &self.mem else {
+            return Err(PostError {
+                error: EINVAL,
+                bad: first,
+            });
+        };
+        let mut pi = k.pi.lock();
         let start = *pi;
         let mut next = Some(first);
         let mut result = Ok(());
         while let Some(wr) = next {
-            let posted = if self
-                .ring
-                .ring()
-                .is_full(*pi, self.completed.load(Relaxed) as u16)
-            {
+            let posted = if k.ring.ring().is_full(*pi, k.completed.load(Relaxed) as u16) {
                 Err(ENOMEM)
             } else {
-                qp::write_recv_wqe(&self.ring, *pi, &wr, self.max_sge)
+                qp::write_recv_wqe(&k.ring, *pi, &wr, self.max_sge)
             };
             if let Err(error) = posted {
                 result = Err(PostError { error, bad: wr });
@@ -185,7 +288,7 @@ impl SrqData {
             next = wr.next();
         }
         if *pi != start {
-            let rung = self.dbrec.write(0, u32::from(*pi)).and_then(|()| {
+            let rung = k.dbrec.write(0, u32::from(*pi)).and_then(|()| {
                 dev.bar().with(|bar| {
                     bar.write_reg(
                         regs::DB_SRQ::zeroed()

@@ -15,6 +15,10 @@ use kernel::{
         UcontextInit,
         Udata, //
     },
+    sync::{
+        new_spinlock,
+        SpinLock, //
+    },
     uapi,
 };
 
@@ -35,6 +39,22 @@ pub(crate) struct UcontextData {
     ctx: u32,
     /// The doorbell page's mmap entry; dropping it removes the offset.
     db_page: MmapHandle<RoceDevice>,
+    /// Local QIDs in use, one bit each.
+    qids: Pin<KBox<SpinLock<[u64; QIDS / 64]>>>,
+}
+
+/// Local QIDs of a context: the NIC's QID table length.
+const QIDS: usize = hw::QID_TABLE_LEN;
+
+/// A local QID of a context, mapped to one of its queues. The device drops the mapping when the
+/// queue is destroyed; the number is then given back with [`UcontextData::release_qid`].
+pub(crate) struct Qid(u16);
+
+impl Qid {
+    /// The number the process's doorbells carry for the queue.
+    pub(crate) fn local(&self) -> u16 {
+        self.0
+    }
 }
 
 impl UcontextData {
@@ -67,9 +87,13 @@ impl UcontextData {
             pr_err!("ferroce: the device returned context {}\n", ctx);
             return Err(EIO);
         }
-        let phys = dev.db_area_phys() + hw::db_page_offset(ctx as usize) as u64;
+        let phys = dev.bar_phys() + hw::db_page_offset(ctx as usize) as u64;
         let db_page = init.insert_mmap(DbPage { phys }, hw::DB_PAGE_SIZE)?;
-        Ok(Self { ctx, db_page })
+        Ok(Self {
+            ctx,
+            db_page,
+            qids: KBox::pin_init(new_spinlock!([0; QIDS / 64], "ferroce::qids"), GFP_KERNEL)?,
+        })
     }
 
     fn response(
@@ -92,6 +116,48 @@ impl UcontextData {
             push_window_offset: hw::PUSH_WINDOW_OFFSET as u32,
             push_window_size: hw::PUSH_WINDOW_SIZE as u32,
         })
+    }
+
+    /// Maps a free local QID of this context to queue `global` of `kind` (`hw::QID_KIND_*`).
+    pub(crate) fn map_qid(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        kind: u8,
+        global: u32,
+    ) -> Result<Qid> {
+        let local = {
+            let mut used = self.qids.lock();
+            let (word, bit) = used
+                .iter()
+                .enumerate()
+                .find(|(_, w)| **w != u64::MAX)
+                .map(|(i, w)| (i, w.trailing_ones() as usize))
+                .ok_or(ENOSPC)?;
+            used[word] |= 1 << bit;
+            u16::try_from(word * 64 + bit)?
+        };
+        let mapped = dev.cmdq().exec(&hw::MapQidCmd {
+            ctx: self.ctx,
+            local_qid: local.into(),
+            global,
+            kind,
+            rsvd: [0; 3],
+        });
+        match mapped {
+            Ok(_) => Ok(Qid(local)),
+            Err(e) => {
+                self.release_qid(&Qid(local));
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives a local QID back once its queue is destroyed (which unmapped it in the device).
+    pub(crate) fn release_qid(&self, qid: &Qid) {
+        let (word, bit) = (usize::from(qid.0) / 64, qid.0 % 64);
+        if let Some(w) = self.qids.lock().get_mut(word) {
+            *w &= !(1u64 << bit);
+        }
     }
 
     /// Frees the NIC context; ib_core destroyed the context's objects first.

@@ -114,8 +114,8 @@ static HW_COUNTERS: [StatDesc; hw::NUM_COUNTERS] = {
 pub(crate) struct RoceDevice {
     cmdq: Arc<Cmdq>,
     bar: Arc<SharedBar>,
-    /// Bus address of the doorbell area (user contexts map their pages from it).
-    db_area_phys: u64,
+    /// Bus address of BAR0 (user contexts map their doorbell pages from it).
+    bar_phys: u64,
     /// Doorbell pages (contexts) the device has.
     num_db_pages: u32,
     /// The device's `hw::CAP_*` bits.
@@ -147,7 +147,7 @@ impl RoceDevice {
     pub(crate) fn new(
         cmdq: Arc<Cmdq>,
         bar: Arc<SharedBar>,
-        db_area_phys: u64,
+        bar_phys: u64,
         completion_eqns: KVec<u32>,
         caps: &Caps,
         mac: [u8; 6],
@@ -177,7 +177,7 @@ impl RoceDevice {
         try_pin_init!(Self {
             cmdq,
             bar,
-            db_area_phys,
+            bar_phys,
             num_db_pages,
             caps_flags,
             completion_eqns,
@@ -226,9 +226,9 @@ impl RoceDevice {
         })?
     }
 
-    /// Bus address of the doorbell area in BAR0.
-    pub(crate) fn db_area_phys(&self) -> u64 {
-        self.db_area_phys
+    /// Bus address of BAR0.
+    pub(crate) fn bar_phys(&self) -> u64 {
+        self.bar_phys
     }
 
     /// Doorbell pages the device has (page 0 is the kernel's).
@@ -450,14 +450,14 @@ impl rdma::Operations for RoceDevice {
         init: &CqInit,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<(CqData, u32)> {
-        if udata.is_some() {
-            return Err(EOPNOTSUPP);
+        match udata {
+            Some(udata) => CqData::create_user(dev, init, udata),
+            None => CqData::create(dev, init),
         }
-        CqData::create(dev, init)
     }
 
-    fn destroy_cq(cq: &rdma::Cq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
-        cq.destroy(cq.device())
+    fn destroy_cq(cq: &rdma::Cq<Self>, udata: Option<&mut Udata<'_>>) -> Result {
+        cq.destroy(cq.device(), udata)
     }
 
     fn poll_cq(cq: &rdma::Cq<Self>, out: &mut Completions<'_, Self>) -> Result {
@@ -478,10 +478,10 @@ impl rdma::Operations for RoceDevice {
         init: &mut QpInit<'_, Self>,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<QpData> {
-        if udata.is_some() {
-            return Err(EOPNOTSUPP);
+        match udata {
+            Some(udata) => QpData::create_user(dev, pd, init, udata),
+            None => QpData::create(dev, pd, init),
         }
-        QpData::create(dev, pd, init)
     }
 
     fn modify_qp(qp: &rdma::Qp<Self>, attr: &QpAttr<'_>, _udata: Option<&mut Udata<'_>>) -> Result {
@@ -492,8 +492,8 @@ impl rdma::Operations for RoceDevice {
         qp.query(qp.device(), out)
     }
 
-    fn destroy_qp(qp: &rdma::Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
-        qp.destroy(qp.device())
+    fn destroy_qp(qp: &rdma::Qp<Self>, udata: Option<&mut Udata<'_>>) -> Result {
+        qp.destroy(qp.device(), udata)
     }
 
     fn post_send<'a>(
@@ -513,13 +513,13 @@ impl rdma::Operations for RoceDevice {
         attr: &mut SrqAttr,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<SrqData> {
-        if udata.is_some() {
-            return Err(EOPNOTSUPP);
-        }
         if dev.limits.max_srq == 0 {
             return Err(EOPNOTSUPP);
         }
-        SrqData::create(dev, pd, attr)
+        match udata {
+            Some(udata) => SrqData::create_user(dev, pd, attr, udata),
+            None => SrqData::create(dev, pd, attr),
+        }
     }
 
     fn modify_srq(
@@ -542,8 +542,8 @@ impl rdma::Operations for RoceDevice {
         Ok(srq.attr())
     }
 
-    fn destroy_srq(srq: &rdma::Srq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
-        srq.destroy(srq.device())
+    fn destroy_srq(srq: &rdma::Srq<Self>, udata: Option<&mut Udata<'_>>) -> Result {
+        srq.destroy(srq.device(), udata)
     }
 
     fn post_srq_recv<'a>(
@@ -559,10 +559,17 @@ impl rdma::Operations for RoceDevice {
         _sleepable: bool,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<AhData> {
-        if udata.is_some() {
-            return Err(EOPNOTSUPP);
+        let ah = AhData::new(av, dev.limits.gid_table_len)?;
+        if let Some(udata) = udata {
+            // The process sends with the address vector itself (`WQE_FLAG_AV`): it gets the
+            // resolved vector, with the per-WQE destination QPN and Q_Key left zero.
+            let mut resp = uapi::ferroce_create_ah_resp {
+                av: [0; uapi::FERROCE_UD_AV_SIZE as usize],
+            };
+            ah.segment(0, 0).write_to(&mut resp.av);
+            udata.write(&resp)?;
         }
-        AhData::new(av, dev.limits.gid_table_len)
+        Ok(ah)
     }
 
     fn alloc_ucontext(
