@@ -1097,6 +1097,26 @@ pub struct Config<'a> {
     pub qp_numbers: u32,
     /// SRQ numbers are below this.
     pub srq_numbers: u32,
+    /// The node GUID (RoCE devices derive it from their MAC, [`Config::guid_from_mac`]);
+    /// librdmacm finds the device of an address by it, so it must not be 0.
+    pub node_guid: u64,
+}
+
+impl Config<'_> {
+    /// The EUI-64 of a MAC address (`addrconf_addr_eui48()`), as RoCE devices use for their
+    /// node GUID.
+    pub fn guid_from_mac(mac: &[u8; 6]) -> u64 {
+        u64::from_be_bytes([
+            mac[0] ^ 2,
+            mac[1],
+            mac[2],
+            0xff,
+            0xfe,
+            mac[3],
+            mac[4],
+            mac[5],
+        ])
+    }
 }
 
 /// A registered RDMA device, unregistered and freed when dropped.
@@ -1140,6 +1160,7 @@ impl<T: Operations> Registration<T> {
             cq_numbers,
             qp_numbers,
             srq_numbers,
+            node_guid,
         } = config;
         let objects = try_pin_init!(Objects::<T> {
             cqs <- Table::new(cq_numbers)?,
@@ -1188,6 +1209,8 @@ impl<T: Operations> Registration<T> {
         unsafe {
             (*ib).phys_port_cnt = ports;
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            // `__be64`: the bytes in network order.
+            (*ib).node_guid = u64::from_ne_bytes(node_guid.to_be_bytes());
             (*ib).num_comp_vectors = comp_vectors.max(1).try_into().unwrap_or(i32::MAX);
             (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
             bindings::ib_set_device_ops(ib, &ops);
@@ -1296,6 +1319,13 @@ unsafe impl<T: Operations> Sync for Registration<T> {}
 #[kunit_tests(rust_rdma_device)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_guid_is_the_eui64_of_the_mac() {
+        // 52:54:00:fe:00:01 -> 5054:00ff:fefe:0001 (the fe80:: GID's interface ID).
+        let mac = [0x52, 0x54, 0x00, 0xfe, 0x00, 0x01];
+        assert_eq!(Config::guid_from_mac(&mac), 0x5054_00ff_fefe_0001);
+    }
 
     #[test]
     fn mtu_for_ethernet_mtu_matches_iboe_get_mtu() {

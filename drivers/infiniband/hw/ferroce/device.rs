@@ -104,6 +104,7 @@ impl RdmaPort {
                 cq_numbers: caps.max_cq,
                 qp_numbers: caps.max_qp,
                 srq_numbers: caps.max_srq,
+                node_guid: rdma::Config::guid_from_mac(&mac.0),
             },
             RoceDevice::new(
                 cmdq.clone(),

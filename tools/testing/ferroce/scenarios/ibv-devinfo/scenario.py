@@ -26,6 +26,11 @@ def listed(run: Run) -> str:
     step = run.vm("a").step("ibv-devices")
     step.ok()
     m = step.expect(r"^\s+ferroce0\s+([0-9a-f]{16})$")
+    # The EUI-64 of the MAC, as rdma_cm needs a node GUID to find the device.
+    b = [int(x, 16) for x in mac_of(0).split(":")]
+    want = bytes([b[0] ^ 2, b[1], b[2], 0xFF, 0xFE, b[3], b[4], b[5]]).hex()
+    if m.group(1) != want:
+        raise CheckFailed(f"node GUID {m.group(1)}, expected {want} (EUI-64 of {mac_of(0)})")
     return f"node GUID {m.group(1)}"
 
 
