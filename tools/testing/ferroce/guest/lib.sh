@@ -251,3 +251,37 @@ nvme_disconnect() {
 	echo "left in /dev: $(cd /dev && echo nvme*)"
 	[ ! -e /sys/class/nvme/nvme0 ] && [ ! -e /dev/nvme0n1 ] && echo "nvme0 and nvme0n1 are gone"
 }
+
+# perftest: the same five tools on each VM pair, each once with the connection set up over
+# TCP and once through rdma_cm (-R). "perftest_server DEV GID" serves them in turn,
+# "perftest_client DEV GID SERVER" runs them; step names are the test names below, ports
+# differ per test so that a late client never meets the previous server.
+PERFTESTS="write-bw:ib_write_bw:-s 65536 -n 200
+read-bw:ib_read_bw:-s 65536 -n 200
+send-bw:ib_send_bw:-s 65536 -n 200
+send-lat:ib_send_lat:-s 8 -n 200
+atomic-bw:ib_atomic_bw:-n 200"
+
+_perftests() {
+	_port=18600
+	echo "$PERFTESTS" | while IFS=: read -r _name _tool _args; do
+		for _cm in "" -R; do
+			echo "$_name${_cm:+-cm} $_tool $_port $_cm $_args"
+			_port=$((_port + 1))
+		done
+	done
+}
+
+perftest_server() {
+	_perftests | while read -r _name _tool _port _rest; do
+		# shellcheck disable=SC2086 # _rest holds the tool's options
+		step "$_name" 300 $_tool -d "$1" -x "$2" -p "$_port" $_rest < /dev/null
+	done
+}
+
+perftest_client() {
+	_perftests | while read -r _name _tool _port _rest; do
+		# shellcheck disable=SC2086
+		retry "$_name" 280 $_tool -d "$1" -x "$2" -p "$_port" $_rest "$3" < /dev/null
+	done
+}
