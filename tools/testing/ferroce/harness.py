@@ -133,6 +133,11 @@ class Vm:
     """Extra `ferroce-nic serve` flags, e.g. ["--bogus-version"]."""
     cmdline: str = ""
     """Extra kernel parameters, e.g. of built-in modules ("nvmet_rdma.use_srq=1")."""
+    segment: str = "lan"
+    """The Ethernet segment (switch) of eth0."""
+    second: tuple[str, str] | None = None
+    """(segment, address/prefix) of a second virtio-net NIC, eth1; the VM then routes IPv4
+    between its two segments."""
 
     @property
     def address(self) -> str:
@@ -213,13 +218,26 @@ class VmResult:
 class Run:
     """What a scenario run produced, as the checks see it."""
 
-    def __init__(self, results: dict[str, VmResult], timed_out: bool, seconds: float) -> None:
+    def __init__(self, results: dict[str, VmResult], timed_out: bool, seconds: float,
+                 log_dir: Path | None = None) -> None:
         self.results = results
         self.timed_out = timed_out
         self.seconds = seconds
+        self.log_dir = log_dir
 
     def vm(self, name: str) -> VmResult:
         return self.results[name]
+
+    def nic_trace(self, name: str) -> list[dict]:
+        """The JSON-lines trace of VM `name`'s ferroce NIC (`--trace`)."""
+        if self.log_dir is None:
+            raise CheckFailed("no log directory: the NIC trace is not available")
+        path = self.log_dir / f"{name}.nic-trace.jsonl"
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as e:
+            raise CheckFailed(f"VM {name}: no NIC trace ({e})") from e
+        return [json.loads(line) for line in lines if line.strip()]
 
 
 Check = Callable[[Run], None]
@@ -286,6 +304,11 @@ def make_cpio(directory: Path, out: Path) -> None:
 def mac_of(index: int) -> str:
     """The MAC of the index-th VM of a scenario (also its NIC's MAC)."""
     return f"52:54:00:fe:00:{index + 1:02x}"
+
+
+def second_mac_of(index: int) -> str:
+    """The MAC of the index-th VM's eth1 (`Vm.second`)."""
+    return f"52:54:00:fe:01:{index + 1:02x}"
 
 
 def eui64_link_local(mac: str) -> str:
@@ -432,7 +455,13 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     procs: dict[str, subprocess.Popen] = {}
     logs: dict[str, Path] = {}
     hostctls: list[HostControl] = []
-    switch = Switch(work, [vm.name for vm in scenario.vms])
+    # One switch per segment; a VM's eth1 is port "<name>.1" of its second segment.
+    ports: dict[str, list[str]] = {}
+    for vm in scenario.vms:
+        ports.setdefault(vm.segment, []).append(vm.name)
+        if vm.second:
+            ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
+    switches = {segment: Switch(work, names) for segment, names in ports.items()}
     timed_out = False
     start = time.monotonic()
     try:
@@ -443,8 +472,10 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         make_cpio(work / "files", work / "scenario.cpio")
         initrd = join_initrds([*machine.initrds, work / "scenario.cpio"], work / "initrd.cpio")
 
-        switch.start()
+        for switch in switches.values():
+            switch.start()
         for index, vm in enumerate(scenario.vms):
+            switch = switches[vm.segment]
             if vm.nic:
                 extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, switch)
                 local = str(work / f"{vm.name}.qemu-net")
@@ -453,11 +484,20 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                 local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
             netdev = ["-netdev", "dgram,id=net0,"
                       f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"]
+            if vm.second:
+                second = switches[vm.second[0]]
+                port = f"{vm.name}.1"
+                # After net0's device (in `extra`), so that it enumerates as eth1.
+                extra += ["-netdev", "dgram,id=net1,local.type=unix,"
+                           f"local.path={second.port_path(port)},remote.type=unix,"
+                           f"remote.path={second.switch_path(port)}",
+                           "-device", f"virtio-net-pci,netdev=net1,mac={second_mac_of(index)},romfile="]
             cmdline = " ".join(filter(None, [
                 "console=ttyS0 panic=-1 loglevel=4",
                 clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,
                 f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",
+                f"ferroce_ip1={vm.second[1]}" if vm.second else "",
             ]))
             hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log")
             hostctl.start()
@@ -488,7 +528,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             proc.wait()
         for hostctl in hostctls:
             hostctl.stop()
-        switch.close()
+        for switch in switches.values():
+            switch.close()
         shutil.rmtree(work, ignore_errors=True)
 
     results = {}
@@ -497,7 +538,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         m = EXIT.search(console)
         results[vm.name] = VmResult(vm, console, int(m.group(1)) if m else None,
                                     procs[vm.name].returncode if vm.name in procs else None)
-    return Run(results, timed_out, time.monotonic() - start)
+    return Run(results, timed_out, time.monotonic() - start, log_dir)
 
 
 def join_initrds(parts: list[Path], out: Path) -> Path:

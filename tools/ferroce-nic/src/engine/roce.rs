@@ -180,7 +180,8 @@ impl Io {
         self.trace.event("frame", || {
             let mut event = json!({"dir": "tx", "qpn": bth.dest_qpn, "opcode": bth.opcode,
                 "psn": bth.psn, "len": out.len(), "ack_req": bth.ack_req,
-                "retransmit": retransmit});
+                "retransmit": retransmit, "smac": mac_text(&route.smac),
+                "dmac": mac_text(&route.dmac)});
             if looped {
                 event["loopback"] = json!(true);
             }
@@ -286,6 +287,10 @@ impl RoceEngine {
         self.io.trace.event("frame", || {
             let mut event = json!({"dir": "rx", "qpn": pkt.bth.dest_qpn,
                 "opcode": pkt.bth.opcode, "psn": pkt.bth.psn, "len": bytes.len()});
+            if let (Some(dmac), Some(smac)) = (bytes.get(0..6), bytes.get(6..12)) {
+                event["dmac"] = json!(mac_text(dmac));
+                event["smac"] = json!(mac_text(smac));
+            }
             if looped {
                 event["loopback"] = json!(true);
             }
@@ -474,6 +479,14 @@ pub fn sge_pieces(sges: &[Sge], offset: u64, len: usize) -> Option<Vec<(u32, u64
 /// Total length of an SGE list.
 pub fn sge_total(sges: &[Sge]) -> u64 {
     sges.iter().map(|s| u64::from(s.length)).sum()
+}
+
+/// A MAC address as the trace shows it (`52:54:00:fe:00:01`).
+fn mac_text(mac: &[u8]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(test)]

@@ -1,0 +1,7 @@
+# VM b, on the other subnet: serves both pingpongs.
+. /ferroce/lib.sh
+step rdma-setup 30 modprobe ferroce
+wait_for_gid ferroce0 3
+step rc-pingpong-routed 180 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18800
+# Nothing arrives for the link-local attempt: bounded, then given up.
+step rc-pingpong-link-local 90 ibv_rc_pingpong -d ferroce0 -g 0 -s 4096 -n 10 -p 18801
