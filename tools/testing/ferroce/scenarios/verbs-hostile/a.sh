@@ -1,0 +1,16 @@
+# A hostile process against ferroce0, then proof that the device still works.
+. /ferroce/lib.sh
+step rdma-setup 30 modprobe ferroce
+wait_for_gid ferroce0 3
+step counters-before 15 hostctl nic counters
+step hostile 60 ferroce_hostile
+step counters-after 15 hostctl nic counters
+# The process exited without destroying anything: the kernel must have cleaned up.
+step objects-after 15 hostctl nic objects
+step dmesg 10 sh -c 'dmesg | grep -iE "warning|bug|oops|ferroce.*(rejected|error)" || true'
+# Still working: an RC pingpong between two processes of this VM, through the NIC's loopback.
+ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18900 > /tmp/server.out 2>&1 &
+retry pingpong-after 60 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18900 "$(ip_of a)"
+wait
+step pingpong-server 5 cat /tmp/server.out
+step rmmod 30 rmmod ferroce

@@ -1,0 +1,71 @@
+"""A hostile process (tools/testing/ferroce/hostile/ferroce_hostile.c) against ferroce0.
+
+It builds uverbs commands by hand: every malformed request of the ferroce user ABI must fail
+with the errno it names, its doorbells with unmapped queue numbers, out-of-range producer
+indexes and unknown registers must be rejected by the NIC (bad_doorbells), its garbage push
+and doorbell records must not hurt anything, and after it exits without cleaning up, the
+kernel must have freed its context and queues. Then two processes run an RC pingpong on the
+same device, and the kernel log shows no warning.
+"""
+
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=300)
+
+
+@scenario.check
+def malformed_requests_refused(run: Run) -> str:
+    step = run.vm("a").step("hostile")
+    failed = re.findall(r"^FAIL .*$", step.output, re.M)
+    if failed or step.rc != 0:
+        raise CheckFailed(f"rc {step.rc}:\n" + ("\n".join(failed) or step.output))
+    cases = re.findall(r"^ok ", step.output, re.M)
+    if len(cases) < 40:
+        raise CheckFailed(f"only {len(cases)} cases ran:\n{step.output}")
+    return f"{len(cases)} cases as expected"
+
+
+@scenario.check
+def hostile_doorbells_rejected(run: Run) -> str:
+    before = run.vm("a").step("counters-before").json("counters")
+    after = run.vm("a").step("counters-after").json("counters")
+    rejected = after["bad_doorbells"] - before["bad_doorbells"]
+    if rejected < 5:
+        raise CheckFailed(f"the NIC rejected {rejected} doorbells, expected at least the 5 bad ones")
+    if after["dma_errors"] != before["dma_errors"]:
+        raise CheckFailed(f"DMA errors: {before['dma_errors']} -> {after['dma_errors']}")
+    return f"bad_doorbells +{rejected}"
+
+
+@scenario.check
+def crashed_process_cleaned_up(run: Run) -> str:
+    objects = run.vm("a").step("objects-after")
+    objects.ok()
+    contexts = [c for c in objects.json("contexts") if c["ctx"] != 0]
+    qps = [q for q in objects.json("qps") if q.get("qpn") != 1]
+    srqs = objects.json("srqs")
+    if contexts or qps or srqs:
+        raise CheckFailed(f"left behind: contexts {contexts}, QPs {qps}, SRQs {srqs}")
+    return f"no user context, QP or SRQ left; {len(objects.json('cqs'))} CQs (the kernel's)"
+
+
+@scenario.check
+def device_still_works(run: Run) -> str:
+    client = run.vm("a").step("pingpong-after")
+    client.ok()
+    m = client.expect(r"^819200 bytes in [\d.]+ seconds = [\d.]+ Mbit/sec")
+    run.vm("a").step("pingpong-server").expect(r"^819200 bytes in ")
+    run.vm("a").step("rmmod").ok()
+    return m.group(0)
+
+
+@scenario.check
+def no_kernel_warning(run: Run) -> str:
+    log = run.vm("a").step("dmesg").output
+    bad = [line for line in log.splitlines() if re.search(r"WARNING|BUG|Oops", line, re.I)]
+    if bad:
+        raise CheckFailed("\n".join(bad))
+    notes = [line for line in log.splitlines() if "rejected" in line]
+    return f"{len(notes)} rejected-doorbell notes, no warning"
