@@ -1,0 +1,32 @@
+"""make run: two VMs doing RDMA through ferroce, printing what they do (vmtest --follow).
+
+ibv_rc_pingpong and ib_write_bw between two ferroce VMs, kernel-bypass through the provider,
+then the NIC's counters. The checks are those of a smoke test.
+"""
+
+from harness import Run, Scenario, Vm
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
+                    timeout=900)
+
+
+@scenario.check
+def rc_pingpong(run: Run) -> str:
+    for vm in ("a", "b"):
+        run.vm(vm).step("rc-pingpong").expect(r"^819200 bytes in ")
+    return run.vm("a").step("rc-pingpong").expect(r"^819200 bytes in .*$").group(0)
+
+
+@scenario.check
+def write_bw(run: Run) -> str:
+    for vm in ("a", "b"):
+        run.vm(vm).step("write-bw").ok()
+    row = run.vm("a").step("write-bw").expect(r"^\s*65536\s+500\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
+    return f"{row.group(1)} MiB/s average"
+
+
+@scenario.check
+def counters_shown(run: Run) -> str:
+    step = run.vm("a").step("nic-counters")
+    step.ok()
+    return step.expect(r"^doorbells [1-9]\d*$").group(0)
