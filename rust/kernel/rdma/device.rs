@@ -208,7 +208,19 @@ attr_setters!(DeviceAttr {
     local_ca_ack_delay: local_ca_ack_delay: u8,
     /// Maximum fast-registration page-list length.
     max_fast_reg_page_list_len: max_fast_reg_page_list_len: u32,
+    /// Atomicity of atomic operations (`bindings::ib_atomic_cap_IB_ATOMIC_*`).
+    atomic_cap: atomic_cap: bindings::ib_atomic_cap,
 });
+
+impl DeviceAttr<'_> {
+    /// The system image GUID (one per chassis; RoCE devices use their node GUID).
+    pub fn sys_image_guid(&mut self, guid: u64) -> &mut Self {
+        // SAFETY: By the type invariant the pointer is valid and writable. The field is a
+        // `__be64`: the bytes in network order.
+        unsafe { (*self.0.as_ptr()).sys_image_guid = u64::from_ne_bytes(guid.to_be_bytes()) };
+        self
+    }
+}
 
 /// Port attributes a driver reports from [`Operations::query_port`].
 ///
@@ -643,6 +655,13 @@ impl<T: Operations> Device<T> {
     /// The device's SRQs by number.
     pub fn srqs(&self) -> &Table<Srq<T>> {
         &self.objects.srqs
+    }
+
+    /// The node GUID ([`Config::node_guid`]).
+    pub fn node_guid(&self) -> u64 {
+        // SAFETY: `self` is a valid device; the GUID is set before registration and not
+        // changed after. The field is a `__be64`.
+        u64::from_be_bytes(unsafe { (*self.as_raw()).node_guid }.to_ne_bytes())
     }
 
     /// The device's name (e.g. `ferroce0`).

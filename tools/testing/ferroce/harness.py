@@ -135,6 +135,9 @@ class Vm:
     """Extra kernel parameters, e.g. of built-in modules ("nvmet_rdma.use_srq=1")."""
     segment: str = "lan"
     """The Ethernet segment (switch) of eth0."""
+    toolroot: bool = False
+    """Share the toolchain root read-only over virtio-9p (tag "toolroot"), for big guest
+    userspace such as python3 and pyverbs (guest/lib.sh: toolroot_setup)."""
     second: tuple[str, str] | None = None
     """(segment, address/prefix) of a second virtio-net NIC, eth1; the VM then routes IPv4
     between its two segments."""
@@ -492,6 +495,10 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                            f"local.path={second.port_path(port)},remote.type=unix,"
                            f"remote.path={second.switch_path(port)}",
                            "-device", f"virtio-net-pci,netdev=net1,mac={second_mac_of(index)},romfile="]
+            if vm.toolroot:
+                # QEMU runs in the toolchain root: "/" is the root.
+                extra += ["-fsdev", "local,id=toolroot,path=/,security_model=none,readonly=on",
+                          "-device", "virtio-9p-pci,fsdev=toolroot,mount_tag=toolroot"]
             cmdline = " ".join(filter(None, [
                 "console=ttyS0 panic=-1 loglevel=4",
                 clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,

@@ -342,7 +342,13 @@ impl rdma::Operations for RoceDevice {
             .max_ah(l.max_ah)
             .max_pkeys(1)
             .local_ca_ack_delay(15)
-            .max_fast_reg_page_list_len(l.max_mr_pages);
+            .max_fast_reg_page_list_len(l.max_mr_pages)
+            .sys_image_guid(dev.node_guid());
+        if dev.caps_flags & hw::CAP_ATOMIC != 0 {
+            // The NIC executes a QP's atomics one at a time against guest memory: atomic with
+            // respect to other atomics of this device, not to the CPU.
+            attr.atomic_cap(bindings::ib_atomic_cap_IB_ATOMIC_HCA);
+        }
         Ok(())
     }
 

@@ -285,3 +285,39 @@ perftest_client() {
 		retry "$_name" 280 $_tool -d "$1" -x "$2" -p "$_port" $_rest "$3" < /dev/null
 	done
 }
+
+# toolroot_setup: the toolchain root (shared by the host over virtio-9p, tag "toolroot",
+# Vm(toolroot=True)) as /newroot, read-only under a tmpfs overlay, with our provider added and
+# /proc, /sys, /dev and /tmp of this VM. Big userspace (python3, pyverbs) runs from there:
+# "in_toolroot CMD..." runs CMD chrooted into it.
+toolroot_setup() {
+	mkdir -p /run/toolroot /run/overlay /newroot &&
+		mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 toolroot /run/toolroot &&
+		mount -t tmpfs tmpfs /run/overlay &&
+		mkdir -p /run/overlay/upper /run/overlay/work &&
+		mount -t overlay overlay \
+			-o lowerdir=/run/toolroot,upperdir=/run/overlay/upper,workdir=/run/overlay/work \
+			/newroot || return
+	for d in proc sys dev tmp; do mount --bind /$d /newroot/$d || return; done
+	cp /usr/lib/x86_64-linux-gnu/libibverbs/libferroce-rdmav34.so \
+		/newroot/usr/lib/x86_64-linux-gnu/libibverbs/ &&
+		cp /etc/libibverbs.d/ferroce.driver /newroot/etc/libibverbs.d/ &&
+		chroot /newroot python3 --version
+}
+
+in_toolroot() {
+	chroot /newroot /usr/bin/env PATH=/usr/sbin:/usr/bin HOME=/tmp "$@"
+}
+
+# pyverbs_suite DEV GID: rdma-core's test suite (copied to /tmp/tests), one python process per
+# test module so that a crash (pyverbs has segfaulted on rxe) costs only that module; each
+# module's output ends with "=== MODULE <name> rc=<exit status>".
+pyverbs_suite() {
+	for _t in /tmp/tests/test_*.py; do
+		_m=$(basename "$_t" .py)
+		echo "=== MODULE $_m"
+		in_toolroot timeout 600 python3 /tmp/tests/run_tests.py --dev "$1" --gid "$2" -v \
+			-k "tests.$_m." 2>&1
+		echo "=== MODULE $_m rc=$?"
+	done
+}
