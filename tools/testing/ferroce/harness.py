@@ -500,7 +500,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                 extra += ["-fsdev", "local,id=toolroot,path=/,security_model=none,readonly=on",
                           "-device", "virtio-9p-pci,fsdev=toolroot,mount_tag=toolroot"]
             cmdline = " ".join(filter(None, [
-                "console=ttyS0 panic=-1 loglevel=4",
+                "console=ttyS0 panic=-1 loglevel=5",  # warnings (WARN splats) reach the console
                 clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,
                 f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",

@@ -249,6 +249,28 @@ impl Cmdq {
         self.exec_with_output(cmd, 0)
     }
 
+    /// Executes a command that destroys an object. ib_core cannot handle a failed destroy (it
+    /// warns and leaks its own part), and the object cannot outlive a device that stopped
+    /// answering or was unbound: then the destroy counts as done. Other failures (the device
+    /// refused, e.g. an object still in use) are returned.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::exec`], except the device being gone.
+    pub(crate) fn exec_destroy<C: hw::Command>(&self, cmd: &C) -> Result {
+        match self.exec(cmd) {
+            Ok(_) => Ok(()),
+            Err(_) if self.is_gone() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the device no longer executes commands: it timed out, stopped responding or
+    /// reported a fatal error, or the queue was disabled (unbind).
+    fn is_gone(&self) -> bool {
+        self.failed.load(Relaxed) || !self.enable.is_live()
+    }
+
     /// Executes a command whose results go to the DMA buffer at `out_addr` (`CMD_QUERY_QP`,
     /// `CMD_QUERY_COUNTERS`), like [`Self::exec`].
     ///

@@ -185,11 +185,10 @@ impl CqData {
     }
 
     fn destroy_in_device(&self, dev: &rdma::Device<RoceDevice>) -> Result {
-        dev.cmdq().exec(&hw::DestroyCqCmd {
+        dev.cmdq().exec_destroy(&hw::DestroyCqCmd {
             cqn: self.cqn,
             rsvd: 0,
-        })?;
-        Ok(())
+        })
     }
 
     /// Moves CQEs into `out`, then publishes the new consumer index in the record.

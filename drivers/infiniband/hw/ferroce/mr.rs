@@ -155,11 +155,10 @@ impl MrData {
 
     /// Destroys the MR in the device.
     pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
-        dev.cmdq().exec(&hw::DestroyMrCmd {
+        dev.cmdq().exec_destroy(&hw::DestroyMrCmd {
             key: self.key,
             rsvd: 0,
-        })?;
-        Ok(())
+        })
     }
 
     /// Maps a scatter/gather list into the page list.

@@ -387,7 +387,7 @@ impl QpData {
         dev: &rdma::Device<RoceDevice>,
         udata: Option<&mut Udata<'_>>,
     ) -> Result {
-        dev.cmdq().exec(&hw::DestroyQpCmd {
+        dev.cmdq().exec_destroy(&hw::DestroyQpCmd {
             qpn: self.qpn,
             rsvd: 0,
         })?;

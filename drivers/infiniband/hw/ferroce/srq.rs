@@ -205,7 +205,7 @@ impl SrqData {
         dev: &rdma::Device<RoceDevice>,
         udata: Option<&mut Udata<'_>>,
     ) -> Result {
-        dev.cmdq().exec(&hw::DestroySrqCmd {
+        dev.cmdq().exec_destroy(&hw::DestroySrqCmd {
             srqn: self.srqn,
             rsvd: 0,
         })?;

@@ -162,7 +162,7 @@ impl UcontextData {
 
     /// Frees the NIC context; ib_core destroyed the context's objects first.
     pub(crate) fn free(&self, dev: &rdma::Device<RoceDevice>) {
-        if let Err(e) = dev.cmdq().exec(&hw::FreeCtxCmd {
+        if let Err(e) = dev.cmdq().exec_destroy(&hw::FreeCtxCmd {
             ctx: self.ctx,
             rsvd: 0,
         }) {
