@@ -92,12 +92,9 @@ impl CqRing {
     }
 }
 
-/// Fills a work completion from a CQE.
-pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
-    wc.wr_id = cqe.wr_id;
-    // Hardware status values are IB `ib_wc_status` values, which ibverbs shares.
-    wc.status = sys::ibv_wc_status::from(cqe.status);
-    wc.opcode = match cqe.opcode {
+/// The work completion opcode of a CQE.
+pub(crate) fn wc_opcode(cqe: &Cqe) -> sys::ibv_wc_opcode {
+    match cqe.opcode {
         CQE_OP_RDMA_WRITE => sys::IBV_WC_RDMA_WRITE,
         CQE_OP_RDMA_READ => sys::IBV_WC_RDMA_READ,
         CQE_OP_CMP_SWAP => sys::IBV_WC_COMP_SWAP,
@@ -106,11 +103,11 @@ pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
         CQE_OP_RECV => sys::IBV_WC_RECV,
         CQE_OP_RECV_RDMA_WITH_IMM => sys::IBV_WC_RECV_RDMA_WITH_IMM,
         _ => sys::IBV_WC_SEND,
-    };
-    wc.vendor_err = u32::from(cqe.vendor_err);
-    wc.byte_len = cqe.byte_len;
-    wc.qp_num = cqe.qpn;
-    wc.src_qp = cqe.src_qpn;
+    }
+}
+
+/// The `IBV_WC_*` flags of a CQE (`ibv_wc_flags`; the extended CQ's `read_wc_flags`).
+pub(crate) fn wc_flags(cqe: &Cqe) -> u32 {
     let mut flags = 0;
     if cqe.flags & CQE_FLAG_WITH_IMM != 0 {
         flags |= sys::IBV_WC_WITH_IMM;
@@ -121,7 +118,20 @@ pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
     if cqe.flags & CQE_FLAG_GRH != 0 {
         flags |= sys::IBV_WC_GRH;
     }
-    wc.wc_flags = flags;
+    flags
+}
+
+/// Fills a work completion from a CQE.
+pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
+    wc.wr_id = cqe.wr_id;
+    // Hardware status values are IB `ib_wc_status` values, which ibverbs shares.
+    wc.status = sys::ibv_wc_status::from(cqe.status);
+    wc.opcode = wc_opcode(cqe);
+    wc.vendor_err = u32::from(cqe.vendor_err);
+    wc.byte_len = cqe.byte_len;
+    wc.qp_num = cqe.qpn;
+    wc.src_qp = cqe.src_qpn;
+    wc.wc_flags = wc_flags(cqe);
     // Immediate data is stored as the sender gave it (network order); an invalidated key
     // shares the field.
     wc.__bindgen_anon_1.imm_data = cqe.imm_or_inv;

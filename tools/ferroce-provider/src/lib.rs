@@ -11,7 +11,8 @@
 //! `Documentation/infiniband/ferroce-provider.rst`.
 //!
 //! Layout: [`dma`] (queue memory), [`doorbell`] (the doorbell page), [`wqe`] (WQE building),
-//! [`queue`] (rings, records, batching, push), [`cq`] (CQE polling); `verbs` is the FFI layer
+//! [`queue`] (rings, records, batching, push), [`wr`] (the `ibv_wr_*` batch), [`cq`] (CQE
+//! polling); `verbs` is the FFI layer
 //! (context, PD/MR, CQ, QP, SRQ, AH), the only place that calls rdma-core. It is left out
 //! of the unit tests, which run without libibverbs.
 
@@ -26,3 +27,4 @@ mod sys;
 #[cfg(not(test))]
 mod verbs;
 mod wqe;
+mod wr;

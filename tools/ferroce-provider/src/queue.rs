@@ -264,6 +264,44 @@ impl WorkQueue {
         (posted, result)
     }
 
+    /// Free slots given consumer index `ci`.
+    pub(crate) fn free(&self, ci: u16) -> u32 {
+        self.ring.size().saturating_sub(self.ring.used(self.pi, ci))
+    }
+
+    /// Posts `n` ready WQEs (slot and bytes used, from `wqe(i)`) all or nothing: `ENOMEM`
+    /// and nothing posted when the ring lacks room for all of them. Rings as
+    /// [`Self::post_send`] does (push for a batch of one).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn post_batch<'a>(
+        &mut self,
+        buf: &DmaBuf,
+        ci: u16,
+        page: &impl Mmio,
+        qid: u16,
+        push: Option<PushWindow>,
+        n: usize,
+        wqe: impl Fn(usize) -> Option<(&'a [u8], usize)>,
+    ) -> Result<(), i32> {
+        if n > self.free(ci) as usize {
+            return Err(ENOMEM);
+        }
+        let mut next = 0;
+        let (_, result) = self.post_send(buf, ci, page, qid, push, |slot| {
+            if next == n {
+                return None;
+            }
+            let built = wqe(next).and_then(|(src, len)| {
+                let src = src.get(..slot.len())?;
+                slot.copy_from_slice(src);
+                Some(len)
+            });
+            next += 1;
+            Some(built.ok_or(EINVAL))
+        });
+        result
+    }
+
     /// After `posted` WQEs of a send queue: the record, then one doorbell for the chain, or
     /// for a single WQE that fits the push window, the WQE through the window and `DB_PUSH`.
     pub(crate) fn ring_sq(
@@ -526,6 +564,103 @@ mod tests {
         assert_eq!(buf.load_u32(l.dbrec_offset + 4), 0);
         buf.read(rl.offset + 64, &mut b);
         assert_eq!(b, [0; 8]);
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use crate::doorbell::tests::FakePage;
+    use crate::wqe::{SendOp, SqLimits};
+    use crate::wr::{WrBatch, WrFlags};
+    use ferroce_hw::{PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
+
+    const PUSH: Option<PushWindow> = Some(PushWindow {
+        offset: PUSH_WINDOW_OFFSET,
+        size: PUSH_WINDOW_SIZE,
+    });
+
+    fn setup() -> (WorkQueue, DmaBuf, WrBatch) {
+        let layout = RingLayout {
+            offset: 0,
+            log_size: 2,
+            log_stride: 7,
+        };
+        let sq = WorkQueue::new(&layout, 512).expect("sq");
+        let buf = DmaBuf::new(4096).expect("buf");
+        let limits = SqLimits {
+            qp_type: QPT_RC,
+            stride: 128,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        (sq, buf, WrBatch::new(limits, 4))
+    }
+
+    fn sends(b: &mut WrBatch, ids: core::ops::Range<u64>) -> usize {
+        b.clear();
+        for id in ids {
+            b.begin(id, WrFlags::default(), Ok(SendOp::Send));
+        }
+        b.finish().expect("batch")
+    }
+
+    #[test]
+    fn batch_is_one_doorbell_or_one_push() {
+        let (mut sq, buf, mut b) = setup();
+        let page = FakePage::default();
+        let n = sends(&mut b, 1..4);
+        assert_eq!(
+            sq.post_batch(&buf, 0, &page, 9, PUSH, n, |i| b.wqe(i)),
+            Ok(())
+        );
+        assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0009_0003, 32)]);
+        assert_eq!(buf.load_u32(512), 3);
+        let mut id = [0u8; 8];
+        buf.read(2 * 128, &mut id);
+        assert_eq!(u64::from_le_bytes(id), 3);
+        // One WQE: pushed (eight words and DB_PUSH).
+        let page = FakePage::default();
+        let n = sends(&mut b, 7..8);
+        assert_eq!(
+            sq.post_batch(&buf, 3, &page, 9, PUSH, n, |i| b.wqe(i)),
+            Ok(())
+        );
+        let w = page.writes.borrow();
+        assert_eq!((w.len(), w[0].1), (9, 7));
+        assert_eq!(w[8], (0x010, 0x0009_0004, 32));
+        // An empty batch rings nothing.
+        let page = FakePage::default();
+        assert_eq!(
+            sq.post_batch(&buf, 4, &page, 9, PUSH, 0, |i| b.wqe(i)),
+            Ok(())
+        );
+        assert!(page.writes.borrow().is_empty());
+    }
+
+    #[test]
+    fn batch_without_room_posts_nothing() {
+        let (mut sq, buf, mut b) = setup();
+        let page = FakePage::default();
+        let n = sends(&mut b, 1..3);
+        assert_eq!(
+            sq.post_batch(&buf, 0, &page, 1, None, n, |i| b.wqe(i)),
+            Ok(())
+        );
+        assert_eq!(sq.free(0), 2);
+        let n = sends(&mut b, 3..6);
+        assert_eq!(
+            sq.post_batch(&buf, 0, &page, 1, None, n, |i| b.wqe(i)),
+            Err(ENOMEM)
+        );
+        assert_eq!(sq.pi(), 2, "nothing of the batch was posted");
+        assert_eq!(page.writes.borrow().len(), 1);
+        // After completions, it fits.
+        assert_eq!(
+            sq.post_batch(&buf, 1, &page, 1, None, n, |i| b.wqe(i)),
+            Ok(())
+        );
+        assert_eq!(sq.pi(), 5);
     }
 }
 

@@ -58,6 +58,8 @@ pod!(
     sys::ib_uverbs_create_cq_resp,
     sys::ferroce_create_cq_req,
     sys::ferroce_create_cq_resp,
+    sys::ibv_create_cq_ex,
+    sys::ib_uverbs_ex_create_cq_resp,
     sys::ibv_create_qp,
     sys::ib_uverbs_create_qp_resp,
     sys::ferroce_create_qp_req,

@@ -19,6 +19,7 @@ use crate::dma::DmaBuf;
 use crate::queue::{qp_layout, QpCaps, WorkQueue};
 use crate::sys;
 use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
+use crate::wr::{SpinGate, WrBatch, WrFlags};
 
 /// A QP: libibverbs' part first.
 #[repr(C)]
@@ -33,6 +34,15 @@ struct Qp {
     sig_all: bool,
     qid: u16,
     ctx: *const ContextInner,
+    /// The `ibv_wr_*` state of a QP created with send operations.
+    ex: Option<QpEx>,
+}
+
+/// The open `ibv_wr_start` .. `ibv_wr_complete` batch of an extended QP.
+struct QpEx {
+    /// Held from `wr_start` to `wr_complete` / `wr_abort`.
+    gate: SpinGate,
+    batch: Mutex<WrBatch>,
 }
 
 type CreateQp = WithDrv<sys::ibv_create_qp, sys::ferroce_create_qp_req>;
@@ -45,63 +55,84 @@ fn sges_for(stride: usize, header: usize, dev_max: u32) -> u32 {
         .min(MAX_SGE)
 }
 
-pub(super) unsafe extern "C" fn create_qp(
-    pd: *mut sys::ibv_pd,
-    attr: *mut sys::ibv_qp_init_attr,
-) -> *mut sys::ibv_qp {
-    if pd.is_null() || attr.is_null() {
-        return fail(EINVAL);
-    }
-    // SAFETY: libibverbs passes a PD of one of our contexts.
-    let Some(ctx) = (unsafe { context((*pd).context) }) else {
-        return fail(EINVAL);
-    };
-    // SAFETY: the application's attributes, non-null.
-    let init = unsafe { &mut *attr };
-    let qp_type = match init.qp_type {
+/// What both `create_qp` and `create_qp_ex` ask for.
+struct QpRequest {
+    qp_type: sys::ibv_qp_type,
+    srq: *mut sys::ibv_srq,
+    cap: sys::ibv_qp_cap,
+    sq_sig_all: bool,
+    /// `create_qp_ex` with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: the `ibv_wr_*` API.
+    extended: bool,
+}
+
+/// Send operations of the `ibv_wr_*` API per QP type: what the hardware has. Memory windows,
+/// local invalidate, TSO, flush and atomic write are not among them.
+const RC_SEND_OPS: u64 = (sys::IBV_QP_EX_WITH_SEND
+    | sys::IBV_QP_EX_WITH_SEND_WITH_IMM
+    | sys::IBV_QP_EX_WITH_SEND_WITH_INV
+    | sys::IBV_QP_EX_WITH_RDMA_WRITE
+    | sys::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+    | sys::IBV_QP_EX_WITH_RDMA_READ
+    | sys::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+    | sys::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) as u64;
+const UD_SEND_OPS: u64 = (sys::IBV_QP_EX_WITH_SEND | sys::IBV_QP_EX_WITH_SEND_WITH_IMM) as u64;
+
+/// Creates the provider's part of a QP and, through `issue` (which runs the uverbs command
+/// for the `Qp` it gets, with our driver data), the kernel's. Returns the QP and the
+/// capabilities it really has.
+///
+/// # Safety
+///
+/// `req.srq` is null or an SRQ of ours; `issue` returns an rdma-core status and, on
+/// success, leaves a kernel QP behind the `Qp`'s `verbs_qp`.
+unsafe fn create(
+    ctx: &ContextInner,
+    req: &QpRequest,
+    issue: impl FnOnce(*mut Qp, &mut CreateQp, &mut CreateQpResp) -> c_int,
+) -> Result<(*mut Qp, sys::ibv_qp_cap), i32> {
+    let qp_type = match req.qp_type {
         sys::IBV_QPT_RC => QPT_RC,
         sys::IBV_QPT_UD => QPT_UD,
-        _ => return fail(libc::EOPNOTSUPP),
+        _ => return Err(libc::EOPNOTSUPP),
     };
-    let srq = init.srq.cast::<Srq>();
+    let srq = req.srq.cast::<Srq>();
     let caps = QpCaps {
-        max_send_wr: init.cap.max_send_wr,
-        max_recv_wr: init.cap.max_recv_wr,
-        max_send_sge: init.cap.max_send_sge,
-        max_recv_sge: init.cap.max_recv_sge,
-        max_inline: init.cap.max_inline_data,
+        max_send_wr: req.cap.max_send_wr,
+        max_recv_wr: req.cap.max_recv_wr,
+        max_send_sge: req.cap.max_send_sge,
+        max_recv_sge: req.cap.max_recv_sge,
+        max_inline: req.cap.max_inline_data,
     };
-    let layout = match qp_layout(&caps, !srq.is_null(), &ctx.limits) {
-        Ok(layout) => layout,
-        Err(e) => return fail(e),
-    };
-    let queues = DmaBuf::new(layout.buf_size).and_then(|buf| {
+    let layout = qp_layout(&caps, !srq.is_null(), &ctx.limits)?;
+    let (buf, sq, rq) = DmaBuf::new(layout.buf_size).and_then(|buf| {
         let sq = WorkQueue::sq(&layout)?;
         let rq = match &layout.rq {
             Some(rq) => Some(WorkQueue::rq(rq, layout.dbrec_offset, false)?),
             None => None,
         };
         Ok((buf, sq, rq))
-    });
-    let (buf, sq, rq) = match queues {
-        Ok(q) => q,
-        Err(e) => return fail(e),
-    };
+    })?;
     // SAFETY: our page-aligned mapping.
     if unsafe { sys::ibv_dontfork_range(buf.as_ptr().cast(), buf.len()) } != 0 {
-        return fail(ENOMEM);
+        return Err(ENOMEM);
     }
     let rq_layout = layout.rq.unwrap_or(crate::queue::RingLayout {
         offset: 0,
         log_size: 0,
         log_stride: 0,
     });
+    let (addr, len) = (buf.as_ptr(), buf.len());
+    let undo_fork = || {
+        // SAFETY: marked above.
+        unsafe { sys::ibv_dofork_range(addr.cast(), len) };
+    };
     let (Ok(buf_size), Ok(rq_offset), Ok(dbrec_offset)) = (
         u32::try_from(buf.len()),
         u32::try_from(rq_layout.offset),
         u32::try_from(layout.dbrec_offset),
     ) else {
-        return fail(EINVAL);
+        undo_fork();
+        return Err(EINVAL);
     };
     let mut cmd = CreateQp::new(sys::ferroce_create_qp_req {
         buf_addr: buf.addr(),
@@ -130,7 +161,10 @@ pub(super) unsafe extern "C" fn create_qp(
         .map(|rq| (rq.size(), sges_for(rq.stride(), 16, ctx.limits.max_sge)));
     // SAFETY: a non-null SRQ of ours (libibverbs passes the application's).
     let srq_progress = unsafe { srq.as_ref() }.map(|s| s.progress.clone());
-    let (addr, len) = (buf.as_ptr(), buf.len());
+    let ex = req.extended.then(|| QpEx {
+        gate: SpinGate::default(),
+        batch: Mutex::new(WrBatch::new(limits, sq_size as usize)),
+    });
     let qp = Box::into_raw(Box::new(Qp {
         vqp: sys::verbs_qp::zeroed(),
         buf,
@@ -142,22 +176,12 @@ pub(super) unsafe extern "C" fn create_qp(
         }),
         limits,
         rq_max_sge: rq_caps.map_or(0, |c| c.1),
-        sig_all: init.sq_sig_all != 0,
+        sig_all: req.sq_sig_all,
         qid: 0,
         ctx,
+        ex,
     }));
-    // SAFETY: `qp` is live; its `verbs_qp` starts with the `ibv_qp`.
-    let ret = unsafe {
-        sys::ibv_cmd_create_qp(
-            pd,
-            qp.cast(),
-            attr,
-            &mut cmd.core,
-            CreateQp::SIZE,
-            &mut resp.core,
-            CreateQpResp::SIZE,
-        )
-    };
+    let ret = issue(qp, &mut cmd, &mut resp);
     let qid = check(ret).and_then(|()| u16::try_from(resp.drv.db_qid).map_err(|_| libc::EPROTO));
     let qid = match qid {
         Ok(qid) => qid,
@@ -166,12 +190,10 @@ pub(super) unsafe extern "C" fn create_qp(
                 // SAFETY: created above.
                 unsafe { sys::ibv_cmd_destroy_qp(qp.cast()) };
             }
-            // SAFETY: marked above; leaked above.
-            unsafe {
-                sys::ibv_dofork_range(addr.cast(), len);
-                drop(Box::from_raw(qp));
-            }
-            return fail(e);
+            undo_fork();
+            // SAFETY: leaked above, never handed out.
+            drop(unsafe { Box::from_raw(qp) });
+            return Err(e);
         }
     };
     // SAFETY: live and not yet shared.
@@ -180,14 +202,144 @@ pub(super) unsafe extern "C" fn create_qp(
     // SAFETY: `ibv_qp` is the first member of `verbs_qp`'s union.
     let qpn = unsafe { q.vqp.__bindgen_anon_1.qp.qp_num };
     ctx.qps().insert(qpn, q.progress.clone());
-    init.cap.max_send_wr = sq_size;
-    init.cap.max_send_sge = limits.max_sge;
-    init.cap.max_inline_data = limits.max_inline;
+    let mut cap = req.cap;
+    cap.max_send_wr = sq_size;
+    cap.max_send_sge = limits.max_sge;
+    cap.max_inline_data = limits.max_inline;
     if let Some((size, sge)) = rq_caps {
-        init.cap.max_recv_wr = size;
-        init.cap.max_recv_sge = sge;
+        cap.max_recv_wr = size;
+        cap.max_recv_sge = sge;
     }
-    qp.cast()
+    Ok((qp, cap))
+}
+
+pub(super) unsafe extern "C" fn create_qp(
+    pd: *mut sys::ibv_pd,
+    attr: *mut sys::ibv_qp_init_attr,
+) -> *mut sys::ibv_qp {
+    if pd.is_null() || attr.is_null() {
+        return fail(EINVAL);
+    }
+    // SAFETY: libibverbs passes a PD of one of our contexts.
+    let Some(ctx) = (unsafe { context((*pd).context) }) else {
+        return fail(EINVAL);
+    };
+    // SAFETY: the application's attributes, non-null.
+    let init = unsafe { &mut *attr };
+    let req = QpRequest {
+        qp_type: init.qp_type,
+        srq: init.srq,
+        cap: init.cap,
+        sq_sig_all: init.sq_sig_all != 0,
+        extended: false,
+    };
+    // SAFETY: `srq` is the application's (one of ours); the command runs for our `Qp`, whose
+    // `verbs_qp` starts with the `ibv_qp`.
+    let created = unsafe {
+        create(ctx, &req, |qp, cmd, resp| {
+            sys::ibv_cmd_create_qp(
+                pd,
+                qp.cast(),
+                attr,
+                &mut cmd.core,
+                CreateQp::SIZE,
+                &mut resp.core,
+                CreateQpResp::SIZE,
+            )
+        })
+    };
+    match created {
+        Ok((qp, cap)) => {
+            init.cap = cap;
+            qp.cast()
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Checks `create_qp_ex`'s attributes: a PD, optionally no create flags, and send
+/// operations the QP type has.
+fn check_init_attr_ex(attr: &sys::ibv_qp_init_attr_ex) -> Result<(), i32> {
+    let supported = sys::IBV_QP_INIT_ATTR_PD
+        | sys::IBV_QP_INIT_ATTR_CREATE_FLAGS
+        | sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if attr.comp_mask & !supported != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if attr.comp_mask & sys::IBV_QP_INIT_ATTR_PD == 0 || attr.pd.is_null() {
+        return Err(EINVAL);
+    }
+    if attr.comp_mask & sys::IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && attr.create_flags != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if attr.comp_mask & sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        let ops = match attr.qp_type {
+            sys::IBV_QPT_RC => RC_SEND_OPS,
+            sys::IBV_QPT_UD => UD_SEND_OPS,
+            _ => 0,
+        };
+        if attr.send_ops_flags & !ops != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
+    }
+    Ok(())
+}
+
+pub(super) unsafe extern "C" fn create_qp_ex(
+    ibctx: *mut sys::ibv_context,
+    attr: *mut sys::ibv_qp_init_attr_ex,
+) -> *mut sys::ibv_qp {
+    // SAFETY: libibverbs passes a context of ours.
+    let Some(ctx) = (unsafe { context(ibctx) }) else {
+        return fail(EINVAL);
+    };
+    // SAFETY: the application's attributes, if non-null.
+    let Some(init) = (unsafe { attr.as_mut() }) else {
+        return fail(EINVAL);
+    };
+    if let Err(e) = check_init_attr_ex(init) {
+        return fail(e);
+    }
+    let extended = init.comp_mask & sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0;
+    let req = QpRequest {
+        qp_type: init.qp_type,
+        srq: init.srq,
+        cap: init.cap,
+        sq_sig_all: init.sq_sig_all != 0,
+        extended,
+    };
+    // The kernel command knows no create flags (all zero here, checked above).
+    let mut kattr = *init;
+    kattr.comp_mask &= sys::IBV_QP_INIT_ATTR_PD | sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    // SAFETY: as in `create_qp`; `kattr` outlives the command.
+    let created = unsafe {
+        create(ctx, &req, |qp, cmd, resp| {
+            let vqp = qp.cast::<sys::verbs_qp>();
+            if extended {
+                set_send_ops(&mut *vqp);
+            }
+            sys::ibv_cmd_create_qp_ex(
+                ibctx,
+                vqp,
+                &mut kattr,
+                &mut cmd.core,
+                CreateQp::SIZE,
+                &mut resp.core,
+                CreateQpResp::SIZE,
+            )
+        })
+    };
+    match created {
+        Ok((qp, cap)) => {
+            init.cap = cap;
+            if extended {
+                // SAFETY: live; libibverbs' `set_qp` reset the mask during the command.
+                unsafe { (*qp).vqp.comp_mask |= sys::VERBS_QP_EX };
+            }
+            qp.cast()
+        }
+        Err(e) => fail(e),
+    }
 }
 
 pub(super) unsafe extern "C" fn modify_qp(
@@ -431,4 +583,371 @@ pub(super) unsafe extern "C" fn post_recv(
             e
         }
     }
+}
+
+// The `ibv_wr_*` API of extended QPs. libibverbs calls these through the `ibv_qp_ex` of a QP
+// that `create_qp_ex` made with send operations; the `ibv_qp_ex` is the start of our `Qp`.
+
+/// Sets every operation of the `ibv_qp_ex`: those the hardware has, and for the others
+/// (memory windows, local invalidate, TSO, XRC, flush, atomic write) stubs that fail the
+/// batch with `EOPNOTSUPP`, so that no pointer an application may call is NULL.
+fn set_send_ops(vqp: &mut sys::verbs_qp) {
+    // SAFETY: writing function pointers into the union's `ibv_qp_ex` view, which contains
+    // the `ibv_qp` view (plain data, no invariant).
+    let x = unsafe { &mut vqp.__bindgen_anon_1.qp_ex };
+    x.wr_send = Some(wr_send);
+    x.wr_send_imm = Some(wr_send_imm);
+    x.wr_send_inv = Some(wr_send_inv);
+    x.wr_rdma_write = Some(wr_rdma_write);
+    x.wr_rdma_write_imm = Some(wr_rdma_write_imm);
+    x.wr_rdma_read = Some(wr_rdma_read);
+    x.wr_atomic_cmp_swp = Some(wr_atomic_cmp_swp);
+    x.wr_atomic_fetch_add = Some(wr_atomic_fetch_add);
+    x.wr_set_sge = Some(wr_set_sge);
+    x.wr_set_sge_list = Some(wr_set_sge_list);
+    x.wr_set_inline_data = Some(wr_set_inline_data);
+    x.wr_set_inline_data_list = Some(wr_set_inline_data_list);
+    x.wr_set_ud_addr = Some(wr_set_ud_addr);
+    x.wr_start = Some(wr_start);
+    x.wr_complete = Some(wr_complete);
+    x.wr_abort = Some(wr_abort);
+    x.wr_bind_mw = Some(wr_bind_mw);
+    x.wr_local_inv = Some(wr_local_inv);
+    x.wr_send_tso = Some(wr_send_tso);
+    x.wr_set_xrc_srqn = Some(wr_set_xrc_srqn);
+    x.wr_atomic_write = Some(wr_atomic_write);
+    x.wr_flush = Some(wr_flush);
+}
+
+/// Our QP and its `ibv_wr_*` state behind an `ibv_qp_ex`.
+///
+/// # Safety
+///
+/// `ibqp` is null or the `ibv_qp_ex` of a live QP of `create_qp_ex`.
+unsafe fn qp_ex<'a>(ibqp: *mut sys::ibv_qp_ex) -> Option<(&'a Qp, &'a QpEx)> {
+    // SAFETY: per the contract; `ibv_qp_ex` starts the `Qp`.
+    let qp = unsafe { ibqp.cast::<Qp>().as_ref() }?;
+    Some((qp, qp.ex.as_ref()?))
+}
+
+/// Runs `f` on the batch of `ibqp` (nothing for a QP without one).
+///
+/// # Safety
+///
+/// As [`qp_ex`].
+unsafe fn with_batch(ibqp: *mut sys::ibv_qp_ex, f: impl FnOnce(&Qp, &mut WrBatch)) {
+    // SAFETY: per the contract.
+    if let Some((qp, ex)) = unsafe { qp_ex(ibqp) } {
+        f(qp, &mut ex.batch.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// A WR builder: opens a request for `op` with the `wr_id` and `wr_flags` the application
+/// set in the `ibv_qp_ex`.
+///
+/// # Safety
+///
+/// As [`qp_ex`].
+unsafe fn begin(ibqp: *mut sys::ibv_qp_ex, op: Result<SendOp, i32>) {
+    // SAFETY: per the contract; the application wrote these fields before the call.
+    let Some((wr_id, flags)) = (unsafe { ibqp.as_ref() }).map(|x| (x.wr_id, x.wr_flags)) else {
+        return;
+    };
+    // SAFETY: per the contract.
+    unsafe {
+        with_batch(ibqp, |qp, batch| {
+            let flags = WrFlags {
+                signaled: qp.sig_all || flags & sys::IBV_SEND_SIGNALED != 0,
+                solicited: flags & sys::IBV_SEND_SOLICITED != 0,
+                fence: flags & sys::IBV_SEND_FENCE != 0,
+            };
+            batch.begin(wr_id, flags, op);
+        })
+    };
+}
+
+unsafe extern "C" fn wr_start(ibqp: *mut sys::ibv_qp_ex) {
+    // SAFETY: libibverbs passes the `ibv_qp_ex` of one of our extended QPs.
+    if let Some((_, ex)) = unsafe { qp_ex(ibqp) } {
+        ex.gate.acquire();
+        ex.batch.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+unsafe extern "C" fn wr_complete(ibqp: *mut sys::ibv_qp_ex) -> c_int {
+    // SAFETY: as in `wr_start`.
+    let Some((qp, ex)) = (unsafe { qp_ex(ibqp) }) else {
+        return EINVAL;
+    };
+    // SAFETY: the context outlives its QPs.
+    let ctx = unsafe { &*qp.ctx };
+    let mut batch = ex.batch.lock().unwrap_or_else(|e| e.into_inner());
+    let result = batch.finish().and_then(|n| {
+        let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
+        let ci = qp.progress.sq_ci.load(Ordering::Acquire);
+        sq.post_batch(&qp.buf, ci, &ctx.db, qp.qid, ctx.push, n, |i| batch.wqe(i))
+    });
+    batch.clear();
+    drop(batch);
+    ex.gate.release();
+    match result {
+        Ok(()) => 0,
+        Err(e) => e,
+    }
+}
+
+unsafe extern "C" fn wr_abort(ibqp: *mut sys::ibv_qp_ex) {
+    // SAFETY: as in `wr_start`.
+    if let Some((_, ex)) = unsafe { qp_ex(ibqp) } {
+        ex.batch.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        ex.gate.release();
+    }
+}
+
+unsafe extern "C" fn wr_send(ibqp: *mut sys::ibv_qp_ex) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(SendOp::Send)) };
+}
+
+unsafe extern "C" fn wr_send_imm(ibqp: *mut sys::ibv_qp_ex, imm: sys::__be32) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(SendOp::SendWithImm(imm))) };
+}
+
+unsafe extern "C" fn wr_send_inv(ibqp: *mut sys::ibv_qp_ex, rkey: u32) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(SendOp::SendWithInv(rkey))) };
+}
+
+unsafe extern "C" fn wr_rdma_write(ibqp: *mut sys::ibv_qp_ex, rkey: u32, remote_addr: u64) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(SendOp::Write { remote_addr, rkey })) };
+}
+
+unsafe extern "C" fn wr_rdma_write_imm(
+    ibqp: *mut sys::ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    imm: sys::__be32,
+) {
+    let op = SendOp::WriteWithImm {
+        remote_addr,
+        rkey,
+        imm,
+    };
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(op)) };
+}
+
+unsafe extern "C" fn wr_rdma_read(ibqp: *mut sys::ibv_qp_ex, rkey: u32, remote_addr: u64) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(SendOp::Read { remote_addr, rkey })) };
+}
+
+unsafe extern "C" fn wr_atomic_cmp_swp(
+    ibqp: *mut sys::ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    compare: u64,
+    swap: u64,
+) {
+    let op = SendOp::CmpSwap {
+        remote_addr,
+        rkey,
+        compare,
+        swap,
+    };
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(op)) };
+}
+
+unsafe extern "C" fn wr_atomic_fetch_add(
+    ibqp: *mut sys::ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    add: u64,
+) {
+    let op = SendOp::FetchAdd {
+        remote_addr,
+        rkey,
+        add,
+    };
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Ok(op)) };
+}
+
+unsafe extern "C" fn wr_set_sge(ibqp: *mut sys::ibv_qp_ex, lkey: u32, addr: u64, length: u32) {
+    // A zero-length buffer is no SGE at all (as rxe and mlx5 do).
+    let sge = [Sge { addr, length, lkey }];
+    let sges: &[Sge] = if length == 0 { &[] } else { &sge };
+    // SAFETY: as in `wr_start`.
+    unsafe { with_batch(ibqp, |_, batch| batch.set_sges(sges)) };
+}
+
+unsafe extern "C" fn wr_set_sge_list(
+    ibqp: *mut sys::ibv_qp_ex,
+    num_sge: usize,
+    list: *const sys::ibv_sge,
+) {
+    // SAFETY: as in `wr_start`.
+    unsafe {
+        with_batch(ibqp, |_, batch| {
+            if num_sge > MAX_SGE as usize || (num_sge > 0 && list.is_null()) {
+                return batch.fail(EINVAL);
+            }
+            let list = if num_sge == 0 {
+                &[]
+            } else {
+                // SAFETY: the application passes `num_sge` (bounded above) readable entries.
+                core::slice::from_raw_parts(list, num_sge)
+            };
+            let mut sges = [Sge::default(); MAX_SGE as usize];
+            for (dst, s) in sges.iter_mut().zip(list) {
+                *dst = Sge {
+                    addr: s.addr,
+                    length: s.length,
+                    lkey: s.lkey,
+                };
+            }
+            batch.set_sges(&sges[..num_sge]);
+        })
+    };
+}
+
+/// The application's inline buffers as slices once their total length fits `max`
+/// (`None` otherwise, or for a null buffer with a length).
+///
+/// # Safety
+///
+/// Each `(addr, len)` is readable for `len` bytes.
+unsafe fn inline_pieces(bufs: &[(*const u8, usize)], max: u32) -> Option<Vec<&[u8]>> {
+    let total = bufs
+        .iter()
+        .try_fold(0usize, |t, &(_, len)| t.checked_add(len))?;
+    if total > max as usize {
+        return None;
+    }
+    bufs.iter()
+        .filter(|&&(_, len)| len > 0)
+        .map(|&(addr, len)| {
+            // SAFETY: per the contract; the length is bounded by max_inline (checked above).
+            (!addr.is_null()).then(|| unsafe { core::slice::from_raw_parts(addr, len) })
+        })
+        .collect()
+}
+
+unsafe extern "C" fn wr_set_inline_data(
+    ibqp: *mut sys::ibv_qp_ex,
+    addr: *mut core::ffi::c_void,
+    length: usize,
+) {
+    // SAFETY: as in `wr_start`; the application's buffer is readable for `length` bytes.
+    unsafe {
+        with_batch(ibqp, |qp, batch| {
+            match inline_pieces(&[(addr.cast_const().cast(), length)], qp.limits.max_inline) {
+                Some(pieces) => batch.set_inline(&pieces),
+                None => batch.fail(EINVAL),
+            }
+        })
+    };
+}
+
+unsafe extern "C" fn wr_set_inline_data_list(
+    ibqp: *mut sys::ibv_qp_ex,
+    num_buf: usize,
+    list: *const sys::ibv_data_buf,
+) {
+    // SAFETY: as in `wr_start`; the application passes `num_buf` readable buffers.
+    unsafe {
+        with_batch(ibqp, |qp, batch| {
+            if num_buf > 0 && list.is_null() {
+                return batch.fail(EINVAL);
+            }
+            let list = if num_buf == 0 {
+                &[]
+            } else {
+                // SAFETY: per the verbs contract.
+                core::slice::from_raw_parts(list, num_buf)
+            };
+            let bufs: Vec<(*const u8, usize)> = list
+                .iter()
+                .map(|b| (b.addr.cast_const().cast(), b.length))
+                .collect();
+            match inline_pieces(&bufs, qp.limits.max_inline) {
+                Some(pieces) => batch.set_inline(&pieces),
+                None => batch.fail(EINVAL),
+            }
+        })
+    };
+}
+
+unsafe extern "C" fn wr_set_ud_addr(
+    ibqp: *mut sys::ibv_qp_ex,
+    ah: *mut sys::ibv_ah,
+    remote_qpn: u32,
+    remote_qkey: u32,
+) {
+    // SAFETY: as in `wr_start`; a non-null AH is one of ours.
+    let av = unsafe { ah.cast::<Ah>().as_ref() }.map(|ah| {
+        let mut av = ah.av;
+        av.remote_qpn = remote_qpn;
+        av.remote_qkey = remote_qkey;
+        av
+    });
+    // SAFETY: as in `wr_start`.
+    unsafe { with_batch(ibqp, |_, batch| batch.set_ud(av)) };
+}
+
+/// Operations the hardware does not have: `create_qp_ex` refuses their flags, and these
+/// make a batch that calls them anyway fail instead of crashing on a NULL pointer.
+unsafe extern "C" fn wr_bind_mw(
+    ibqp: *mut sys::ibv_qp_ex,
+    _mw: *mut sys::ibv_mw,
+    _rkey: u32,
+    _info: *const sys::ibv_mw_bind_info,
+) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+}
+
+unsafe extern "C" fn wr_local_inv(ibqp: *mut sys::ibv_qp_ex, _rkey: u32) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+}
+
+unsafe extern "C" fn wr_send_tso(
+    ibqp: *mut sys::ibv_qp_ex,
+    _hdr: *mut core::ffi::c_void,
+    _hdr_sz: u16,
+    _mss: u16,
+) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+}
+
+unsafe extern "C" fn wr_set_xrc_srqn(ibqp: *mut sys::ibv_qp_ex, _srqn: u32) {
+    // SAFETY: as in `wr_start`.
+    unsafe { with_batch(ibqp, |_, batch| batch.fail(libc::EOPNOTSUPP)) };
+}
+
+unsafe extern "C" fn wr_atomic_write(
+    ibqp: *mut sys::ibv_qp_ex,
+    _rkey: u32,
+    _remote_addr: u64,
+    _data: *const core::ffi::c_void,
+) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+}
+
+unsafe extern "C" fn wr_flush(
+    ibqp: *mut sys::ibv_qp_ex,
+    _rkey: u32,
+    _remote_addr: u64,
+    _len: usize,
+    _type: u8,
+    _level: u8,
+) {
+    // SAFETY: as in `wr_start`.
+    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
 }
