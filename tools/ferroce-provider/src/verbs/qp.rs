@@ -414,6 +414,21 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ibv_qp) -> c_int {
     0
 }
 
+/// Whether the QP may post sends: not in RESET, INIT or RTR (posting there is an immediate
+/// error, `EINVAL`, as on rxe).
+///
+/// # Safety
+///
+/// `ibqp` is a live QP of ours.
+unsafe fn can_send(ibqp: *const sys::ibv_qp) -> bool {
+    // SAFETY: per the contract; libibverbs keeps `state` current on modify.
+    let state = unsafe { (*ibqp).state };
+    !matches!(
+        state,
+        sys::IBV_QPS_RESET | sys::IBV_QPS_INIT | sys::IBV_QPS_RTR
+    )
+}
+
 /// Builds the WQE of one `ibv_send_wr` into `slot`.
 ///
 /// # Safety
@@ -525,6 +540,14 @@ pub(super) unsafe extern "C" fn post_send(
     }
     // SAFETY: a QP of `create_qp`.
     let qp = unsafe { &*ibqp.cast::<Qp>() };
+    // SAFETY: as above.
+    if !unsafe { can_send(ibqp) } {
+        if !bad.is_null() {
+            // SAFETY: the application's out pointer.
+            unsafe { *bad = wr };
+        }
+        return EINVAL;
+    }
     // SAFETY: the context outlives its QPs.
     let ctx = unsafe { &*qp.ctx };
     let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
@@ -682,6 +705,10 @@ unsafe extern "C" fn wr_complete(ibqp: *mut sys::ibv_qp_ex) -> c_int {
     // SAFETY: the context outlives its QPs.
     let ctx = unsafe { &*qp.ctx };
     let mut batch = ex.batch.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the `ibv_qp_ex` starts with the QP's `ibv_qp`.
+    if !unsafe { can_send(ibqp.cast()) } {
+        batch.fail(EINVAL);
+    }
     let result = batch.finish().and_then(|n| {
         let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
         let ci = qp.progress.sq_ci.load(Ordering::Acquire);
