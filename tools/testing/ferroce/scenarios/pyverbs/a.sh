@@ -1,0 +1,13 @@
+# rdma-core's own test suite (pyverbs), against ferroce0 and against rxe0 in the same VM.
+. /ferroce/lib.sh
+step rdma-setup 30 modprobe ferroce
+wait_for_gid ferroce0 3
+step rxe-setup 30 sh -c 'modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0'
+wait_for_gid rxe0 1
+step toolroot 120 toolroot_setup
+# Debian ships the suite compressed, as documentation.
+step tests-copy 120 sh -c 'cp -r /newroot/usr/share/doc/rdma-core/tests /tmp/tests && gunzip /tmp/tests/*.gz && ls /tmp/tests/*.py | wc -l'
+step pyverbs-ferroce 2400 pyverbs_suite ferroce0 3
+step pyverbs-rxe 2400 pyverbs_suite rxe0 1
+step nic-counters 15 hostctl nic counters
+step dmesg 10 sh -c 'dmesg | grep -iE "warning|bug:|oops" || true'

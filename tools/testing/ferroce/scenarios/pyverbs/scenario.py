@@ -1,0 +1,104 @@
+"""rdma-core's test suite (pyverbs, /usr/share/doc/rdma-core/tests/run_tests.py) against
+ferroce0 (--gid 3) and rxe0 (--gid 1) in the same VM.
+
+python3 and pyverbs come from the toolchain root over virtio-9p (guest/lib.sh: toolroot_setup).
+Each test module runs in its own process (guest/lib.sh: pyverbs_suite; the mlx5, EFA and CUDA
+modules are left out, as they skip everything on other devices). On ferroce no module
+may crash or hang and the kernel must stay clean; the passed/failed/skipped figures of both
+devices are recorded, and so are the tests rxe passes and ferroce does not.
+"""
+
+import re
+
+from harness import CheckFailed, Run, Scenario, Step, Vm
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, toolroot=True, memory_mib=1536)],
+                    timeout=3900)
+HEADER = re.compile(r"^(test_\w+) \(([\w.]+)\)", re.M)
+# After " ... ", or alone on a line when warnings or late tracebacks came in between.
+VERDICT = re.compile(r"(?:\.\.\. |^)(ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b", re.M)
+# Kernel messages on the console, which can land in the middle of a test's line.
+PRINTK = re.compile(r"\[\s*\d+\.\d+\] [^\n]*\n")
+
+
+def outcomes(step: Step) -> dict[str, str]:
+    """Each test's verdict. Its "... verdict" may come after stray output (warnings, late
+    tracebacks), so it is searched for up to the next test's header."""
+    found = {}
+    output = PRINTK.sub("", step.output)
+    headers = list(HEADER.finditer(output))
+    for i, header in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(output)
+        verdict = VERDICT.search(output, header.end(), end)
+        found[header.group(2)] = verdict.group(1) if verdict else "no verdict (crashed?)"
+    return found
+
+
+MODULE_END = re.compile(r"^=== MODULE (\w+) rc=(\d+)$", re.M)
+
+
+def totals(step: Step) -> tuple[dict[str, int], list[str]]:
+    """Tests run, passed, failed (incl. errors) and skipped over all modules; crashed modules."""
+    count = {"ran": 0, "passed": 0, "failed": 0, "skipped": 0}
+    for ran in re.finditer(r"^Ran (\d+) tests? in [\d.]+s\n\n(OK|FAILED)(?: \(([^)]*)\))?$", step.output, re.M):
+        n = int(ran.group(1))
+        detail = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", ran.group(3) or ""))
+        failed = detail.get("failures", 0) + detail.get("errors", 0) + detail.get("unexpected_successes", 0)
+        skipped = detail.get("skipped", 0) + detail.get("expected_failures", 0)
+        count["ran"] += n
+        count["failed"] += failed
+        count["skipped"] += skipped
+        count["passed"] += n - failed - skipped
+    crashed = [f"{m} (rc {rc})" for m, rc in MODULE_END.findall(step.output) if int(rc) >= 124]
+    return count, crashed
+
+
+def summary(step: Step, crashes_fail: bool) -> str:
+    if step.rc is None or not MODULE_END.search(step.output):
+        raise CheckFailed(f"the suite did not run (rc {step.rc})")
+    count, crashed = totals(step)
+    line = (f"ran {count['ran']}: passed {count['passed']}, failed {count['failed']}, "
+            f"skipped {count['skipped']}")
+    if crashed:
+        line += f"; modules that crashed or timed out: {', '.join(crashed)}"
+        if crashes_fail:
+            raise CheckFailed(line)
+    return line
+
+
+@scenario.check
+def toolroot_mounted(run: Run) -> str:
+    step = run.vm("a").step("toolroot")
+    step.ok()
+    return step.expect(r"^Python 3\.\d+\.\d+$").group(0)
+
+
+@scenario.check
+def suite_on_ferroce(run: Run) -> str:
+    return summary(run.vm("a").step("pyverbs-ferroce"), crashes_fail=True)
+
+
+@scenario.check
+def suite_on_rxe(run: Run) -> str:
+    return summary(run.vm("a").step("pyverbs-rxe"), crashes_fail=False)
+
+
+@scenario.check
+def ferroce_against_rxe(run: Run) -> str:
+    """Tests rxe passes and ferroce does not (recorded; the resolution report gives reasons)."""
+    ferroce = outcomes(run.vm("a").step("pyverbs-ferroce"))
+    rxe = outcomes(run.vm("a").step("pyverbs-rxe"))
+    worse = sorted(t for t, v in rxe.items() if v == "ok" and ferroce.get(t) != "ok")
+    better = sorted(t for t, v in ferroce.items() if v == "ok" and rxe.get(t) != "ok")
+    lines = [f"rxe passes, ferroce does not ({len(worse)}):"]
+    lines += [f"  {t}: {ferroce.get(t, 'not run')}" for t in worse]
+    lines.append(f"ferroce passes, rxe does not ({len(better)}):")
+    lines += [f"  {t}: {rxe.get(t, 'not run')}" for t in better]
+    return "\n".join(lines)
+
+
+@scenario.check
+def no_kernel_warning(run: Run) -> None:
+    log = run.vm("a").step("dmesg").output.strip()
+    if log:
+        raise CheckFailed(log)
