@@ -32,7 +32,10 @@ use crate::{
         UserQueueMem, //
     },
     regs,
-    ucontext::Qid,
+    ucontext::{
+        self,
+        Qid, //
+    },
     verbs::RoceDevice,
 };
 
@@ -176,10 +179,8 @@ impl CqData {
         udata: Option<&mut Udata<'_>>,
     ) -> Result {
         self.destroy_in_device(dev)?;
-        if let (CqMem::User { qid, .. }, Some(udata)) = (&self.mem, udata) {
-            if let Some(ctx) = udata.ucontext(dev) {
-                ctx.release_qid(qid);
-            }
+        if let CqMem::User { qid, .. } = &self.mem {
+            ucontext::release_qid_of(dev, udata, qid);
         }
         Ok(())
     }

@@ -40,7 +40,10 @@ use crate::{
         UserQueueMem, //
     },
     regs,
-    ucontext::Qid,
+    ucontext::{
+        self,
+        Qid, //
+    },
     verbs::RoceDevice,
 };
 
@@ -203,6 +206,40 @@ pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sg
     )
 }
 
+/// What kind of QP a create call asks for, checked against what the device has.
+struct QpKind {
+    qp_type: u8,
+    srqn: Option<u32>,
+    send_cqn: u32,
+    recv_cqn: u32,
+}
+
+impl QpKind {
+    /// The kind of `init`: RC or UD, or GSI if `kernel` (ib_core's MAD agent; processes cannot
+    /// create one), no create flags, an SRQ only for RC (the device's rule).
+    fn of(init: &QpInit<'_, RoceDevice>, kernel: bool) -> Result<Self> {
+        let qp_type = match init.qp_type() {
+            QpType::Rc => hw::QPT_RC,
+            QpType::Ud => hw::QPT_UD,
+            QpType::Gsi if kernel => hw::QPT_GSI,
+            _ => return Err(EOPNOTSUPP),
+        };
+        if init.create_flags() != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let srqn = init.srq().map(|srq| srq.number());
+        if srqn.is_some() && qp_type != hw::QPT_RC {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            qp_type,
+            srqn,
+            send_cqn: init.send_cq().ok_or(EINVAL)?.number(),
+            recv_cqn: init.recv_cq().ok_or(EINVAL)?.number(),
+        })
+    }
+}
+
 impl QpData {
     /// Creates a QP in the device.
     pub(crate) fn create(
@@ -210,21 +247,12 @@ impl QpData {
         pd: &rdma::Pd<RoceDevice>,
         init: &mut QpInit<'_, RoceDevice>,
     ) -> Result<Self> {
-        let qp_type = match init.qp_type() {
-            QpType::Rc => hw::QPT_RC,
-            QpType::Ud => hw::QPT_UD,
-            QpType::Gsi => hw::QPT_GSI,
-            _ => return Err(EOPNOTSUPP),
-        };
-        if init.create_flags() != 0 {
-            return Err(EOPNOTSUPP);
-        }
-        let srqn = init.srq().map(|srq| srq.number());
-        // The device takes SRQ WQEs for RC QPs only.
-        if srqn.is_some() && qp_type != hw::QPT_RC {
-            return Err(EINVAL);
-        }
-        let (send_cq, recv_cq) = (init.send_cq().ok_or(EINVAL)?, init.recv_cq().ok_or(EINVAL)?);
+        let QpKind {
+            qp_type,
+            srqn,
+            send_cqn,
+            recv_cqn,
+        } = QpKind::of(init, true)?;
         let (sq_log, sq_stride, rq_log, rq_stride, caps) =
             geometry(&init.caps(), dev.max_wr(), dev.max_sge())?;
         let sq = DmaRing::new(dev.parent(), sq_log, sq_stride)?;
@@ -238,8 +266,8 @@ impl QpData {
             rq: rq.as_ref().map(DmaRing::desc).unwrap_or_default(),
             dbrec_addr: dbrec.dma_address(),
             pd: pd.number(),
-            sq_cqn: send_cq.number(),
-            rq_cqn: recv_cq.number(),
+            sq_cqn: send_cqn,
+            rq_cqn: recv_cqn,
             srqn: srqn.unwrap_or(hw::NONE),
             qp_type,
             sq_log_size: sq_log as u8,
@@ -303,19 +331,12 @@ impl QpData {
         udata: &mut Udata<'_>,
     ) -> Result<Self> {
         let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
-        let qp_type = match init.qp_type() {
-            QpType::Rc => hw::QPT_RC,
-            QpType::Ud => hw::QPT_UD,
-            _ => return Err(EOPNOTSUPP),
-        };
-        if init.create_flags() != 0 {
-            return Err(EOPNOTSUPP);
-        }
-        let srqn = init.srq().map(|srq| srq.number());
-        if srqn.is_some() && qp_type != hw::QPT_RC {
-            return Err(EINVAL);
-        }
-        let (send_cq, recv_cq) = (init.send_cq().ok_or(EINVAL)?, init.recv_cq().ok_or(EINVAL)?);
+        let QpKind {
+            qp_type,
+            srqn,
+            send_cqn,
+            recv_cqn,
+        } = QpKind::of(init, false)?;
         let req: uapi::ferroce_create_qp_req = udata.read()?;
         let caps = user_caps(&req, srqn.is_some(), dev.max_wr(), dev.max_sge())?;
         let asked = init.caps();
@@ -340,8 +361,8 @@ impl QpData {
             rq,
             dbrec_addr,
             pd: pd.number(),
-            sq_cqn: send_cq.number(),
-            rq_cqn: recv_cq.number(),
+            sq_cqn: send_cqn,
+            rq_cqn: recv_cqn,
             srqn: srqn.unwrap_or(hw::NONE),
             qp_type,
             sq_log_size: req.sq_log_size as u8,
@@ -391,10 +412,8 @@ impl QpData {
             qpn: self.qpn,
             rsvd: 0,
         })?;
-        if let (QpMem::User { qid, .. }, Some(udata)) = (&self.mem, udata) {
-            if let Some(ctx) = udata.ucontext(dev) {
-                ctx.release_qid(qid);
-            }
+        if let QpMem::User { qid, .. } = &self.mem {
+            ucontext::release_qid_of(dev, udata, qid);
         }
         Ok(())
     }

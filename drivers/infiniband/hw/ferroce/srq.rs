@@ -37,7 +37,10 @@ use crate::{
         UserQueueMem, //
     },
     regs,
-    ucontext::Qid,
+    ucontext::{
+        self,
+        Qid, //
+    },
     verbs::RoceDevice,
 };
 
@@ -209,10 +212,8 @@ impl SrqData {
             srqn: self.srqn,
             rsvd: 0,
         })?;
-        if let (SrqMem::User { qid, .. }, Some(udata)) = (&self.mem, udata) {
-            if let Some(ctx) = udata.ucontext(dev) {
-                ctx.release_qid(qid);
-            }
+        if let SrqMem::User { qid, .. } = &self.mem {
+            ucontext::release_qid_of(dev, udata, qid);
         }
         Ok(())
     }

@@ -171,6 +171,18 @@ impl UcontextData {
     }
 }
 
+/// Gives a destroyed user queue's `qid` back to the context of the process whose call `udata`
+/// belongs to (ib_core passes it to destroys, also when it cleans up after a process).
+pub(crate) fn release_qid_of(
+    dev: &rdma::Device<RoceDevice>,
+    udata: Option<&mut Udata<'_>>,
+    qid: &Qid,
+) {
+    if let Some(ctx) = udata.and_then(|udata| udata.ucontext(dev)) {
+        ctx.release_qid(qid);
+    }
+}
+
 /// Maps a context's doorbell page into its process, uncached.
 pub(crate) fn mmap(entry: &DbPage, request: &mut MmapRequest<'_>) -> Result {
     if request.len() != hw::DB_PAGE_SIZE {

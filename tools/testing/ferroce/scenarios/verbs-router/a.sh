@@ -10,7 +10,16 @@ step neighbours 10 ip neigh show
 retry rc-pingpong-routed 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18800 "$peer"
 # The fe80:: GID is link-local: its MAC is derived from the GID, which is not on this segment.
 # The client must fail (transport retries exceeded), not hang.
-step rc-pingpong-link-local 60 ibv_rc_pingpong -d ferroce0 -g 0 -s 4096 -n 10 -p 18801 "$peer"
+# The run is expected to fail: only a refused TCP connection (b not listening yet) is retried.
+step rc-pingpong-link-local 90 sh -c '
+	for _ in $(seq 30); do
+		ibv_rc_pingpong -d ferroce0 -g 0 -s 4096 -n 10 -p 18801 "$1" > /tmp/ll.out 2>&1
+		rc=$?
+		grep -q "Couldn'"'"'t connect" /tmp/ll.out || break
+		sleep 1
+	done
+	cat /tmp/ll.out
+	exit $rc' sh "$peer"
 step nic-counters 15 hostctl nic counters
 # Let b's link-local server give up before the router goes.
 sleep 35
