@@ -109,9 +109,7 @@ impl Device {
                 index,
                 status,
                 syndrome,
-                result0: results[0],
-                result1: results[1],
-                result2: results[2],
+                results,
                 owner: ring.owner(index),
                 ..CmdCompletion::default()
             };

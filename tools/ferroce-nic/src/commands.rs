@@ -9,11 +9,15 @@ use crate::objects::{
     check_ah, BufferMap, CmdError, Context, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
 };
 
-/// Command results: up to three words.
+/// Command results: the three result words of the completion, or why the command failed.
 pub type CmdResult = Result<[u32; 3], CmdError>;
 
-fn ok(result0: u32) -> CmdResult {
-    Ok([result0, 0, 0])
+/// Decodes command `C` from `payload`, runs `handler` on it and encodes its typed reply.
+fn run<C: Command>(
+    payload: &[u8],
+    handler: impl FnOnce(&C) -> Result<C::Reply, CmdError>,
+) -> CmdResult {
+    handler(&C::from_payload(payload)).map(|reply| reply.to_results())
 }
 
 fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
@@ -40,40 +44,44 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         match header.opcode {
-            CMD_NOP => ok(0),
-            CMD_QUERY_PORT => self.query_port(&QueryPortCmd::from_payload(payload)),
-            CMD_SET_PORT => self.set_port(&SetPortCmd::from_payload(payload)),
-            CMD_CREATE_EQ => self.cmd_create_eq(&CreateEqCmd::from_payload(payload)),
-            CMD_DESTROY_EQ => self.cmd_destroy_eq(&DestroyEqCmd::from_payload(payload)),
-            CMD_MODIFY_EQ => self.modify_eq(&ModifyEqCmd::from_payload(payload)),
-            CMD_CREATE_CQ => ok(self.core.create_cq(&CreateCqCmd::from_payload(payload))?),
-            CMD_DESTROY_CQ => self.cmd_destroy_cq(&DestroyCqCmd::from_payload(payload)),
-            CMD_MODIFY_CQ => self.modify_cq(&ModifyCqCmd::from_payload(payload)),
-            CMD_CREATE_QP => self.cmd_create_qp(&CreateQpCmd::from_payload(payload)),
-            CMD_DESTROY_QP => self.destroy_qp(&DestroyQpCmd::from_payload(payload)),
-            CMD_MODIFY_QP => self.cmd_modify_qp(&ModifyQpCmd::from_payload(payload)),
-            CMD_QUERY_QP => self.query_qp(header, &QueryQpCmd::from_payload(payload)),
-            CMD_CREATE_MR => self.create_mr(&CreateMrCmd::from_payload(payload)),
-            CMD_DESTROY_MR => self.destroy_mr(&DestroyMrCmd::from_payload(payload)),
-            CMD_CREATE_AH => self.create_ah(&CreateAhCmd::from_payload(payload)),
-            CMD_DESTROY_AH => self.destroy_ah(&DestroyAhCmd::from_payload(payload)),
-            CMD_CREATE_SRQ => self.create_srq(&CreateSrqCmd::from_payload(payload)),
-            CMD_DESTROY_SRQ => self.destroy_srq(&DestroySrqCmd::from_payload(payload)),
-            CMD_MODIFY_SRQ => self.modify_srq(&ModifySrqCmd::from_payload(payload)),
-            CMD_SET_GID => self.set_gid(&SetGidCmd::from_payload(payload)),
-            CMD_CLEAR_GID => self.clear_gid(&ClearGidCmd::from_payload(payload)),
+            CMD_NOP => run::<NopCmd>(payload, |_| Ok(())),
+            CMD_QUERY_PORT => run::<QueryPortCmd>(payload, |c| self.query_port(c)),
+            CMD_SET_PORT => run::<SetPortCmd>(payload, |c| self.set_port(c)),
+            CMD_CREATE_EQ => run::<CreateEqCmd>(payload, |c| self.cmd_create_eq(c)),
+            CMD_DESTROY_EQ => run::<DestroyEqCmd>(payload, |c| self.cmd_destroy_eq(c)),
+            CMD_MODIFY_EQ => run::<ModifyEqCmd>(payload, |c| self.modify_eq(c)),
+            CMD_CREATE_CQ => run::<CreateCqCmd>(payload, |c| {
+                Ok(CreateCqReply {
+                    cqn: self.core.create_cq(c)?,
+                })
+            }),
+            CMD_DESTROY_CQ => run::<DestroyCqCmd>(payload, |c| self.cmd_destroy_cq(c)),
+            CMD_MODIFY_CQ => run::<ModifyCqCmd>(payload, |c| self.modify_cq(c)),
+            CMD_CREATE_QP => run::<CreateQpCmd>(payload, |c| self.cmd_create_qp(c)),
+            CMD_DESTROY_QP => run::<DestroyQpCmd>(payload, |c| self.destroy_qp(c)),
+            CMD_MODIFY_QP => run::<ModifyQpCmd>(payload, |c| self.cmd_modify_qp(c)),
+            CMD_QUERY_QP => run::<QueryQpCmd>(payload, |c| self.query_qp(header, c)),
+            CMD_CREATE_MR => run::<CreateMrCmd>(payload, |c| self.create_mr(c)),
+            CMD_DESTROY_MR => run::<DestroyMrCmd>(payload, |c| self.destroy_mr(c)),
+            CMD_CREATE_AH => run::<CreateAhCmd>(payload, |c| self.create_ah(c)),
+            CMD_DESTROY_AH => run::<DestroyAhCmd>(payload, |c| self.destroy_ah(c)),
+            CMD_CREATE_SRQ => run::<CreateSrqCmd>(payload, |c| self.create_srq(c)),
+            CMD_DESTROY_SRQ => run::<DestroySrqCmd>(payload, |c| self.destroy_srq(c)),
+            CMD_MODIFY_SRQ => run::<ModifySrqCmd>(payload, |c| self.modify_srq(c)),
+            CMD_SET_GID => run::<SetGidCmd>(payload, |c| self.set_gid(c)),
+            CMD_CLEAR_GID => run::<ClearGidCmd>(payload, |c| self.clear_gid(c)),
             CMD_QUERY_COUNTERS => {
-                self.query_counters(header, &QueryCountersCmd::from_payload(payload))
+                run::<QueryCountersCmd>(payload, |c| self.query_counters(header, c))
             }
-            CMD_ALLOC_CTX => self.alloc_ctx(&AllocCtxCmd::from_payload(payload)),
-            CMD_FREE_CTX => self.free_ctx(&FreeCtxCmd::from_payload(payload)),
-            CMD_MAP_QID => self.map_qid(&MapQidCmd::from_payload(payload)),
-            CMD_UNMAP_QID => self.unmap_qid(&UnmapQidCmd::from_payload(payload)),
+            CMD_ALLOC_CTX => run::<AllocCtxCmd>(payload, |c| self.alloc_ctx(c)),
+            CMD_FREE_CTX => run::<FreeCtxCmd>(payload, |c| self.free_ctx(c)),
+            CMD_MAP_QID => run::<MapQidCmd>(payload, |c| self.map_qid(c)),
+            CMD_UNMAP_QID => run::<UnmapQidCmd>(payload, |c| self.unmap_qid(c)),
             _ => Err(CmdError::new(STATUS_BAD_OPCODE)),
         }
     }
 
-    fn query_port(&mut self, cmd: &QueryPortCmd) -> CmdResult {
+    fn query_port(&mut self, cmd: &QueryPortCmd) -> Result<PortInfo, CmdError> {
         if cmd.port != 1 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
@@ -85,10 +93,10 @@ impl Device {
             max_mtu: port.max_mtu,
             mac: self.core.config.mac,
         };
-        Ok(info.to_results())
+        Ok(info)
     }
 
-    fn set_port(&mut self, cmd: &SetPortCmd) -> CmdResult {
+    fn set_port(&mut self, cmd: &SetPortCmd) -> Result<(), CmdError> {
         if cmd.port != 1 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
@@ -97,30 +105,32 @@ impl Device {
         }
         reserved_bytes_zero(&cmd.rsvd, 5)?;
         self.core.port.active_mtu = cmd.active_mtu;
-        ok(0)
+        Ok(())
     }
 
-    fn cmd_create_eq(&mut self, cmd: &CreateEqCmd) -> CmdResult {
+    fn cmd_create_eq(&mut self, cmd: &CreateEqCmd) -> Result<CreateEqReply, CmdError> {
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 17)?;
-        ok(self.core.create_eq(
-            None,
-            &cmd.ring,
-            u32::from(cmd.log_size),
-            u32::from(cmd.vector),
-        )?)
+        Ok(CreateEqReply {
+            eqn: self.core.create_eq(
+                None,
+                &cmd.ring,
+                u32::from(cmd.log_size),
+                u32::from(cmd.vector),
+            )?,
+        })
     }
 
-    fn cmd_destroy_eq(&mut self, cmd: &DestroyEqCmd) -> CmdResult {
+    fn cmd_destroy_eq(&mut self, cmd: &DestroyEqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         if cmd.eqn < EQN_FIRST_COMPLETION {
             // EQ 0 and 1 belong to the setup registers.
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
         self.core.destroy_eq(cmd.eqn)?;
-        ok(0)
+        Ok(())
     }
 
-    fn modify_eq(&mut self, cmd: &ModifyEqCmd) -> CmdResult {
+    fn modify_eq(&mut self, cmd: &ModifyEqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 6)?;
         if cmd.vector >= self.core.irq.vectors() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
@@ -131,17 +141,17 @@ impl Device {
             .get_mut(cmd.eqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         eq.vector = cmd.vector;
-        ok(0)
+        Ok(())
     }
 
-    fn cmd_destroy_cq(&mut self, cmd: &DestroyCqCmd) -> CmdResult {
+    fn cmd_destroy_cq(&mut self, cmd: &DestroyCqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         self.core.destroy_cq(cmd.cqn)?;
         self.core.unmap_qids_of(QID_KIND_CQ, cmd.cqn);
-        ok(0)
+        Ok(())
     }
 
-    fn modify_cq(&mut self, cmd: &ModifyCqCmd) -> CmdResult {
+    fn modify_cq(&mut self, cmd: &ModifyCqCmd) -> Result<(), CmdError> {
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 4)?;
         let cq = self
             .core
@@ -150,23 +160,23 @@ impl Device {
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         cq.moder_count = cmd.moder_count;
         cq.moder_period_us = cmd.moder_period_us;
-        ok(0)
+        Ok(())
     }
 
-    fn cmd_create_qp(&mut self, cmd: &CreateQpCmd) -> CmdResult {
+    fn cmd_create_qp(&mut self, cmd: &CreateQpCmd) -> Result<CreateQpReply, CmdError> {
         let qpn = self.core.create_qp(cmd)?;
         self.engine.qp_created(qpn, cmd.qp_type);
-        ok(qpn)
+        Ok(CreateQpReply { qpn })
     }
 
-    fn destroy_qp(&mut self, cmd: &DestroyQpCmd) -> CmdResult {
+    fn destroy_qp(&mut self, cmd: &DestroyQpCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         self.core.remove_qp(cmd.qpn)?;
         self.engine.qp_destroyed(cmd.qpn);
-        ok(0)
+        Ok(())
     }
 
-    fn cmd_modify_qp(&mut self, cmd: &ModifyQpCmd) -> CmdResult {
+    fn cmd_modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpStateReply, CmdError> {
         let state = self.core.modify_qp(cmd)?;
         if state == QPS_RESET {
             self.engine.qp_destroyed(cmd.qpn);
@@ -174,10 +184,10 @@ impl Device {
         if let Some(qp) = self.core.qps.get(cmd.qpn) {
             self.engine.qp_modified(cmd.qpn, state, &qp.attrs);
         }
-        ok(u32::from(state))
+        Ok(QpStateReply { state })
     }
 
-    fn query_qp(&mut self, header: &CmdHeader, cmd: &QueryQpCmd) -> CmdResult {
+    fn query_qp(&mut self, header: &CmdHeader, cmd: &QueryQpCmd) -> Result<QpStateReply, CmdError> {
         let qp = self
             .core
             .qps
@@ -197,10 +207,10 @@ impl Device {
         self.core
             .dma_write(header.out_addr, &image.encode(), "cmd_out")
             .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
-        ok(u32::from(state))
+        Ok(QpStateReply { state })
     }
 
-    fn create_mr(&mut self, cmd: &CreateMrCmd) -> CmdResult {
+    fn create_mr(&mut self, cmd: &CreateMrCmd) -> Result<CreateMrReply, CmdError> {
         if cmd.flags & !MR_FLAGS_VALID != 0 || cmd.flags == MR_FLAGS_VALID {
             return Err(CmdError::field(STATUS_BAD_PARAM, 40));
         }
@@ -258,10 +268,10 @@ impl Device {
         if let Some(mr) = self.core.mrs.get_mut(index) {
             mr.key = key;
         }
-        ok(key)
+        Ok(CreateMrReply { key })
     }
 
-    fn destroy_mr(&mut self, cmd: &DestroyMrCmd) -> CmdResult {
+    fn destroy_mr(&mut self, cmd: &DestroyMrCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         // By index: fast registration changes the key's variant byte, and a REG_MR that was
         // flushed leaves the device with an older variant than the driver's MR shows.
@@ -269,31 +279,33 @@ impl Device {
         match self.core.mrs.get(index) {
             Some(_) => {
                 self.core.mrs.remove(index);
-                ok(0)
+                Ok(())
             }
             None => Err(CmdError::new(STATUS_BAD_RESOURCE)),
         }
     }
 
-    fn create_ah(&mut self, cmd: &CreateAhCmd) -> CmdResult {
+    fn create_ah(&mut self, cmd: &CreateAhCmd) -> Result<CreateAhReply, CmdError> {
         check_ah(cmd)?;
-        ok(self
-            .core
-            .ahs
-            .insert(*cmd)
-            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?)
+        Ok(CreateAhReply {
+            ah: self
+                .core
+                .ahs
+                .insert(*cmd)
+                .ok_or(CmdError::new(STATUS_NO_RESOURCES))?,
+        })
     }
 
-    fn destroy_ah(&mut self, cmd: &DestroyAhCmd) -> CmdResult {
+    fn destroy_ah(&mut self, cmd: &DestroyAhCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         self.core
             .ahs
             .remove(cmd.ah)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
-        ok(0)
+        Ok(())
     }
 
-    fn create_srq(&mut self, cmd: &CreateSrqCmd) -> CmdResult {
+    fn create_srq(&mut self, cmd: &CreateSrqCmd) -> Result<CreateSrqReply, CmdError> {
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 34)?;
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 16));
@@ -325,14 +337,16 @@ impl Device {
             users: 0,
             queued: false,
         };
-        ok(self
-            .core
-            .srqs
-            .insert(srq)
-            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?)
+        Ok(CreateSrqReply {
+            srqn: self
+                .core
+                .srqs
+                .insert(srq)
+                .ok_or(CmdError::new(STATUS_NO_RESOURCES))?,
+        })
     }
 
-    fn destroy_srq(&mut self, cmd: &DestroySrqCmd) -> CmdResult {
+    fn destroy_srq(&mut self, cmd: &DestroySrqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         let srq = self
             .core
@@ -347,10 +361,10 @@ impl Device {
         self.core
             .work
             .retain(|w| *w != crate::device::Work::Srq(cmd.srqn));
-        ok(0)
+        Ok(())
     }
 
-    fn modify_srq(&mut self, cmd: &ModifySrqCmd) -> CmdResult {
+    fn modify_srq(&mut self, cmd: &ModifySrqCmd) -> Result<(), CmdError> {
         let srq = self
             .core
             .srqs
@@ -360,10 +374,10 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         srq.limit = cmd.limit;
-        ok(0)
+        Ok(())
     }
 
-    fn set_gid(&mut self, cmd: &SetGidCmd) -> CmdResult {
+    fn set_gid(&mut self, cmd: &SetGidCmd) -> Result<(), CmdError> {
         if cmd.index >= GID_TABLE_LEN {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
@@ -400,10 +414,10 @@ impl Device {
             "gid",
             || serde_json::json!({"index": cmd.index, "set": true, "type": cmd.gid_type}),
         );
-        ok(0)
+        Ok(())
     }
 
-    fn clear_gid(&mut self, cmd: &ClearGidCmd) -> CmdResult {
+    fn clear_gid(&mut self, cmd: &ClearGidCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         let slot = self
             .core
@@ -415,10 +429,14 @@ impl Device {
             "gid",
             || serde_json::json!({"index": cmd.index, "set": false}),
         );
-        ok(0)
+        Ok(())
     }
 
-    fn query_counters(&mut self, header: &CmdHeader, cmd: &QueryCountersCmd) -> CmdResult {
+    fn query_counters(
+        &mut self,
+        header: &CmdHeader,
+        cmd: &QueryCountersCmd,
+    ) -> Result<QueryCountersReply, CmdError> {
         let first = cmd.first as usize;
         let count = cmd.count as usize;
         if first >= NUM_COUNTERS || count == 0 || count > NUM_COUNTERS - first {
@@ -433,10 +451,12 @@ impl Device {
         self.core
             .dma_write(header.out_addr, &bytes, "cmd_out")
             .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
-        ok(count as u32)
+        Ok(QueryCountersReply {
+            copied: count as u32,
+        })
     }
 
-    fn alloc_ctx(&mut self, cmd: &AllocCtxCmd) -> CmdResult {
+    fn alloc_ctx(&mut self, cmd: &AllocCtxCmd) -> Result<AllocCtxReply, CmdError> {
         reserved_zero(cmd.rsvd, 0)?;
         let free = self
             .core
@@ -445,10 +465,10 @@ impl Device {
             .position(Option::is_none)
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
         self.core.contexts[free] = Some(Context::new());
-        ok(free as u32)
+        Ok(AllocCtxReply { ctx: free as u32 })
     }
 
-    fn free_ctx(&mut self, cmd: &FreeCtxCmd) -> CmdResult {
+    fn free_ctx(&mut self, cmd: &FreeCtxCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         if cmd.ctx == 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
@@ -461,10 +481,10 @@ impl Device {
         if slot.take().is_none() {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         }
-        ok(0)
+        Ok(())
     }
 
-    fn map_qid(&mut self, cmd: &MapQidCmd) -> CmdResult {
+    fn map_qid(&mut self, cmd: &MapQidCmd) -> Result<(), CmdError> {
         if cmd.local_qid as usize >= QID_TABLE_LEN {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
@@ -488,10 +508,10 @@ impl Device {
             kind: cmd.kind,
             global: cmd.global,
         });
-        ok(0)
+        Ok(())
     }
 
-    fn unmap_qid(&mut self, cmd: &UnmapQidCmd) -> CmdResult {
+    fn unmap_qid(&mut self, cmd: &UnmapQidCmd) -> Result<(), CmdError> {
         let context = self
             .core
             .contexts
@@ -505,6 +525,6 @@ impl Device {
         if entry.take().is_none() {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         }
-        ok(0)
+        Ok(())
     }
 }

@@ -58,11 +58,10 @@ fn reset_drops_every_object() {
 fn every_command_round_trips() {
     let mut g = Guest::new();
     g.bring_up();
-    assert_eq!(g.ok(&NopCmd::default()), 0);
+    g.ok(&NopCmd::default());
 
     // Port and companion MAC.
-    let c = g.cmd(&QueryPortCmd { port: 1, rsvd: 0 });
-    let info = PortInfo::from_results([c.result0, c.result1, c.result2]);
+    let info = g.ok(&QueryPortCmd { port: 1, rsvd: 0 });
     assert_eq!(info.state, PORT_STATE_ACTIVE);
     assert_eq!(info.mac, [0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
     g.ok(&SetPortCmd {
@@ -70,9 +69,8 @@ fn every_command_round_trips() {
         active_mtu: MTU_4096,
         ..SetPortCmd::default()
     });
-    let c = g.cmd(&QueryPortCmd { port: 1, rsvd: 0 });
     assert_eq!(
-        PortInfo::from_results([c.result0, c.result1, c.result2]).active_mtu,
+        g.ok(&QueryPortCmd { port: 1, rsvd: 0 }).active_mtu,
         MTU_4096
     );
 
@@ -97,18 +95,20 @@ fn every_command_round_trips() {
     // SRQ create / modify.
     let srq_ring = g.alloc(64 << 4, 4096);
     let srq_dbrec = g.alloc(64, 64);
-    let srqn = g.ok(&CreateSrqCmd {
-        ring: BufDesc {
-            addr: srq_ring,
-            ..BufDesc::default()
-        },
-        dbrec_addr: srq_dbrec,
-        pd: 1,
-        limit: 2,
-        log_size: 4,
-        log_stride: 6,
-        ..CreateSrqCmd::default()
-    });
+    let srqn = g
+        .ok(&CreateSrqCmd {
+            ring: BufDesc {
+                addr: srq_ring,
+                ..BufDesc::default()
+            },
+            dbrec_addr: srq_dbrec,
+            pd: 1,
+            limit: 2,
+            log_size: 4,
+            log_stride: 6,
+            ..CreateSrqCmd::default()
+        })
+        .srqn;
     g.ok(&ModifySrqCmd { srqn, limit: 4 });
 
     // QPs: RC with SRQ, UD, GSI (fixed QPN 1).
@@ -120,7 +120,11 @@ fn every_command_round_trips() {
     rc.connect(&mut g);
     let out = g.alloc(ModifyQpCmd::SIZE, 8);
     let c = g.cmd_out(&QueryQpCmd { qpn: rc.qpn }, out);
-    assert_eq!((c.status, c.result0), (STATUS_OK, u32::from(QPS_RTS)));
+    assert_eq!(c.status, STATUS_OK);
+    assert_eq!(
+        c.reply::<QueryQpCmd>(),
+        Some(QpStateReply { state: QPS_RTS })
+    );
     let image = ModifyQpCmd::read_from(&g.read(out, ModifyQpCmd::SIZE)).expect("image");
     assert_eq!(
         (image.qpn, image.new_state, image.dest_qpn, image.path_mtu),
@@ -129,48 +133,56 @@ fn every_command_round_trips() {
 
     // MRs: contiguous, page list, all memory, fast registration.
     let buf = g.alloc(8192, 4096);
-    let contig = g.ok(&CreateMrCmd {
-        iova: 0x7000_0000,
-        length: 8192,
-        pages: BufDesc {
-            addr: buf,
-            ..BufDesc::default()
-        },
-        pd: 1,
-        access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE,
-        key_variant: 0x5a,
-        ..CreateMrCmd::default()
-    });
+    let contig = g
+        .ok(&CreateMrCmd {
+            iova: 0x7000_0000,
+            length: 8192,
+            pages: BufDesc {
+                addr: buf,
+                ..BufDesc::default()
+            },
+            pd: 1,
+            access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE,
+            key_variant: 0x5a,
+            ..CreateMrCmd::default()
+        })
+        .key;
     assert_eq!(contig & 0xff, 0x5a);
     let pbl = g.alloc(16, 8);
     let page_a = g.alloc(4096, 4096);
     let page_b = g.alloc(4096, 4096);
     g.write(pbl, &[page_a.to_le_bytes(), page_b.to_le_bytes()].concat());
-    let paged = g.ok(&CreateMrCmd {
-        iova: 0x4000_0800,
-        length: 4096,
-        pages: BufDesc {
-            addr: pbl,
-            page_count: 2,
-            log_page_size: 12,
-            ..BufDesc::default()
-        },
-        pd: 1,
-        access: ACCESS_REMOTE_READ,
-        ..CreateMrCmd::default()
-    });
-    let dma_mr = g.ok(&CreateMrCmd {
-        pd: 1,
-        access: ACCESS_LOCAL_WRITE,
-        flags: MR_FLAG_ALL_MEMORY,
-        ..CreateMrCmd::default()
-    });
-    let fast = g.ok(&CreateMrCmd {
-        pd: 1,
-        flags: MR_FLAG_FAST_REG,
-        max_pages: 16,
-        ..CreateMrCmd::default()
-    });
+    let paged = g
+        .ok(&CreateMrCmd {
+            iova: 0x4000_0800,
+            length: 4096,
+            pages: BufDesc {
+                addr: pbl,
+                page_count: 2,
+                log_page_size: 12,
+                ..BufDesc::default()
+            },
+            pd: 1,
+            access: ACCESS_REMOTE_READ,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let dma_mr = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            access: ACCESS_LOCAL_WRITE,
+            flags: MR_FLAG_ALL_MEMORY,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 16,
+            ..CreateMrCmd::default()
+        })
+        .key;
     assert_eq!(g.dev.core.mrs.len(), 4);
     // The page-list MR translates across its page boundary, and protection is checked.
     g.write(page_a + 0xffe, &[1, 2]);
@@ -204,14 +216,16 @@ fn every_command_round_trips() {
     );
 
     // AH.
-    let ah = g.ok(&CreateAhCmd {
-        pd: 1,
-        sgid_index: 3,
-        dmac: [2, 0, 0, 0, 0, 1],
-        vlan: VLAN_NONE,
-        hop_limit: 64,
-        ..CreateAhCmd::default()
-    });
+    let ah = g
+        .ok(&CreateAhCmd {
+            pd: 1,
+            sgid_index: 3,
+            dmac: [2, 0, 0, 0, 0, 1],
+            vlan: VLAN_NONE,
+            hop_limit: 64,
+            ..CreateAhCmd::default()
+        })
+        .ah;
 
     // GIDs.
     let mac = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
@@ -235,13 +249,19 @@ fn every_command_round_trips() {
         },
         out,
     );
-    assert_eq!((c.status, c.result0), (STATUS_OK, NUM_COUNTERS as u32));
+    assert_eq!(c.status, STATUS_OK);
+    assert_eq!(
+        c.reply::<QueryCountersCmd>(),
+        Some(QueryCountersReply {
+            copied: NUM_COUNTERS as u32
+        })
+    );
     let counters = g.read(out, 8 * NUM_COUNTERS);
     assert!(read_u64(&counters, COUNTER_COMMANDS * 8) > 10);
     assert!(read_u64(&counters, COUNTER_MMIO_WRITES * 8) > 10);
 
     // Contexts and QID translation.
-    let ctx = g.ok(&AllocCtxCmd::default());
+    let ctx = g.ok(&AllocCtxCmd::default()).ctx;
     assert_eq!(ctx, 1, "context 0 is the kernel's");
     g.ok(&MapQidCmd {
         ctx,
@@ -781,28 +801,30 @@ fn srq_limit_event() {
     let cq = GuestCq::create(&mut g, eqn, 4);
     let ring = g.alloc(64 << 3, 4096);
     let dbrec = g.alloc(64, 64);
-    let srqn = g.ok(&CreateSrqCmd {
-        ring: BufDesc {
-            addr: ring,
-            ..BufDesc::default()
-        },
-        dbrec_addr: dbrec,
-        pd: 1,
-        limit: 2,
-        log_size: 3,
-        log_stride: 6,
-        ..CreateSrqCmd::default()
-    });
+    let srqn = g
+        .ok(&CreateSrqCmd {
+            ring: BufDesc {
+                addr: ring,
+                ..BufDesc::default()
+            },
+            dbrec_addr: dbrec,
+            pd: 1,
+            limit: 2,
+            log_size: 3,
+            log_stride: 6,
+            ..CreateSrqCmd::default()
+        })
+        .srqn;
     let qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, srqn);
     qp.connect(&mut g);
     for i in 0..3u64 {
         let mut wqe = vec![0u8; 64];
-        RecvWqeHeader {
+        assert!(RecvWqeHeader {
             wr_id: 1000 + i,
             num_sge: 0,
             ..RecvWqeHeader::default()
         }
-        .write_to(&mut wqe);
+        .write_to(&mut wqe));
         g.write(ring + i * 64, &wqe);
     }
     g.write_u32(dbrec, 3);
@@ -841,7 +863,7 @@ fn qid_translation_confines_user_contexts() {
     let cq = GuestCq::create(&mut g, eqn, 6);
     let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
-    let ctx = g.ok(&AllocCtxCmd::default()) as usize;
+    let ctx = g.ok(&AllocCtxCmd::default()).ctx as usize;
     g.ok(&MapQidCmd {
         ctx: ctx as u32,
         local_qid: 9,
@@ -1039,12 +1061,14 @@ fn guest_memory_bounds() {
 fn fast_registration_and_invalidation() {
     let mut g = Guest::new();
     g.bring_up();
-    let fast = g.ok(&CreateMrCmd {
-        pd: 1,
-        flags: MR_FLAG_FAST_REG,
-        max_pages: 4,
-        ..CreateMrCmd::default()
-    });
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            ..CreateMrCmd::default()
+        })
+        .key;
     let mut byte = [0u8; 1];
     assert!(
         g.dev.core.read_payload(1, fast, 0, &mut byte, 0).is_err(),

@@ -173,15 +173,17 @@ fn ud_to_self() {
         let mut n = Node::new(1, MIB, port);
         let mut qa = Qp::create(&mut n, qp_type);
         qa.activate_ud(&mut n, qkey);
-        let ah = n.g.ok(&CreateAhCmd {
-            pd: PD,
-            dgid: n.gid(sgid_index),
-            dmac: n.mac,
-            vlan: VLAN_NONE,
-            sgid_index,
-            hop_limit: 64,
-            ..CreateAhCmd::default()
-        });
+        let ah =
+            n.g.ok(&CreateAhCmd {
+                pd: PD,
+                dgid: n.gid(sgid_index),
+                dmac: n.mac,
+                vlan: VLAN_NONE,
+                sgid_index,
+                hop_limit: 64,
+                ..CreateAhCmd::default()
+            })
+            .ah;
         let data = n.fill(n.buf, 1000, 3);
         let dst = n.buf + 8192;
         // To itself, through the AH.

@@ -282,15 +282,17 @@ fn datagram_pair(qp_type: u8, qkey: u32, sgid_index: u8) -> (Node, Node, Qp, Qp,
     let qb = Qp::create(&mut b, qp_type);
     qa.activate_ud(&mut a, qkey);
     qb.activate_ud(&mut b, qkey);
-    let ah = a.g.ok(&CreateAhCmd {
-        pd: PD,
-        dgid: b.gid(sgid_index),
-        dmac: b.mac,
-        vlan: VLAN_NONE,
-        sgid_index,
-        hop_limit: 64,
-        ..CreateAhCmd::default()
-    });
+    let ah =
+        a.g.ok(&CreateAhCmd {
+            pd: PD,
+            dgid: b.gid(sgid_index),
+            dmac: b.mac,
+            vlan: VLAN_NONE,
+            sgid_index,
+            hop_limit: 64,
+            ..CreateAhCmd::default()
+        })
+        .ah;
     (a, b, qa, qb, ah)
 }
 

@@ -192,7 +192,7 @@ fn qemu_like_client_end_to_end() {
         (completion.token, completion.status, completion.owner),
         (77, STATUS_OK, 1)
     );
-    let port = PortInfo::from_results([completion.result0, completion.result1, completion.result2]);
+    let port = completion.reply::<QueryPortCmd>().expect("port info");
     assert_eq!(port.mac, DeviceConfig::default().mac);
     let mut eqe = [0u8; Eqe::SIZE];
     ram.read_exact_at(&mut eqe, eq - IOVA).expect("read eqe");

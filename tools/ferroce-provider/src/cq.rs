@@ -15,14 +15,7 @@ use libc::EINVAL;
 use crate::dma::DmaBuf;
 use crate::sys;
 
-/// `ceil(log2(n))`, 0 for `n <= 1`.
-pub(crate) fn ceil_log2(n: u32) -> u32 {
-    if n <= 1 {
-        0
-    } else {
-        32 - (n - 1).leading_zeros()
-    }
-}
+pub(crate) use ferroce_hw::log2_ceil as ceil_log2;
 
 /// The CQE ring and its doorbell record, in one buffer (record after the ring).
 #[derive(Debug)]

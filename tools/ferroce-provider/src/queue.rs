@@ -6,13 +6,9 @@
 use core::mem::offset_of;
 use core::sync::atomic::{fence, Ordering};
 
-use ferroce_hw::{
-    send_wqe_size, QpDbRecord, RecvWqeHeader, Ring, Sge, MAX_LOG_WQE_STRIDE, MAX_WQE_SIZE,
-    MIN_LOG_WQE_STRIDE,
-};
+use ferroce_hw::{QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_WQE_SIZE};
 use libc::{EINVAL, ENOMEM};
 
-use crate::cq::ceil_log2;
 use crate::dma::{align_up, DmaBuf, PAGE_SIZE};
 use crate::doorbell::{self, Mmio, QueueDb};
 
@@ -21,15 +17,6 @@ use crate::doorbell::{self, Mmio, QueueDb};
 pub(crate) struct PushWindow {
     pub(crate) offset: usize,
     pub(crate) size: usize,
-}
-
-/// log2 of the stride for WQEs of `bytes`; `EINVAL` beyond the largest stride.
-fn log_stride(bytes: usize) -> Result<u32, i32> {
-    let log = ceil_log2(u32::try_from(bytes).map_err(|_| EINVAL)?).max(MIN_LOG_WQE_STRIDE);
-    if log > MAX_LOG_WQE_STRIDE {
-        return Err(EINVAL);
-    }
-    Ok(log)
 }
 
 /// Geometry of one ring: `1 << log_size` WQEs of `1 << log_stride` bytes at `offset`.
@@ -41,8 +28,25 @@ pub(crate) struct RingLayout {
 }
 
 impl RingLayout {
+    /// `ring` at `offset` of the buffer.
+    fn at(ring: WqRing, offset: usize) -> Self {
+        Self {
+            offset,
+            log_size: ring.log_size,
+            log_stride: ring.log_stride,
+        }
+    }
+
     fn bytes(&self) -> usize {
         (1usize << self.log_size) << self.log_stride
+    }
+
+    /// The ring's shape.
+    pub(crate) fn ring(&self) -> WqRing {
+        WqRing {
+            log_size: self.log_size,
+            log_stride: self.log_stride,
+        }
     }
 }
 
@@ -56,59 +60,30 @@ pub(crate) struct QpLayout {
     pub(crate) buf_size: usize,
 }
 
-/// What the application asked for (`ibv_qp_cap`) and what the device allows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct QpCaps {
-    pub(crate) max_send_wr: u32,
-    pub(crate) max_recv_wr: u32,
-    pub(crate) max_send_sge: u32,
-    pub(crate) max_recv_sge: u32,
-    pub(crate) max_inline: u32,
-}
-
-/// Device limits the layout must respect (from the ucontext response).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DevLimits {
-    pub(crate) max_log_queue: u32,
-    pub(crate) max_sge: u32,
-    pub(crate) max_inline: u32,
-}
-
-/// Computes a QP's layout: SQ at 0, RQ page-aligned after it, the record after the RQ.
-pub(crate) fn qp_layout(caps: &QpCaps, has_srq: bool, dev: &DevLimits) -> Result<QpLayout, i32> {
-    if caps.max_send_sge > dev.max_sge
-        || caps.max_recv_sge > dev.max_sge
-        || caps.max_inline > dev.max_inline
-    {
-        return Err(EINVAL);
-    }
-    let queue = |wr: u32, wqe_bytes: usize, offset: usize| -> Result<RingLayout, i32> {
-        let log_size = ceil_log2(wr.max(1));
-        if log_size > dev.max_log_queue {
-            return Err(EINVAL);
+impl QpLayout {
+    /// What a QP with this layout holds within `limits` (the rule the kernel checks it by).
+    pub(crate) fn caps(&self, limits: &WqLimits) -> WqCaps {
+        WqGeometry {
+            sq: self.sq.ring(),
+            rq: self.rq.as_ref().map(RingLayout::ring),
         }
-        Ok(RingLayout {
-            offset,
-            log_size,
-            log_stride: log_stride(wqe_bytes)?,
-        })
-    };
-    let sq = queue(
-        caps.max_send_wr,
-        send_wqe_size(caps.max_send_sge, caps.max_inline),
-        0,
-    )?;
+        .caps(limits)
+    }
+}
+
+/// Computes a QP's layout (the rings of [`WqGeometry::new`]): SQ at 0, RQ page-aligned after
+/// it, the record after the RQ.
+pub(crate) fn qp_layout(caps: &WqCaps, has_srq: bool, dev: &WqLimits) -> Result<QpLayout, i32> {
+    let rings = WqGeometry::new(caps, has_srq, dev).map_err(|_| EINVAL)?;
+    let sq = RingLayout::at(rings.sq, 0);
     let mut end = align_up(sq.bytes(), PAGE_SIZE).ok_or(EINVAL)?;
-    let rq = if has_srq {
-        None
-    } else {
-        let rq = queue(
-            caps.max_recv_wr,
-            RecvWqeHeader::SIZE + caps.max_recv_sge as usize * Sge::SIZE,
-            end,
-        )?;
-        end += rq.bytes();
-        Some(rq)
+    let rq = match rings.rq {
+        None => None,
+        Some(ring) => {
+            let rq = RingLayout::at(ring, end);
+            end += rq.bytes();
+            Some(rq)
+        }
     };
     let dbrec_offset = end;
     let buf_size = align_up(end + 64, PAGE_SIZE).ok_or(EINVAL)?;
@@ -120,18 +95,9 @@ pub(crate) fn qp_layout(caps: &QpCaps, has_srq: bool, dev: &DevLimits) -> Result
     })
 }
 
-/// Computes an SRQ's layout: the ring at 0, the record after it.
-pub(crate) fn srq_layout(max_wr: u32, max_sge: u32, dev: &DevLimits) -> Result<QpLayout, i32> {
-    let caps = QpCaps {
-        max_send_wr: 0,
-        max_recv_wr: max_wr,
-        max_send_sge: 0,
-        max_recv_sge: max_sge,
-        max_inline: 0,
-    };
-    let layout = qp_layout(&caps, false, dev)?;
-    let rq = layout.rq.ok_or(EINVAL)?;
-    let ring = RingLayout { offset: 0, ..rq };
+/// Computes an SRQ's layout ([`WqRing::recv`]): the ring at 0, the record after it.
+pub(crate) fn srq_layout(max_wr: u32, max_sge: u32, dev: &WqLimits) -> Result<QpLayout, i32> {
+    let ring = RingLayout::at(WqRing::recv(max_wr, max_sge, dev).map_err(|_| EINVAL)?, 0);
     let dbrec_offset = ring.bytes();
     Ok(QpLayout {
         sq: ring,
@@ -333,18 +299,14 @@ mod tests {
     use crate::wqe::{build_recv_wqe, build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
     use ferroce_hw::{WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
 
-    const DEV: DevLimits = DevLimits {
-        max_log_queue: 15,
-        max_sge: 16,
-        max_inline: 256,
-    };
+    const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
     const PUSH: PushWindow = PushWindow {
         offset: PUSH_WINDOW_OFFSET,
         size: PUSH_WINDOW_SIZE,
     };
 
-    fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> QpCaps {
-        QpCaps {
+    fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> WqCaps {
+        WqCaps {
             max_send_wr: send,
             max_recv_wr: recv,
             max_send_sge: sge,
@@ -380,10 +342,7 @@ mod tests {
         assert_eq!(qp_layout(&caps(1 << 16, 1, 1, 0), false, &DEV), Err(EINVAL));
         assert_eq!(qp_layout(&caps(1, 1, 17, 0), false, &DEV), Err(EINVAL));
         assert_eq!(qp_layout(&caps(1, 1, 1, 257), false, &DEV), Err(EINVAL));
-        let small = DevLimits {
-            max_log_queue: 4,
-            ..DEV
-        };
+        let small = WqLimits::new(16, 16, 256);
         assert_eq!(qp_layout(&caps(17, 1, 1, 0), false, &small), Err(EINVAL));
         assert!(qp_layout(&caps(16, 16, 16, 256), false, &small).is_ok());
     }

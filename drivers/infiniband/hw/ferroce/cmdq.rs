@@ -245,7 +245,7 @@ impl Cmdq {
     /// - [`ENODEV`] once the queue is disabled or the device unbound.
     ///
     /// Every error is logged with the command's name.
-    pub(crate) fn exec<C: hw::Command>(&self, cmd: &C) -> Result<hw::CmdCompletion> {
+    pub(crate) fn exec<C: hw::Command>(&self, cmd: &C) -> Result<C::Reply> {
         self.exec_with_output(cmd, 0)
     }
 
@@ -281,7 +281,7 @@ impl Cmdq {
         &self,
         cmd: &C,
         out_addr: u64,
-    ) -> Result<hw::CmdCompletion> {
+    ) -> Result<C::Reply> {
         let name = hw::command_name(C::OPCODE);
         let mut state = self.state.lock();
         if !self.enable.is_live() {
@@ -345,7 +345,15 @@ impl Cmdq {
             );
             return Err(err);
         }
-        Ok(completion)
+        completion.reply::<C>().ok_or_else(|| {
+            dev_err!(
+                self.dev,
+                "command {}: bogus results {:#x?}\n",
+                name,
+                completion.results
+            );
+            EIO
+        })
     }
 
     /// The device's consumer index, validated against our producer index `pi`.

@@ -87,7 +87,7 @@ impl Cmdq {
     ///
     /// As [`Cmdq::exec`].
     pub(crate) fn nop(&self) -> Result {
-        self.exec(&hw::NopCmd { rsvd: 0 }).map(|_| ())
+        self.exec(&hw::NopCmd { rsvd: 0 })
     }
 
     /// `CMD_QUERY_PORT`: port state, MTUs and the companion MAC.
@@ -96,11 +96,10 @@ impl Cmdq {
     ///
     /// As [`Cmdq::exec`], and [`EIO`] if the device reports nonsense (logged).
     pub(crate) fn query_port(&self) -> Result<PortInfo> {
-        let c = self.exec(&hw::QueryPortCmd {
+        let raw = self.exec(&hw::QueryPortCmd {
             port: PORT,
             rsvd: 0,
         })?;
-        let raw = hw::PortInfo::from_results([c.result0, c.result1, c.result2]);
         PortInfo::new(raw).ok_or_else(|| {
             dev_err!(
                 self.device(),

@@ -77,7 +77,7 @@ impl CqData {
             pr_warn!("ferroce: no completion EQ: the device has too few MSI-X vectors for CQs\n");
             EOPNOTSUPP
         })?;
-        if init.flags != 0 || init.entries == 0 || init.entries > dev.max_wr() {
+        if init.flags != 0 || init.entries == 0 || init.entries > dev.wq_limits().max_wr {
             return Err(EINVAL);
         }
         let log_size = init.entries.next_power_of_two().trailing_zeros();
@@ -94,7 +94,7 @@ impl CqData {
             rsvd0: 0,
             rsvd1: 0,
         })?;
-        let cqn = completion.result0;
+        let cqn = completion.cqn;
         let entries = ring.ring().size();
         let cq = Self {
             cqn,
@@ -126,7 +126,7 @@ impl CqData {
             || req.reserved != 0
             || init.entries == 0
             || init.entries > entries
-            || entries > dev.max_wr()
+            || entries > dev.wq_limits().max_wr
         {
             return Err(EINVAL);
         }
@@ -140,7 +140,7 @@ impl CqData {
             log_size: req.log_size as u8,
             ..Default::default()
         })?;
-        let cqn = completion.result0;
+        let cqn = completion.cqn;
         let qid = match ctx.map_qid(dev, hw::QID_KIND_CQ, cqn) {
             Ok(qid) => qid,
             Err(e) => {

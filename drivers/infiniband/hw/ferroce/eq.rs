@@ -130,14 +130,14 @@ impl EqSetup {
             rsvd1: 0,
         })?;
         // The device's answer is only trusted within the range of completion EQ numbers.
-        let eqn = u8::try_from(done.result0)
+        let eqn = u8::try_from(done.eqn)
             .ok()
             .filter(|&n| u32::from(n) >= hw::EQN_FIRST_COMPLETION)
             .ok_or_else(|| {
                 dev_err!(
                     self.dev,
                     "the device created a completion EQ with number {}\n",
-                    done.result0
+                    done.eqn
                 );
                 EIO
             })?;

@@ -79,7 +79,7 @@ impl MrData {
             flags: hw::MR_FLAG_ALL_MEMORY,
             ..Default::default()
         })?;
-        Ok(Self::new_mr(completion.result0, None, None))
+        Ok(Self::new_mr(completion.key, None, None))
     }
 
     /// A fast-registration MR for up to `max_pages` pages.
@@ -102,7 +102,7 @@ impl MrData {
             max_pages,
             ..Default::default()
         })?;
-        Ok(Self::new_mr(completion.result0, Some(pages), None))
+        Ok(Self::new_mr(completion.key, Some(pages), None))
     }
 
     /// An MR over `length` bytes of the calling process at `start`, addressed from `iova`
@@ -150,7 +150,7 @@ impl MrData {
             access,
             ..Default::default()
         })?;
-        Ok(Self::new_mr(completion.result0, None, Some((umem, pages))))
+        Ok(Self::new_mr(completion.key, None, Some((umem, pages))))
     }
 
     /// Destroys the MR in the device.

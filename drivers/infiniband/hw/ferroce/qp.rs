@@ -47,9 +47,6 @@ use crate::{
     verbs::RoceDevice,
 };
 
-/// Receive WQEs carry at most this many SGEs (one 256-byte slot).
-pub(crate) const MAX_RECV_SGE: u32 = 15;
-
 /// The driver's part of a QP.
 pub(crate) struct QpData {
     qpn: u32,
@@ -57,6 +54,8 @@ pub(crate) struct QpData {
     /// The SRQ receives come from, if any.
     srqn: Option<u32>,
     caps: QpCaps,
+    /// What the send queue accepts, for the WQE builder.
+    sq_limits: hw::SqLimits,
     signal_all: bool,
     /// State as last set by `modify_qp` (`hw::QPS_*`).
     state: Atomic<u32>,
@@ -98,85 +97,71 @@ fn completion_advances(ring: hw::Ring, pi: u16, ci: u16, next: u16) -> bool {
     ring.used(pi, next) <= ring.used(pi, ci)
 }
 
-pub(crate) fn log2_ceil(n: u32) -> u32 {
-    n.max(1).next_power_of_two().trailing_zeros()
+/// The hardware interface's view of what a consumer asks for.
+fn wq_caps(caps: &QpCaps) -> hw::WqCaps {
+    hw::WqCaps {
+        max_send_wr: caps.max_send_wr,
+        max_recv_wr: caps.max_recv_wr,
+        max_send_sge: caps.max_send_sge,
+        max_recv_sge: caps.max_recv_sge,
+        max_inline: caps.max_inline_data,
+    }
 }
 
-/// The ring geometry for `caps`: (sq log size, sq log stride, rq log size, rq log stride) and
-/// the capacities they give.
+/// ib_core's view of what the rings hold.
+fn qp_caps(caps: &hw::WqCaps) -> QpCaps {
+    QpCaps {
+        max_send_wr: caps.max_send_wr,
+        max_recv_wr: caps.max_recv_wr,
+        max_send_sge: caps.max_send_sge,
+        max_recv_sge: caps.max_recv_sge,
+        max_inline_data: caps.max_inline,
+    }
+}
+
+/// The rings of a kernel QP for `caps` (no receive ring with an SRQ), and what they hold.
 pub(crate) fn geometry(
     caps: &QpCaps,
-    max_wr: u32,
-    max_sge: u32,
-) -> Result<(u32, u32, u32, u32, QpCaps)> {
-    if caps.max_send_wr > max_wr
-        || caps.max_recv_wr > max_wr
-        || caps.max_send_sge > max_sge
-        || caps.max_recv_sge > max_sge.min(MAX_RECV_SGE)
-        || caps.max_inline_data > hw::MAX_INLINE
-    {
-        return Err(EINVAL);
-    }
-    let send_wqe = hw::send_wqe_size(caps.max_send_sge, caps.max_inline_data);
-    let sq_stride = log2_ceil(u32::try_from(send_wqe)?).max(hw::MIN_LOG_WQE_STRIDE);
-    let recv_wqe = hw::RecvWqeHeader::SIZE + caps.max_recv_sge.max(1) as usize * hw::Sge::SIZE;
-    let rq_stride = log2_ceil(u32::try_from(recv_wqe)?).max(hw::MIN_LOG_WQE_STRIDE);
-    if sq_stride > hw::MAX_LOG_WQE_STRIDE || rq_stride > hw::MAX_LOG_WQE_STRIDE {
-        return Err(EINVAL);
-    }
-    let (sq_log, rq_log) = (log2_ceil(caps.max_send_wr), log2_ceil(caps.max_recv_wr));
-    let sq_room = (1usize << sq_stride) - hw::WQE_HEADER_SIZE;
-    let rq_room = (1usize << rq_stride) - hw::RecvWqeHeader::SIZE;
-    let actual = QpCaps {
-        max_send_wr: 1 << sq_log,
-        max_recv_wr: 1 << rq_log,
-        max_send_sge: u32::try_from(sq_room / hw::Sge::SIZE)?.min(max_sge),
-        max_recv_sge: u32::try_from(rq_room / hw::Sge::SIZE)?
-            .min(max_sge)
-            .min(MAX_RECV_SGE),
-        max_inline_data: u32::try_from(sq_room)?.min(hw::MAX_INLINE),
-    };
-    Ok((sq_log, sq_stride, rq_log, rq_stride, actual))
+    srq: bool,
+    limits: &hw::WqLimits,
+) -> Result<(hw::WqGeometry, QpCaps)> {
+    let geometry = hw::WqGeometry::new(&wq_caps(caps), srq, limits).map_err(|_| EINVAL)?;
+    Ok((geometry, qp_caps(&geometry.caps(limits))))
 }
 
-/// The capacities of the rings a process laid out (`ferroce_create_qp_req`); with an SRQ it
-/// has no receive ring and passes zeros for it.
-fn user_caps(
+/// What the send queue of `rings` accepts, for the WQE builder.
+fn sq_limits(qp_type: u8, rings: &hw::WqGeometry, caps: &QpCaps) -> hw::SqLimits {
+    hw::SqLimits {
+        qp_type,
+        stride: rings.sq.stride(),
+        max_sge: caps.max_send_sge,
+        max_inline: caps.max_inline_data,
+    }
+}
+
+/// The rings a process laid out (`ferroce_create_qp_req`), checked as a kernel QP's are; with
+/// an SRQ it has no receive ring and passes zeros for it.
+fn user_geometry(
     req: &uapi::ferroce_create_qp_req,
     srq: bool,
-    max_wr: u32,
-    max_sge: u32,
-) -> Result<QpCaps> {
-    let stride_ok = |log: u32| (hw::MIN_LOG_WQE_STRIDE..=hw::MAX_LOG_WQE_STRIDE).contains(&log);
-    let size_ok = |log: u32| log < 16 && 1u32 << log <= max_wr;
-    if !stride_ok(req.sq_log_stride) || !size_ok(req.sq_log_size) {
-        return Err(EINVAL);
-    }
-    let sq_room = (1usize << req.sq_log_stride) - hw::WQE_HEADER_SIZE;
-    let (max_recv_wr, max_recv_sge) = if srq {
+    limits: &hw::WqLimits,
+) -> Result<(hw::WqGeometry, QpCaps)> {
+    let ring = |log_size: u32, log_stride: u32| {
+        hw::WqRing::new(log_size, log_stride, limits).map_err(|_| EINVAL)
+    };
+    let rq = if srq {
         if req.rq_offset != 0 || req.rq_log_size != 0 || req.rq_log_stride != 0 {
             return Err(EINVAL);
         }
-        (0, 0)
+        None
     } else {
-        if !stride_ok(req.rq_log_stride) || !size_ok(req.rq_log_size) {
-            return Err(EINVAL);
-        }
-        let rq_room = (1usize << req.rq_log_stride) - hw::RecvWqeHeader::SIZE;
-        (
-            1 << req.rq_log_size,
-            u32::try_from(rq_room / hw::Sge::SIZE)?
-                .min(max_sge)
-                .min(MAX_RECV_SGE),
-        )
+        Some(ring(req.rq_log_size, req.rq_log_stride)?)
     };
-    Ok(QpCaps {
-        max_send_wr: 1 << req.sq_log_size,
-        max_recv_wr,
-        max_send_sge: u32::try_from(sq_room / hw::Sge::SIZE)?.min(max_sge),
-        max_recv_sge,
-        max_inline_data: u32::try_from(sq_room)?.min(hw::MAX_INLINE),
-    })
+    let geometry = hw::WqGeometry {
+        sq: ring(req.sq_log_size, req.sq_log_stride)?,
+        rq,
+    };
+    Ok((geometry, qp_caps(&geometry.caps(limits))))
 }
 
 /// Writes the receive WQE of `wr` into slot `index` of `ring` (an RQ or an SRQ).
@@ -185,20 +170,25 @@ pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sg
     if sges.len() > max_sge as usize {
         return Err(EINVAL);
     }
-    let mut wqe = [0u8; hw::RecvWqeHeader::SIZE + MAX_RECV_SGE as usize * hw::Sge::SIZE];
-    hw::RecvWqeHeader {
+    let mut wqe = [0u8; hw::RecvWqeHeader::SIZE + hw::MAX_SGE as usize * hw::Sge::SIZE];
+    let header = hw::RecvWqeHeader {
         wr_id: wr.wr_id(),
         num_sge: u8::try_from(sges.len())?,
         rsvd: [0; 7],
+    };
+    if !header.write_to(&mut wqe) {
+        return Err(EINVAL);
     }
-    .write_to(&mut wqe);
     for (i, sge) in sges.iter().enumerate() {
-        hw::Sge {
+        let sge = hw::Sge {
             addr: sge.addr(),
             length: sge.length(),
             lkey: sge.lkey(),
+        };
+        let at = hw::RecvWqeHeader::SIZE + i * hw::Sge::SIZE;
+        if !wqe.get_mut(at..).is_some_and(|slot| sge.write_to(slot)) {
+            return Err(EINVAL);
         }
-        .write_to(&mut wqe[hw::RecvWqeHeader::SIZE + i * hw::Sge::SIZE..]);
     }
     ring.write(
         index,
@@ -253,12 +243,11 @@ impl QpData {
             send_cqn,
             recv_cqn,
         } = QpKind::of(init, true)?;
-        let (sq_log, sq_stride, rq_log, rq_stride, caps) =
-            geometry(&init.caps(), dev.max_wr(), dev.max_sge())?;
-        let sq = DmaRing::new(dev.parent(), sq_log, sq_stride)?;
-        let rq = match srqn {
-            Some(_) => None,
-            None => Some(DmaRing::new(dev.parent(), rq_log, rq_stride)?),
+        let (rings, caps) = geometry(&init.caps(), srqn.is_some(), &dev.wq_limits())?;
+        let sq = DmaRing::new(dev.parent(), rings.sq.log_size, rings.sq.log_stride)?;
+        let rq = match rings.rq {
+            Some(rq) => Some(DmaRing::new(dev.parent(), rq.log_size, rq.log_stride)?),
+            None => None,
         };
         let dbrec = DbRecord::new(dev.parent())?;
         let completion = dev.cmdq().exec(&hw::CreateQpCmd {
@@ -270,10 +259,10 @@ impl QpData {
             rq_cqn: recv_cqn,
             srqn: srqn.unwrap_or(hw::NONE),
             qp_type,
-            sq_log_size: sq_log as u8,
-            sq_log_stride: sq_stride as u8,
-            rq_log_size: if rq.is_some() { rq_log as u8 } else { 0 },
-            rq_log_stride: if rq.is_some() { rq_stride as u8 } else { 0 },
+            sq_log_size: u8::try_from(rings.sq.log_size)?,
+            sq_log_stride: u8::try_from(rings.sq.log_stride)?,
+            rq_log_size: u8::try_from(rings.rq.map_or(0, |rq| rq.log_size))?,
+            rq_log_stride: u8::try_from(rings.rq.map_or(0, |rq| rq.log_stride))?,
             flags: if init.signal_all() {
                 hw::QP_FLAG_SIGNAL_ALL
             } else {
@@ -281,12 +270,13 @@ impl QpData {
             },
             rsvd: 0,
         })?;
-        let qpn = completion.result0;
+        let qpn = completion.qpn;
         let qp = Self {
             qpn,
             qp_type,
             srqn,
             caps,
+            sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
             state: Atomic::new(u32::from(hw::QPS_RESET)),
             mem: QpMem::Kernel(KernelQueues {
@@ -309,16 +299,8 @@ impl QpData {
             let _ = qp.destroy(dev, None);
             return Err(EIO);
         }
-        init.set_caps(if srqn.is_some() {
-            // Receives go to the SRQ; the QP has no receive queue of its own.
-            QpCaps {
-                max_recv_wr: 0,
-                max_recv_sge: 0,
-                ..caps
-            }
-        } else {
-            caps
-        });
+        // With an SRQ the QP has no receive queue of its own: `caps` says so.
+        init.set_caps(caps);
         Ok(qp)
     }
 
@@ -338,7 +320,7 @@ impl QpData {
             recv_cqn,
         } = QpKind::of(init, false)?;
         let req: uapi::ferroce_create_qp_req = udata.read()?;
-        let caps = user_caps(&req, srqn.is_some(), dev.max_wr(), dev.max_sge())?;
+        let (rings, caps) = user_geometry(&req, srqn.is_some(), &dev.wq_limits())?;
         let asked = init.caps();
         if req.reserved != 0
             || asked.max_send_wr > caps.max_send_wr
@@ -376,7 +358,7 @@ impl QpData {
             },
             rsvd: 0,
         })?;
-        let qpn = completion.result0;
+        let qpn = completion.qpn;
         let qid = match ctx.map_qid(dev, hw::QID_KIND_QP, qpn) {
             Ok(qid) => qid,
             Err(e) => {
@@ -390,6 +372,7 @@ impl QpData {
             qp_type,
             srqn,
             caps,
+            sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
             state: Atomic::new(u32::from(hw::QPS_RESET)),
             mem: QpMem::User { _mem: mem, qid },
@@ -477,11 +460,7 @@ impl QpData {
                 }
             }
         }
-        let completion = dev.cmdq().exec(&cmd)?;
-        let state = u8::try_from(completion.result0).map_err(|_| EIO)?;
-        if state > hw::QPS_ERR {
-            return Err(EIO);
-        }
+        let state = dev.cmdq().exec(&cmd)?.state;
         self.state.store(u32::from(state), Relaxed);
         if state == hw::QPS_RESET {
             // The device emptied the queues.
@@ -506,7 +485,7 @@ impl QpData {
         let mut image = [0u8; hw::ModifyQpCmd::SIZE];
         buf.read(&mut image)?;
         let attr = hw::ModifyQpCmd::decode(&image);
-        let state = QpState::from_raw(completion.result0).ok_or(EIO)?;
+        let state = QpState::from_raw(completion.state.into()).ok_or(EIO)?;
         out.state(state)
             .path_mtu(attr.path_mtu.into())
             .qkey(attr.qkey)
@@ -550,153 +529,94 @@ impl QpData {
         None
     }
 
-    /// Builds the WQE of `wr` into `wqe`; returns its length.
+    /// Builds the WQE of `wr` into `wqe` (one stride slot) with the interface's builder;
+    /// returns its length.
     fn build_send_wqe(
         &self,
         dev: &rdma::Device<RoceDevice>,
         wr: &SendWr<'_, RoceDevice>,
         wqe: &mut [u8],
     ) -> Result<usize> {
-        let mut ctrl = hw::WqeCtrl {
-            wr_id: wr.wr_id(),
-            ..Default::default()
-        };
-        let mut seg = [0u8; hw::RdmaSeg::SIZE];
+        // Immediate data travels as the consumer stored it (big-endian in memory).
         let wire_imm = |imm: u32| u32::from_le_bytes(imm.to_ne_bytes());
-        match wr.op()? {
-            SendOp::Send { imm } => {
-                ctrl.opcode = if imm.is_some() {
-                    hw::WR_SEND_WITH_IMM
-                } else {
-                    hw::WR_SEND
-                };
-                ctrl.imm_or_inv = imm.map_or(0, wire_imm);
-            }
-            SendOp::SendWithInv { rkey } => {
-                ctrl.opcode = hw::WR_SEND_WITH_INV;
-                ctrl.imm_or_inv = rkey;
-            }
+        let mut ud = None;
+        let op = match wr.op()? {
+            SendOp::Send { imm: None } => hw::SendOp::Send,
+            SendOp::Send { imm: Some(imm) } => hw::SendOp::SendWithImm(wire_imm(imm)),
+            SendOp::SendWithInv { rkey } => hw::SendOp::SendWithInv(rkey),
             SendOp::UdSend { dest, imm } => {
-                ctrl.opcode = if imm.is_some() {
-                    hw::WR_SEND_WITH_IMM
-                } else {
-                    hw::WR_SEND
-                };
-                ctrl.imm_or_inv = imm.map_or(0, wire_imm);
-                ctrl.flags |= hw::WQE_FLAG_AV;
-                dest.ah
-                    .segment(dest.remote_qpn, dest.remote_qkey)
-                    .write_to(&mut seg);
+                ud = Some(dest.ah.segment(dest.remote_qpn, dest.remote_qkey));
+                imm.map_or(hw::SendOp::Send, |imm| hw::SendOp::SendWithImm(wire_imm(imm)))
             }
-            SendOp::RdmaWrite { remote, imm } => {
-                ctrl.opcode = if imm.is_some() {
-                    hw::WR_RDMA_WRITE_WITH_IMM
-                } else {
-                    hw::WR_RDMA_WRITE
-                };
-                ctrl.imm_or_inv = imm.map_or(0, wire_imm);
-                hw::RdmaSeg {
-                    remote_addr: remote.addr,
-                    rkey: remote.rkey,
-                    ..Default::default()
-                }
-                .write_to(&mut seg);
-            }
-            SendOp::RdmaRead { remote } => {
-                ctrl.opcode = hw::WR_RDMA_READ;
-                hw::RdmaSeg {
-                    remote_addr: remote.addr,
-                    rkey: remote.rkey,
-                    ..Default::default()
-                }
-                .write_to(&mut seg);
-            }
+            SendOp::RdmaWrite { remote, imm: None } => hw::SendOp::Write {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+            },
+            SendOp::RdmaWrite {
+                remote,
+                imm: Some(imm),
+            } => hw::SendOp::WriteWithImm {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+                imm: wire_imm(imm),
+            },
+            SendOp::RdmaRead { remote } => hw::SendOp::Read {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+            },
             SendOp::CompareSwap {
                 remote,
                 compare,
                 swap,
-            } => {
-                ctrl.opcode = hw::WR_ATOMIC_CMP_SWAP;
-                hw::AtomicSeg {
-                    remote_addr: remote.addr,
-                    rkey: remote.rkey,
-                    compare_add: compare,
-                    swap,
-                    ..Default::default()
-                }
-                .write_to(&mut seg);
-            }
-            SendOp::FetchAdd { remote, add } => {
-                ctrl.opcode = hw::WR_ATOMIC_FETCH_ADD;
-                hw::AtomicSeg {
-                    remote_addr: remote.addr,
-                    rkey: remote.rkey,
-                    compare_add: add,
-                    ..Default::default()
-                }
-                .write_to(&mut seg);
-            }
+            } => hw::SendOp::CmpSwap {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+                compare,
+                swap,
+            },
+            SendOp::FetchAdd { remote, add } => hw::SendOp::FetchAdd {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+                add,
+            },
             SendOp::RegMr { mr, key, access } => {
-                ctrl.opcode = hw::WR_REG_MR;
-                crate::mr::MrData::reg_segment(mr, key, access)?.write_to(&mut seg);
+                hw::SendOp::RegMr(crate::mr::MrData::reg_segment(mr, key, access)?)
             }
-            SendOp::LocalInv { rkey } => {
-                ctrl.opcode = hw::WR_LOCAL_INV;
-                ctrl.imm_or_inv = rkey;
-            }
-        }
-        if !hw::send_opcode_allowed(self.qp_type, ctrl.opcode) {
+            SendOp::LocalInv { rkey } => hw::SendOp::LocalInv(rkey),
+        };
+        let sges = wr.sges()?;
+        if sges.len() > hw::MAX_SGE as usize {
             return Err(EINVAL);
         }
-        if wr.signaled() {
-            ctrl.flags |= hw::WQE_FLAG_SIGNALED;
-        }
-        if wr.solicited() {
-            ctrl.flags |= hw::WQE_FLAG_SOLICITED;
-        }
-        if wr.fence() {
-            ctrl.flags |= hw::WQE_FLAG_FENCE;
-        }
-        let sges = wr.sges()?;
-        let body = &mut wqe[hw::WQE_HEADER_SIZE..];
-        let body_len = if wr.inline() && !sges.is_empty() {
+        let mut hw_sges = [hw::Sge::default(); hw::MAX_SGE as usize];
+        let mut inline: [&[u8]; hw::MAX_SGE as usize] = [&[]; hw::MAX_SGE as usize];
+        let payload = if wr.inline() && !sges.is_empty() {
             // Inline: the payload goes into the WQE now; the device reads no payload by DMA.
-            let mut len = 0usize;
-            for i in 0..sges.len() {
-                let data = wr.inline_data(i).ok_or(EINVAL)?;
-                let end = len.checked_add(data.len()).ok_or(EINVAL)?;
-                if end > self.caps.max_inline_data as usize || end > body.len() {
-                    return Err(EINVAL);
-                }
-                body[len..end].copy_from_slice(data);
-                len = end;
+            for (i, piece) in inline.iter_mut().enumerate().take(sges.len()) {
+                *piece = wr.inline_data(i).ok_or(EINVAL)?;
             }
-            ctrl.flags |= hw::WQE_FLAG_INLINE;
-            ctrl.inline_len = u16::try_from(len)?;
-            len.div_ceil(16) * 16
+            hw::Payload::Inline(&inline[..sges.len()])
         } else {
-            if sges.len() > self.caps.max_send_sge as usize {
-                return Err(EINVAL);
-            }
-            for (i, sge) in sges.iter().enumerate() {
-                let sge = hw::Sge {
+            for (sge, out) in sges.iter().zip(hw_sges.iter_mut()) {
+                *out = hw::Sge {
                     addr: sge.addr(),
                     length: sge.length(),
                     lkey: sge.lkey(),
                 };
-                sge.write_to(&mut body[i * hw::Sge::SIZE..]);
             }
-            ctrl.num_sge = u8::try_from(sges.len())?;
-            sges.len() * hw::Sge::SIZE
+            hw::Payload::Sges(&hw_sges[..sges.len()])
         };
-        ctrl.write_to(&mut wqe[..hw::WqeCtrl::SIZE]);
-        wqe[hw::WQE_SEG_OFFSET..hw::WQE_HEADER_SIZE].copy_from_slice(&seg);
-        let len = hw::WQE_HEADER_SIZE + body_len;
-        if len > wqe.len() {
-            return Err(EINVAL);
-        }
+        let request = hw::SendRequest {
+            wr_id: wr.wr_id(),
+            op,
+            signaled: wr.signaled(),
+            solicited: wr.solicited(),
+            fence: wr.fence(),
+            payload,
+            ud,
+        };
         let _ = dev;
-        Ok(len)
+        hw::build_send_wqe(&request, &self.sq_limits, wqe).map_err(|_| EINVAL)
     }
 
     /// Posts a chain of send requests with one doorbell.
@@ -735,7 +655,6 @@ impl QpData {
                 }
                 // One stride is all a WQE may use (`build_send_wqe` checks).
                 let slot = wqe.get_mut(..kq.sq.stride()).ok_or(EINVAL)?;
-                slot.fill(0);
                 let len = self.build_send_wqe(dev, &wr, slot)?;
                 kq.sq.write(*pi, &wqe[..len])?;
                 Ok(len)
@@ -820,53 +739,80 @@ impl QpData {
 mod tests {
     use super::*;
 
+    const LIMITS: hw::WqLimits = hw::WqLimits::new(4096, 16, 256);
+
+    fn caps(wr: u32, send_sge: u32, recv_sge: u32, inline: u32) -> QpCaps {
+        QpCaps {
+            max_send_wr: wr,
+            max_recv_wr: 1,
+            max_send_sge: send_sge,
+            max_recv_sge: recv_sge,
+            max_inline_data: inline,
+        }
+    }
+
     #[test]
     fn queues_round_up_to_powers_of_two() -> Result {
-        let asked = QpCaps {
-            max_send_wr: 100,
-            max_recv_wr: 1,
-            max_send_sge: 2,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        };
-        let (sq_log, sq_stride, rq_log, rq_stride, got) = geometry(&asked, 4096, 16)?;
-        assert_eq!((sq_log, rq_log), (7, 0));
+        let (rings, got) = geometry(&caps(100, 2, 1, 0), false, &LIMITS)?;
+        let rq = rings.rq.ok_or(EINVAL)?;
+        assert_eq!((rings.sq.log_size, rq.log_size), (7, 0));
         // 64-byte header + 2 SGEs = 96 bytes: a 128-byte stride, which has room for 4 SGEs.
-        assert_eq!(sq_stride, 7);
+        assert_eq!(rings.sq.log_stride, 7);
         assert_eq!(got.max_send_sge, 4);
         assert_eq!(got.max_inline_data, 64);
-        assert_eq!(rq_stride, hw::MIN_LOG_WQE_STRIDE);
+        assert_eq!(rq.log_stride, hw::MIN_LOG_WQE_STRIDE);
         assert_eq!(got.max_send_wr, 128);
         Ok(())
     }
 
     #[test]
     fn inline_data_sizes_the_send_stride() -> Result {
-        let asked = QpCaps {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 256,
-        };
-        let (_, sq_stride, _, _, got) = geometry(&asked, 4096, 16)?;
-        assert_eq!(sq_stride, 9);
+        let (rings, got) = geometry(&caps(1, 1, 1, 256), false, &LIMITS)?;
+        assert_eq!(rings.sq.log_stride, 9);
         assert_eq!(got.max_inline_data, 256);
         Ok(())
     }
 
     #[test]
     fn too_much_is_refused() {
-        let caps = |wr, sge, inline| QpCaps {
-            max_send_wr: wr,
-            max_recv_wr: 1,
-            max_send_sge: sge,
-            max_recv_sge: 1,
-            max_inline_data: inline,
-        };
-        assert!(geometry(&caps(4097, 1, 0), 4096, 16).is_err());
-        assert!(geometry(&caps(1, 17, 0), 4096, 16).is_err());
-        assert!(geometry(&caps(1, 1, 257), 4096, 16).is_err());
+        assert!(geometry(&caps(4097, 1, 1, 0), false, &LIMITS).is_err());
+        assert!(geometry(&caps(1, 17, 1, 0), false, &LIMITS).is_err());
+        assert!(geometry(&caps(1, 1, 17, 0), false, &LIMITS).is_err());
+        assert!(geometry(&caps(1, 1, 1, 257), false, &LIMITS).is_err());
+    }
+
+    #[test]
+    fn every_advertised_recv_sge_count_is_accepted() -> Result {
+        // query_device advertises `max_recv_sge` = the device's SGE limit: a QP asking for it
+        // is created and reports it.
+        let (_, got) = geometry(&caps(1, 1, LIMITS.max_sge, 0), false, &LIMITS)?;
+        assert_eq!(got.max_recv_sge, LIMITS.max_sge);
+        Ok(())
+    }
+
+    #[test]
+    fn a_user_qp_reports_what_its_rings_hold() -> Result {
+        // The rings the provider lays out for some caps give back the same caps as a kernel
+        // QP with those caps.
+        for sge in 1..=LIMITS.max_sge {
+            let asked = caps(8, sge, sge, 0);
+            let (rings, kernel) = geometry(&asked, false, &LIMITS)?;
+            let rq = rings.rq.ok_or(EINVAL)?;
+            let req = uapi::ferroce_create_qp_req {
+                buf_addr: 0,
+                buf_size: 0,
+                sq_log_size: rings.sq.log_size,
+                sq_log_stride: rings.sq.log_stride,
+                rq_offset: 0,
+                rq_log_size: rq.log_size,
+                rq_log_stride: rq.log_stride,
+                dbrec_offset: 0,
+                reserved: 0,
+            };
+            let (_, user) = user_geometry(&req, false, &LIMITS)?;
+            assert_eq!(user, kernel);
+        }
+        Ok(())
     }
 
     #[test]

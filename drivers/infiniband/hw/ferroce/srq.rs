@@ -27,10 +27,7 @@ use kernel::{
 
 use crate::{
     hw,
-    qp::{
-        self,
-        MAX_RECV_SGE, //
-    },
+    qp,
     queue::{
         DbRecord,
         DmaRing,
@@ -89,33 +86,30 @@ impl SrqData {
         pd: &rdma::Pd<RoceDevice>,
         attr: &mut SrqAttr,
     ) -> Result<Self> {
-        let max_sge = dev.max_sge().min(MAX_RECV_SGE);
-        if attr.max_wr == 0 || attr.max_wr > dev.max_wr() || attr.max_sge > max_sge {
+        let limits = dev.wq_limits();
+        if attr.max_wr == 0 {
             return Err(EINVAL);
         }
-        let log_size = qp::log2_ceil(attr.max_wr);
+        let shape = hw::WqRing::recv(attr.max_wr, attr.max_sge, &limits).map_err(|_| EINVAL)?;
         // A limit at or above the ring size could never be crossed downwards.
-        if attr.limit >= 1 << log_size {
+        if attr.limit >= shape.entries() {
             return Err(EINVAL);
         }
-        let wqe = hw::RecvWqeHeader::SIZE + attr.max_sge.max(1) as usize * hw::Sge::SIZE;
-        let log_stride = qp::log2_ceil(u32::try_from(wqe)?).max(hw::MIN_LOG_WQE_STRIDE);
-        let ring = DmaRing::new(dev.parent(), log_size, log_stride)?;
+        let ring = DmaRing::new(dev.parent(), shape.log_size, shape.log_stride)?;
         let dbrec = DbRecord::new(dev.parent())?;
         let completion = dev.cmdq().exec(&hw::CreateSrqCmd {
             ring: ring.desc(),
             dbrec_addr: dbrec.dma_address(),
             pd: pd.number(),
             limit: attr.limit,
-            log_size: log_size as u8,
-            log_stride: log_stride as u8,
+            log_size: u8::try_from(shape.log_size)?,
+            log_stride: u8::try_from(shape.log_stride)?,
             ..Default::default()
         })?;
-        let room = (1usize << log_stride) - hw::RecvWqeHeader::SIZE;
         let srq = Self {
-            srqn: completion.result0,
-            size: 1 << log_size,
-            max_sge: u32::try_from(room / hw::Sge::SIZE)?.min(max_sge),
+            srqn: completion.srqn,
+            size: shape.entries(),
+            max_sge: shape.recv_sges(&limits),
             limit: Atomic::new(attr.limit),
             mem: SrqMem::Kernel(KernelSrq {
                 ring,
@@ -130,7 +124,7 @@ impl SrqData {
             let _ = srq.destroy(dev, None);
             return Err(EIO);
         }
-        attr.max_wr = 1 << log_size;
+        attr.max_wr = srq.size;
         attr.max_sge = srq.max_sge;
         Ok(srq)
     }
@@ -145,17 +139,13 @@ impl SrqData {
     ) -> Result<Self> {
         let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
         let req: uapi::ferroce_create_srq_req = udata.read()?;
-        let stride_ok = (hw::MIN_LOG_WQE_STRIDE..=hw::MAX_LOG_WQE_STRIDE).contains(&req.log_stride);
-        if req.reserved != 0 || !stride_ok || req.log_size >= 16 {
+        let limits = dev.wq_limits();
+        if req.reserved != 0 {
             return Err(EINVAL);
         }
-        let size = 1u32 << req.log_size;
-        let room = (1usize << req.log_stride) - hw::RecvWqeHeader::SIZE;
-        let max_sge = u32::try_from(room / hw::Sge::SIZE)?
-            .min(dev.max_sge())
-            .min(MAX_RECV_SGE);
-        if size > dev.max_wr()
-            || attr.max_wr == 0
+        let shape = hw::WqRing::new(req.log_size, req.log_stride, &limits).map_err(|_| EINVAL)?;
+        let (size, max_sge) = (shape.entries(), shape.recv_sges(&limits));
+        if attr.max_wr == 0
             || attr.max_wr > size
             || attr.max_sge > max_sge
             || attr.limit >= size
@@ -176,7 +166,7 @@ impl SrqData {
                 log_stride: req.log_stride as u8,
                 ..Default::default()
             })?
-            .result0;
+            .srqn;
         let qid = match ctx.map_qid(dev, hw::QID_KIND_SRQ, srqn) {
             Ok(qid) => qid,
             Err(e) => {

@@ -66,7 +66,7 @@ impl UcontextData {
     ) -> Result<Self> {
         let udata = udata.ok_or(EINVAL)?;
         let dev = init.device();
-        let ctx = dev.cmdq().exec(&hw::AllocCtxCmd { rsvd: 0 })?.result0;
+        let ctx = dev.cmdq().exec(&hw::AllocCtxCmd { rsvd: 0 })?.ctx;
         let data = Self::with_context(init, dev, ctx).and_then(|data| {
             udata.write(&data.response(dev)?)?;
             Ok(data)
@@ -101,6 +101,7 @@ impl UcontextData {
         dev: &rdma::Device<RoceDevice>,
     ) -> Result<uapi::ferroce_alloc_ucontext_resp> {
         let caps = dev.caps_flags();
+        let limits = dev.wq_limits();
         Ok(uapi::ferroce_alloc_ucontext_resp {
             db_mmap_offset: self.db_page.offset(),
             if_version: hw::IF_VERSION,
@@ -110,9 +111,9 @@ impl UcontextData {
             } else {
                 0
             },
-            max_inline: hw::MAX_INLINE,
-            max_sge: dev.max_sge(),
-            max_log_queue: dev.max_wr().trailing_zeros(),
+            max_inline: limits.max_inline,
+            max_sge: limits.max_sge,
+            max_log_queue: limits.max_log_wr(),
             push_window_offset: hw::PUSH_WINDOW_OFFSET as u32,
             push_window_size: hw::PUSH_WINDOW_SIZE as u32,
         })

@@ -89,8 +89,8 @@ struct Limits {
     max_mr: u32,
     max_srq: u32,
     max_ah: u32,
-    max_sge: u32,
-    max_wr: u32,
+    /// What every work queue is bounded by.
+    wq: hw::WqLimits,
     max_mr_pages: u32,
     gid_table_len: u32,
     vendor_part_id: u32,
@@ -165,8 +165,11 @@ impl RoceDevice {
                 0
             },
             max_ah: caps.max_ah,
-            max_sge: caps.max_sge,
-            max_wr: (1 << caps.max_log_queue.min(hw::MAX_LOG_QUEUE)).min(MAX_QUEUE_ENTRIES),
+            wq: hw::WqLimits::new(
+                (1 << caps.max_log_queue.min(hw::MAX_LOG_QUEUE)).min(MAX_QUEUE_ENTRIES),
+                caps.max_sge,
+                caps.max_inline,
+            ),
             max_mr_pages: caps.max_mr_pages,
             gid_table_len: caps.gid_table_len,
             vendor_part_id: vendor_part_id.into(),
@@ -247,14 +250,9 @@ impl RoceDevice {
         (n > 0).then(|| self.completion_eqns[vector as usize % n])
     }
 
-    /// Deepest queue.
-    pub(crate) fn max_wr(&self) -> u32 {
-        self.limits.max_wr
-    }
-
-    /// SGEs per work request.
-    pub(crate) fn max_sge(&self) -> u32 {
-        self.limits.max_sge
+    /// What every work queue is bounded by (depth, SGEs, inline data).
+    pub(crate) fn wq_limits(&self) -> hw::WqLimits {
+        self.limits.wq
     }
 
     /// Pages per fast-registration MR.
@@ -322,12 +320,12 @@ impl rdma::Operations for RoceDevice {
             .max_mr_size(u64::MAX)
             .page_size_cap(0x1000)
             .max_qp(l.max_qp)
-            .max_qp_wr(l.max_wr)
-            .max_send_sge(l.max_sge)
-            .max_recv_sge(l.max_sge)
-            .max_sge_rd(l.max_sge)
+            .max_qp_wr(l.wq.max_wr)
+            .max_send_sge(l.wq.max_sge)
+            .max_recv_sge(l.wq.max_sge)
+            .max_sge_rd(l.wq.max_sge)
             .max_cq(l.max_cq)
-            .max_cqe(l.max_wr)
+            .max_cqe(l.wq.max_wr)
             .max_mr(l.max_mr)
             .max_pd(l.max_mr)
             .device_cap_flags(
@@ -337,8 +335,8 @@ impl rdma::Operations for RoceDevice {
             .max_qp_rd_atom(16)
             .max_qp_init_rd_atom(16)
             .max_srq(l.max_srq)
-            .max_srq_wr(l.max_wr)
-            .max_srq_sge(l.max_sge.min(crate::qp::MAX_RECV_SGE))
+            .max_srq_wr(l.wq.max_wr)
+            .max_srq_sge(l.wq.max_sge)
             .max_ah(l.max_ah)
             .max_pkeys(1)
             .local_ca_ack_delay(15)

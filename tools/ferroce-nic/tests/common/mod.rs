@@ -262,8 +262,8 @@ impl Guest {
         self.cmd_raw(C::OPCODE, &command.to_payload(), out_addr)
     }
 
-    /// Runs a command that must succeed; returns result0.
-    pub fn ok<C: Command + std::fmt::Debug>(&mut self, command: &C) -> u32 {
+    /// Runs a command that must succeed; returns its reply.
+    pub fn ok<C: Command + std::fmt::Debug>(&mut self, command: &C) -> C::Reply {
         let c = self.cmd(command);
         assert_eq!(
             c.status,
@@ -272,7 +272,7 @@ impl Guest {
             status_name(c.status),
             c.syndrome
         );
-        c.result0
+        c.reply::<C>().expect("a valid reply")
     }
 
     // --- event queues ---------------------------------------------------------------------
@@ -330,15 +330,17 @@ impl Guest {
     /// Creates a completion EQ by command.
     pub fn create_ceq(&mut self, log: u8, vector: u16) -> u32 {
         let base = self.alloc(16 << log, 64);
-        let eqn = self.ok(&CreateEqCmd {
-            ring: BufDesc {
-                addr: base,
-                ..BufDesc::default()
-            },
-            log_size: log,
-            vector,
-            ..CreateEqCmd::default()
-        });
+        let eqn = self
+            .ok(&CreateEqCmd {
+                ring: BufDesc {
+                    addr: base,
+                    ..BufDesc::default()
+                },
+                log_size: log,
+                vector,
+                ..CreateEqCmd::default()
+            })
+            .eqn;
         self.eqs[eqn as usize] = Some(Eqs {
             base,
             log: u32::from(log),
@@ -361,16 +363,18 @@ impl GuestCq {
     pub fn create(guest: &mut Guest, eqn: u32, log: u8) -> Self {
         let base = guest.alloc(64 << log, 4096);
         let dbrec = guest.alloc(64, 64);
-        let cqn = guest.ok(&CreateCqCmd {
-            ring: BufDesc {
-                addr: base,
-                ..BufDesc::default()
-            },
-            dbrec_addr: dbrec,
-            eqn,
-            log_size: log,
-            ..CreateCqCmd::default()
-        });
+        let cqn = guest
+            .ok(&CreateCqCmd {
+                ring: BufDesc {
+                    addr: base,
+                    ..BufDesc::default()
+                },
+                dbrec_addr: dbrec,
+                eqn,
+                log_size: log,
+                ..CreateCqCmd::default()
+            })
+            .cqn;
         Self {
             cqn,
             base,
@@ -417,27 +421,29 @@ impl GuestQp {
         let sq = guest.alloc(1 << (sq_log + sq_stride_log), 4096);
         let rq = guest.alloc(64 << rq_log, 4096);
         let dbrec = guest.alloc(64, 64);
-        let qpn = guest.ok(&CreateQpCmd {
-            sq: BufDesc {
-                addr: sq,
-                ..BufDesc::default()
-            },
-            rq: BufDesc {
-                addr: rq,
-                ..BufDesc::default()
-            },
-            dbrec_addr: dbrec,
-            pd: 1,
-            sq_cqn: send_cq,
-            rq_cqn: recv_cq,
-            srqn,
-            qp_type,
-            sq_log_size: sq_log,
-            sq_log_stride: sq_stride_log,
-            rq_log_size: rq_log,
-            rq_log_stride: 6,
-            ..CreateQpCmd::default()
-        });
+        let qpn = guest
+            .ok(&CreateQpCmd {
+                sq: BufDesc {
+                    addr: sq,
+                    ..BufDesc::default()
+                },
+                rq: BufDesc {
+                    addr: rq,
+                    ..BufDesc::default()
+                },
+                dbrec_addr: dbrec,
+                pd: 1,
+                sq_cqn: send_cq,
+                rq_cqn: recv_cq,
+                srqn,
+                qp_type,
+                sq_log_size: sq_log,
+                sq_log_stride: sq_stride_log,
+                rq_log_size: rq_log,
+                rq_log_stride: 6,
+                ..CreateQpCmd::default()
+            })
+            .qpn;
         Self {
             qpn,
             sq,
@@ -486,7 +492,7 @@ impl GuestQp {
     pub fn put_send(&mut self, guest: &Guest, ctrl: WqeCtrl, seg: &[u8], tail: &[u8]) -> Vec<u8> {
         let stride = 1usize << self.sq_stride_log;
         let mut wqe = vec![0u8; stride];
-        ctrl.write_to(&mut wqe);
+        assert!(ctrl.write_to(&mut wqe));
         wqe[WQE_SEG_OFFSET..WQE_SEG_OFFSET + seg.len()].copy_from_slice(seg);
         wqe[WQE_HEADER_SIZE..WQE_HEADER_SIZE + tail.len()].copy_from_slice(tail);
         let slot = u64::from(self.sq_pi) & ((1 << self.sq_log) - 1);
@@ -512,18 +518,18 @@ impl GuestQp {
     /// Posts a receive WQE with one SGE and publishes it in the doorbell record.
     pub fn post_recv(&mut self, guest: &Guest, wr_id: u64) {
         let mut wqe = vec![0u8; 64];
-        RecvWqeHeader {
+        assert!(RecvWqeHeader {
             wr_id,
             num_sge: 1,
             ..RecvWqeHeader::default()
         }
-        .write_to(&mut wqe);
-        Sge {
+        .write_to(&mut wqe));
+        assert!(Sge {
             addr: 0x1000,
             length: 64,
             lkey: 0x100,
         }
-        .write_to(&mut wqe[16..]);
+        .write_to(&mut wqe[16..]));
         let slot = u64::from(self.rq_pi) & ((1 << self.rq_log) - 1);
         guest.write(self.rq + slot * 64, &wqe);
         self.rq_pi = self.rq_pi.wrapping_add(1);

@@ -82,17 +82,19 @@ impl Node {
         let eqn = g.create_ceq(6, 2);
         let cq = GuestCq::create(&mut g, eqn, 12);
         let buf = g.alloc(buf_len, 4096);
-        let key = g.ok(&CreateMrCmd {
-            iova: buf,
-            length: buf_len as u64,
-            pages: BufDesc {
-                addr: buf,
-                ..BufDesc::default()
-            },
-            pd: PD,
-            access: ACCESS_VALID_MASK,
-            ..CreateMrCmd::default()
-        });
+        let key = g
+            .ok(&CreateMrCmd {
+                iova: buf,
+                length: buf_len as u64,
+                pages: BufDesc {
+                    addr: buf,
+                    ..BufDesc::default()
+                },
+                pd: PD,
+                access: ACCESS_VALID_MASK,
+                ..CreateMrCmd::default()
+            })
+            .key;
         Self {
             g,
             cq,
@@ -108,17 +110,19 @@ impl Node {
 
     /// Registers `[addr, addr + len)` of the data buffer again with `access` and `pd`.
     pub fn mr(&mut self, addr: u64, len: u64, access: u32, pd: u32) -> u32 {
-        self.g.ok(&CreateMrCmd {
-            iova: addr,
-            length: len,
-            pages: BufDesc {
-                addr,
-                ..BufDesc::default()
-            },
-            pd,
-            access,
-            ..CreateMrCmd::default()
-        })
+        self.g
+            .ok(&CreateMrCmd {
+                iova: addr,
+                length: len,
+                pages: BufDesc {
+                    addr,
+                    ..BufDesc::default()
+                },
+                pd,
+                access,
+                ..CreateMrCmd::default()
+            })
+            .key
     }
 
     pub fn counter(&self, index: usize) -> u64 {
@@ -200,27 +204,29 @@ impl Qp {
         let sq = g.alloc(1 << (sq_log + stride_log), 4096);
         let rq = g.alloc(64 << rq_log, 4096);
         let dbrec = g.alloc(64, 64);
-        let qpn = g.ok(&CreateQpCmd {
-            sq: BufDesc {
-                addr: sq,
-                ..BufDesc::default()
-            },
-            rq: BufDesc {
-                addr: rq,
-                ..BufDesc::default()
-            },
-            dbrec_addr: dbrec,
-            pd: PD,
-            sq_cqn: node.cq.cqn,
-            rq_cqn: node.cq.cqn,
-            srqn: NONE,
-            qp_type,
-            sq_log_size: sq_log,
-            sq_log_stride: stride_log,
-            rq_log_size: rq_log,
-            rq_log_stride: 6,
-            ..CreateQpCmd::default()
-        });
+        let qpn = g
+            .ok(&CreateQpCmd {
+                sq: BufDesc {
+                    addr: sq,
+                    ..BufDesc::default()
+                },
+                rq: BufDesc {
+                    addr: rq,
+                    ..BufDesc::default()
+                },
+                dbrec_addr: dbrec,
+                pd: PD,
+                sq_cqn: node.cq.cqn,
+                rq_cqn: node.cq.cqn,
+                srqn: NONE,
+                qp_type,
+                sq_log_size: sq_log,
+                sq_log_stride: stride_log,
+                rq_log_size: rq_log,
+                rq_log_stride: 6,
+                ..CreateQpCmd::default()
+            })
+            .qpn;
         Self {
             qpn,
             qp_type,
@@ -355,7 +361,7 @@ impl Qp {
     pub fn put(&mut self, node: &Node, ctrl: WqeCtrl, seg: &[u8], tail: &[u8]) -> Vec<u8> {
         let stride = 1usize << self.stride_log;
         let mut wqe = vec![0u8; stride];
-        ctrl.write_to(&mut wqe);
+        assert!(ctrl.write_to(&mut wqe));
         wqe[WQE_SEG_OFFSET..WQE_SEG_OFFSET + seg.len()].copy_from_slice(seg);
         wqe[WQE_HEADER_SIZE..WQE_HEADER_SIZE + tail.len()].copy_from_slice(tail);
         let slot = u64::from(self.sq_pi) & ((1 << self.sq_log) - 1);
@@ -451,18 +457,18 @@ impl Qp {
     /// Posts a receive WQE with one SGE (of the data MR) and publishes it.
     pub fn post_recv(&mut self, node: &mut Node, wr_id: u64, addr: u64, len: u32) {
         let mut wqe = vec![0u8; 64];
-        RecvWqeHeader {
+        assert!(RecvWqeHeader {
             wr_id,
             num_sge: 1,
             ..RecvWqeHeader::default()
         }
-        .write_to(&mut wqe);
-        Sge {
+        .write_to(&mut wqe));
+        assert!(Sge {
             addr,
             length: len,
             lkey: node.key,
         }
-        .write_to(&mut wqe[16..]);
+        .write_to(&mut wqe[16..]));
         let slot = u64::from(self.rq_pi) & ((1 << self.rq_log) - 1);
         node.g.write(self.rq + slot * 64, &wqe);
         self.rq_pi = self.rq_pi.wrapping_add(1);

@@ -13,8 +13,9 @@ use libc::{EINVAL, EPROTO};
 
 use super::{ah, check, cq, fail, mr, qp, srq, Pod, WithDrv};
 use crate::doorbell::DbPage;
-use crate::queue::{DevLimits, PushWindow};
+use crate::queue::PushWindow;
 use crate::sys;
+use ferroce_hw::WqLimits;
 
 /// `Sync` wrapper for the C tables rdma-core reads (they hold raw pointers to statics).
 #[repr(transparent)]
@@ -120,7 +121,7 @@ pub(super) struct QpProgress {
 pub(super) struct ContextInner {
     pub(super) db: DbPage,
     pub(super) push: Option<PushWindow>,
-    pub(super) limits: DevLimits,
+    pub(super) limits: WqLimits,
     qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
 }
 
@@ -156,16 +157,12 @@ pub(super) unsafe fn context<'a>(ibctx: *mut sys::ibv_context) -> Option<&'a Con
 /// Checks what the kernel told us about the device.
 fn limits_from(
     resp: &sys::ferroce_alloc_ucontext_resp,
-) -> Result<(DevLimits, Option<PushWindow>), i32> {
+) -> Result<(WqLimits, Option<PushWindow>), i32> {
     if resp.max_log_queue > MAX_LOG_QUEUE || resp.max_sge > MAX_SGE || resp.max_inline > MAX_INLINE
     {
         return Err(EPROTO);
     }
-    let limits = DevLimits {
-        max_log_queue: resp.max_log_queue,
-        max_sge: resp.max_sge,
-        max_inline: resp.max_inline,
-    };
+    let limits = WqLimits::new(1 << resp.max_log_queue, resp.max_sge, resp.max_inline);
     let push = if resp.flags & sys::FERROCE_UCONTEXT_WQE_PUSH != 0 {
         let offset = resp.push_window_offset as usize;
         let size = resp.push_window_size as usize;

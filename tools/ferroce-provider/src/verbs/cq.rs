@@ -56,7 +56,7 @@ unsafe fn create(
     issue: impl FnOnce(*mut Cq, sys::ferroce_create_cq_req, c_int) -> (c_int, u32),
 ) -> Result<*mut Cq, i32> {
     let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
-    let ring = CqRing::new(cqe.max(1), ctx.limits.max_log_queue)?;
+    let ring = CqRing::new(cqe.max(1), ctx.limits.max_log_wr())?;
     let buf = ring.buf();
     // SAFETY: the buffer is our page-aligned mapping.
     if unsafe { sys::ibv_dontfork_range(buf.as_ptr().cast(), buf.len()) } != 0 {

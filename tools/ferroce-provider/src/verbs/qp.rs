@@ -8,7 +8,7 @@ use core::mem::size_of;
 use core::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use ferroce_hw::{Sge, MAX_SGE, QPT_RC, QPT_UD, WQE_HEADER_SIZE};
+use ferroce_hw::{Sge, WqCaps, MAX_SGE, QPT_RC, QPT_UD};
 use libc::{EINVAL, ENOMEM};
 
 use super::ah::Ah;
@@ -16,7 +16,7 @@ use super::context::{context, ContextInner, QpProgress};
 use super::srq::{post_recv_chain, Srq};
 use super::{check, fail, Pod, WithDrv};
 use crate::dma::DmaBuf;
-use crate::queue::{qp_layout, QpCaps, WorkQueue};
+use crate::queue::{qp_layout, WorkQueue};
 use crate::sys;
 use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
 use crate::wr::{SpinGate, WrBatch, WrFlags};
@@ -47,13 +47,6 @@ struct QpEx {
 
 type CreateQp = WithDrv<sys::ibv_create_qp, sys::ferroce_create_qp_req>;
 type CreateQpResp = WithDrv<sys::ib_uverbs_create_qp_resp, sys::ferroce_create_qp_resp>;
-
-fn sges_for(stride: usize, header: usize, dev_max: u32) -> u32 {
-    u32::try_from(stride.saturating_sub(header) / Sge::SIZE)
-        .unwrap_or(0)
-        .min(dev_max)
-        .min(MAX_SGE)
-}
 
 /// What both `create_qp` and `create_qp_ex` ask for.
 struct QpRequest {
@@ -96,7 +89,7 @@ unsafe fn create(
         _ => return Err(libc::EOPNOTSUPP),
     };
     let srq = req.srq.cast::<Srq>();
-    let caps = QpCaps {
+    let caps = WqCaps {
         max_send_wr: req.cap.max_send_wr,
         max_recv_wr: req.cap.max_recv_wr,
         max_send_sge: req.cap.max_send_sge,
@@ -146,19 +139,15 @@ unsafe fn create(
         reserved: 0,
     });
     let mut resp = CreateQpResp::new(sys::ferroce_create_qp_resp::zeroed());
-    let stride = sq.stride();
+    let got = layout.caps(&ctx.limits);
     let limits = SqLimits {
         qp_type,
-        stride,
-        max_sge: sges_for(stride, WQE_HEADER_SIZE, ctx.limits.max_sge),
-        max_inline: u32::try_from(stride - WQE_HEADER_SIZE)
-            .unwrap_or(0)
-            .min(ctx.limits.max_inline),
+        stride: sq.stride(),
+        max_sge: got.max_send_sge,
+        max_inline: got.max_inline,
     };
-    let sq_size = sq.size();
-    let rq_caps = rq
-        .as_ref()
-        .map(|rq| (rq.size(), sges_for(rq.stride(), 16, ctx.limits.max_sge)));
+    let sq_size = got.max_send_wr;
+    let rq_caps = rq.as_ref().map(|_| (got.max_recv_wr, got.max_recv_sge));
     // SAFETY: a non-null SRQ of ours (libibverbs passes the application's).
     let srq_progress = unsafe { srq.as_ref() }.map(|s| s.progress.clone());
     let ex = req.extended.then(|| QpEx {

@@ -93,10 +93,7 @@ pub(super) unsafe extern "C" fn create_srq(
     });
     let mut resp = CreateSrqResp::new(sys::ferroce_create_srq_resp::zeroed());
     let size = wq.size();
-    let max_sge = u32::try_from((wq.stride() - 16) / Sge::SIZE)
-        .unwrap_or(0)
-        .min(ctx.limits.max_sge)
-        .min(MAX_SGE);
+    let max_sge = layout.sq.ring().recv_sges(&ctx.limits);
     let (addr, len) = (buf.as_ptr(), buf.len());
     let srq = Box::into_raw(Box::new(Srq {
         vsrq: sys::verbs_srq::zeroed(),

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The device's counter block: indexes and names.
+
+use super::*;
+use core::ffi::CStr;
+
+/// BAR0 MMIO reads.
+pub const COUNTER_MMIO_READS: usize = 0;
+/// BAR0 MMIO writes.
+pub const COUNTER_MMIO_WRITES: usize = 1;
+/// Doorbell writes (SQ, RQ, SRQ, push, CQ arm, command, EQ).
+pub const COUNTER_DOORBELLS: usize = 2;
+/// Doorbells rejected (unknown queue, bad index, wrong context).
+pub const COUNTER_BAD_DOORBELLS: usize = 3;
+/// WQEs read from rings by DMA.
+pub const COUNTER_WQE_FETCHES: usize = 4;
+/// WQEs taken from a push window.
+pub const COUNTER_WQE_PUSHES: usize = 5;
+/// Payload DMA reads.
+pub const COUNTER_PAYLOAD_DMA_READS: usize = 6;
+/// Payload DMA writes.
+pub const COUNTER_PAYLOAD_DMA_WRITES: usize = 7;
+/// Payload bytes read by DMA.
+pub const COUNTER_PAYLOAD_READ_BYTES: usize = 8;
+/// Payload bytes written by DMA.
+pub const COUNTER_PAYLOAD_WRITE_BYTES: usize = 9;
+/// CQEs written.
+pub const COUNTER_CQES: usize = 10;
+/// EQEs written.
+pub const COUNTER_EQES: usize = 11;
+/// MSI-X interrupts raised (delivered or left pending).
+pub const COUNTER_INTERRUPTS: usize = 12;
+/// Commands executed.
+pub const COUNTER_COMMANDS: usize = 13;
+/// Commands completed with a non-zero status.
+pub const COUNTER_COMMAND_ERRORS: usize = 14;
+/// DMA accesses that hit unmapped or read-only guest memory.
+pub const COUNTER_DMA_ERRORS: usize = 15;
+/// Doorbell record reads.
+pub const COUNTER_DBREC_READS: usize = 16;
+/// Async events generated.
+pub const COUNTER_ASYNC_EVENTS: usize = 17;
+/// Packets transmitted.
+pub const COUNTER_TX_PACKETS: usize = 18;
+/// Bytes transmitted.
+pub const COUNTER_TX_BYTES: usize = 19;
+/// Packets received.
+pub const COUNTER_RX_PACKETS: usize = 20;
+/// Bytes received.
+pub const COUNTER_RX_BYTES: usize = 21;
+/// Retransmitted packets.
+pub const COUNTER_RETRANSMITS: usize = 22;
+/// NAKs sent.
+pub const COUNTER_NAKS_SENT: usize = 23;
+/// NAKs received.
+pub const COUNTER_NAKS_RECEIVED: usize = 24;
+/// RNR retries.
+pub const COUNTER_RNR_RETRIES: usize = 25;
+/// Frames dropped.
+pub const COUNTER_DROPS: usize = 26;
+/// Frames with a bad ICRC.
+pub const COUNTER_ICRC_ERRORS: usize = 27;
+/// PSN sequence errors.
+pub const COUNTER_SEQ_ERRORS: usize = 28;
+/// CQ arm doorbells.
+pub const COUNTER_CQ_ARMS: usize = 29;
+/// Duplicate request packets received (answered again, never executed twice).
+pub const COUNTER_DUPLICATES: usize = 30;
+/// Retransmission timer expiries.
+pub const COUNTER_TIMEOUTS: usize = 31;
+/// Number of counters.
+pub const NUM_COUNTERS: usize = 32;
+
+/// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
+/// (`rdma_stat_desc`).
+pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
+    c"mmio_reads",
+    c"mmio_writes",
+    c"doorbells",
+    c"bad_doorbells",
+    c"wqe_fetches",
+    c"wqe_pushes",
+    c"payload_dma_reads",
+    c"payload_dma_writes",
+    c"payload_read_bytes",
+    c"payload_write_bytes",
+    c"cqes",
+    c"eqes",
+    c"interrupts",
+    c"commands",
+    c"command_errors",
+    c"dma_errors",
+    c"dbrec_reads",
+    c"async_events",
+    c"tx_packets",
+    c"tx_bytes",
+    c"rx_packets",
+    c"rx_bytes",
+    c"retransmits",
+    c"naks_sent",
+    c"naks_received",
+    c"rnr_retries",
+    c"drops",
+    c"icrc_errors",
+    c"seq_errors",
+    c"cq_arms",
+    c"duplicates",
+    c"timeouts",
+];
+
+/// BAR0 offset of counter `index`.
+pub const fn counter_offset(index: usize) -> usize {
+    COUNTERS_OFFSET + index * 8
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Completion queue entries: layout, opcodes, flags and work completion status.
+
+use super::*;
+use core::mem::offset_of;
+
+hw_layout! {
+    /// Completion queue entry (64 bytes).
+    pub struct Cqe(64) {
+        /// The WQE's `wr_id`.
+        pub wr_id: u64,
+        /// Bytes transferred (receives, READ, atomics).
+        pub byte_len: u32,
+        /// Immediate data or invalidated key (see `flags`).
+        pub imm_or_inv: u32,
+        /// Local QP number.
+        pub qpn: u32,
+        /// Source QP (UD / GSI receives).
+        pub src_qpn: u32,
+        /// Index of the completed WQE in its ring.
+        pub wqe_index: u16,
+        /// `CQE_OP_*`.
+        pub opcode: u8,
+        /// `WC_*` status.
+        pub status: u8,
+        /// `CQE_FLAG_*`.
+        pub flags: u8,
+        /// Vendor error detail.
+        pub vendor_err: u8,
+        /// VLAN of a UD receive, or [`VLAN_NONE`].
+        pub vlan: u16,
+        /// Source MAC of a UD receive.
+        pub smac: [u8; 6],
+        /// `NET_HDR_*` of a UD receive.
+        pub network_hdr_type: u8,
+        /// Reserved.
+        pub rsvd0: u8,
+        /// P_Key index.
+        pub pkey_index: u16,
+        /// Reserved.
+        pub rsvd1: u16,
+        /// Reserved.
+        pub rsvd2: [u8; 16],
+        /// Reserved.
+        pub rsvd3: u16,
+        /// Reserved.
+        pub rsvd4: u8,
+        /// Owner bit (bit 0), written last; see [`Ring::owner`].
+        pub owner: u8,
+    }
+}
+
+/// Offset of the CQE owner byte.
+pub const CQE_OWNER_OFFSET: usize = 63;
+/// Offset of the EQE owner byte.
+pub const EQE_OWNER_OFFSET: usize = 15;
+/// Offset of the command completion owner byte.
+pub const CMD_COMPLETION_OWNER_OFFSET: usize = 31;
+const _: () = assert!(offset_of!(Cqe, owner) == CQE_OWNER_OFFSET);
+const _: () = assert!(offset_of!(Eqe, owner) == EQE_OWNER_OFFSET);
+const _: () = assert!(offset_of!(CmdCompletion, owner) == CMD_COMPLETION_OWNER_OFFSET);
+
+// CQE opcodes.
+/// SEND completed.
+pub const CQE_OP_SEND: u8 = 0x00;
+/// RDMA WRITE completed.
+pub const CQE_OP_RDMA_WRITE: u8 = 0x01;
+/// RDMA READ completed.
+pub const CQE_OP_RDMA_READ: u8 = 0x02;
+/// Compare and swap completed.
+pub const CQE_OP_CMP_SWAP: u8 = 0x03;
+/// Fetch and add completed.
+pub const CQE_OP_FETCH_ADD: u8 = 0x04;
+/// REG_MR completed.
+pub const CQE_OP_REG_MR: u8 = 0x05;
+/// LOCAL_INV completed.
+pub const CQE_OP_LOCAL_INV: u8 = 0x06;
+/// Receive completed (SEND, SEND_WITH_IMM, SEND_WITH_INV).
+pub const CQE_OP_RECV: u8 = 0x80;
+/// Receive of an RDMA WRITE with immediate.
+pub const CQE_OP_RECV_RDMA_WITH_IMM: u8 = 0x81;
+
+/// The CQE opcode for a completed send WQE opcode.
+pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {
+    match wr_opcode {
+        WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => CQE_OP_RDMA_WRITE,
+        WR_RDMA_READ => CQE_OP_RDMA_READ,
+        WR_ATOMIC_CMP_SWAP => CQE_OP_CMP_SWAP,
+        WR_ATOMIC_FETCH_ADD => CQE_OP_FETCH_ADD,
+        WR_REG_MR => CQE_OP_REG_MR,
+        WR_LOCAL_INV => CQE_OP_LOCAL_INV,
+        _ => CQE_OP_SEND,
+    }
+}
+
+// CQE flags.
+/// `imm_or_inv` holds immediate data.
+pub const CQE_FLAG_WITH_IMM: u8 = 1 << 0;
+/// `imm_or_inv` holds an invalidated key.
+pub const CQE_FLAG_WITH_INV: u8 = 1 << 1;
+/// A GRH (or IP header image) precedes the payload in the receive buffer (UD / GSI).
+pub const CQE_FLAG_GRH: u8 = 1 << 2;
+/// The sender requested a solicited event.
+pub const CQE_FLAG_SOLICITED: u8 = 1 << 3;
+
+/// Network header type of a UD receive: RoCE v1 (GRH).
+pub const NET_HDR_GRH: u8 = 0;
+/// RoCE v2 over IPv4.
+pub const NET_HDR_IPV4: u8 = 1;
+/// RoCE v2 over IPv6.
+pub const NET_HDR_IPV6: u8 = 2;
+
+// Work completion status (IB `ib_wc_status` values).
+/// Success.
+pub const WC_SUCCESS: u8 = 0;
+/// Local length error.
+pub const WC_LOC_LEN_ERR: u8 = 1;
+/// Local QP operation error.
+pub const WC_LOC_QP_OP_ERR: u8 = 2;
+/// Local protection error.
+pub const WC_LOC_PROT_ERR: u8 = 4;
+/// Flushed: the QP is in error.
+pub const WC_WR_FLUSH_ERR: u8 = 5;
+/// Bad response.
+pub const WC_BAD_RESP_ERR: u8 = 7;
+/// Local access error.
+pub const WC_LOC_ACCESS_ERR: u8 = 8;
+/// Remote invalid request.
+pub const WC_REM_INV_REQ_ERR: u8 = 9;
+/// Remote access error.
+pub const WC_REM_ACCESS_ERR: u8 = 10;
+/// Remote operation error.
+pub const WC_REM_OP_ERR: u8 = 11;
+/// Transport retries exceeded.
+pub const WC_RETRY_EXC_ERR: u8 = 12;
+/// RNR retries exceeded.
+pub const WC_RNR_RETRY_EXC_ERR: u8 = 13;
+/// Fatal error.
+pub const WC_FATAL_ERR: u8 = 19;
+/// General error.
+pub const WC_GENERAL_ERR: u8 = 21;
+
+/// Size of an EQE ring entry.
+pub const EQE_SIZE: usize = Eqe::SIZE;
+/// Size of a CQE ring entry.
+pub const CQE_SIZE: usize = Cqe::SIZE;

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Event queue entries: layout, event types and WQE error details.
+
+hw_layout! {
+    /// Event queue entry (16 bytes).
+    pub struct Eqe(16) {
+        /// `EVENT_*`.
+        pub event_type: u8,
+        /// Event-specific detail (`WQE_ERR_*` for QP errors).
+        pub subtype: u8,
+        /// Reserved.
+        pub rsvd0: u16,
+        /// First datum: CQN, QPN, SRQN, token, fatal code, context.
+        pub data0: u32,
+        /// Second datum: command index, raw doorbell value.
+        pub data1: u32,
+        /// Reserved.
+        pub rsvd1: u16,
+        /// Reserved.
+        pub rsvd2: u8,
+        /// Owner bit (bit 0), written last.
+        pub owner: u8,
+    }
+}
+
+/// CQ `data0` has a completion event (completion EQs).
+pub const EVENT_COMPLETION: u8 = 0x01;
+/// Command `data0` (token) at index `data1` completed (command EQ).
+pub const EVENT_CMD_DONE: u8 = 0x02;
+/// QP `data0` hit a fatal error (malformed WQE, DMA error) and moved to ERR.
+pub const EVENT_QP_FATAL: u8 = 0x10;
+/// QP `data0`: invalid request received (responder).
+pub const EVENT_QP_REQ_ERR: u8 = 0x11;
+/// QP `data0`: access violation (responder).
+pub const EVENT_QP_ACCESS_ERR: u8 = 0x12;
+/// QP `data0`: last WQE reached (QP with SRQ in ERR).
+pub const EVENT_QP_LAST_WQE_REACHED: u8 = 0x13;
+/// QP `data0`: send queue drained (SQD).
+pub const EVENT_SQ_DRAINED: u8 = 0x14;
+/// QP `data0`: communication established.
+pub const EVENT_COMM_EST: u8 = 0x15;
+/// CQ `data0` overran or hit a DMA error; it is in error.
+pub const EVENT_CQ_ERROR: u8 = 0x20;
+/// SRQ `data0` fell below its limit (disarms the limit).
+pub const EVENT_SRQ_LIMIT: u8 = 0x30;
+/// SRQ `data0` hit an error.
+pub const EVENT_SRQ_ERR: u8 = 0x31;
+/// Port became active.
+pub const EVENT_PORT_ACTIVE: u8 = 0x40;
+/// Port went down.
+pub const EVENT_PORT_DOWN: u8 = 0x41;
+/// The device is in fatal state, `data0` = `FATAL_*`.
+pub const EVENT_DEVICE_FATAL: u8 = 0x50;
+/// A doorbell on context `data0` was rejected; `data1` = raw value.
+pub const EVENT_DOORBELL_ERROR: u8 = 0x51;
+
+/// WQE error detail: unknown opcode.
+pub const WQE_ERR_BAD_OPCODE: u8 = 1;
+/// WQE error detail: too many SGEs for the stride or the device.
+pub const WQE_ERR_BAD_SGE_COUNT: u8 = 2;
+/// WQE error detail: inline data too long.
+pub const WQE_ERR_BAD_INLINE: u8 = 3;
+/// WQE error detail: the WQE could not be read by DMA.
+pub const WQE_ERR_DMA: u8 = 4;
+/// WQE error detail: doorbell index beyond the ring.
+pub const WQE_ERR_BAD_INDEX: u8 = 5;
+/// WQE error detail: opcode not valid for the QP type.
+pub const WQE_ERR_BAD_QP_TYPE: u8 = 6;
+
+// ---------------------------------------------------------------------------------------------

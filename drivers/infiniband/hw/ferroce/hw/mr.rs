@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Memory regions: access flags, keys and the MR commands.
+
+use super::*;
+
+// MR access flags (IB `ib_access_flags` values for the lower bits).
+/// Local write.
+pub const ACCESS_LOCAL_WRITE: u32 = 1 << 0;
+/// Remote write.
+pub const ACCESS_REMOTE_WRITE: u32 = 1 << 1;
+/// Remote read.
+pub const ACCESS_REMOTE_READ: u32 = 1 << 2;
+/// Remote atomic.
+pub const ACCESS_REMOTE_ATOMIC: u32 = 1 << 3;
+/// All access bits the device understands.
+pub const ACCESS_VALID_MASK: u32 =
+    ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
+
+/// `CreateMrCmd::flags`: covers all host memory with iova = host address (`get_dma_mr`).
+pub const MR_FLAG_ALL_MEMORY: u8 = 1 << 0;
+/// `CreateMrCmd::flags`: fast-registration MR, invalid until a REG_MR work request.
+pub const MR_FLAG_FAST_REG: u8 = 1 << 1;
+/// `CreateMrCmd::flags`: defined bits.
+pub const MR_FLAGS_VALID: u8 = MR_FLAG_ALL_MEMORY | MR_FLAG_FAST_REG;
+/// Maximum pages in an MR page list.
+pub const MAX_MR_PAGES: u32 = 1 << 18;
+
+/// The key of MR table index `index` with variant byte `variant`.
+pub const fn mr_key(index: u32, variant: u8) -> u32 {
+    (index << 8) | variant as u32
+}
+
+/// The MR table index of a key.
+pub const fn mr_key_index(key: u32) -> u32 {
+    key >> 8
+}
+
+hw_layout! {
+    /// `CMD_CREATE_MR` payload. The region's first byte is at `pages[0] + (iova % page_size)`.
+    pub struct CreateMrCmd(48) {
+        /// I/O virtual address of the first byte.
+        pub iova: u64,
+        /// Length in bytes.
+        pub length: u64,
+        /// Page list (`page_count > 0`) or contiguous buffer; ignored for `MR_FLAG_ALL_MEMORY`
+        /// and `MR_FLAG_FAST_REG`.
+        pub pages: BufDesc,
+        /// Protection domain tag.
+        pub pd: u32,
+        /// `ACCESS_*`.
+        pub access: u32,
+        /// `MR_FLAG_*`.
+        pub flags: u8,
+        /// Low 8 bits of the key (consumer-chosen variant).
+        pub key_variant: u8,
+        /// Reserved, zero.
+        pub rsvd: u16,
+        /// For `MR_FLAG_FAST_REG`: maximum pages a REG_MR may map.
+        pub max_pages: u32,
+    }
+}
+hw_number_reply! {
+    /// Reply of `CMD_CREATE_MR`.
+    CreateMrReply { key }
+}
+hw_command!(CreateMrCmd, CMD_CREATE_MR, CreateMrReply);
+
+hw_layout! {
+    /// `CMD_DESTROY_MR` payload.
+    pub struct DestroyMrCmd(8) {
+        /// MR key.
+        pub key: u32,
+        /// Reserved, zero.
+        pub rsvd: u32,
+    }
+}
+hw_command!(DestroyMrCmd, CMD_DESTROY_MR);

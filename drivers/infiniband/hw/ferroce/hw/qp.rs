@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Queue pairs: types, states and their transitions, attribute masks, and the QP commands.
+
+use super::*;
+
+// QP types (IB `ib_qp_type` values).
+/// The GSI QP (QP1).
+pub const QPT_GSI: u8 = 1;
+/// Reliable connected.
+pub const QPT_RC: u8 = 2;
+/// Unreliable datagram.
+pub const QPT_UD: u8 = 4;
+/// QPN of the GSI QP.
+pub const GSI_QPN: u32 = 1;
+/// First QPN for RC and UD QPs.
+pub const FIRST_QPN: u32 = 2;
+
+/// `CreateQpCmd::flags`: every send WQE generates a CQE (`IB_SIGNAL_ALL_WR`).
+pub const QP_FLAG_SIGNAL_ALL: u8 = 1 << 0;
+/// `CreateQpCmd::flags`: defined bits.
+pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL;
+
+hw_layout! {
+    /// `CMD_CREATE_QP` payload. The QP starts in RESET.
+    pub struct CreateQpCmd(64) {
+        /// Send ring.
+        pub sq: BufDesc,
+        /// Receive ring (ignored with an SRQ).
+        pub rq: BufDesc,
+        /// Doorbell record ([`QpDbRecord`]), 8-byte aligned.
+        pub dbrec_addr: u64,
+        /// Protection domain tag chosen by the driver; MRs must match.
+        pub pd: u32,
+        /// CQ for send completions.
+        pub sq_cqn: u32,
+        /// CQ for receive completions.
+        pub rq_cqn: u32,
+        /// SRQ, or [`NONE`].
+        pub srqn: u32,
+        /// `QPT_*`.
+        pub qp_type: u8,
+        /// log2 of SQ entries.
+        pub sq_log_size: u8,
+        /// log2 of the SQ WQE stride.
+        pub sq_log_stride: u8,
+        /// log2 of RQ entries.
+        pub rq_log_size: u8,
+        /// log2 of the RQ WQE stride.
+        pub rq_log_stride: u8,
+        /// `QP_FLAG_*`.
+        pub flags: u8,
+        /// Reserved, zero.
+        pub rsvd: u16,
+    }
+}
+hw_number_reply! {
+    /// Reply of `CMD_CREATE_QP`.
+    CreateQpReply { qpn }
+}
+hw_command!(CreateQpCmd, CMD_CREATE_QP, CreateQpReply);
+
+hw_layout! {
+    /// `CMD_DESTROY_QP` (and `CMD_QUERY_QP`) payload.
+    pub struct DestroyQpCmd(8) {
+        /// QP number.
+        pub qpn: u32,
+        /// Reserved, zero.
+        pub rsvd: u32,
+    }
+}
+hw_command!(DestroyQpCmd, CMD_DESTROY_QP);
+
+/// `CMD_QUERY_QP` payload (same layout as [`DestroyQpCmd`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryQpCmd {
+    /// QP number.
+    pub qpn: u32,
+}
+
+/// Reply of `CMD_MODIFY_QP` (the state reached) and `CMD_QUERY_QP` (the current state; the
+/// attributes go to the header's `out_addr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpStateReply {
+    /// The QP's current state (`QPS_*`).
+    pub state: u8,
+}
+
+impl Reply for QpStateReply {
+    fn to_results(&self) -> [u32; 3] {
+        [u32::from(self.state), 0, 0]
+    }
+
+    fn from_results(results: [u32; 3]) -> Option<Self> {
+        let state = u8::try_from(results[0]).ok()?;
+        (state <= QPS_ERR).then_some(Self { state })
+    }
+}
+
+impl Command for QueryQpCmd {
+    const OPCODE: u16 = CMD_QUERY_QP;
+    type Reply = QpStateReply;
+
+    fn to_payload(&self) -> [u8; CMD_PAYLOAD_SIZE] {
+        DestroyQpCmd {
+            qpn: self.qpn,
+            rsvd: 0,
+        }
+        .to_payload()
+    }
+
+    fn from_payload(payload: &[u8]) -> Self {
+        Self {
+            qpn: DestroyQpCmd::from_payload(payload).qpn,
+        }
+    }
+}
+
+// QP states (IB `ib_qp_state` values).
+/// Reset.
+pub const QPS_RESET: u8 = 0;
+/// Initialized.
+pub const QPS_INIT: u8 = 1;
+/// Ready to receive.
+pub const QPS_RTR: u8 = 2;
+/// Ready to send.
+pub const QPS_RTS: u8 = 3;
+/// Send queue drained.
+pub const QPS_SQD: u8 = 4;
+/// Send queue error.
+pub const QPS_SQE: u8 = 5;
+/// Error.
+pub const QPS_ERR: u8 = 6;
+/// `ModifyQpCmd::cur_state` value meaning "don't check".
+pub const QPS_ANY: u8 = 0xff;
+
+/// Whether the IB state machine allows `from → to` through a modify command.
+pub const fn qp_transition_allowed(from: u8, to: u8) -> bool {
+    match (from, to) {
+        (_, QPS_RESET) | (_, QPS_ERR) => from <= QPS_ERR,
+        (QPS_RESET, QPS_INIT) => true,
+        (QPS_INIT, QPS_INIT) | (QPS_INIT, QPS_RTR) => true,
+        (QPS_RTR, QPS_RTS) => true,
+        (QPS_RTS, QPS_RTS) | (QPS_RTS, QPS_SQD) => true,
+        (QPS_SQD, QPS_SQD) | (QPS_SQD, QPS_RTS) => true,
+        (QPS_SQE, QPS_RTS) => true,
+        _ => false,
+    }
+}
+
+// Attribute mask bits (IB `ib_qp_attr_mask` values).
+/// `new_state` is valid.
+pub const QP_ATTR_STATE: u32 = 1 << 0;
+/// `cur_state` is valid.
+pub const QP_ATTR_CUR_STATE: u32 = 1 << 1;
+/// `access_flags`.
+pub const QP_ATTR_ACCESS_FLAGS: u32 = 1 << 3;
+/// `pkey_index`.
+pub const QP_ATTR_PKEY_INDEX: u32 = 1 << 4;
+/// Port (must be 1; no field).
+pub const QP_ATTR_PORT: u32 = 1 << 5;
+/// `qkey`.
+pub const QP_ATTR_QKEY: u32 = 1 << 6;
+/// Address vector: `sgid_index`, `dgid`, `dmac`, `vlan`, `hop_limit`, `traffic_class`,
+/// `flow_label`.
+pub const QP_ATTR_AV: u32 = 1 << 7;
+/// `path_mtu`.
+pub const QP_ATTR_PATH_MTU: u32 = 1 << 8;
+/// `timeout`.
+pub const QP_ATTR_TIMEOUT: u32 = 1 << 9;
+/// `retry_cnt`.
+pub const QP_ATTR_RETRY_CNT: u32 = 1 << 10;
+/// `rnr_retry`.
+pub const QP_ATTR_RNR_RETRY: u32 = 1 << 11;
+/// `rq_psn`.
+pub const QP_ATTR_RQ_PSN: u32 = 1 << 12;
+/// `max_rd_atomic`.
+pub const QP_ATTR_MAX_QP_RD_ATOMIC: u32 = 1 << 13;
+/// `min_rnr_timer`.
+pub const QP_ATTR_MIN_RNR_TIMER: u32 = 1 << 15;
+/// `sq_psn`.
+pub const QP_ATTR_SQ_PSN: u32 = 1 << 16;
+/// `max_dest_rd_atomic`.
+pub const QP_ATTR_MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
+/// `dest_qpn`.
+pub const QP_ATTR_DEST_QPN: u32 = 1 << 20;
+/// All mask bits the device understands.
+pub const QP_ATTR_VALID_MASK: u32 = QP_ATTR_STATE
+    | QP_ATTR_CUR_STATE
+    | QP_ATTR_ACCESS_FLAGS
+    | QP_ATTR_PKEY_INDEX
+    | QP_ATTR_PORT
+    | QP_ATTR_QKEY
+    | QP_ATTR_AV
+    | QP_ATTR_PATH_MTU
+    | QP_ATTR_TIMEOUT
+    | QP_ATTR_RETRY_CNT
+    | QP_ATTR_RNR_RETRY
+    | QP_ATTR_RQ_PSN
+    | QP_ATTR_MAX_QP_RD_ATOMIC
+    | QP_ATTR_MIN_RNR_TIMER
+    | QP_ATTR_SQ_PSN
+    | QP_ATTR_MAX_DEST_RD_ATOMIC
+    | QP_ATTR_DEST_QPN;
+
+/// Largest PSN (24 bits).
+pub const PSN_MASK: u32 = 0x00ff_ffff;
+/// Largest flow label (20 bits).
+pub const FLOW_LABEL_MASK: u32 = 0x000f_ffff;
+/// Largest outstanding RDMA READ / atomic depth.
+pub const MAX_RD_ATOMIC: u8 = 16;
+
+hw_layout! {
+    /// `CMD_MODIFY_QP` payload, and the `CMD_QUERY_QP` output image (with `attr_mask` = all
+    /// valid bits and `new_state` = the current state).
+    pub struct ModifyQpCmd(72) {
+        /// QP number.
+        pub qpn: u32,
+        /// `QP_ATTR_*` bits naming the valid fields.
+        pub attr_mask: u32,
+        /// Target state (`QPS_*`), with `QP_ATTR_STATE`.
+        pub new_state: u8,
+        /// Expected current state, with `QP_ATTR_CUR_STATE`.
+        pub cur_state: u8,
+        /// Path MTU (`MTU_*`).
+        pub path_mtu: u8,
+        /// Source GID index.
+        pub sgid_index: u8,
+        /// Destination GID.
+        pub dgid: [u8; 16],
+        /// Destination MAC (the next hop's: the gateway's across subnets).
+        pub dmac: [u8; 6],
+        /// VLAN ID, or [`VLAN_NONE`].
+        pub vlan: u16,
+        /// Flow label (20 bits); also selects the UDP source port.
+        pub flow_label: u32,
+        /// Destination QP number (24 bits).
+        pub dest_qpn: u32,
+        /// Expected receive PSN (24 bits).
+        pub rq_psn: u32,
+        /// Send PSN (24 bits).
+        pub sq_psn: u32,
+        /// Q_Key (UD, GSI).
+        pub qkey: u32,
+        /// Remote access flags (`ACCESS_REMOTE_*`).
+        pub access_flags: u32,
+        /// Hop limit / TTL.
+        pub hop_limit: u8,
+        /// Traffic class (DSCP << 2 | ECN).
+        pub traffic_class: u8,
+        /// Local ACK timeout exponent (4.096 µs × 2^timeout).
+        pub timeout: u8,
+        /// Transport retry count (0..=7).
+        pub retry_cnt: u8,
+        /// RNR retry count (0..=7, 7 = infinite).
+        pub rnr_retry: u8,
+        /// Minimum RNR NAK timer (IB encoding, 0..=31).
+        pub min_rnr_timer: u8,
+        /// Outstanding RDMA READ / atomic as requester.
+        pub max_rd_atomic: u8,
+        /// Outstanding RDMA READ / atomic as responder.
+        pub max_dest_rd_atomic: u8,
+        /// P_Key index (must be 0).
+        pub pkey_index: u16,
+        /// Reserved, zero.
+        pub rsvd: u16,
+    }
+}
+hw_command!(ModifyQpCmd, CMD_MODIFY_QP, QpStateReply);

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! Work queue entries: send and receive layouts, opcodes, flags and their validation.
+
+use super::*;
+
+// Send opcodes.
+/// SEND.
+pub const WR_SEND: u8 = 0x00;
+/// SEND with immediate.
+pub const WR_SEND_WITH_IMM: u8 = 0x01;
+/// SEND with invalidate (`imm_or_inv` = rkey to invalidate at the responder).
+pub const WR_SEND_WITH_INV: u8 = 0x02;
+/// RDMA WRITE.
+pub const WR_RDMA_WRITE: u8 = 0x03;
+/// RDMA WRITE with immediate.
+pub const WR_RDMA_WRITE_WITH_IMM: u8 = 0x04;
+/// RDMA READ.
+pub const WR_RDMA_READ: u8 = 0x05;
+/// Atomic compare and swap (8 bytes, one SGE of 8 bytes receives the original value).
+pub const WR_ATOMIC_CMP_SWAP: u8 = 0x06;
+/// Atomic fetch and add.
+pub const WR_ATOMIC_FETCH_ADD: u8 = 0x07;
+/// Fast registration of an MR ([`RegMrSeg`]).
+pub const WR_REG_MR: u8 = 0x08;
+/// Local invalidate (`imm_or_inv` = key).
+pub const WR_LOCAL_INV: u8 = 0x09;
+
+// WQE flags.
+/// Generate a CQE.
+pub const WQE_FLAG_SIGNALED: u8 = 1 << 0;
+/// Solicited event at the responder.
+pub const WQE_FLAG_SOLICITED: u8 = 1 << 1;
+/// Wait for prior RDMA READ / atomic to complete.
+pub const WQE_FLAG_FENCE: u8 = 1 << 2;
+/// Payload is inline after the header (`inline_len` bytes) instead of SGEs.
+pub const WQE_FLAG_INLINE: u8 = 1 << 3;
+/// The operation segment is a [`UdAvSeg`] (the address vector itself) instead of a [`UdSeg`]
+/// (an AH handle). UD and GSI QPs only; on other QP types the WQE is malformed
+/// ([`WqeError::BadQpType`]).
+pub const WQE_FLAG_AV: u8 = 1 << 4;
+/// Defined WQE flags.
+pub const WQE_FLAGS_VALID: u8 =
+    WQE_FLAG_SIGNALED | WQE_FLAG_SOLICITED | WQE_FLAG_FENCE | WQE_FLAG_INLINE | WQE_FLAG_AV;
+
+hw_layout! {
+    /// Control segment: the first 24 bytes of every send WQE.
+    pub struct WqeCtrl(24) {
+        /// Returned in the CQE.
+        pub wr_id: u64,
+        /// `WR_*`.
+        pub opcode: u8,
+        /// `WQE_FLAG_*`.
+        pub flags: u8,
+        /// Number of [`Sge`]s after the header (0 with `WQE_FLAG_INLINE`).
+        pub num_sge: u8,
+        /// Reserved, zero.
+        pub rsvd0: u8,
+        /// Inline payload length with `WQE_FLAG_INLINE` (≤ `MAX_INLINE`).
+        pub inline_len: u16,
+        /// Reserved, zero.
+        pub rsvd1: u16,
+        /// Immediate data (big-endian on the wire, stored as given) or key to invalidate.
+        pub imm_or_inv: u32,
+        /// Reserved, zero.
+        pub rsvd2: u32,
+    }
+}
+
+hw_layout! {
+    /// Operation segment of RDMA WRITE / READ (40 bytes after the control segment).
+    pub struct RdmaSeg(40) {
+        /// Remote virtual address.
+        pub remote_addr: u64,
+        /// Remote key.
+        pub rkey: u32,
+        /// Reserved, zero.
+        pub rsvd0: u32,
+        /// Reserved, zero.
+        pub rsvd1: [u8; 24],
+    }
+}
+
+hw_layout! {
+    /// Operation segment of atomics.
+    pub struct AtomicSeg(40) {
+        /// Remote virtual address (8-byte aligned).
+        pub remote_addr: u64,
+        /// Remote key.
+        pub rkey: u32,
+        /// Reserved, zero.
+        pub rsvd0: u32,
+        /// Compare value (CMP_SWAP) or addend (FETCH_ADD).
+        pub compare_add: u64,
+        /// Swap value (CMP_SWAP).
+        pub swap: u64,
+        /// Reserved, zero.
+        pub rsvd1: u64,
+    }
+}
+
+hw_layout! {
+    /// Operation segment of UD sends (also on the GSI QP).
+    pub struct UdSeg(40) {
+        /// Address handle.
+        pub ah: u32,
+        /// Destination QPN.
+        pub remote_qpn: u32,
+        /// Q_Key.
+        pub remote_qkey: u32,
+        /// Reserved, zero.
+        pub rsvd0: u32,
+        /// Reserved, zero.
+        pub rsvd1: [u8; 24],
+    }
+}
+
+hw_layout! {
+    /// Operation segment of UD sends with [`WQE_FLAG_AV`]: the address vector inline, checked
+    /// as `CMD_CREATE_AH` checks an AH (no AH object is needed, so none has to be created in
+    /// atomic context).
+    pub struct UdAvSeg(40) {
+        /// Destination GID.
+        pub dgid: [u8; 16],
+        /// Destination (next hop) MAC.
+        pub dmac: [u8; 6],
+        /// VLAN ID or [`VLAN_NONE`].
+        pub vlan: u16,
+        /// Destination QPN.
+        pub remote_qpn: u32,
+        /// Q_Key.
+        pub remote_qkey: u32,
+        /// Flow label (20 bits, [`FLOW_LABEL_MASK`]; upper bits zero).
+        pub flow_label: u32,
+        /// Source GID index (must name a valid GID table entry).
+        pub sgid_index: u8,
+        /// Hop limit / TTL.
+        pub hop_limit: u8,
+        /// Traffic class.
+        pub traffic_class: u8,
+        /// Reserved, zero.
+        pub rsvd: u8,
+    }
+}
+
+hw_layout! {
+    /// Operation segment of REG_MR (fast registration).
+    pub struct RegMrSeg(40) {
+        /// New I/O virtual address.
+        pub iova: u64,
+        /// New length.
+        pub length: u64,
+        /// Page list: `page_count` u64 page addresses.
+        pub pbl_addr: u64,
+        /// Key (index must name a fast-reg MR; the variant byte becomes the new key byte).
+        pub key: u32,
+        /// `ACCESS_*`.
+        pub access: u32,
+        /// Number of pages (≤ the MR's `max_pages`).
+        pub page_count: u32,
+        /// log2 of the page size.
+        pub log_page_size: u8,
+        /// Reserved, zero.
+        pub rsvd: [u8; 3],
+    }
+}
+
+/// Size of the send WQE header (control + operation segment); SGEs or inline data follow.
+pub const WQE_HEADER_SIZE: usize = WqeCtrl::SIZE + RdmaSeg::SIZE;
+/// Offset of the operation segment.
+pub const WQE_SEG_OFFSET: usize = WqeCtrl::SIZE;
+const _: () = assert!(WQE_HEADER_SIZE == 64);
+// The address vector replaces the AH handle segment exactly.
+const _: () = assert!(UdAvSeg::SIZE == 40 && UdAvSeg::SIZE == UdSeg::SIZE);
+
+hw_layout! {
+    /// Scatter/gather entry.
+    pub struct Sge(16) {
+        /// Address (an iova of the MR `lkey`).
+        pub addr: u64,
+        /// Length in bytes.
+        pub length: u32,
+        /// Local key.
+        pub lkey: u32,
+    }
+}
+
+hw_layout! {
+    /// Receive WQE header (RQ and SRQ); SGEs follow.
+    pub struct RecvWqeHeader(16) {
+        /// Returned in the CQE.
+        pub wr_id: u64,
+        /// Number of SGEs.
+        pub num_sge: u8,
+        /// Reserved, zero.
+        pub rsvd: [u8; 7],
+    }
+}
+
+/// Largest WQE (send or receive) in bytes.
+pub const MAX_WQE_SIZE: usize = 1 << MAX_LOG_WQE_STRIDE;
+const _: () = assert!(MAX_WQE_SIZE <= PUSH_WINDOW_SIZE);
+
+/// Bytes a send WQE needs: header plus SGEs or padded inline data.
+pub const fn send_wqe_size(num_sge: u32, inline_len: u32) -> usize {
+    let sges = num_sge as usize * Sge::SIZE;
+    let inline = (inline_len as usize).div_ceil(16) * 16;
+    WQE_HEADER_SIZE + if sges > inline { sges } else { inline }
+}
+
+/// Whether `opcode` is a defined send opcode.
+pub const fn send_opcode_valid(opcode: u8) -> bool {
+    opcode <= WR_LOCAL_INV
+}
+
+/// Whether a send opcode is allowed on a QP type.
+pub const fn send_opcode_allowed(qp_type: u8, opcode: u8) -> bool {
+    match qp_type {
+        QPT_RC => send_opcode_valid(opcode),
+        QPT_UD | QPT_GSI => matches!(opcode, WR_SEND | WR_SEND_WITH_IMM),
+        _ => false,
+    }
+}
+
+/// Why a WQE is malformed (`WQE_ERR_*` as an enum).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WqeError {
+    /// Unknown opcode.
+    BadOpcode,
+    /// Opcode not valid for the QP type.
+    BadQpType,
+    /// Too many SGEs.
+    BadSgeCount,
+    /// Inline length too long or does not fit.
+    BadInline,
+}
+
+impl WqeError {
+    /// The `WQE_ERR_*` code.
+    pub const fn code(&self) -> u8 {
+        match self {
+            WqeError::BadOpcode => WQE_ERR_BAD_OPCODE,
+            WqeError::BadQpType => WQE_ERR_BAD_QP_TYPE,
+            WqeError::BadSgeCount => WQE_ERR_BAD_SGE_COUNT,
+            WqeError::BadInline => WQE_ERR_BAD_INLINE,
+        }
+    }
+}
+
+/// Validates a send WQE's control segment against its QP type and stride.
+pub const fn validate_send_wqe(ctrl: &WqeCtrl, qp_type: u8, stride: usize) -> Result<(), WqeError> {
+    if !send_opcode_valid(ctrl.opcode) {
+        return Err(WqeError::BadOpcode);
+    }
+    if !send_opcode_allowed(qp_type, ctrl.opcode) {
+        return Err(WqeError::BadQpType);
+    }
+    if ctrl.flags & WQE_FLAG_AV != 0 && !matches!(qp_type, QPT_UD | QPT_GSI) {
+        return Err(WqeError::BadQpType);
+    }
+    if ctrl.flags & WQE_FLAG_INLINE != 0 {
+        if ctrl.num_sge != 0
+            || ctrl.inline_len as u32 > MAX_INLINE
+            || send_wqe_size(0, ctrl.inline_len as u32) > stride
+        {
+            return Err(WqeError::BadInline);
+        }
+    } else if ctrl.num_sge as u32 > MAX_SGE || send_wqe_size(ctrl.num_sge as u32, 0) > stride {
+        return Err(WqeError::BadSgeCount);
+    }
+    Ok(())
+}
+
+/// Validates a receive WQE header against its stride.
+pub const fn validate_recv_wqe(header: &RecvWqeHeader, stride: usize) -> Result<(), WqeError> {
+    if header.num_sge as u32 > MAX_SGE
+        || RecvWqeHeader::SIZE + header.num_sge as usize * Sge::SIZE > stride
+    {
+        return Err(WqeError::BadSgeCount);
+    }
+    Ok(())
+}
+
+/// SGE `i` of a WQE whose SGEs start at `first` in `wqe`.
+pub fn wqe_sge(wqe: &[u8], first: usize, i: usize) -> Option<Sge> {
+    Sge::read_from(wqe.get(first.checked_add(i.checked_mul(Sge::SIZE)?)?..)?)
+}
+
+// ---------------------------------------------------------------------------------------------
