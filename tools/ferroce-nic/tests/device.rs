@@ -601,12 +601,7 @@ fn send_doorbells_fetch_batch_inline_and_push() {
     let mut cq = GuestCq::create(&mut g, eqn, 7);
     let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
-    let rdma = RdmaSeg {
-        remote_addr: 0x9000,
-        rkey: 0x1234,
-        ..RdmaSeg::default()
-    }
-    .encode();
+    let rdma = roce::rdma_seg(0x9000, 0x1234);
     let sge = Sge {
         addr: 0x2000,
         length: 64,

@@ -12,19 +12,6 @@ use ferroce_hw::*;
 use ferroce_nic::engine::faults::{FaultConfig, FaultDirection};
 use ferroce_nic::engine::wire::LOOPBACK_CAPACITY;
 
-const MIB: usize = 1 << 20;
-
-fn atomic_seg(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> [u8; 40] {
-    AtomicSeg {
-        remote_addr,
-        rkey,
-        compare_add,
-        swap,
-        ..AtomicSeg::default()
-    }
-    .encode()
-}
-
 /// SEND (with immediate), WRITE (with immediate), READ and an atomic of `len` bytes between the
 /// two QPs of `s`, both ways, checked byte for byte.
 fn transfer_all_kinds(s: &mut Solo, len: usize, seed: u64) {

@@ -7,8 +7,6 @@ mod common;
 use common::roce::*;
 use ferroce_hw::*;
 
-const MIB: usize = 1 << 20;
-
 fn conn(mtu: u8) -> Conn {
     Conn {
         mtu,
@@ -226,17 +224,6 @@ fn chain_of_32_wrs_one_doorbell_inline_and_push() {
         "pushed: no fetch"
     );
     assert_eq!(p.a.counter(COUNTER_WQE_PUSHES), 1);
-}
-
-fn atomic_seg(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> [u8; 40] {
-    AtomicSeg {
-        remote_addr,
-        rkey,
-        compare_add,
-        swap,
-        ..AtomicSeg::default()
-    }
-    .encode()
 }
 
 #[test]

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! The responder: checks request PSNs (sequence-error NAK once per expected PSN, duplicates
-//! re-acknowledged and READ / atomic replayed from saved resources), checks opcode sequence,
-//! QP access, lengths, R_Keys and bounds before touching memory, executes SEND, WRITE, READ
-//! and atomics, sends RNR NAKs when no receive WQE is posted, and coalesces ACKs: one per
-//! batch of received packets (rxe_resp.c's role). UD and GSI receives are here too.
+//! The responder (rxe_resp.c's role). An RC request packet goes through an explicit state
+//! machine ([`receive_request`]; the states are named after the responder's flow in IBA vol 1
+//! ch. 9.7): it checks the PSN (sequence-error NAK once per expected PSN, duplicates
+//! re-acknowledged and READ / atomic replayed from saved resources), the opcode sequence, QP
+//! access, lengths, R_Keys and bounds before touching memory, executes SEND, WRITE, READ and
+//! atomics, sends RNR NAKs when no receive WQE is posted, and coalesces ACKs: one per batch of
+//! received packets. READ responses are sent from a queue ([`send_read_responses`]). UD and
+//! GSI receives are here too ([`receive_ud`]).
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -15,7 +18,7 @@ use serde_json::json;
 use super::frame::RoceFrame;
 use super::headers::{syndrome, Aeth, Packet, PacketBuilder};
 use super::icrc::NetKind;
-use super::opcode::{self, flag, op, Position};
+use super::opcode::{self, flag, op, OpInfo, Position};
 use super::psn;
 use super::roce::{sge_pieces, Io, QpCtx, GSI_QKEY};
 use super::{EngineHost, RecvCompletion, RecvWork};
@@ -194,18 +197,6 @@ fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
     send_aeth(qp, io, host, epsn, syndrome::RNR_NAK | code);
 }
 
-/// Takes the receive WQE a SEND or WRITE with immediate needs; `None` after an RNR NAK.
-fn take_receive(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) -> Option<RecvWork> {
-    match host.take_recv(qp.qpn) {
-        Ok(Some(work)) => Some(work),
-        Ok(None) => {
-            rnr_nak(qp, io, host);
-            None
-        }
-        Err(_) => None,
-    }
-}
-
 /// Scatters `data` at `offset` of a receive WQE; a `WC_*` error status on failure.
 fn scatter(
     host: &mut dyn EngineHost,
@@ -224,54 +215,6 @@ fn scatter(
     Ok(())
 }
 
-fn duplicate(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pkt: &Packet<'_>, pd: u32) {
-    let at = pkt.bth.psn;
-    if pkt.info.has(flag::READ) {
-        let Some(reth) = pkt.reth else { return };
-        let Some(Resource::Read { first, last }) = qp.resp.resources.iter().copied().find(
-            |r| matches!(r, Resource::Read { first, last } if psn::within(at, *first, *last)),
-        ) else {
-            return;
-        };
-        let len = u64::from(reth.len);
-        let npkts = len.div_ceil(u64::from(qp.mtu())).max(1) as u32;
-        if psn::after(psn::add(at, npkts - 1), last) {
-            return;
-        }
-        if len > 0
-            && host
-                .check_access(pd, reth.rkey, reth.va, len, ACCESS_REMOTE_READ)
-                .is_err()
-        {
-            return;
-        }
-        // The requester lost responses: restart from the PSN it asks for.
-        qp.resp.jobs.retain(|j| !psn::within(j.psn, first, last));
-        qp.resp.queue_job(ReadJob {
-            psn: at,
-            va: reth.va,
-            rkey: reth.rkey,
-            len,
-            npkts,
-            next: 0,
-            replay: true,
-        });
-    } else if pkt.info.has(flag::ATOMIC) {
-        let saved = qp.resp.resources.iter().find_map(|r| match r {
-            Resource::Atomic { psn, original } if *psn == at => Some(*original),
-            _ => None,
-        });
-        // An atomic is never executed twice: its saved result is sent again.
-        if let Some(original) = saved {
-            drain_read_responses(qp, io, host);
-            send_atomic_ack(qp, io, host, at, original);
-        }
-    } else {
-        // SEND / WRITE seen before: acknowledge everything received so far.
-        qp.resp.pending_ack = Some(psn::sub(qp.resp.epsn, 1));
-    }
-}
-
 fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, original: u64) {
     let Some(route) = qp.route(host) else { return };
     let mut b = PacketBuilder::new(op::RC_ATOMIC_ACKNOWLEDGE, qp.attrs.dest_qpn, at);
@@ -283,7 +226,165 @@ fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, 
     io.send(host, &route, &b, &[], false);
 }
 
-/// Handles an RC request packet addressed to `qp`.
+/// The operation a request packet belongs to, from the opcode table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Send,
+    Write,
+    Read,
+    Atomic,
+    /// Not a request this responder executes.
+    Unsupported,
+}
+
+impl Kind {
+    fn of(info: &OpInfo) -> Self {
+        if info.has(flag::SEND) {
+            Kind::Send
+        } else if info.has(flag::WRITE) {
+            Kind::Write
+        } else if info.has(flag::READ) {
+            Kind::Read
+        } else if info.has(flag::ATOMIC) {
+            Kind::Atomic
+        } else {
+            Kind::Unsupported
+        }
+    }
+
+    /// The QP access flag (`ACCESS_REMOTE_*`) the operation needs; 0 for SEND.
+    fn access(self) -> u32 {
+        match self {
+            Kind::Write => ACCESS_REMOTE_WRITE,
+            Kind::Read => ACCESS_REMOTE_READ,
+            Kind::Atomic => ACCESS_REMOTE_ATOMIC,
+            Kind::Send | Kind::Unsupported => 0,
+        }
+    }
+}
+
+/// The states of the responder's receive path for one RC request packet, named after the
+/// responder's flow in IBA vol 1 ch. 9.7 (and, for shape, rxe's `enum resp_states`). Each state
+/// is a method of [`Request`] that does its part and names the next; [`receive_request`]
+/// drives them until [`RespState::Done`]. The flow only goes forward:
+///
+/// ```text
+/// GET_REQ → CHK_PSN ─┬─ ahead ─→ ERR_PSN_OUT_OF_SEQ (or dropped: NAK already sent)
+///                    ├─ behind → DUPLICATE_REQUEST
+///                    └─ ePSN ──→ CHK_OP_SEQ → CHK_OP_VALID → CHK_LENGTH → CHK_RKEY
+///   → CHK_RESOURCE → EXECUTE ─┬─ READ ───→ READ_REPLY
+///                             ├─ atomic ─→ ATOMIC_REPLY
+///                             ├─ message ends with a receive WQE → COMPLETE → ACKNOWLEDGE
+///                             └─ otherwise ───────────────────────────────→ ACKNOWLEDGE
+/// a failed check → ERR_*: ERR_RNR and ERR_PSN_OUT_OF_SEQ only NAK, the others also move the
+/// QP to ERR. Every path ends in DONE.
+/// ```
+///
+/// Unlike rxe's order, CHK_RESOURCE comes after CHK_LENGTH and CHK_RKEY: a WRITE with immediate
+/// refused for its length or R_Key consumes no receive WQE (and, with the WQE taken before
+/// EXECUTE, one that is RNR NAKed has written nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RespState {
+    /// A request packet the engine matched to this RC QP (type and state checked). The QP's
+    /// protection domain, which every memory access is checked against, is looked up; a QP the
+    /// host no longer knows drops the packet.
+    GetReq,
+    /// IBA 9.7.1: the PSN against the expected PSN (ePSN). The ePSN itself is a new request;
+    /// a PSN behind it (the duplicate region) is a duplicate; one ahead of it is a sequence
+    /// error. Both are counted.
+    ChkPsn,
+    /// IBA 9.7.5.1.1: a PSN sequence error NAK carrying the ePSN, once per ePSN (a class B
+    /// error: nothing else changes), repeated after `NAK_REPEAT_AFTER` more out-of-sequence
+    /// packets in case the NAK or the retransmission was lost too. Coalesced ACKs and queued
+    /// READ responses go out first.
+    ErrPsnOutOfSeq,
+    /// IBA 9.7: a duplicate request is not executed again. A SEND or WRITE is acknowledged up
+    /// to the last request received; a READ is answered again from its saved responder
+    /// resource, starting at the PSN asked for, if it lies within that READ and its range is
+    /// still accessible; an atomic's saved original value is sent again (an atomic never runs
+    /// twice). A duplicate with no saved resource is dropped.
+    DuplicateRequest,
+    /// IBA 9.7, opcode sequence check (`opcode::sequence_valid`): a MIDDLE or LAST packet must
+    /// continue a message of the same kind, and a FIRST or ONLY must not interrupt one;
+    /// otherwise an Invalid Request NAK.
+    ChkOpSeq,
+    /// The opcode is a request this responder executes (SEND, RDMA WRITE, RDMA READ, atomic:
+    /// otherwise an Invalid Request NAK), and the QP's remote access flags allow it (otherwise
+    /// a Remote Access Error NAK).
+    ChkOpValid,
+    /// The payload against the path MTU: FIRST and MIDDLE packets carry exactly one PMTU, LAST
+    /// and ONLY at most one; otherwise an Invalid Request NAK.
+    ChkLength,
+    /// Before any memory is touched: a WRITE's or READ's whole RETH range is checked against
+    /// its R_Key (Remote Access Error NAK), and a WRITE's packets must fit, and at its end fill,
+    /// the RETH length (Invalid Request NAK). An atomic's AtomicETH must be 8-byte aligned
+    /// (Invalid Request NAK); its R_Key is checked by the access itself in ATOMIC_REPLY.
+    ChkRkey,
+    /// The first packet of a SEND, or the last of a WRITE with immediate, consumes a receive
+    /// WQE (from the RQ or the SRQ): none posted is ERR_RNR. A SEND's later packets need the
+    /// WQE its first packet took (Invalid Request NAK otherwise).
+    ChkResource,
+    /// IBA 9.7 (receiver not ready): an RNR NAK carrying the QP's
+    /// minimum RNR timer for the ePSN, which does not advance: the requester retries. Packets
+    /// behind it arrive out of sequence and are covered by it (no sequence NAK for them).
+    ErrRnr,
+    /// The request's effect: a SEND's payload is scattered into the receive WQE at the
+    /// message offset (too long: ERR_RECV_LENGTH; a protection fault: ERR_REMOTE_OPERATIONAL);
+    /// a WRITE's payload is written at its place in the RETH range (Remote Access Error NAK on
+    /// a fault). READ and atomics go to their reply states.
+    Execute,
+    /// The READ is accepted: coalesced ACKs go out first, the request is saved as a responder
+    /// resource (for its duplicates) and its response packets are queued, to be sent in PSN
+    /// order by [`send_read_responses`]; the ePSN advances by their number, the MSN by one.
+    ReadReply,
+    /// The atomic is executed (compare and swap, or fetch and add, on 8 bytes; a fault is a
+    /// Remote Access Error NAK), its original value saved as a responder resource, the ePSN
+    /// and MSN advanced, and an Atomic Acknowledge carrying the original value sent, behind any
+    /// coalesced ACK and queued READ responses.
+    AtomicReply,
+    /// The last packet of a SEND or WRITE with immediate completes its receive WQE: byte count,
+    /// immediate data, the invalidated R_Key of a SEND with invalidate (a failed invalidation
+    /// does not fail the SEND), the solicited event flag.
+    Complete,
+    /// The packet is accepted: the ePSN advances by one and, at the end of a message, the MSN by
+    /// one. An ACK is due when the requester asked for one (BTH AckReq); ACKs are coalesced,
+    /// one per batch of received packets ([`flush_ack`]).
+    Acknowledge,
+    /// IBA 9.9.3.1 (see `fatal_nak`): an Invalid Request NAK for the ePSN; a receive in progress
+    /// completes with `WC_REM_INV_REQ_ERR`, the QP goes to ERR with `EVENT_QP_REQ_ERR`.
+    ErrInvalidRequest,
+    /// IBA 9.9.3.1 (see `fatal_nak`): a Remote Access Error NAK for the ePSN; a receive in progress
+    /// completes with `WC_REM_ACCESS_ERR`, the QP goes to ERR with `EVENT_QP_ACCESS_ERR`.
+    ErrRemoteAccess,
+    /// A SEND longer than its receive WQE: an Invalid Request NAK; the receive completes with
+    /// `WC_LOC_LEN_ERR`, the QP goes to ERR with `EVENT_QP_REQ_ERR`.
+    ErrRecvLength,
+    /// The receive WQE's buffers cannot be written (status `WC_*`, a local protection error):
+    /// a Remote Operational Error NAK; the receive completes with that status, the QP goes to
+    /// ERR with `EVENT_QP_REQ_ERR`.
+    ErrRemoteOperational(u8),
+    /// The packet is finished with: executed, answered or dropped.
+    Done,
+}
+
+/// One RC request packet going through the responder's states, with what the states tell
+/// each other.
+struct Request<'r, 'p> {
+    qp: &'r mut QpCtx,
+    io: &'r mut Io,
+    host: &'r mut dyn EngineHost,
+    pkt: &'r Packet<'p>,
+    kind: Kind,
+    /// The QP's protection domain (GET_REQ).
+    pd: u32,
+    /// The receive WQE a WRITE with immediate consumes (CHK_RESOURCE).
+    write_recv: Option<RecvWork>,
+    /// The RETH length of a WRITE that ends with this packet (EXECUTE), for its CQE.
+    write_len: u64,
+}
+
+/// Handles an RC request packet addressed to `qp`: runs the responder's states
+/// ([`RespState`]) from GET_REQ to DONE.
 pub fn receive_request(
     qp: &mut QpCtx,
     io: &mut Io,
@@ -291,201 +392,358 @@ pub fn receive_request(
     pkt: &Packet<'_>,
     _now: Instant,
 ) {
-    let Some(pd) = host.qp_pd(qp.qpn) else { return };
-    let at = pkt.bth.psn;
-    let d = psn::diff(at, qp.resp.epsn);
-    if d > 0 {
-        host.count(COUNTER_SEQ_ERRORS, 1);
-        qp.resp.out_of_sequence += 1;
-        // One NAK per expected PSN (IBA 9.7.5.1.1), repeated after a window's worth of
-        // out-of-sequence packets in case the NAK or the retransmission was lost too.
-        if qp.resp.nak_sent_for != Some(qp.resp.epsn) || qp.resp.out_of_sequence >= NAK_REPEAT_AFTER
+    let mut req = Request {
+        qp,
+        io,
+        host,
+        pkt,
+        kind: Kind::of(pkt.info),
+        pd: 0,
+        write_recv: None,
+        write_len: 0,
+    };
+    let mut state = RespState::GetReq;
+    while state != RespState::Done {
+        state = req.step(state);
+    }
+}
+
+impl Request<'_, '_> {
+    fn step(&mut self, state: RespState) -> RespState {
+        use RespState::*;
+        match state {
+            GetReq => self.get_req(),
+            ChkPsn => self.chk_psn(),
+            ErrPsnOutOfSeq => self.err_psn_out_of_seq(),
+            DuplicateRequest => self.duplicate_request(),
+            ChkOpSeq => self.chk_op_seq(),
+            ChkOpValid => self.chk_op_valid(),
+            ChkLength => self.chk_length(),
+            ChkRkey => self.chk_rkey(),
+            ChkResource => self.chk_resource(),
+            ErrRnr => self.err_rnr(),
+            Execute => self.execute(),
+            ReadReply => self.read_reply(),
+            AtomicReply => self.atomic_reply(),
+            Complete => self.complete(),
+            Acknowledge => self.acknowledge(),
+            ErrInvalidRequest => self.fatal(
+                syndrome::NAK_INVALID_REQUEST,
+                WC_REM_INV_REQ_ERR,
+                EVENT_QP_REQ_ERR,
+            ),
+            ErrRemoteAccess => self.fatal(
+                syndrome::NAK_REMOTE_ACCESS,
+                WC_REM_ACCESS_ERR,
+                EVENT_QP_ACCESS_ERR,
+            ),
+            ErrRecvLength => self.fatal(
+                syndrome::NAK_INVALID_REQUEST,
+                WC_LOC_LEN_ERR,
+                EVENT_QP_REQ_ERR,
+            ),
+            ErrRemoteOperational(status) => {
+                self.fatal(syndrome::NAK_REMOTE_OP, status, EVENT_QP_REQ_ERR)
+            }
+            Done => Done,
+        }
+    }
+
+    /// Whether this packet ends its message (LAST or ONLY).
+    fn ends(&self) -> bool {
+        self.pkt.info.flags & (flag::LAST | flag::ONLY) != 0
+    }
+
+    fn payload_len(&self) -> u64 {
+        self.pkt.payload.len() as u64
+    }
+
+    fn get_req(&mut self) -> RespState {
+        match self.host.qp_pd(self.qp.qpn) {
+            Some(pd) => {
+                self.pd = pd;
+                RespState::ChkPsn
+            }
+            None => RespState::Done,
+        }
+    }
+
+    fn chk_psn(&mut self) -> RespState {
+        let d = psn::diff(self.pkt.bth.psn, self.qp.resp.epsn);
+        if d > 0 {
+            self.host.count(COUNTER_SEQ_ERRORS, 1);
+            let resp = &mut self.qp.resp;
+            resp.out_of_sequence += 1;
+            if resp.nak_sent_for != Some(resp.epsn) || resp.out_of_sequence >= NAK_REPEAT_AFTER {
+                return RespState::ErrPsnOutOfSeq;
+            }
+            return RespState::Done;
+        }
+        if d < 0 {
+            self.host.count(COUNTER_DUPLICATES, 1);
+            return RespState::DuplicateRequest;
+        }
+        RespState::ChkOpSeq
+    }
+
+    fn err_psn_out_of_seq(&mut self) -> RespState {
+        let resp = &mut self.qp.resp;
+        resp.nak_sent_for = Some(resp.epsn);
+        resp.out_of_sequence = 0;
+        flush_ack(self.qp, self.io, self.host);
+        drain_read_responses(self.qp, self.io, self.host);
+        let epsn = self.qp.resp.epsn;
+        send_aeth(
+            self.qp,
+            self.io,
+            self.host,
+            epsn,
+            syndrome::NAK_PSN_SEQ_ERROR,
+        );
+        RespState::Done
+    }
+
+    fn duplicate_request(&mut self) -> RespState {
+        match self.kind {
+            Kind::Read => self.replay_read(),
+            Kind::Atomic => self.replay_atomic(),
+            Kind::Send | Kind::Write | Kind::Unsupported => {
+                // SEND / WRITE seen before: acknowledge everything received so far.
+                self.qp.resp.pending_ack = Some(psn::sub(self.qp.resp.epsn, 1));
+            }
+        }
+        RespState::Done
+    }
+
+    /// DUPLICATE_REQUEST of a READ: queues its responses again from the PSN asked for.
+    fn replay_read(&mut self) {
+        let at = self.pkt.bth.psn;
+        let Some(reth) = self.pkt.reth else { return };
+        let Some(Resource::Read { first, last }) = self.qp.resp.resources.iter().copied().find(
+            |r| matches!(r, Resource::Read { first, last } if psn::within(at, *first, *last)),
+        ) else {
+            return;
+        };
+        let len = u64::from(reth.len);
+        let npkts = len.div_ceil(u64::from(self.qp.mtu())).max(1) as u32;
+        if psn::after(psn::add(at, npkts - 1), last) {
+            return;
+        }
+        if len > 0
+            && self
+                .host
+                .check_access(self.pd, reth.rkey, reth.va, len, ACCESS_REMOTE_READ)
+                .is_err()
         {
-            qp.resp.nak_sent_for = Some(qp.resp.epsn);
-            qp.resp.out_of_sequence = 0;
-            flush_ack(qp, io, host);
-            drain_read_responses(qp, io, host);
-            let epsn = qp.resp.epsn;
-            send_aeth(qp, io, host, epsn, syndrome::NAK_PSN_SEQ_ERROR);
+            return;
         }
-        return;
+        // The requester lost responses: restart from the PSN it asks for.
+        let resp = &mut self.qp.resp;
+        resp.jobs.retain(|j| !psn::within(j.psn, first, last));
+        resp.queue_job(ReadJob {
+            psn: at,
+            va: reth.va,
+            rkey: reth.rkey,
+            len,
+            npkts,
+            next: 0,
+            replay: true,
+        });
     }
-    if d < 0 {
-        host.count(COUNTER_DUPLICATES, 1);
-        duplicate(qp, io, host, pkt, pd);
-        return;
+
+    /// DUPLICATE_REQUEST of an atomic: sends its saved result again.
+    fn replay_atomic(&mut self) {
+        let at = self.pkt.bth.psn;
+        let saved = self.qp.resp.resources.iter().find_map(|r| match r {
+            Resource::Atomic { psn, original } if *psn == at => Some(*original),
+            _ => None,
+        });
+        if let Some(original) = saved {
+            drain_read_responses(self.qp, self.io, self.host);
+            send_atomic_ack(self.qp, self.io, self.host, at, original);
+        }
     }
-    let info = pkt.info;
-    let invalid = |qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost| {
-        fatal_nak(
-            qp,
-            io,
-            host,
-            syndrome::NAK_INVALID_REQUEST,
-            WC_REM_INV_REQ_ERR,
-            EVENT_QP_REQ_ERR,
-        )
-    };
-    let access_error = |qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost| {
-        fatal_nak(
-            qp,
-            io,
-            host,
-            syndrome::NAK_REMOTE_ACCESS,
-            WC_REM_ACCESS_ERR,
-            EVENT_QP_ACCESS_ERR,
-        )
-    };
-    if !opcode::sequence_valid(qp.resp.last_opcode, info) {
-        return invalid(qp, io, host);
-    }
-    let qp_access = qp.attrs.access_flags;
-    let needed = if info.has(flag::WRITE) {
-        ACCESS_REMOTE_WRITE
-    } else if info.has(flag::READ) {
-        ACCESS_REMOTE_READ
-    } else if info.has(flag::ATOMIC) {
-        ACCESS_REMOTE_ATOMIC
-    } else {
-        0
-    };
-    if qp_access & needed != needed {
-        return access_error(qp, io, host);
-    }
-    let mtu = qp.mtu() as usize;
-    let len = pkt.payload.len();
-    let full = info.flags & (flag::FIRST | flag::MIDDLE) != 0;
-    if (full && len != mtu) || len > mtu {
-        return invalid(qp, io, host);
-    }
-    let ends = info.flags & (flag::LAST | flag::ONLY) != 0;
-    if info.has(flag::SEND) {
-        if info.has(flag::RWR) {
-            let Some(work) = take_receive(qp, io, host) else {
-                return;
-            };
-            qp.resp.receiving = Some(Receiving { work, offset: 0 });
-        }
-        let Some(r) = qp.resp.receiving.as_mut() else {
-            return invalid(qp, io, host);
-        };
-        if let Err(status) = scatter(host, pd, &r.work, r.offset, pkt.payload) {
-            let syn = if status == WC_LOC_LEN_ERR {
-                syndrome::NAK_INVALID_REQUEST
-            } else {
-                syndrome::NAK_REMOTE_OP
-            };
-            return fatal_nak(qp, io, host, syn, status, EVENT_QP_REQ_ERR);
-        }
-        r.offset += len as u64;
-        if ends {
-            if let Some(r) = qp.resp.receiving.take() {
-                let mut c = RecvCompletion {
-                    status: WC_SUCCESS,
-                    opcode: CQE_OP_RECV,
-                    byte_len: r.offset as u32,
-                    ..RecvCompletion::default()
-                };
-                if let Some(imm) = pkt.imm {
-                    c.flags |= CQE_FLAG_WITH_IMM;
-                    c.imm_or_inv = u32::from_le_bytes(imm);
-                }
-                if let Some(rkey) = pkt.ieth {
-                    // Invalidation failures do not fail the SEND (the key may be stale).
-                    let _ = host.invalidate(pd, rkey);
-                    c.flags |= CQE_FLAG_WITH_INV;
-                    c.imm_or_inv = rkey;
-                }
-                if pkt.bth.solicited {
-                    c.flags |= CQE_FLAG_SOLICITED;
-                }
-                let _ = host.complete_recv(qp.qpn, &r.work, c);
-            }
-        }
-    } else if info.has(flag::WRITE) {
-        if let Some(reth) = pkt.reth {
-            let total = u64::from(reth.len);
-            if total > 0
-                && host
-                    .check_access(pd, reth.rkey, reth.va, total, ACCESS_REMOTE_WRITE)
-                    .is_err()
-            {
-                return access_error(qp, io, host);
-            }
-            qp.resp.writing = Some(Writing {
-                va: reth.va,
-                rkey: reth.rkey,
-                remaining: total,
-                total,
-            });
-        }
-        let Some(w) = qp.resp.writing.as_ref() else {
-            return invalid(qp, io, host);
-        };
-        let (va, rkey, remaining, total) = (w.va, w.rkey, w.remaining, w.total);
-        if len as u64 > remaining || (ends && len as u64 != remaining) {
-            return invalid(qp, io, host);
-        }
-        // The receive WQE of a WRITE with immediate is taken before any byte is written, so an
-        // RNR NAK leaves memory as it was.
-        let receive = if info.has(flag::RWR) {
-            match take_receive(qp, io, host) {
-                Some(work) => Some(work),
-                None => return,
-            }
+
+    fn chk_op_seq(&mut self) -> RespState {
+        if opcode::sequence_valid(self.qp.resp.last_opcode, self.pkt.info) {
+            RespState::ChkOpValid
         } else {
-            None
-        };
-        if len > 0 {
-            let at_va = va.wrapping_add(total - remaining);
-            if host
-                .write_payload(pd, rkey, at_va, pkt.payload, ACCESS_REMOTE_WRITE)
-                .is_err()
-            {
-                return access_error(qp, io, host);
-            }
+            RespState::ErrInvalidRequest
         }
-        if let Some(w) = qp.resp.writing.as_mut() {
-            w.remaining -= len as u64;
+    }
+
+    fn chk_op_valid(&mut self) -> RespState {
+        if self.kind == Kind::Unsupported {
+            return RespState::ErrInvalidRequest;
         }
-        if ends {
-            qp.resp.writing = None;
-            if let Some(work) = receive {
-                let c = RecvCompletion {
-                    status: WC_SUCCESS,
-                    opcode: CQE_OP_RECV_RDMA_WITH_IMM,
-                    flags: CQE_FLAG_WITH_IMM
-                        | if pkt.bth.solicited {
-                            CQE_FLAG_SOLICITED
-                        } else {
-                            0
-                        },
-                    byte_len: total as u32,
-                    imm_or_inv: pkt.imm.map_or(0, u32::from_le_bytes),
-                    ..RecvCompletion::default()
+        let needed = self.kind.access();
+        if self.qp.attrs.access_flags & needed != needed {
+            return RespState::ErrRemoteAccess;
+        }
+        RespState::ChkLength
+    }
+
+    fn chk_length(&mut self) -> RespState {
+        let mtu = u64::from(self.qp.mtu());
+        let len = self.payload_len();
+        let full = self.pkt.info.flags & (flag::FIRST | flag::MIDDLE) != 0;
+        if (full && len != mtu) || len > mtu {
+            return RespState::ErrInvalidRequest;
+        }
+        RespState::ChkRkey
+    }
+
+    fn chk_rkey(&mut self) -> RespState {
+        match self.kind {
+            Kind::Write => {
+                if let Some(reth) = self.pkt.reth {
+                    let total = u64::from(reth.len);
+                    if total > 0
+                        && self
+                            .host
+                            .check_access(self.pd, reth.rkey, reth.va, total, ACCESS_REMOTE_WRITE)
+                            .is_err()
+                    {
+                        return RespState::ErrRemoteAccess;
+                    }
+                    self.qp.resp.writing = Some(Writing {
+                        va: reth.va,
+                        rkey: reth.rkey,
+                        remaining: total,
+                        total,
+                    });
+                }
+                let len = self.payload_len();
+                let Some(w) = self.qp.resp.writing.as_ref() else {
+                    return RespState::ErrInvalidRequest;
                 };
-                let _ = host.complete_recv(qp.qpn, &work, c);
+                if len > w.remaining || (self.ends() && len != w.remaining) {
+                    return RespState::ErrInvalidRequest;
+                }
+            }
+            Kind::Read => {
+                let Some(reth) = self.pkt.reth else {
+                    return RespState::ErrInvalidRequest;
+                };
+                let total = u64::from(reth.len);
+                if total > 0
+                    && self
+                        .host
+                        .check_access(self.pd, reth.rkey, reth.va, total, ACCESS_REMOTE_READ)
+                        .is_err()
+                {
+                    return RespState::ErrRemoteAccess;
+                }
+            }
+            Kind::Atomic => {
+                let Some(a) = self.pkt.atomic else {
+                    return RespState::ErrInvalidRequest;
+                };
+                if a.va % 8 != 0 {
+                    return RespState::ErrInvalidRequest;
+                }
+            }
+            Kind::Send | Kind::Unsupported => {}
+        }
+        RespState::ChkResource
+    }
+
+    fn chk_resource(&mut self) -> RespState {
+        let consumes = matches!(self.kind, Kind::Send | Kind::Write);
+        if consumes && self.pkt.info.has(flag::RWR) {
+            let work = match self.host.take_recv(self.qp.qpn) {
+                Ok(Some(work)) => work,
+                Ok(None) => return RespState::ErrRnr,
+                // No WQE to be had (QP gone or not ready, a broken receive queue, which the
+                // host reports itself): the packet is dropped.
+                Err(_) => return RespState::Done,
+            };
+            if self.kind == Kind::Send {
+                self.qp.resp.receiving = Some(Receiving { work, offset: 0 });
+            } else {
+                self.write_recv = Some(work);
             }
         }
-    } else if info.has(flag::READ) {
-        let Some(reth) = pkt.reth else {
-            return invalid(qp, io, host);
-        };
-        let total = u64::from(reth.len);
-        if total > 0
-            && host
-                .check_access(pd, reth.rkey, reth.va, total, ACCESS_REMOTE_READ)
-                .is_err()
-        {
-            return access_error(qp, io, host);
+        if self.kind == Kind::Send && self.qp.resp.receiving.is_none() {
+            return RespState::ErrInvalidRequest;
         }
-        let npkts = total.div_ceil(mtu as u64).max(1) as u32;
-        flush_ack(qp, io, host);
-        qp.resp.remember(Resource::Read {
+        RespState::Execute
+    }
+
+    fn err_rnr(&mut self) -> RespState {
+        rnr_nak(self.qp, self.io, self.host);
+        RespState::Done
+    }
+
+    fn execute(&mut self) -> RespState {
+        let (len, ends) = (self.payload_len(), self.ends());
+        match self.kind {
+            Kind::Send => {
+                let Some(r) = self.qp.resp.receiving.as_mut() else {
+                    return RespState::ErrInvalidRequest;
+                };
+                match scatter(self.host, self.pd, &r.work, r.offset, self.pkt.payload) {
+                    Ok(()) => {}
+                    Err(WC_LOC_LEN_ERR) => return RespState::ErrRecvLength,
+                    Err(status) => return RespState::ErrRemoteOperational(status),
+                }
+                r.offset += len;
+            }
+            Kind::Write => {
+                let Some(w) = self.qp.resp.writing.as_mut() else {
+                    return RespState::ErrInvalidRequest;
+                };
+                if len > 0 {
+                    let at_va = w.va.wrapping_add(w.total - w.remaining);
+                    if self
+                        .host
+                        .write_payload(
+                            self.pd,
+                            w.rkey,
+                            at_va,
+                            self.pkt.payload,
+                            ACCESS_REMOTE_WRITE,
+                        )
+                        .is_err()
+                    {
+                        return RespState::ErrRemoteAccess;
+                    }
+                }
+                w.remaining -= len;
+                if ends {
+                    self.write_len = w.total;
+                    self.qp.resp.writing = None;
+                }
+            }
+            Kind::Read => return RespState::ReadReply,
+            Kind::Atomic => return RespState::AtomicReply,
+            Kind::Unsupported => return RespState::ErrInvalidRequest,
+        }
+        let completes = match self.kind {
+            Kind::Send => ends,
+            _ => ends && self.write_recv.is_some(),
+        };
+        if completes {
+            RespState::Complete
+        } else {
+            RespState::Acknowledge
+        }
+    }
+
+    fn read_reply(&mut self) -> RespState {
+        let Some(reth) = self.pkt.reth else {
+            return RespState::ErrInvalidRequest;
+        };
+        let at = self.pkt.bth.psn;
+        let total = u64::from(reth.len);
+        let npkts = total.div_ceil(u64::from(self.qp.mtu())).max(1) as u32;
+        flush_ack(self.qp, self.io, self.host);
+        let resp = &mut self.qp.resp;
+        resp.remember(Resource::Read {
             first: at,
             last: psn::add(at, npkts - 1),
         });
-        qp.resp.queue_job(ReadJob {
+        resp.queue_job(ReadJob {
             psn: at,
             va: reth.va,
             rkey: reth.rkey,
@@ -494,24 +752,24 @@ pub fn receive_request(
             next: 0,
             replay: false,
         });
-        qp.resp.accept(pkt.bth.opcode, npkts, true);
-        return;
-    } else if info.has(flag::ATOMIC) {
-        let Some(a) = pkt.atomic else {
-            return invalid(qp, io, host);
+        resp.accept(self.pkt.bth.opcode, npkts, true);
+        RespState::Done
+    }
+
+    fn atomic_reply(&mut self) -> RespState {
+        let Some(a) = self.pkt.atomic else {
+            return RespState::ErrInvalidRequest;
         };
-        if a.va % 8 != 0 {
-            return invalid(qp, io, host);
-        }
         let mut bytes = [0u8; 8];
-        if host
-            .read_payload(pd, a.rkey, a.va, &mut bytes, ACCESS_REMOTE_ATOMIC)
+        if self
+            .host
+            .read_payload(self.pd, a.rkey, a.va, &mut bytes, ACCESS_REMOTE_ATOMIC)
             .is_err()
         {
-            return access_error(qp, io, host);
+            return RespState::ErrRemoteAccess;
         }
         let original = u64::from_le_bytes(bytes);
-        let new = if pkt.bth.opcode == op::RC_COMPARE_SWAP {
+        let new = if self.pkt.bth.opcode == op::RC_COMPARE_SWAP {
             if original == a.compare {
                 a.swap_add
             } else {
@@ -520,24 +778,91 @@ pub fn receive_request(
         } else {
             original.wrapping_add(a.swap_add)
         };
-        if host
-            .write_payload(pd, a.rkey, a.va, &new.to_le_bytes(), ACCESS_REMOTE_ATOMIC)
+        if self
+            .host
+            .write_payload(
+                self.pd,
+                a.rkey,
+                a.va,
+                &new.to_le_bytes(),
+                ACCESS_REMOTE_ATOMIC,
+            )
             .is_err()
         {
-            return access_error(qp, io, host);
+            return RespState::ErrRemoteAccess;
         }
-        qp.resp.remember(Resource::Atomic { psn: at, original });
-        qp.resp.accept(pkt.bth.opcode, 1, true);
-        flush_ack(qp, io, host);
-        drain_read_responses(qp, io, host);
-        send_atomic_ack(qp, io, host, at, original);
-        return;
-    } else {
-        return invalid(qp, io, host);
+        let at = self.pkt.bth.psn;
+        self.qp
+            .resp
+            .remember(Resource::Atomic { psn: at, original });
+        self.qp.resp.accept(self.pkt.bth.opcode, 1, true);
+        flush_ack(self.qp, self.io, self.host);
+        drain_read_responses(self.qp, self.io, self.host);
+        send_atomic_ack(self.qp, self.io, self.host, at, original);
+        RespState::Done
     }
-    qp.resp.accept(pkt.bth.opcode, 1, ends);
-    if pkt.bth.ack_req {
-        qp.resp.pending_ack = Some(at);
+
+    fn complete(&mut self) -> RespState {
+        let pkt = self.pkt;
+        let solicited = if pkt.bth.solicited {
+            CQE_FLAG_SOLICITED
+        } else {
+            0
+        };
+        match self.kind {
+            Kind::Send => {
+                if let Some(r) = self.qp.resp.receiving.take() {
+                    let mut c = RecvCompletion {
+                        status: WC_SUCCESS,
+                        opcode: CQE_OP_RECV,
+                        byte_len: r.offset as u32,
+                        ..RecvCompletion::default()
+                    };
+                    if let Some(imm) = pkt.imm {
+                        c.flags |= CQE_FLAG_WITH_IMM;
+                        c.imm_or_inv = u32::from_le_bytes(imm);
+                    }
+                    if let Some(rkey) = pkt.ieth {
+                        // Invalidation failures do not fail the SEND (the key may be stale).
+                        let _ = self.host.invalidate(self.pd, rkey);
+                        c.flags |= CQE_FLAG_WITH_INV;
+                        c.imm_or_inv = rkey;
+                    }
+                    c.flags |= solicited;
+                    let _ = self.host.complete_recv(self.qp.qpn, &r.work, c);
+                }
+            }
+            Kind::Write => {
+                if let Some(work) = self.write_recv.take() {
+                    let c = RecvCompletion {
+                        status: WC_SUCCESS,
+                        opcode: CQE_OP_RECV_RDMA_WITH_IMM,
+                        flags: CQE_FLAG_WITH_IMM | solicited,
+                        byte_len: self.write_len as u32,
+                        imm_or_inv: pkt.imm.map_or(0, u32::from_le_bytes),
+                        ..RecvCompletion::default()
+                    };
+                    let _ = self.host.complete_recv(self.qp.qpn, &work, c);
+                }
+            }
+            Kind::Read | Kind::Atomic | Kind::Unsupported => {}
+        }
+        RespState::Acknowledge
+    }
+
+    fn acknowledge(&mut self) -> RespState {
+        let ends = self.ends();
+        self.qp.resp.accept(self.pkt.bth.opcode, 1, ends);
+        if self.pkt.bth.ack_req {
+            self.qp.resp.pending_ack = Some(self.pkt.bth.psn);
+        }
+        RespState::Done
+    }
+
+    /// The ERR_* states but ERR_RNR and ERR_PSN_OUT_OF_SEQ: see [`fatal_nak`].
+    fn fatal(&mut self, syn: u8, wc_status: u8, event: u8) -> RespState {
+        fatal_nak(self.qp, self.io, self.host, syn, wc_status, event);
+        RespState::Done
     }
 }
 

@@ -19,6 +19,9 @@ use super::{Guest, GuestCq};
 /// PD tag used for everything.
 pub const PD: u32 = 1;
 
+/// Bytes in a MiB.
+pub const MIB: usize = 1 << 20;
+
 pub fn mapped(ip: [u8; 4]) -> [u8; 16] {
     let mut gid = [0u8; 16];
     gid[10] = 0xff;
@@ -498,11 +501,25 @@ pub fn av_to(peer: &Node, sgid_index: u8, remote_qpn: u32, remote_qkey: u32) -> 
     }
 }
 
+/// The operation segment of an RDMA WRITE or READ towards `remote_addr` under `rkey`.
 pub fn rdma_seg(remote_addr: u64, rkey: u32) -> [u8; 40] {
     RdmaSeg {
         remote_addr,
         rkey,
         ..RdmaSeg::default()
+    }
+    .encode()
+}
+
+/// The operation segment of an atomic: compare-and-swap (`compare_add`, `swap`) or fetch-and-add
+/// (`compare_add` is the addend) on the 8 bytes at `remote_addr` under `rkey`.
+pub fn atomic_seg(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> [u8; 40] {
+    AtomicSeg {
+        remote_addr,
+        rkey,
+        compare_add,
+        swap,
+        ..AtomicSeg::default()
     }
     .encode()
 }

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The [`EngineHost`] services the device offers the transport engine: payload DMA under MR
+//! protection, send and receive completions, receive WQE hand-out (from the RQ or the SRQ),
+//! fast registration and invalidation, async events, and the QP and port facts the engine
+//! needs.
+
+use ferroce_hw::*;
+
+use crate::device::{DeviceCore, Work};
+use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
+use crate::objects::{BufferMap, Mr, MrBacking, MrError};
+
+impl DeviceCore {
+    fn mr_for_key(&self, key: u32) -> Result<&Mr, HostError> {
+        match self.mrs.get(mr_key_index(key)) {
+            Some(mr) if mr.key == key => Ok(mr),
+            _ => Err(HostError::Protection(MrError::BadKey)),
+        }
+    }
+}
+
+impl EngineHost for DeviceCore {
+    fn read_payload(
+        &mut self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        buf: &mut [u8],
+        access: u32,
+    ) -> Result<(), HostError> {
+        let pieces = self
+            .mr_for_key(lkey)?
+            .translate(pd, iova, buf.len() as u64, access)
+            .map_err(HostError::Protection)?;
+        let mut done = 0usize;
+        for (addr, len) in pieces {
+            let len = len as usize;
+            self.mem
+                .read(addr, &mut buf[done..done + len])
+                .map_err(HostError::Dma)?;
+            done += len;
+        }
+        self.counters.inc(COUNTER_PAYLOAD_DMA_READS);
+        self.counters
+            .add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
+        self.trace.event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
+        Ok(())
+    }
+
+    fn write_payload(
+        &mut self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        data: &[u8],
+        access: u32,
+    ) -> Result<(), HostError> {
+        let pieces = self
+            .mr_for_key(key)?
+            .translate(pd, iova, data.len() as u64, access)
+            .map_err(HostError::Protection)?;
+        let mut done = 0usize;
+        for (addr, len) in pieces {
+            let len = len as usize;
+            self.mem
+                .write(addr, &data[done..done + len])
+                .map_err(HostError::Dma)?;
+            done += len;
+        }
+        self.counters.inc(COUNTER_PAYLOAD_DMA_WRITES);
+        self.counters
+            .add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
+        self.trace.event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
+        Ok(())
+    }
+
+    fn complete_send(
+        &mut self,
+        qpn: u32,
+        index: u16,
+        status: u8,
+        byte_len: u32,
+    ) -> Result<(), HostError> {
+        let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
+        if !qp.inflight.iter().any(|w| w.index == index) {
+            return Err(HostError::BadQp);
+        }
+        let cqn = qp.sq_cqn;
+        let mut done = Vec::new();
+        while let Some(wqe) = qp.inflight.pop_front() {
+            let last = wqe.index == index;
+            done.push((wqe, last));
+            if last {
+                break;
+            }
+        }
+        qp.sq.ci = index.wrapping_add(1);
+        for (wqe, last) in done {
+            let wc_status = if last { status } else { WC_SUCCESS };
+            if wqe.signaled || wc_status != WC_SUCCESS {
+                let cqe = Cqe {
+                    wr_id: wqe.wr_id,
+                    byte_len: if last { byte_len } else { 0 },
+                    qpn,
+                    wqe_index: wqe.index,
+                    opcode: cqe_opcode_for_send(wqe.opcode),
+                    status: wc_status,
+                    ..Cqe::default()
+                };
+                self.write_cqe(cqn, cqe)?;
+            }
+        }
+        if status != WC_SUCCESS {
+            if let Some(qp) = self.qps.get_mut(qpn) {
+                qp.state = QPS_ERR;
+            }
+            self.queue_work(Work::Qp(qpn));
+        }
+        Ok(())
+    }
+
+    fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError> {
+        let qp = self.qps.get(qpn).ok_or(HostError::BadQp)?;
+        if !matches!(qp.state, QPS_RTR | QPS_RTS | QPS_SQD) {
+            return Err(HostError::BadQp);
+        }
+        if qp.srqn != NONE {
+            return Ok(self.take_srq_wqe(qp.srqn));
+        }
+        let Some(rq) = qp.rq.as_ref() else {
+            return Err(HostError::BadQp);
+        };
+        let (buf, fetch, dbrec) = (rq.buf.clone(), rq.fetch, qp.dbrec_addr);
+        let pi = self
+            .read_qp_dbrec(dbrec)
+            .map(|r| r.rq_pi as u16)
+            .ok_or(HostError::BadQp)?;
+        if pi == fetch {
+            return Ok(None);
+        }
+        if !buf.ring.producer_valid(pi, fetch) {
+            self.qp_fatal(qpn, WQE_ERR_BAD_INDEX);
+            return Err(HostError::BadQp);
+        }
+        match self.read_recv_wqe(&buf, fetch) {
+            Ok((wr_id, sges)) => {
+                if let Some(rq) = self.qps.get_mut(qpn).and_then(|qp| qp.rq.as_mut()) {
+                    rq.pi = pi;
+                    rq.fetch = fetch.wrapping_add(1);
+                }
+                Ok(Some(RecvWork {
+                    index: fetch,
+                    wr_id,
+                    sges,
+                    srqn: None,
+                }))
+            }
+            Err(detail) => {
+                self.qp_fatal(qpn, detail);
+                Err(HostError::BadQp)
+            }
+        }
+    }
+
+    fn complete_recv(
+        &mut self,
+        qpn: u32,
+        work: &RecvWork,
+        c: RecvCompletion,
+    ) -> Result<(), HostError> {
+        let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
+        let cqn = qp.rq_cqn;
+        if let Some(rq) = qp.rq.as_mut() {
+            rq.ci = rq.ci.wrapping_add(1);
+        }
+        let cqe = Cqe {
+            wr_id: work.wr_id,
+            byte_len: c.byte_len,
+            imm_or_inv: c.imm_or_inv,
+            qpn,
+            src_qpn: c.src_qpn,
+            wqe_index: work.index,
+            opcode: c.opcode,
+            status: c.status,
+            flags: c.flags,
+            vlan: c.vlan,
+            smac: c.smac,
+            network_hdr_type: c.network_hdr_type,
+            ..Cqe::default()
+        };
+        self.write_cqe(cqn, cqe)
+    }
+
+    fn fast_register(&mut self, pd: u32, seg: &RegMrSeg) -> Result<(), HostError> {
+        let bad = HostError::Protection(MrError::BadKey);
+        let mr = self.mrs.get(mr_key_index(seg.key)).ok_or(bad)?;
+        let max_pages = mr.fast_reg_max_pages.ok_or(bad)?;
+        if mr.pd != pd {
+            return Err(HostError::Protection(MrError::BadPd));
+        }
+        if seg.access & !ACCESS_VALID_MASK != 0
+            || seg.rsvd != [0; 3]
+            || seg.page_count == 0
+            || seg.page_count > max_pages
+        {
+            return Err(bad);
+        }
+        let desc = BufDesc {
+            addr: seg.pbl_addr,
+            page_count: seg.page_count,
+            log_page_size: seg.log_page_size,
+            rsvd: [0; 3],
+        };
+        let log = u32::from(seg.log_page_size).min(MAX_LOG_PAGE_SIZE);
+        let span = seg.length.saturating_add(seg.iova & ((1u64 << log) - 1));
+        let map = BufferMap::resolve(&*self.mem, &desc, span, 1, max_pages).map_err(|_| bad)?;
+        if seg.iova.checked_add(seg.length).is_none() {
+            return Err(HostError::Protection(MrError::Bounds));
+        }
+        let mr = self.mrs.get_mut(mr_key_index(seg.key)).ok_or(bad)?;
+        mr.key = seg.key;
+        mr.iova = seg.iova;
+        mr.length = seg.length;
+        mr.access = seg.access;
+        mr.backing = MrBacking::Buffer(map);
+        self.trace.event(
+            "reg_mr",
+            || serde_json::json!({"key": seg.key, "iova": seg.iova, "length": seg.length}),
+        );
+        Ok(())
+    }
+
+    fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError> {
+        let mr = self
+            .mrs
+            .get_mut(mr_key_index(key))
+            .filter(|mr| mr.key == key && mr.fast_reg_max_pages.is_some());
+        let mr = mr.ok_or(HostError::Protection(MrError::BadKey))?;
+        if mr.pd != pd {
+            return Err(HostError::Protection(MrError::BadPd));
+        }
+        mr.backing = MrBacking::Invalid;
+        self.trace
+            .event("invalidate", || serde_json::json!({"key": key}));
+        Ok(())
+    }
+
+    fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32) {
+        self.post_async_event(event_type, subtype, data0, 0);
+    }
+
+    fn gid(&self, index: u32) -> Option<crate::objects::GidEntry> {
+        *self.gids.get(index as usize)?
+    }
+
+    fn ah(&self, ah: u32) -> Option<CreateAhCmd> {
+        self.ahs.get(ah).copied()
+    }
+
+    fn qp_attrs(&self, qpn: u32) -> Option<(u8, ModifyQpCmd)> {
+        self.qps.get(qpn).map(|qp| (qp.state, qp.attrs))
+    }
+
+    fn count(&self, counter: usize, n: u64) {
+        self.counters.add(counter, n);
+    }
+
+    fn now_us(&self) -> u64 {
+        self.elapsed_us()
+    }
+
+    fn qp_pd(&self, qpn: u32) -> Option<u32> {
+        self.qps.get(qpn).map(|qp| qp.pd)
+    }
+
+    fn check_access(
+        &self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<(), HostError> {
+        self.mr_for_key(key)?
+            .translate(pd, iova, len, access)
+            .map(|_| ())
+            .map_err(HostError::Protection)
+    }
+
+    fn qp_error(&mut self, qpn: u32, event_type: u8) {
+        if let Some(qp) = self.qps.get_mut(qpn) {
+            if qp.state != QPS_ERR {
+                qp.state = QPS_ERR;
+                if qp.srqn != NONE {
+                    self.post_async_event(EVENT_QP_LAST_WQE_REACHED, 0, qpn, 0);
+                }
+                self.post_async_event(event_type, 0, qpn, 0);
+            }
+            self.queue_work(Work::Qp(qpn));
+        }
+    }
+
+    fn port_mtu(&self) -> u8 {
+        self.port.active_mtu
+    }
+}
