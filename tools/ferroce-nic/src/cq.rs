@@ -5,7 +5,7 @@
 
 use ferroce_hw::*;
 
-use crate::device::{DeviceCore, HostControls, Work};
+use crate::device::{DeviceCore, HostControls};
 use crate::objects::{CmdError, Cq, CqArm, RingBuffer};
 
 impl DeviceCore {
@@ -41,8 +41,6 @@ impl DeviceCore {
             unreported: 0,
             first_unreported_us: None,
             error: false,
-            pending_arm: None,
-            queued: false,
             users: 0,
         };
         let cqn = self
@@ -66,7 +64,6 @@ impl DeviceCore {
         }
         let eqn = cq.eqn;
         self.cqs.remove(cqn);
-        self.work.retain(|w| *w != Work::Cq(cqn));
         if let Some(eq) = self.eqs.get_mut(eqn) {
             eq.users = eq.users.saturating_sub(1);
         }
@@ -203,37 +200,29 @@ impl DeviceCore {
         }
     }
 
-    /// Applies a pending arm doorbell: if CQEs the driver has not consumed (per the doorbell
-    /// record) are already there, the event fires now; otherwise the CQ waits armed.
-    pub fn service_cq_arm(&mut self, cqn: u32) {
+    /// Applies an arm doorbell when the guest writes it (under the device lock, so in order
+    /// with every CQE): the CQ raises its event for the next CQE written from now on (or the
+    /// next solicited / error one). CQEs already in the ring, consumed or not, do not count:
+    /// "upon the addition of a new CQE" (ibv_req_notify_cq(3), and rxe). A consumer that arms
+    /// before polling what woke it (perftest's `ctx_notify_events`) would otherwise get an
+    /// event for CQEs it is about to poll, then wait on that stale event for a CQE not yet
+    /// there. Re-arming an armed CQ keeps "next" over "solicited". `false` for no such CQ.
+    pub fn arm_cq(&mut self, cqn: u32, solicited: bool) -> bool {
         let Some(cq) = self.cqs.get_mut(cqn) else {
-            return;
-        };
-        cq.queued = false;
-        let Some(solicited) = cq.pending_arm.take() else {
-            return;
+            return false;
         };
         if cq.error {
-            return;
+            return true;
         }
-        let (dbrec, pi) = (cq.dbrec_addr, cq.pi);
+        cq.arm = match (cq.arm, solicited) {
+            (CqArm::Next, _) | (_, false) => CqArm::Next,
+            _ => CqArm::Solicited,
+        };
         self.counters.inc(COUNTER_CQ_ARMS);
-        let Some(ci) = self.cq_consumer_index(dbrec) else {
-            self.cq_error(cqn);
-            return;
-        };
-        let Some(cq) = self.cqs.get_mut(cqn) else {
-            return;
-        };
-        cq.arm = if solicited {
-            CqArm::Solicited
-        } else {
-            CqArm::Next
-        };
-        // Unconsumed CQEs satisfy a "next" arm at once (the IB rule for req_notify_cq racing
-        // with new completions); solicited arms wait for a solicited one.
-        if !solicited && pi != ci && cq.buf.ring.producer_valid(pi, ci) {
-            self.completion_event(cqn);
-        }
+        self.trace.event(
+            "cq_arm",
+            || serde_json::json!({"cqn": cqn, "solicited": solicited}),
+        );
+        true
     }
 }

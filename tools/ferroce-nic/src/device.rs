@@ -144,8 +144,6 @@ pub struct Port {
 pub enum Work {
     /// SQ doorbell, push or RQ announcement on a QP.
     Qp(u32),
-    /// CQ arm.
-    Cq(u32),
     /// EQ doorbell.
     Eq(u32),
     /// SRQ announcement.
@@ -360,7 +358,6 @@ impl Device {
     fn service(&mut self, work: Work) {
         match work {
             Work::Qp(qpn) => self.service_qp(qpn),
-            Work::Cq(cqn) => self.core.service_cq_arm(cqn),
             Work::Eq(eqn) => self.core.service_eq_doorbell(eqn),
             Work::Srq(srqn) => self.service_srq(srqn),
         }
@@ -414,10 +411,6 @@ impl DeviceCore {
         let queued = match work {
             Work::Qp(n) => self
                 .qps
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Cq(n) => self
-                .cqs
                 .get_mut(n)
                 .map(|o| std::mem::replace(&mut o.queued, true)),
             Work::Eq(n) => self

@@ -104,16 +104,10 @@ impl DeviceCore {
                 self.queue_work(Work::Srq(global));
                 exists
             }
-            _ => match self.cqs.get_mut(global) {
-                Some(cq) => {
-                    let solicited = CqArmDoorbell::decode(value).solicited;
-                    // Coalesced arms: "next" wins over "solicited".
-                    cq.pending_arm = Some(cq.pending_arm.unwrap_or(true) && solicited);
-                    self.queue_work(Work::Cq(global));
-                    true
-                }
-                None => false,
-            },
+            _ => {
+                let solicited = CqArmDoorbell::decode(value).solicited;
+                self.arm_cq(global, solicited)
+            }
         };
         if !accepted {
             self.bad_doorbell(ctx, reg, value);

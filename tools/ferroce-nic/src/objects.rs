@@ -337,10 +337,6 @@ pub struct Cq {
     pub first_unreported_us: Option<u64>,
     /// Overrun or DMA error: no more CQEs.
     pub error: bool,
-    /// Arm doorbell not yet applied.
-    pub pending_arm: Option<bool>,
-    /// Queued for the device thread.
-    pub queued: bool,
     /// QPs using this CQ.
     pub users: u32,
 }

@@ -461,6 +461,63 @@ fn cq_doorbell_record_tracks_the_consumer_and_detects_overrun() {
     assert_eq!(g.counters.get(COUNTER_CQES), 6);
 }
 
+/// perftest's `ctx_notify_events` (ib_send_lat -e): wait for the event, ack it, re-arm, and
+/// only then poll the CQE that caused it. The re-arm must not fire for that CQE (it is not a
+/// new one), or the next wait returns at once, the poll after it finds nothing, and the test
+/// falls out of step ("Couldn't post send", or a hang).
+#[test]
+fn cq_rearm_before_polling_gets_one_event_per_new_cqe() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let eqn = g.create_ceq(4, 2);
+    g.arm_eq(eqn);
+    let mut cq = GuestCq::create(&mut g, eqn, 4);
+    let arm = |g: &mut Guest, cqn: u32| {
+        g.w32(
+            db_page_offset(0) + DB_CQ_ARM,
+            CqArmDoorbell {
+                qid: cqn as u16,
+                solicited: false,
+            }
+            .encode(),
+        );
+        g.run();
+    };
+    arm(&mut g, cq.cqn);
+    for wr_id in 0..8u64 {
+        g.dev
+            .core
+            .write_cqe(
+                cq.cqn,
+                Cqe {
+                    wr_id,
+                    ..Cqe::default()
+                },
+            )
+            .expect("cqe");
+        g.run();
+        assert_eq!(g.poll_eq(eqn).len(), 1, "CQE {wr_id}: one event");
+        // Re-arm with the CQE still unpolled: no event now.
+        arm(&mut g, cq.cqn);
+        assert!(g.poll_eq(eqn).is_empty(), "CQE {wr_id}: re-arm fired");
+        let polled: Vec<u64> = cq.poll(&g).iter().map(|c| c.wr_id).collect();
+        assert_eq!(polled, [wr_id]);
+    }
+    // Arms applied in order with CQEs: one written right after the doorbell (before the device
+    // thread runs) fires the event.
+    g.w32(
+        db_page_offset(0) + DB_CQ_ARM,
+        CqArmDoorbell {
+            qid: cq.cqn as u16,
+            solicited: false,
+        }
+        .encode(),
+    );
+    g.dev.core.write_cqe(cq.cqn, Cqe::default()).expect("cqe");
+    g.run();
+    assert_eq!(g.poll_eq(eqn).len(), 1);
+}
+
 #[test]
 fn cq_arm_next_solicited_and_moderation() {
     let mut g = Guest::new();
@@ -483,8 +540,11 @@ fn cq_arm_next_solicited_and_moderation() {
     // Not armed: no event.
     g.dev.core.write_cqe(cq.cqn, Cqe::default()).expect("cqe");
     assert!(g.poll_eq(eqn).is_empty());
-    // Armed "next" with an unconsumed CQE: fires at once.
+    // Armed "next" with an unconsumed CQE: that CQE is not new, nothing fires; the next
+    // CQE does.
     arm(&mut g, cq.cqn, false);
+    assert!(g.poll_eq(eqn).is_empty());
+    g.dev.core.write_cqe(cq.cqn, Cqe::default()).expect("cqe");
     assert_eq!(g.poll_eq(eqn).len(), 1);
     assert_eq!(g.irq.take(), vec![2]);
     cq.poll(&g);

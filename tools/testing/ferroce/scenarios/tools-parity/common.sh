@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# tools-parity: what a.sh and b.sh share. Each tool runs once on ferroce0 (eth0, GID 3) and
+# once on rxe0 (eth1, GID 1): a ferroce NIC steers every RoCE frame for its MAC to its engine,
+# as a converged RNIC does, so rxe gets a NIC of its own on a second segment. Step names are
+# "<test>-ferroce" / "<test>-rxe"; scenario.py checks that ferroce works wherever rxe does.
+. /ferroce/lib.sh
+
+# Steps run their command in a shell with lib.sh only: "sh -c \"$SC fn args\"" gives it these.
+SC=". /scenario/common.sh;"
+
+# DEVICES: "kind device gid netdev" per line.
+DEVICES="ferroce ferroce0 3 eth0
+rxe rxe0 1 eth1"
+
+# The peer's address on a device kind's segment.
+peer_on() {
+	case $1 in
+	ferroce) ip_of "$2" ;;
+	rxe) ip_of "$2" | sed 's/^10\.0\.0\./10.0.1./' ;;
+	esac
+}
+
+# gid_table DEV: the filled GID entries of port 1: "index gid type netdev".
+gid_table() {
+	for _g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		_i=${_g##*/}
+		_v=$(cat "$_g" 2>/dev/null) || continue
+		[ "$_v" = 0000:0000:0000:0000:0000:0000:0000:0000 ] && continue
+		echo "$_i $_v $(cat /sys/class/infiniband/"$1"/ports/1/gid_attrs/types/"$_i" 2>/dev/null) $(cat /sys/class/infiniband/"$1"/ports/1/gid_attrs/ndevs/"$_i" 2>/dev/null)"
+	done | sort -n
+}
+
+# ipv4_gid DEV INDEX: until GID INDEX is an IPv4-mapped RoCE v2 GID (30 s), then the table.
+# perftest's "Found Incompatibility issue with GID types" compares exactly this (IPv4-mapped
+# or not) between the two sides; an empty entry reads as a zero GID, which counts as IPv6.
+ipv4_gid() {
+	for _ in $(seq 300); do
+		grep -q '^0000:0000:0000:0000:0000:ffff:' "/sys/class/infiniband/$1/ports/1/gids/$2" 2>/dev/null &&
+			grep -q '^RoCE v2$' "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$2" 2>/dev/null && break
+		sleep 0.1
+	done
+	gid_table "$1"
+	grep -q '^0000:0000:0000:0000:0000:ffff:' "/sys/class/infiniband/$1/ports/1/gids/$2" &&
+		grep -q '^RoCE v2$' "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$2"
+}
+
+# active_mtu DEV BYTES: until port 1 of DEV reports active MTU BYTES (30 s).
+active_mtu() {
+	for _ in $(seq 300); do
+		ibv_devinfo -d "$1" | grep -qE "active_mtu:[[:space:]]+$2 " && break
+		sleep 0.1
+	done
+	ibv_devinfo -d "$1" | grep -E 'state|active_mtu'
+	ibv_devinfo -d "$1" | grep -qE "active_mtu:[[:space:]]+$2 "
+}
+
+# signal HOST PORT WORD: tells HOST (which waits with "await PORT") that WORD happened.
+signal() {
+	RETRY_FOR=${RETRY_FOR:-240} retry "signal-$3" 10 sh -c "echo $3 | nc -w 5 $1 $2"
+}
+
+# await NAME PORT: waits for the peer's signal on TCP PORT.
+await() {
+	step "await-$1" 600 sh -c "nc -l -p $2 < /dev/null"
+}
+
+# ucmatose_listen BIND PORT: serves one ucmatose -c 16 on BIND:PORT in the background; returns
+# once it listens (its rdma_cm ID is in LISTEN), leaving its pid in /tmp/ucmatose.pid.
+ucmatose_listen() {
+	ucmatose -b "$1" -p "$2" -c 16 > /tmp/ucmatose.out 2>&1 &
+	echo $! > /tmp/ucmatose.pid
+	for _ in $(seq 300); do
+		rdma resource show cm_id | grep -q "LISTEN.*$1:$2" && { rdma resource show cm_id; return 0; }
+		kill -0 "$(cat /tmp/ucmatose.pid)" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat /tmp/ucmatose.out
+	return 1
+}
+
+# ucmatose_finish: waits for the background server (bounded by the step), prints its output.
+ucmatose_finish() {
+	_pid=$(cat /tmp/ucmatose.pid)
+	while kill -0 "$_pid" 2>/dev/null; do sleep 0.2; done
+	cat /tmp/ucmatose.out
+	grep -q '^return status 0$' /tmp/ucmatose.out
+}

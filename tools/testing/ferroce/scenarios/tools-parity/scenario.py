@@ -1,0 +1,164 @@
+"""Tool parity: the rdma-core tools and perftest modes that broke on ferroce, on ferroce0 and on
+rxe0 in the same two VMs; ferroce must work wherever rxe does.
+
+Each VM has a ferroce NIC on eth0 (segment "lan", ferroce0, GID 3) and a plain virtio-net eth1
+(segment "rxe", rxe0, GID 1): the ferroce NIC steers every RoCE frame for its MAC to its engine,
+as a converged RNIC does, so rxe needs a port of its own. VM b serves, VM a connects:
+
+- ib_send_lat -e: perftest's ctx_notify_events waits for the event, re-arms, then polls once:
+  an arm that fires for a CQE already in the ring throws it out of step (a hang, or "Couldn't
+  post send: scnt=8" with its 1-deep SQ);
+- ib_write_lat -e: perftest refuses events on WRITE ("Events feature not available on WRITE
+  verb") on every device; the check is that both devices refuse it the same way;
+- ib_send_bw -e;
+- ucmatose -c 16: the client starts once the server listens and is never retried (a retried
+  client makes the server see more than 16 connect requests; it rejects the extra ones, which
+  the client reports as "RDMA_CM_EVENT_REJECTED, error: 28", IB_CM_REJ_CONSUMER_DEFINED);
+- then both segments go to MTU 9000 at run time (the GID tables must not change) and
+  ib_write_bw runs with -x and without it (perftest's own GID choice).
+
+Small iteration counts; every tool runs under a timeout (guest/lib.sh: step, retry).
+"""
+
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm
+
+VMS = [
+    Vm("a", "10.0.0.1/24", nic=True, second=("rxe", "10.0.1.1/24")),
+    Vm("b", "10.0.0.2/24", nic=True, second=("rxe", "10.0.1.2/24")),
+]
+scenario = Scenario(vms=VMS, timeout=3000)
+KINDS = ("ferroce", "rxe")
+# What perftest and ucmatose print when something went wrong.
+ERRORS = re.compile(r"Couldn't|[Ff]ailed|[Ee]rror|Incompatibility|REJECTED|UNREACHABLE|"
+                    r"failing connection|return status [1-9-]")
+
+
+def tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def outcome(run: Run, name: str) -> tuple[bool, str]:
+    """Whether step NAME worked on both VMs, and what went wrong if not."""
+    problems = []
+    for vm in VMS:
+        step = run.vm(vm.name).step(name)
+        if step.rc != 0:
+            problems.append(f"{vm.name}: rc={step.rc}\n{tail(step.output)}")
+        elif ERRORS.search(step.output):
+            problems.append(f"{vm.name}: {ERRORS.search(step.output).group(0)}\n{tail(step.output)}")
+    return not problems, "\n".join(problems)
+
+
+def parity(run: Run, test: str, row: str | None = None) -> str:
+    """ferroce works wherever rxe does; rxe must work for the comparison to mean anything."""
+    ok = {kind: outcome(run, f"{test}-{kind}") for kind in KINDS}
+    if not ok["rxe"][0]:
+        raise CheckFailed(f"{test}: rxe failed too, nothing to compare:\n{ok['rxe'][1]}")
+    if not ok["ferroce"][0]:
+        raise CheckFailed(f"{test}: works on rxe, fails on ferroce:\n{ok['ferroce'][1]}")
+    if row is None:
+        return "both work"
+    figures = []
+    for kind in KINDS:
+        m = run.vm("a").step(f"{test}-{kind}").expect(row)
+        figures.append(f"{kind}: {' '.join(m.group(0).split())}")
+    return "; ".join(figures)
+
+
+BW = r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$"
+LAT = r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+.*$"
+
+
+@scenario.check
+def setup(run: Run) -> str:
+    tables = []
+    for vm in VMS:
+        v = run.vm(vm.name)
+        v.step("rdma-setup").ok()
+        for kind in KINDS:
+            step = v.step(f"gids-{kind}")
+            step.ok()
+            tables.append(f"{vm.name} {kind}:\n{step.output.strip()}")
+    return "\n".join(tables)
+
+
+@scenario.check
+def send_lat_events(run: Run) -> str:
+    return parity(run, "send-lat-ev", LAT)
+
+
+@scenario.check
+def write_lat_events_refused_alike(run: Run) -> str:
+    """perftest has no events on WRITE: both devices must end the same way."""
+    refusal = "Events feature not available on WRITE verb"
+    ok = {kind: outcome(run, f"write-lat-ev-{kind}") for kind in KINDS}
+    if ok["rxe"][0]:
+        # A perftest that does events on WRITE: then ferroce must do them too.
+        if not ok["ferroce"][0]:
+            raise CheckFailed(f"works on rxe, fails on ferroce:\n{ok['ferroce'][1]}")
+        return "both work (this perftest does events on WRITE)"
+    for kind in KINDS:
+        for vm in VMS:
+            step = run.vm(vm.name).step(f"write-lat-ev-{kind}")
+            if refusal not in step.output:
+                raise CheckFailed(f"{vm.name} {kind}: not refused by perftest itself:\n{tail(step.output)}")
+    return f"both refused: {refusal}"
+
+
+@scenario.check
+def send_bw_events(run: Run) -> str:
+    return parity(run, "send-bw-ev", BW)
+
+
+@scenario.check
+def ucmatose_16(run: Run) -> str:
+    for kind in KINDS:
+        run.vm("b").step(f"ucmatose-listen-{kind}").ok()
+    result = parity(run, "ucmatose")
+    for kind in KINDS:
+        for vm in VMS:
+            run.vm(vm.name).step(f"ucmatose-{kind}").expect(r"^return status 0$")
+    return result + " (16 connections each)"
+
+
+@scenario.check
+def gids_unchanged_by_mtu(run: Run) -> str:
+    """The GID tables (index, GID, RoCE type, netdev) are the same before and after MTU 9000."""
+    for vm in VMS:
+        v = run.vm(vm.name)
+        v.step("mtu-9000").ok()
+        before, after = v.step("gids-before-mtu"), v.step("gids-after-mtu")
+        before.ok()
+        after.ok()
+        if before.output.strip() != after.output.strip():
+            raise CheckFailed(f"{vm.name}: GID table changed with the MTU:\nbefore:\n{before.output}\n"
+                              f"after:\n{after.output}")
+    return "GID tables unchanged; both ports at active MTU 4096"
+
+
+@scenario.check
+def write_bw_mtu_9000(run: Run) -> str:
+    result = parity(run, "write-bw-9000", BW)
+    for kind in KINDS:
+        run.vm("a").step(f"write-bw-9000-{kind}").expect(r"Mtu\s*:\s*4096\[B\]")
+    return result
+
+
+@scenario.check
+def write_bw_mtu_9000_own_gid(run: Run) -> str:
+    """No -x: perftest chooses the GID; both sides must choose the same family."""
+    return parity(run, "write-bw-9000-auto", BW)
+
+
+@scenario.check
+def no_doorbell_rejected(run: Run) -> str:
+    figures = []
+    for vm in VMS:
+        counters = run.vm(vm.name).step("nic-counters").json("counters")
+        if counters["bad_doorbells"] or counters["icrc_errors"]:
+            raise CheckFailed(f"{vm.name}: bad_doorbells {counters['bad_doorbells']}, "
+                              f"icrc_errors {counters['icrc_errors']}")
+        figures.append(f"{vm.name}: cq_arms {counters.get('cq_arms')}, eqes {counters.get('eqes')}")
+    return "; ".join(figures)
