@@ -153,6 +153,8 @@ class Step:
     rc: int | None
     output: str
     tries: int = 1
+    secs: float | None = None
+    """How long the step took, from its end marker ("secs=")."""
 
     def ok(self) -> None:
         if self.rc != 0:
@@ -182,7 +184,34 @@ class CheckFailed(AssertionError):
 
 STEP_BEGIN = re.compile(r"^=== STEP (\S+) begin\s*$", re.M)
 STEP_END = re.compile(r"^=== STEP (\S+) rc=(\d+)(?: tries=(\d+))?.*$", re.M)
+# Both markers in one pass: begin lines, then end lines with their rc, tries and secs.
+STEP_MARKER = re.compile(r"^=== STEP (\S+) (?:begin\s*$|rc=(\d+)(?: tries=(\d+))?(.*)$)", re.M)
+STEP_SECS = re.compile(r"\bsecs=([\d.]+)")
 EXIT = re.compile(r"^=== FERROCE-EXIT rc=(\d+)", re.M)
+
+
+def parse_steps(text: str) -> dict[str, Step]:
+    """Every step of a VM's output (guest/lib.sh's markers), in one pass over the text.
+
+    A step's output runs from its begin marker to the first end marker of the same name after
+    it; a step without one has rc None and the rest of the text. When a name is used twice,
+    its last run counts.
+    """
+    open_: dict[str, list[int]] = {}  # name -> output start of each begin not ended yet
+    done: dict[int, Step] = {}  # output start -> the step begun there
+    for m in STEP_MARKER.finditer(text):
+        name = m.group(1)
+        if m.group(2) is None:
+            open_.setdefault(name, []).append(m.end())
+            continue
+        secs = STEP_SECS.search(m.group(4))
+        for start in open_.pop(name, []):
+            done[start] = Step(name, int(m.group(2)), text[start:m.start()], int(m.group(3) or 1),
+                               float(secs.group(1)) if secs else None)
+    for name, starts in open_.items():
+        for start in starts:
+            done[start] = Step(name, None, text[start:])
+    return {step.name: step for _, step in sorted(done.items())}
 
 
 @dataclasses.dataclass
@@ -192,21 +221,14 @@ class VmResult:
     exit_rc: int | None
     qemu_rc: int | None
 
+    def __post_init__(self) -> None:
+        self._steps = parse_steps(self.console)  # once: checks look steps up by name
+
     def steps(self) -> dict[str, Step]:
-        found: dict[str, Step] = {}
-        for begin in STEP_BEGIN.finditer(self.console):
-            name = begin.group(1)
-            end = re.compile(rf"^=== STEP {re.escape(name)} rc=(\d+)(?: tries=(\d+))?.*$", re.M)
-            m = end.search(self.console, begin.end())
-            if m:
-                out = self.console[begin.end():m.start()]
-                found[name] = Step(name, int(m.group(1)), out, int(m.group(2) or 1))
-            else:
-                found[name] = Step(name, None, self.console[begin.end():])
-        return found
+        return dict(self._steps)
 
     def step(self, name: str) -> Step:
-        step = self.steps().get(name)
+        step = self._steps.get(name)
         if step is None:
             raise CheckFailed(f"VM {self.vm.name} never ran step {name}")
         if step.rc is None:

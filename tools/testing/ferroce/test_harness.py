@@ -116,9 +116,71 @@ class ConsoleTest(unittest.TestCase):
     def test_exit_marker(self):
         self.assertEqual(harness.EXIT.search(CONSOLE).group(1), "1")
 
+    def test_step_secs(self):
+        steps = harness.parse_steps(CONSOLE)
+        self.assertEqual(steps["one"].secs, 0.1)
+        self.assertEqual(steps["retry"].secs, 9.0)
+        self.assertIsNone(steps["two"].secs)
 
-if __name__ == "__main__":
-    unittest.main()
+
+class StepIndexTest(unittest.TestCase):
+    """parse_steps: one pass over the output, the same steps the old per-name search found."""
+
+    @staticmethod
+    def per_name_search(text):
+        """The former VmResult.steps(): for each begin, a search for its name's end marker."""
+        found = {}
+        for begin in harness.STEP_BEGIN.finditer(text):
+            name = begin.group(1)
+            end = harness.re.compile(rf"^=== STEP {harness.re.escape(name)} rc=(\d+)(?: tries=(\d+))?.*$",
+                                     harness.re.M)
+            m = end.search(text, begin.end())
+            if m:
+                found[name] = (int(m.group(1)), text[begin.end():m.start()], int(m.group(2) or 1))
+            else:
+                found[name] = (None, text[begin.end():], 1)
+        return found
+
+    def assert_same_as_before(self, text):
+        steps = harness.parse_steps(text)
+        self.assertEqual({n: (s.rc, s.output, s.tries) for n, s in steps.items()}, self.per_name_search(text))
+        self.assertEqual(list(steps), list(self.per_name_search(text)))
+        return steps
+
+    def test_console(self):
+        self.assert_same_as_before(CONSOLE)
+
+    def test_nested_and_repeated_names(self):
+        text = ("=== STEP outer begin\n=== STEP inner begin\nx\n=== STEP inner rc=0 secs=0.0\n"
+                "=== STEP outer rc=2 secs=1.5\n=== STEP again begin\nfirst\n=== STEP again rc=1 secs=0.1\n"
+                "=== STEP again begin\nsecond\n=== STEP again rc=0 secs=0.2\n")
+        steps = self.assert_same_as_before(text)
+        self.assertIn("=== STEP inner rc=0", steps["outer"].output)
+        self.assertEqual((steps["outer"].rc, steps["outer"].secs), (2, 1.5))
+        self.assertEqual((steps["again"].output.strip(), steps["again"].rc), ("second", 0))
+
+    def test_a_rerun_that_never_ended_counts(self):
+        text = "=== STEP s begin\na\n=== STEP s rc=0 secs=1.0\n=== STEP s begin\nb\n"
+        steps = self.assert_same_as_before(text)
+        self.assertIsNone(steps["s"].rc)
+
+    def test_markers_must_start_a_line(self):
+        text = "=== STEP s begin\nsaid === STEP s rc=0\n=== STEP s rc=3 secs=0.5\n"
+        steps = self.assert_same_as_before(text)
+        self.assertEqual(steps["s"].rc, 3)
+
+    def test_parsed_once(self):
+        r = harness.VmResult(harness.Vm("a", "10.0.0.1/24"), CONSOLE, 1, 0)
+        calls = []
+        real = harness.parse_steps
+        harness.parse_steps = lambda text: calls.append(text) or real(text)
+        try:
+            for _ in range(5):
+                r.step("one"), r.steps(), r.step("retry")
+        finally:
+            harness.parse_steps = real
+        self.assertEqual(calls, [])  # parsed when the result was made
+        self.assertIsNot(r.steps(), r.steps())  # callers get their own dict
 
 
 class PrivateNetworkTest(unittest.TestCase):
@@ -132,3 +194,7 @@ class PrivateNetworkTest(unittest.TestCase):
         # The host's namespace is untouched.
         with open("/proc/sys/net/unix/max_dgram_qlen") as f:
             self.assertNotEqual(f.read().strip(), "512")
+
+
+if __name__ == "__main__":
+    unittest.main()
