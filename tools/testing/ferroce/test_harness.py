@@ -183,6 +183,104 @@ class StepIndexTest(unittest.TestCase):
         self.assertIsNot(r.steps(), r.steps())  # callers get their own dict
 
 
+# A VM's two streams: its output (hvc0) and its kernel log (ttyS0 and QEMU's messages).
+OUTPUT = """\
+=== FERROCE-BOOT vm=a uptime=1.00 kernel=7.3.4
+=== STEP load begin
+loaded
+=== STEP load rc=0 secs=0.4
+=== STEP dmesg begin
+[    2.100000] ferroce: RoCEv2 RDMA driver loaded
+[    2.300000] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
+=== STEP dmesg rc=0 secs=0.1
+=== FERROCE-EXIT rc=0
+"""
+KERNEL_LOG = """\
+[    0.000000] Linux version 7.3.4
+[    0.500000] ACPI: no
+=== FERROCE-BOOT vm=a uptime=1.00 kernel=7.3.4
+[    2.200000] WARNING: CPU: 0 PID: 42 at drivers/infiniband/hw/ferroce/qp.rs:10
+[    2.200001] Call Trace:
+qemu-system-x86_64: terminating on signal 15
+"""
+
+
+class SplitStreamsTest(unittest.TestCase):
+    def result(self, output=OUTPUT, kernel_log=KERNEL_LOG):
+        return harness.VmResult(harness.Vm("a", "10.0.0.1/24"), output, 0, 0, kernel_log)
+
+    def test_steps_come_from_the_output_only(self):
+        r = self.result()
+        self.assertEqual(list(r.steps()), ["load", "dmesg"])
+        self.assertEqual(r.step("load").output, "\nloaded\n")
+        self.assertNotIn("WARNING", r.step("load").output)
+        self.assertEqual(r.console, r.output)
+
+    def test_a_step_marker_in_the_kernel_log_is_not_a_step(self):
+        r = self.result(output="", kernel_log="=== STEP x begin\n=== STEP x rc=0\n")
+        self.assertEqual(r.steps(), {})
+
+    def test_kernel_trouble_reads_both_streams_once(self):
+        r = self.result(output=OUTPUT + "[    2.200000] WARNING: CPU: 0 PID: 42 at drivers/infiniband/hw/ferroce/qp.rs:10\n")
+        self.assertEqual(harness.kernel_trouble(r), [
+            "[    2.200000] WARNING: CPU: 0 PID: 42 at drivers/infiniband/hw/ferroce/qp.rs:10",
+            "[    2.300000] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
+        ])
+        self.assertEqual(harness.kernel_trouble(self.result(OUTPUT.replace("1 new suspected memory leaks", ""), "")), [])
+
+    def test_kernel_trouble_needs_a_printk_timestamp(self):
+        r = self.result(output="=== STEP s begin\ngrep WARNING: in a test's output\n=== STEP s rc=0\n",
+                        kernel_log="no timestamp: BUG: not a kernel line\n")
+        self.assertEqual(harness.kernel_trouble(r), [])
+
+    def test_tails(self):
+        r = self.result()
+        self.assertEqual(r.tail(1), "=== FERROCE-EXIT rc=0")
+        self.assertEqual(r.kernel_tail(2).splitlines(), ["[    2.200001] Call Trace:",
+                                                         "qemu-system-x86_64: terminating on signal 15"])
+
+    def test_qemu_output_console(self):
+        args = harness.output_console(Path("/logs/a.log"))
+        self.assertEqual(args, ["-device", "virtio-serial-pci,id=vser,max_ports=1",
+                                "-chardev", "file,id=output,path=/logs/a.log",
+                                "-device", "virtconsole,bus=vser.0,chardev=output"])
+        machine = harness.Machine(Path("bzImage"), [], "tcg", Path("/tmp"))
+        cmd = harness.qemu_command(machine, harness.Vm("a", "10.0.0.1/24"), 0, Path("initrd"),
+                                   ["-netdev", "dgram,id=net0"], "console=ttyS0",
+                                   ["-device", "vfio-user-pci"] + args)
+        # ttyS0 is the kernel's; the virtio console comes after every other PCI device.
+        self.assertEqual(cmd[cmd.index("-serial") + 1], "stdio")
+        devices = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
+        self.assertEqual([d.split(",")[0] for d in devices],
+                         ["virtio-net-pci", "vfio-user-pci", "virtio-serial-pci", "virtconsole"])
+
+    def test_follow_shows_both_streams_prefixed(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            logs = {"a": d / "a.log", "b": d / "b.log"}
+            kernel_logs = {"a": d / "a.kernel.log", "b": d / "b.kernel.log"}
+            streams = harness.follow_streams(logs, kernel_logs)
+            self.assertEqual(list(streams), ["a", "a kernel", "b", "b kernel"])
+            follower = harness.Follower(streams)
+            logs["a"].write_bytes(b"=== STEP one begin\r\nhal")
+            kernel_logs["a"].write_bytes(b"[    1.000000] WARNING: x\r\n")
+            printed = self.polled(follower)
+            self.assertEqual(printed, ["[a] === STEP one begin", "[a kernel] [    1.000000] WARNING: x"])
+            with open(logs["a"], "ab") as f:
+                f.write(b"f\n")
+            self.assertEqual(self.polled(follower), ["[a] half"])  # a line is shown once it is whole
+            self.assertEqual(self.polled(follower), [])
+
+    @staticmethod
+    def polled(follower):
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            follower.poll()
+        return out.getvalue().splitlines()
+
+
 class PrivateNetworkTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "needs root (CAP_SYS_ADMIN) for a network namespace")
     def test_deep_datagram_queues_in_a_namespace_of_our_own(self):
