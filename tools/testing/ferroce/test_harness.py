@@ -2,6 +2,7 @@
 """Unit tests for the VM harness (no VMs needed)."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -279,6 +280,35 @@ class SplitStreamsTest(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             follower.poll()
         return out.getvalue().splitlines()
+
+
+class TimingTest(unittest.TestCase):
+    RESULTS = [("module/vms-complete", True, ""), ("module/kernel-clean", False, "a: BUG:"),
+               ("module/loads", True, "")]
+
+    def test_line_at_the_end_of_a_scenario(self):
+        import vmtest
+        self.assertEqual(vmtest.timing("module", self.RESULTS, 14.25), "module: 2 passed, 1 failed, 14.2 s")
+
+    def test_summary(self):
+        import vmtest
+        text = vmtest.summary([("module", self.RESULTS, 14.25), ("nvme-rdma", self.RESULTS[:1], 181.0)], 195.4)
+        self.assertEqual(text.splitlines(), [
+            "vmtest: seconds per scenario",
+            "  module       14.2 s  (1 failed)",
+            "  nvme-rdma   181.0 s",
+            "vmtest: 2 scenario(s) in 195 s",
+        ])
+
+    def test_readme_has_a_row_per_scenario(self):
+        """The README's table of seconds per scenario lists exactly the scenarios there are."""
+        readme = Path(__file__).resolve().parents[3] / "README.md"
+        text = readme.read_text()
+        table = text[text.index("## Time per scenario"):]
+        table = table[:table.index("\n## ")]
+        rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| ([\d.]+|—) \|$", table, re.M)
+        scenarios = sorted(p.parent.name for p in (Path(__file__).resolve().parent / "scenarios").glob("*/scenario.py"))
+        self.assertEqual([name for name, *_ in rows], scenarios)
 
 
 class PrivateNetworkTest(unittest.TestCase):

@@ -7,7 +7,8 @@
 Without SCENARIO, runs them all (scenarios/*/scenario.py, sorted). What each
 VM printed goes to --logs/<scenario>/<vm>.log, its kernel log (the serial
 console) to <vm>.kernel.log; --results gets one "PASS name" or "FAIL name"
-line per check. Exit status 0 when every check passed.
+line per check. Each scenario's wall time is printed at its end and in the
+summary. Exit status 0 when every check passed.
 """
 
 from __future__ import annotations
@@ -111,8 +112,25 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
             results.append((f"{scenario.name}/{check_name}", False, f"{type(e).__name__}: {e}"))
         else:
             results.append((f"{scenario.name}/{check_name}", True, info or ""))
-    print(f"    ({run.seconds:.1f} s)", flush=True)
+    print(f"    (VMs {run.seconds:.1f} s)", flush=True)
     return results
+
+
+def timing(name: str, results: list[tuple[str, bool, str]], seconds: float) -> str:
+    """The line at a scenario's end: "name: N passed, N failed, S s"."""
+    failed = sum(1 for _, passed, _ in results if not passed)
+    return f"{name}: {len(results) - failed} passed, {failed} failed, {seconds:.1f} s"
+
+
+def summary(rows: list[tuple[str, list[tuple[str, bool, str]], float]], seconds: float) -> str:
+    """Seconds per scenario, the order they ran in, then the total."""
+    width = max((len(name) for name, _, _ in rows), default=0)
+    lines = ["vmtest: seconds per scenario"]
+    for name, results, secs in rows:
+        failed = sum(1 for _, passed, _ in results if not passed)
+        lines.append(f"  {name:<{width}} {secs:7.1f} s" + (f"  ({failed} failed)" if failed else ""))
+    lines.append(f"vmtest: {len(rows)} scenario(s) in {seconds:.0f} s")
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -147,12 +165,17 @@ def main() -> int:
         machine.accel = choose_accel(args.accel, machine, args.cache)
         out = open(args.results, "a") if args.results else None
         failed = 0
+        rows = []
         start = time.monotonic()
         for name in names:
+            began = time.monotonic()
             results = run_one(machine, load(name), args.logs, args.follow)
+            seconds = time.monotonic() - began
             report(results, out)
+            print(f"--- {timing(name, results, seconds)}", flush=True)
+            rows.append((name, results, seconds))
             failed += sum(1 for _, passed, _ in results if not passed)
-        print(f"vmtest: {len(names)} scenario(s) in {time.monotonic() - start:.0f} s", flush=True)
+        print(summary(rows, time.monotonic() - start), flush=True)
     return 1 if failed else 0
 
 
