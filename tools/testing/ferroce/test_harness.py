@@ -1,17 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests for the VM harness (no VMs needed)."""
 
+import io
 import os
 import re
 import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import unittest
 from pathlib import Path
 
 import harness
+import ktap
 
 
 def frame(dst: str, src: str, payload: bytes = b"x" * 46) -> bytes:
@@ -309,6 +312,174 @@ class TimingTest(unittest.TestCase):
         rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| ([\d.]+|—) \|$", table, re.M)
         scenarios = sorted(p.parent.name for p in (Path(__file__).resolve().parent / "scenarios").glob("*/scenario.py"))
         self.assertEqual([name for name, *_ in rows], scenarios)
+
+
+def kunit_tool():
+    """The kernel's KTAP parser (tools/testing/kunit) in the cached kernel tree, if there is one."""
+    for cache in (os.environ.get("FERROCE_CACHE"), "/ferroce/cache", "/var/cache/ferroce"):
+        if cache:
+            for d in sorted(Path(cache).glob("src/linux-*/tools/testing/kunit")):
+                if (d / "kunit_parser.py").exists():
+                    return d
+    return None
+
+
+class KtapTest(unittest.TestCase):
+    SCENARIO = [("vms-complete", True, ""), ("kernel-clean", False, "a: [    1.0] BUG: x\n\na: # not a directive"),
+                ("loads", True, "ferroce: loaded")]
+
+    def write(self):
+        out = io.StringIO()
+        earlier = ktap.parse_results("PASS cargo-fmt\nPASS cargo:nic::a\nFAIL cargo:nic::b\n"
+                                     "PASS harness:test_x\nnot a result\n")
+        writer = ktap.Writer(out, ktap.planned(earlier) + 2)
+        writer.results(earlier)
+        writer.suite("module", self.SCENARIO, 14.25)
+        writer.suite("kunit", [("setup", False, "RuntimeError: no #kernel")], 1.0)
+        return out.getvalue()
+
+    def test_format(self):
+        self.assertEqual(self.write(), textwrap.dedent("""\
+            KTAP version 1
+            1..5
+            ok 1 cargo-fmt
+              KTAP version 1
+              # Subtest: cargo
+              1..2
+              ok 1 nic::a
+              not ok 2 nic::b
+            not ok 2 cargo
+              KTAP version 1
+              # Subtest: harness
+              1..1
+              ok 1 test_x
+            ok 3 harness
+              KTAP version 1
+              # Subtest: module
+              1..3
+              ok 1 vms-complete
+              # a: [    1.0] BUG: x
+              #
+              # a: # not a directive
+              not ok 2 kernel-clean
+              # ferroce: loaded
+              ok 3 loads
+            # module: 14.2 s
+            not ok 4 module
+              KTAP version 1
+              # Subtest: kunit
+              1..1
+              # RuntimeError: no #kernel
+              not ok 1 setup
+            # kunit: 1.0 s
+            not ok 5 kunit
+            """))
+
+    def test_a_suite_passes_when_all_its_checks_do(self):
+        lines = ktap.suite_lines(3, "nic-port", [("ping", True, ""), ("ping6", True, "")], 2.0)
+        self.assertEqual(lines[-1], "ok 3 nic-port")
+        self.assertEqual(ktap.suite_lines(1, "empty", [])[-1], "not ok 1 empty")
+
+    def test_descriptions_have_no_hash_or_newline(self):
+        self.assertEqual(ktap.test_lines(1, "a#b\nc", True), ["ok 1 a_b c"])
+
+    def test_grouping(self):
+        self.assertEqual(ktap.split("module/loads"), ("module", "loads"))
+        self.assertEqual(ktap.split("cargo:nic::engine::t"), ("cargo", "nic::engine::t"))
+        self.assertEqual(ktap.split("cargo-fmt"), (None, "cargo-fmt"))
+        tests = ktap.grouped([("a/x", True, ""), ("b", False, ""), ("a/y", False, "m")])
+        self.assertEqual(tests, [("a", [("x", True, ""), ("y", False, "m")], None), ("b", None, ("b", False, ""))])
+
+    @unittest.skipUnless(kunit_tool(), "no kernel tree with tools/testing/kunit in the cache")
+    def test_the_kernels_parser_reads_it(self):
+        sys.path.insert(0, str(kunit_tool()))
+        try:
+            import kunit_parser
+            import kunit_printer
+        finally:
+            sys.path.pop(0)
+        test = kunit_parser.parse_run_tests(self.write().splitlines(True), kunit_printer.null_printer)
+        self.assertEqual(test.counts.errors, 0)
+        self.assertEqual([(t.name, t.status.name, [(c.name, c.status.name) for c in t.subtests])
+                          for t in test.subtests], [
+            ("cargo-fmt", "SUCCESS", []),
+            ("cargo", "FAILURE", [("nic::a", "SUCCESS"), ("nic::b", "FAILURE")]),
+            ("harness", "SUCCESS", [("test_x", "SUCCESS")]),
+            ("module", "FAILURE", [("vms-complete", "SUCCESS"), ("kernel-clean", "FAILURE"), ("loads", "SUCCESS")]),
+            ("kunit", "FAILURE", [("setup", "FAILURE")]),
+        ])
+
+
+MODULE_OUTPUT = """\
+=== FERROCE-BOOT vm=a uptime=0.90 kernel=7.3.4
+=== STEP modprobe begin
+=== STEP modprobe rc=0 secs=0.2
+=== STEP lsmod begin
+ferroce 16384 0 - Live 0x0000000000000000
+=== STEP lsmod rc=0 secs=0.0
+=== STEP dmesg-load begin
+[    1.200000] ferroce: RoCEv2 RDMA driver loaded
+=== STEP dmesg-load rc=0 secs=0.0
+=== STEP rmmod begin
+=== STEP rmmod rc=0 secs=0.1
+=== STEP dmesg-unload begin
+[    1.200000] ferroce: RoCEv2 RDMA driver loaded
+[    1.400000] ferroce: RoCEv2 RDMA driver unloaded
+=== STEP dmesg-unload rc=0 secs=0.0
+=== STEP gone begin
+=== STEP gone rc=0 secs=0.0
+=== FERROCE-EXIT rc=0
+"""
+
+
+class VmtestMainTest(unittest.TestCase):
+    """vmtest.py end to end with the VMs faked: both streams, results, KTAP and timings."""
+
+    def run_main(self, kernel_log):
+        import contextlib
+        import vmtest
+
+        def fake_run(machine, scenario, log_dir, follow=False):
+            vm = scenario.vms[0]
+            return harness.Run({vm.name: harness.VmResult(vm, MODULE_OUTPUT, 0, 0, kernel_log)}, False, 3.5, log_dir)
+
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            results = d / "results"
+            results.write_text("PASS cargo-fmt\nPASS harness:test_x\n")
+            argv = ["vmtest.py", "--kernel", str(d / "bzImage"), "--initrd", str(d / "base.cpio"), "--accel", "tcg",
+                    "--logs", str(d / "logs"), "--results", str(results), "--ktap", str(d / "results.ktap"), "module"]
+            saved = harness.run_scenario, harness.private_network, sys.argv
+            harness.run_scenario, harness.private_network, sys.argv = fake_run, lambda: True, argv
+            out = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out):
+                    rc = vmtest.main()
+            finally:
+                harness.run_scenario, harness.private_network, sys.argv = saved
+            return rc, out.getvalue(), results.read_text(), (d / "results.ktap").read_text()
+
+    def test_clean_run(self):
+        rc, printed, results, kt = self.run_main("[    0.000000] Linux version 7.3.4\n")
+        self.assertEqual(rc, 0)
+        self.assertEqual(results.splitlines()[2:], ["PASS module/vms-complete", "PASS module/kernel-clean",
+                                                    "PASS module/load", "PASS module/log-line", "PASS module/unload"])
+        self.assertRegex(printed, r"(?m)^--- module: 5 passed, 0 failed, \d+\.\d s$")
+        self.assertRegex(printed, r"(?m)^vmtest: seconds per scenario\n  module +\d+\.\d s\nvmtest: 1 scenario\(s\) in \d+ s$")
+        lines = kt.splitlines()
+        self.assertEqual(lines[:4], ["KTAP version 1", "1..3", "ok 1 cargo-fmt", "  KTAP version 1"])
+        self.assertEqual(lines[-1], "ok 3 module")
+        self.assertRegex(lines[-2], r"^# module: \d+\.\d s$")
+
+    def test_a_warning_in_the_kernel_log_fails_kernel_clean_only(self):
+        rc, printed, results, kt = self.run_main(
+            "[    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n")
+        self.assertEqual(rc, 1)
+        self.assertIn("FAIL module/kernel-clean", results.splitlines())
+        self.assertEqual(sum(line.startswith("FAIL") for line in results.splitlines()), 1)
+        self.assertIn("  # a: [    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n"
+                      "  not ok 2 kernel-clean\n", kt)
+        self.assertIn("not ok 3 module", kt)
 
 
 class PrivateNetworkTest(unittest.TestCase):

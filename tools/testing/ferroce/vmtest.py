@@ -7,8 +7,10 @@
 Without SCENARIO, runs them all (scenarios/*/scenario.py, sorted). What each
 VM printed goes to --logs/<scenario>/<vm>.log, its kernel log (the serial
 console) to <vm>.kernel.log; --results gets one "PASS name" or "FAIL name"
-line per check. Each scenario's wall time is printed at its end and in the
-summary. Exit status 0 when every check passed.
+line per check, --ktap the same results as KTAP (with the results --results
+already held first: make check's cargo and harness tests). Each scenario's wall
+time is printed at its end and in the summary. Exit status 0 when every check
+passed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+import ktap  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
@@ -142,6 +145,7 @@ def main() -> int:
     parser.add_argument("--logs", type=Path, default=Path("out/logs"))
     parser.add_argument("--cache", type=Path, help="where to remember the KVM probe")
     parser.add_argument("--results", type=Path)
+    parser.add_argument("--ktap", type=Path, help="write the results as KTAP here too")
     parser.add_argument("--cmdline", default="", help="extra kernel command line")
     parser.add_argument("--nic", type=Path, help="the ferroce-nic binary, for VMs with a NIC")
     parser.add_argument("--suite", choices=["scenarios", "benchmarks"], default="scenarios",
@@ -163,7 +167,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
         machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic)
         machine.accel = choose_accel(args.accel, machine, args.cache)
+        earlier = ktap.parse_results(args.results.read_text()) if args.results and args.results.exists() else []
         out = open(args.results, "a") if args.results else None
+        kt = None
+        if args.ktap:
+            kt = ktap.Writer(open(args.ktap, "w"), ktap.planned(earlier) + len(names))
+            kt.results(earlier)
         failed = 0
         rows = []
         start = time.monotonic()
@@ -173,9 +182,15 @@ def main() -> int:
             seconds = time.monotonic() - began
             report(results, out)
             print(f"--- {timing(name, results, seconds)}", flush=True)
+            if kt:
+                kt.suite(name, [(check.split("/", 1)[-1], passed, message) for check, passed, message in results],
+                         seconds)
             rows.append((name, results, seconds))
             failed += sum(1 for _, passed, _ in results if not passed)
         print(summary(rows, time.monotonic() - start), flush=True)
+        for f in (out, kt and kt.out):
+            if f:
+                f.close()
     return 1 if failed else 0
 
 
