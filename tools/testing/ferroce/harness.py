@@ -476,7 +476,7 @@ def output_console(path: Path) -> list[str]:
     the device has no multiport feature and the guest adds hvc0 while probing it, before
     init runs. Last on the command line: the other PCI devices keep their addresses."""
     return ["-device", "virtio-serial-pci,id=vser,max_ports=1",
-            "-chardev", f"file,id=output,path={path}",
+            "-chardev", "file,id=output,path=" + str(path).replace(",", ",,"),  # QEMU's escape
             "-device", "virtconsole,bus=vser.0,chardev=output"]
 
 
