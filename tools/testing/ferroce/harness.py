@@ -9,9 +9,13 @@ that runs inside that VM (see guest/init and guest/lib.sh). The harness
   datagram sockets (QEMU's ``-netdev dgram`` framing: one Ethernet frame
   per datagram),
 * boots them with guest RAM in a shared memfd (what the vfio-user NIC needs),
-* waits for each to report ``=== FERROCE-EXIT rc=N`` on its serial console,
+* keeps two streams per VM apart: what the guest's init and the scenario
+  script print (the steps the checks parse) on a virtio console, hvc0, into
+  ``<vm>.log``, and the kernel's messages on the serial console, ttyS0, into
+  ``<vm>.kernel.log``, so that no printk lands in the middle of a step,
+* waits for each to report ``=== FERROCE-EXIT rc=N`` on its output,
   killing the lot when the scenario's timeout passes,
-* and hands the consoles to the checks.
+* and hands both streams to the checks.
 
 Runs inside the toolchain root, where qemu-system-x86_64 and cpio live.
 """
@@ -153,6 +157,8 @@ class Step:
     rc: int | None
     output: str
     tries: int = 1
+    secs: float | None = None
+    """How long the step took, from its end marker ("secs=")."""
 
     def ok(self) -> None:
         if self.rc != 0:
@@ -182,31 +188,60 @@ class CheckFailed(AssertionError):
 
 STEP_BEGIN = re.compile(r"^=== STEP (\S+) begin\s*$", re.M)
 STEP_END = re.compile(r"^=== STEP (\S+) rc=(\d+)(?: tries=(\d+))?.*$", re.M)
+# Both markers in one pass: begin lines, then end lines with their rc, tries and secs.
+STEP_MARKER = re.compile(r"^=== STEP (\S+) (?:begin\s*$|rc=(\d+)(?: tries=(\d+))?(.*)$)", re.M)
+STEP_SECS = re.compile(r"\bsecs=([\d.]+)")
 EXIT = re.compile(r"^=== FERROCE-EXIT rc=(\d+)", re.M)
+
+
+def parse_steps(text: str) -> dict[str, Step]:
+    """Every step of a VM's output (guest/lib.sh's markers), in one pass over the text.
+
+    A step's output runs from its begin marker to the first end marker of the same name after
+    it; a step without one has rc None and the rest of the text. When a name is used twice,
+    its last run counts.
+    """
+    open_: dict[str, list[int]] = {}  # name -> output start of each begin not ended yet
+    done: dict[int, Step] = {}  # output start -> the step begun there
+    for m in STEP_MARKER.finditer(text):
+        name = m.group(1)
+        if m.group(2) is None:
+            open_.setdefault(name, []).append(m.end())
+            continue
+        secs = STEP_SECS.search(m.group(4))
+        for start in open_.pop(name, []):
+            done[start] = Step(name, int(m.group(2)), text[start:m.start()], int(m.group(3) or 1),
+                               float(secs.group(1)) if secs else None)
+    for name, starts in open_.items():
+        for start in starts:
+            done[start] = Step(name, None, text[start:])
+    return {step.name: step for _, step in sorted(done.items())}
 
 
 @dataclasses.dataclass
 class VmResult:
+    """What a VM left: its output (hvc0: init's and the script's, with the steps) and its
+    kernel log (ttyS0: the kernel's console, loglevel <= 4, and QEMU's own messages)."""
+
     vm: Vm
-    console: str
+    output: str
     exit_rc: int | None
     qemu_rc: int | None
+    kernel_log: str = ""
+
+    def __post_init__(self) -> None:
+        self._steps = parse_steps(self.output)  # once: checks look steps up by name
+
+    @property
+    def console(self) -> str:
+        """The output stream (the name from when it shared the serial console with the kernel)."""
+        return self.output
 
     def steps(self) -> dict[str, Step]:
-        found: dict[str, Step] = {}
-        for begin in STEP_BEGIN.finditer(self.console):
-            name = begin.group(1)
-            end = re.compile(rf"^=== STEP {re.escape(name)} rc=(\d+)(?: tries=(\d+))?.*$", re.M)
-            m = end.search(self.console, begin.end())
-            if m:
-                out = self.console[begin.end():m.start()]
-                found[name] = Step(name, int(m.group(1)), out, int(m.group(2) or 1))
-            else:
-                found[name] = Step(name, None, self.console[begin.end():])
-        return found
+        return dict(self._steps)
 
     def step(self, name: str) -> Step:
-        step = self.steps().get(name)
+        step = self._steps.get(name)
         if step is None:
             raise CheckFailed(f"VM {self.vm.name} never ran step {name}")
         if step.rc is None:
@@ -215,7 +250,32 @@ class VmResult:
         return step
 
     def tail(self, lines: int = 30) -> str:
-        return "\n".join(self.console.splitlines()[-lines:])
+        return "\n".join(self.output.splitlines()[-lines:])
+
+    def kernel_tail(self, lines: int = 15) -> str:
+        return "\n".join(self.kernel_log.splitlines()[-lines:])
+
+
+# Kernel messages only: they carry a printk timestamp (CONFIG_PRINTK_TIME).
+KERNEL_TROUBLE = re.compile(r"^\[\s*\d+\.\d+\] .*\b(BUG:|WARNING:|Oops|Kernel panic|KASAN:|UBSAN:|"
+                            r"new suspected memory leaks|"
+                            r"possible recursive locking|circular locking|"
+                            r"sleeping function called from invalid context|general protection fault)")
+
+
+def kernel_trouble(result: VmResult) -> list[str]:
+    """The kernel messages of a VM that mean trouble (the kernel-clean check), each once.
+
+    Read from its kernel log (the console: loglevel <= 4, so warnings, KASAN, lockdep and
+    WARN splats) and from its output, where steps that print dmesg put messages of every
+    level (kmemleak reports at KERN_INFO, say): between them, what the shared console held.
+    """
+    seen: dict[str, None] = {}
+    for text in (result.kernel_log, result.output):
+        for line in text.splitlines():
+            if KERNEL_TROUBLE.search(line):
+                seen.setdefault(line.strip())
+    return list(seen)
 
 
 class Run:
@@ -410,8 +470,19 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
     return ["-device", device], [str(machine.nic_binary), "ctl", "--control", str(ctl)], str(netdev_side)
 
 
+def output_console(path: Path) -> list[str]:
+    """QEMU options for the guest's output stream: a virtio console (the guest's hvc0, where
+    guest/init sends its and the script's output) written to `path`. One port only, so
+    the device has no multiport feature and the guest adds hvc0 while probing it, before
+    init runs. Last on the command line: the other PCI devices keep their addresses."""
+    return ["-device", "virtio-serial-pci,id=vser,max_ports=1",
+            "-chardev", "file,id=output,path=" + str(path).replace(",", ",,"),  # QEMU's escape
+            "-device", "virtconsole,bus=vser.0,chardev=output"]
+
+
 def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: list[str],
                  cmdline: str, extra: list[str]) -> list[str]:
+    """ttyS0 (-serial stdio) is the kernel's console; ttyS1 and hvc0 come with `extra`."""
     mac = mac_of(index)
     return [
         "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-no-reboot",
@@ -429,7 +500,8 @@ def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: lis
 
 
 class Follower:
-    """Echo new console output of each VM, prefixed with its name."""
+    """Echo what new lines each stream has, prefixed with its label: "[a] " for VM a's output,
+    "[a kernel] " for its kernel log."""
 
     def __init__(self, logs: dict[str, Path]) -> None:
         self.logs = logs
@@ -456,7 +528,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     assert scenario.directory is not None
     work = Path(tempfile.mkdtemp(prefix=f"{scenario.name}.", dir=machine.workdir))
     procs: dict[str, subprocess.Popen] = {}
-    logs: dict[str, Path] = {}
+    logs: dict[str, Path] = {}  # the VMs' output (hvc0)
+    kernel_logs: dict[str, Path] = {}  # their serial consoles (ttyS0) and QEMU's messages
     hostctls: list[HostControl] = []
     # One switch per segment; a VM's eth1 is port "<name>.1" of its second segment.
     ports: dict[str, list[str]] = {}
@@ -500,7 +573,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                 extra += ["-fsdev", "local,id=toolroot,path=/,security_model=none,readonly=on",
                           "-device", "virtio-9p-pci,fsdev=toolroot,mount_tag=toolroot"]
             cmdline = " ".join(filter(None, [
-                "console=ttyS0 panic=-1 loglevel=5",  # warnings (WARN splats) reach the console
+                # The kernel log: messages up to warnings (WARN splats) reach ttyS0.
+                "console=ttyS0 panic=-1 loglevel=5",
                 clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,
                 f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",
@@ -512,12 +586,15 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             extra += ["-chardev", f"socket,id=hostctl,path={work / f'{vm.name}.hostctl'}",
                       "-serial", "chardev:hostctl"]
             logs[vm.name] = log_dir / f"{vm.name}.log"
+            kernel_logs[vm.name] = log_dir / f"{vm.name}.kernel.log"
+            logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
+            extra += output_console(logs[vm.name])
             procs[vm.name] = subprocess.Popen(
                 qemu_command(machine, vm, index, initrd, netdev, cmdline, extra),
-                stdin=subprocess.DEVNULL, stdout=open(logs[vm.name], "wb"),
+                stdin=subprocess.DEVNULL, stdout=open(kernel_logs[vm.name], "wb"),
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
 
-        follower = Follower(logs) if follow else None
+        follower = Follower(follow_streams(logs, kernel_logs)) if follow else None
         deadline = start + scenario.timeout
         while any(procs[vm.name].poll() is None for vm in scenario.vms):
             if time.monotonic() > deadline:
@@ -541,11 +618,24 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
 
     results = {}
     for vm in scenario.vms:
-        console = logs[vm.name].read_text(errors="replace") if vm.name in logs else ""
-        m = EXIT.search(console)
-        results[vm.name] = VmResult(vm, console, int(m.group(1)) if m else None,
-                                    procs[vm.name].returncode if vm.name in procs else None)
+        # Text mode: "\r\n" (the ttys' ONLCR) reads as "\n".
+        output, kernel_log = (paths[vm.name].read_text(errors="replace")
+                              if vm.name in paths and paths[vm.name].exists() else ""
+                              for paths in (logs, kernel_logs))
+        m = EXIT.search(output)
+        results[vm.name] = VmResult(vm, output, int(m.group(1)) if m else None,
+                                    procs[vm.name].returncode if vm.name in procs else None, kernel_log)
     return Run(results, timed_out, time.monotonic() - start, log_dir)
+
+
+def follow_streams(logs: dict[str, Path], kernel_logs: dict[str, Path]) -> dict[str, Path]:
+    """What --follow shows, VM by VM: "a" (its output), "a kernel" (its kernel log), ..."""
+    streams = {}
+    for name, path in logs.items():
+        streams[name] = path
+        if name in kernel_logs:
+            streams[f"{name} kernel"] = kernel_logs[name]
+    return streams
 
 
 def join_initrds(parts: list[Path], out: Path) -> Path:

@@ -1,16 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests for the VM harness (no VMs needed)."""
 
+import io
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import unittest
 from pathlib import Path
 
 import harness
+import ktap
 
 
 def frame(dst: str, src: str, payload: bytes = b"x" * 46) -> bytes:
@@ -116,9 +120,367 @@ class ConsoleTest(unittest.TestCase):
     def test_exit_marker(self):
         self.assertEqual(harness.EXIT.search(CONSOLE).group(1), "1")
 
+    def test_step_secs(self):
+        steps = harness.parse_steps(CONSOLE)
+        self.assertEqual(steps["one"].secs, 0.1)
+        self.assertEqual(steps["retry"].secs, 9.0)
+        self.assertIsNone(steps["two"].secs)
 
-if __name__ == "__main__":
-    unittest.main()
+
+class StepIndexTest(unittest.TestCase):
+    """parse_steps: one pass over the output, the same steps the old per-name search found."""
+
+    @staticmethod
+    def per_name_search(text):
+        """The former VmResult.steps(): for each begin, a search for its name's end marker."""
+        found = {}
+        for begin in harness.STEP_BEGIN.finditer(text):
+            name = begin.group(1)
+            end = harness.re.compile(rf"^=== STEP {harness.re.escape(name)} rc=(\d+)(?: tries=(\d+))?.*$",
+                                     harness.re.M)
+            m = end.search(text, begin.end())
+            if m:
+                found[name] = (int(m.group(1)), text[begin.end():m.start()], int(m.group(2) or 1))
+            else:
+                found[name] = (None, text[begin.end():], 1)
+        return found
+
+    def assert_same_as_before(self, text):
+        steps = harness.parse_steps(text)
+        self.assertEqual({n: (s.rc, s.output, s.tries) for n, s in steps.items()}, self.per_name_search(text))
+        self.assertEqual(list(steps), list(self.per_name_search(text)))
+        return steps
+
+    def test_console(self):
+        self.assert_same_as_before(CONSOLE)
+
+    def test_nested_and_repeated_names(self):
+        text = ("=== STEP outer begin\n=== STEP inner begin\nx\n=== STEP inner rc=0 secs=0.0\n"
+                "=== STEP outer rc=2 secs=1.5\n=== STEP again begin\nfirst\n=== STEP again rc=1 secs=0.1\n"
+                "=== STEP again begin\nsecond\n=== STEP again rc=0 secs=0.2\n")
+        steps = self.assert_same_as_before(text)
+        self.assertIn("=== STEP inner rc=0", steps["outer"].output)
+        self.assertEqual((steps["outer"].rc, steps["outer"].secs), (2, 1.5))
+        self.assertEqual((steps["again"].output.strip(), steps["again"].rc), ("second", 0))
+
+    def test_a_rerun_that_never_ended_counts(self):
+        text = "=== STEP s begin\na\n=== STEP s rc=0 secs=1.0\n=== STEP s begin\nb\n"
+        steps = self.assert_same_as_before(text)
+        self.assertIsNone(steps["s"].rc)
+
+    def test_markers_must_start_a_line(self):
+        text = "=== STEP s begin\nsaid === STEP s rc=0\n=== STEP s rc=3 secs=0.5\n"
+        steps = self.assert_same_as_before(text)
+        self.assertEqual(steps["s"].rc, 3)
+
+    def test_parsed_once(self):
+        r = harness.VmResult(harness.Vm("a", "10.0.0.1/24"), CONSOLE, 1, 0)
+        calls = []
+        real = harness.parse_steps
+        harness.parse_steps = lambda text: calls.append(text) or real(text)
+        try:
+            for _ in range(5):
+                r.step("one"), r.steps(), r.step("retry")
+        finally:
+            harness.parse_steps = real
+        self.assertEqual(calls, [])  # parsed when the result was made
+        self.assertIsNot(r.steps(), r.steps())  # callers get their own dict
+
+
+# A VM's two streams: its output (hvc0) and its kernel log (ttyS0 and QEMU's messages).
+OUTPUT = """\
+=== FERROCE-BOOT vm=a uptime=1.00 kernel=7.3.4
+=== STEP load begin
+loaded
+=== STEP load rc=0 secs=0.4
+=== STEP dmesg begin
+[    2.100000] ferroce: RoCEv2 RDMA driver loaded
+[    2.300000] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
+=== STEP dmesg rc=0 secs=0.1
+=== FERROCE-EXIT rc=0
+"""
+KERNEL_LOG = """\
+[    0.000000] Linux version 7.3.4
+[    0.500000] ACPI: no
+=== FERROCE-BOOT vm=a uptime=1.00 kernel=7.3.4
+[    2.200000] WARNING: CPU: 0 PID: 42 at drivers/infiniband/hw/ferroce/qp.rs:10
+[    2.200001] Call Trace:
+qemu-system-x86_64: terminating on signal 15
+"""
+
+
+class SplitStreamsTest(unittest.TestCase):
+    def result(self, output=OUTPUT, kernel_log=KERNEL_LOG):
+        return harness.VmResult(harness.Vm("a", "10.0.0.1/24"), output, 0, 0, kernel_log)
+
+    def test_steps_come_from_the_output_only(self):
+        r = self.result()
+        self.assertEqual(list(r.steps()), ["load", "dmesg"])
+        self.assertEqual(r.step("load").output, "\nloaded\n")
+        self.assertNotIn("WARNING", r.step("load").output)
+        self.assertEqual(r.console, r.output)
+
+    def test_a_step_marker_in_the_kernel_log_is_not_a_step(self):
+        r = self.result(output="", kernel_log="=== STEP x begin\n=== STEP x rc=0\n")
+        self.assertEqual(r.steps(), {})
+
+    def test_kernel_trouble_reads_both_streams_once(self):
+        r = self.result(output=OUTPUT + "[    2.200000] WARNING: CPU: 0 PID: 42 at drivers/infiniband/hw/ferroce/qp.rs:10\n")
+        self.assertEqual(harness.kernel_trouble(r), [
+            "[    2.200000] WARNING: CPU: 0 PID: 42 at drivers/infiniband/hw/ferroce/qp.rs:10",
+            "[    2.300000] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
+        ])
+        self.assertEqual(harness.kernel_trouble(self.result(OUTPUT.replace("1 new suspected memory leaks", ""), "")), [])
+
+    def test_kernel_trouble_needs_a_printk_timestamp(self):
+        r = self.result(output="=== STEP s begin\ngrep WARNING: in a test's output\n=== STEP s rc=0\n",
+                        kernel_log="no timestamp: BUG: not a kernel line\n")
+        self.assertEqual(harness.kernel_trouble(r), [])
+
+    def test_tails(self):
+        r = self.result()
+        self.assertEqual(r.tail(1), "=== FERROCE-EXIT rc=0")
+        self.assertEqual(r.kernel_tail(2).splitlines(), ["[    2.200001] Call Trace:",
+                                                         "qemu-system-x86_64: terminating on signal 15"])
+
+    def test_qemu_output_console(self):
+        args = harness.output_console(Path("/logs/a.log"))
+        self.assertEqual(args, ["-device", "virtio-serial-pci,id=vser,max_ports=1",
+                                "-chardev", "file,id=output,path=/logs/a.log",
+                                "-device", "virtconsole,bus=vser.0,chardev=output"])
+        machine = harness.Machine(Path("bzImage"), [], "tcg", Path("/tmp"))
+        cmd = harness.qemu_command(machine, harness.Vm("a", "10.0.0.1/24"), 0, Path("initrd"),
+                                   ["-netdev", "dgram,id=net0"], "console=ttyS0",
+                                   ["-device", "vfio-user-pci"] + args)
+        # ttyS0 is the kernel's; the virtio console comes after every other PCI device.
+        self.assertEqual(cmd[cmd.index("-serial") + 1], "stdio")
+        devices = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
+        self.assertEqual([d.split(",")[0] for d in devices],
+                         ["virtio-net-pci", "vfio-user-pci", "virtio-serial-pci", "virtconsole"])
+
+    def test_follow_shows_both_streams_prefixed(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            logs = {"a": d / "a.log", "b": d / "b.log"}
+            kernel_logs = {"a": d / "a.kernel.log", "b": d / "b.kernel.log"}
+            streams = harness.follow_streams(logs, kernel_logs)
+            self.assertEqual(list(streams), ["a", "a kernel", "b", "b kernel"])
+            follower = harness.Follower(streams)
+            logs["a"].write_bytes(b"=== STEP one begin\r\nhal")
+            kernel_logs["a"].write_bytes(b"[    1.000000] WARNING: x\r\n")
+            printed = self.polled(follower)
+            self.assertEqual(printed, ["[a] === STEP one begin", "[a kernel] [    1.000000] WARNING: x"])
+            with open(logs["a"], "ab") as f:
+                f.write(b"f\n")
+            self.assertEqual(self.polled(follower), ["[a] half"])  # a line is shown once it is whole
+            self.assertEqual(self.polled(follower), [])
+
+    @staticmethod
+    def polled(follower):
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            follower.poll()
+        return out.getvalue().splitlines()
+
+
+class TimingTest(unittest.TestCase):
+    RESULTS = [("module/vms-complete", True, ""), ("module/kernel-clean", False, "a: BUG:"),
+               ("module/loads", True, "")]
+
+    def test_line_at_the_end_of_a_scenario(self):
+        import vmtest
+        self.assertEqual(vmtest.timing("module", self.RESULTS, 14.25), "module: 2 passed, 1 failed, 14.2 s")
+
+    def test_summary(self):
+        import vmtest
+        text = vmtest.summary([("module", self.RESULTS, 14.25), ("nvme-rdma", self.RESULTS[:1], 181.0)], 195.4)
+        self.assertEqual(text.splitlines(), [
+            "vmtest: seconds per scenario",
+            "  module       14.2 s  (1 failed)",
+            "  nvme-rdma   181.0 s",
+            "vmtest: 2 scenario(s) in 195 s",
+        ])
+
+    def test_readme_has_a_row_per_scenario(self):
+        # The README's table of seconds per scenario lists exactly the scenarios there are.
+        # (No docstring: unittest -v would print it where tools/ferroce reads the test's name.)
+        readme = Path(__file__).resolve().parents[3] / "README.md"
+        text = readme.read_text()
+        table = text[text.index("## Time per scenario"):]
+        table = table[:table.index("\n## ")]
+        rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| ([\d.]+|—) \|$", table, re.M)
+        scenarios = sorted(p.parent.name for p in (Path(__file__).resolve().parent / "scenarios").glob("*/scenario.py"))
+        self.assertEqual([name for name, *_ in rows], scenarios)
+
+
+def kunit_tool():
+    """The kernel's KTAP parser (tools/testing/kunit) in the cached kernel tree, if there is one."""
+    for cache in (os.environ.get("FERROCE_CACHE"), "/ferroce/cache", "/var/cache/ferroce"):
+        if cache:
+            for d in sorted(Path(cache).glob("src/linux-*/tools/testing/kunit")):
+                if (d / "kunit_parser.py").exists():
+                    return d
+    return None
+
+
+class KtapTest(unittest.TestCase):
+    SCENARIO = [("vms-complete", True, ""), ("kernel-clean", False, "a: [    1.0] BUG: x\n\na: # not a directive"),
+                ("loads", True, "ferroce: loaded")]
+
+    def write(self):
+        out = io.StringIO()
+        earlier = ktap.parse_results("PASS cargo-fmt\nPASS cargo:nic::a\nFAIL cargo:nic::b\n"
+                                     "PASS harness:test_x\nnot a result\n")
+        writer = ktap.Writer(out, ktap.planned(earlier) + 2)
+        writer.results(earlier)
+        writer.suite("module", self.SCENARIO, 14.25)
+        writer.suite("kunit", [("setup", False, "RuntimeError: no #kernel")], 1.0)
+        return out.getvalue()
+
+    def test_format(self):
+        self.assertEqual(self.write(), textwrap.dedent("""\
+            KTAP version 1
+            1..5
+            ok 1 cargo-fmt
+              KTAP version 1
+              # Subtest: cargo
+              1..2
+              ok 1 nic::a
+              not ok 2 nic::b
+            not ok 2 cargo
+              KTAP version 1
+              # Subtest: harness
+              1..1
+              ok 1 test_x
+            ok 3 harness
+              KTAP version 1
+              # Subtest: module
+              1..3
+              ok 1 vms-complete
+              # a: [    1.0] BUG: x
+              #
+              # a: # not a directive
+              not ok 2 kernel-clean
+              # ferroce: loaded
+              ok 3 loads
+            # module: 14.2 s
+            not ok 4 module
+              KTAP version 1
+              # Subtest: kunit
+              1..1
+              # RuntimeError: no #kernel
+              not ok 1 setup
+            # kunit: 1.0 s
+            not ok 5 kunit
+            """))
+
+    def test_a_suite_passes_when_all_its_checks_do(self):
+        lines = ktap.suite_lines(3, "nic-port", [("ping", True, ""), ("ping6", True, "")], 2.0)
+        self.assertEqual(lines[-1], "ok 3 nic-port")
+        self.assertEqual(ktap.suite_lines(1, "empty", [])[-1], "not ok 1 empty")
+
+    def test_descriptions_have_no_hash_or_newline(self):
+        self.assertEqual(ktap.test_lines(1, "a#b\nc", True), ["ok 1 a_b c"])
+
+    def test_grouping(self):
+        self.assertEqual(ktap.split("module/loads"), ("module", "loads"))
+        self.assertEqual(ktap.split("cargo:nic::engine::t"), ("cargo", "nic::engine::t"))
+        self.assertEqual(ktap.split("cargo-fmt"), (None, "cargo-fmt"))
+        tests = ktap.grouped([("a/x", True, ""), ("b", False, ""), ("a/y", False, "m")])
+        self.assertEqual(tests, [("a", [("x", True, ""), ("y", False, "m")], None), ("b", None, ("b", False, ""))])
+
+    @unittest.skipUnless(kunit_tool(), "no kernel tree with tools/testing/kunit in the cache")
+    def test_the_kernels_parser_reads_it(self):
+        sys.path.insert(0, str(kunit_tool()))
+        try:
+            import kunit_parser
+            import kunit_printer
+        finally:
+            sys.path.pop(0)
+        test = kunit_parser.parse_run_tests(self.write().splitlines(True), kunit_printer.null_printer)
+        self.assertEqual(test.counts.errors, 0)
+        self.assertEqual([(t.name, t.status.name, [(c.name, c.status.name) for c in t.subtests])
+                          for t in test.subtests], [
+            ("cargo-fmt", "SUCCESS", []),
+            ("cargo", "FAILURE", [("nic::a", "SUCCESS"), ("nic::b", "FAILURE")]),
+            ("harness", "SUCCESS", [("test_x", "SUCCESS")]),
+            ("module", "FAILURE", [("vms-complete", "SUCCESS"), ("kernel-clean", "FAILURE"), ("loads", "SUCCESS")]),
+            ("kunit", "FAILURE", [("setup", "FAILURE")]),
+        ])
+
+
+MODULE_OUTPUT = """\
+=== FERROCE-BOOT vm=a uptime=0.90 kernel=7.3.4
+=== STEP modprobe begin
+=== STEP modprobe rc=0 secs=0.2
+=== STEP lsmod begin
+ferroce 16384 0 - Live 0x0000000000000000
+=== STEP lsmod rc=0 secs=0.0
+=== STEP dmesg-load begin
+[    1.200000] ferroce: RoCEv2 RDMA driver loaded
+=== STEP dmesg-load rc=0 secs=0.0
+=== STEP rmmod begin
+=== STEP rmmod rc=0 secs=0.1
+=== STEP dmesg-unload begin
+[    1.200000] ferroce: RoCEv2 RDMA driver loaded
+[    1.400000] ferroce: RoCEv2 RDMA driver unloaded
+=== STEP dmesg-unload rc=0 secs=0.0
+=== STEP gone begin
+=== STEP gone rc=0 secs=0.0
+=== FERROCE-EXIT rc=0
+"""
+
+
+class VmtestMainTest(unittest.TestCase):
+    """vmtest.py end to end with the VMs faked: both streams, results, KTAP and timings."""
+
+    def run_main(self, kernel_log):
+        import contextlib
+        import vmtest
+
+        def fake_run(machine, scenario, log_dir, follow=False):
+            vm = scenario.vms[0]
+            return harness.Run({vm.name: harness.VmResult(vm, MODULE_OUTPUT, 0, 0, kernel_log)}, False, 3.5, log_dir)
+
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            results = d / "results"
+            results.write_text("PASS cargo-fmt\nPASS harness:test_x\n")
+            argv = ["vmtest.py", "--kernel", str(d / "bzImage"), "--initrd", str(d / "base.cpio"), "--accel", "tcg",
+                    "--logs", str(d / "logs"), "--results", str(results), "--ktap", str(d / "results.ktap"), "module"]
+            saved = harness.run_scenario, harness.private_network, sys.argv
+            harness.run_scenario, harness.private_network, sys.argv = fake_run, lambda: True, argv
+            out = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out):
+                    rc = vmtest.main()
+            finally:
+                harness.run_scenario, harness.private_network, sys.argv = saved
+            return rc, out.getvalue(), results.read_text(), (d / "results.ktap").read_text()
+
+    def test_clean_run(self):
+        rc, printed, results, kt = self.run_main("[    0.000000] Linux version 7.3.4\n")
+        self.assertEqual(rc, 0)
+        self.assertEqual(results.splitlines()[2:], ["PASS module/vms-complete", "PASS module/kernel-clean",
+                                                    "PASS module/load", "PASS module/log-line", "PASS module/unload"])
+        self.assertRegex(printed, r"(?m)^--- module: 5 passed, 0 failed, \d+\.\d s$")
+        self.assertRegex(printed, r"(?m)^vmtest: seconds per scenario\n  module +\d+\.\d s\nvmtest: 1 scenario\(s\) in \d+ s$")
+        lines = kt.splitlines()
+        self.assertEqual(lines[:4], ["KTAP version 1", "1..3", "ok 1 cargo-fmt", "  KTAP version 1"])
+        self.assertEqual(lines[-1], "ok 3 module")
+        self.assertRegex(lines[-2], r"^# module: \d+\.\d s$")
+
+    def test_a_warning_in_the_kernel_log_fails_kernel_clean_only(self):
+        rc, printed, results, kt = self.run_main(
+            "[    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n")
+        self.assertEqual(rc, 1)
+        self.assertIn("FAIL module/kernel-clean", results.splitlines())
+        self.assertEqual(sum(line.startswith("FAIL") for line in results.splitlines()), 1)
+        self.assertIn("  # a: [    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n"
+                      "  not ok 2 kernel-clean\n", kt)
+        self.assertIn("not ok 3 module", kt)
 
 
 class PrivateNetworkTest(unittest.TestCase):
@@ -132,3 +494,7 @@ class PrivateNetworkTest(unittest.TestCase):
         # The host's namespace is untouched.
         with open("/proc/sys/net/unix/max_dgram_qlen") as f:
             self.assertNotEqual(f.read().strip(), "512")
+
+
+if __name__ == "__main__":
+    unittest.main()

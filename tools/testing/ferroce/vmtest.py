@@ -4,16 +4,19 @@
 
     vmtest.py --kernel BZIMAGE --initrd BASE --initrd MODULES [SCENARIO...]
 
-Without SCENARIO, runs them all (scenarios/*/scenario.py, sorted). Console
-logs go to --logs/<scenario>/<vm>.log; --results gets one "PASS name" or
-"FAIL name" line per check. Exit status 0 when every check passed.
+Without SCENARIO, runs them all (scenarios/*/scenario.py, sorted). What each
+VM printed goes to --logs/<scenario>/<vm>.log, its kernel log (the serial
+console) to <vm>.kernel.log; --results gets one "PASS name" or "FAIL name"
+line per check, --ktap the same results as KTAP (with the results --results
+already held first: make check's cargo and harness tests). Each scenario's wall
+time is printed at its end and in the summary. Exit status 0 when every check
+passed.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import sys
 import tempfile
 import textwrap
@@ -23,14 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+import ktap  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
-# Kernel messages only: they carry a printk timestamp (CONFIG_PRINTK_TIME).
-KERNEL_TROUBLE = re.compile(r"^\[\s*\d+\.\d+\] .*\b(BUG:|WARNING:|Oops|Kernel panic|KASAN:|UBSAN:|"
-                            r"new suspected memory leaks|"
-                            r"possible recursive locking|circular locking|"
-                            r"sleeping function called from invalid context|general protection fault)")
 
 
 def load(name: str) -> harness.Scenario:
@@ -76,6 +75,11 @@ def report(results: list[tuple[str, bool, str]], out) -> None:
             out.flush()
 
 
+def tails(result: harness.VmResult) -> str:
+    return ("output tail:\n" + textwrap.indent(result.tail(), "  ")
+            + "\nkernel log tail:\n" + textwrap.indent(result.kernel_tail(), "  "))
+
+
 def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, follow: bool):
     log_dir = logs / scenario.name
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -92,19 +96,14 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
     for name, result in run.results.items():
         if result.exit_rc is None:
             why = "timed out" if run.timed_out else f"QEMU exited with {result.qemu_rc}"
-            problems.append(f"VM {name} never finished ({why}); console tail:\n"
-                            + textwrap.indent(result.tail(), "  "))
+            problems.append(f"VM {name} never finished ({why}); {tails(result)}")
         elif result.exit_rc != 0 and scenario.needs_all_exit_zero:
-            problems.append(f"VM {name}: script exited with rc={result.exit_rc}; console tail:\n"
-                            + textwrap.indent(result.tail(), "  "))
+            problems.append(f"VM {name}: script exited with rc={result.exit_rc}; {tails(result)}")
     results.append((f"{scenario.name}/vms-complete", not problems, "\n".join(problems)))
 
-    # The second: no VM's kernel complained (the console gets loglevel <= 4).
-    complaints = []
-    for name, result in run.results.items():
-        for line in result.console.splitlines():
-            if KERNEL_TROUBLE.search(line):
-                complaints.append(f"{name}: {line.strip()}")
+    # The second: no VM's kernel complained (its kernel log gets loglevel <= 4).
+    complaints = [f"{name}: {line}" for name, result in run.results.items()
+                  for line in harness.kernel_trouble(result)]
     results.append((f"{scenario.name}/kernel-clean", not complaints, "\n".join(complaints[:20])))
 
     for check_name, check in scenario.checks:
@@ -116,8 +115,25 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
             results.append((f"{scenario.name}/{check_name}", False, f"{type(e).__name__}: {e}"))
         else:
             results.append((f"{scenario.name}/{check_name}", True, info or ""))
-    print(f"    ({run.seconds:.1f} s)", flush=True)
+    print(f"    (VMs {run.seconds:.1f} s)", flush=True)
     return results
+
+
+def timing(name: str, results: list[tuple[str, bool, str]], seconds: float) -> str:
+    """The line at a scenario's end: "name: N passed, N failed, S s"."""
+    failed = sum(1 for _, passed, _ in results if not passed)
+    return f"{name}: {len(results) - failed} passed, {failed} failed, {seconds:.1f} s"
+
+
+def summary(rows: list[tuple[str, list[tuple[str, bool, str]], float]], seconds: float) -> str:
+    """Seconds per scenario, the order they ran in, then the total."""
+    width = max((len(name) for name, _, _ in rows), default=0)
+    lines = ["vmtest: seconds per scenario"]
+    for name, results, secs in rows:
+        failed = sum(1 for _, passed, _ in results if not passed)
+        lines.append(f"  {name:<{width}} {secs:7.1f} s" + (f"  ({failed} failed)" if failed else ""))
+    lines.append(f"vmtest: {len(rows)} scenario(s) in {seconds:.0f} s")
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -129,12 +145,13 @@ def main() -> int:
     parser.add_argument("--logs", type=Path, default=Path("out/logs"))
     parser.add_argument("--cache", type=Path, help="where to remember the KVM probe")
     parser.add_argument("--results", type=Path)
+    parser.add_argument("--ktap", type=Path, help="write the results as KTAP here too")
     parser.add_argument("--cmdline", default="", help="extra kernel command line")
     parser.add_argument("--nic", type=Path, help="the ferroce-nic binary, for VMs with a NIC")
     parser.add_argument("--suite", choices=["scenarios", "benchmarks"], default="scenarios",
                         help="scenarios (make check) or benchmarks (make bench)")
     parser.add_argument("--list", action="store_true")
-    parser.add_argument("--follow", action="store_true", help="echo the VMs' consoles while they run")
+    parser.add_argument("--follow", action="store_true", help="echo the VMs' output and kernel logs while they run")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
     global SCENARIOS
@@ -150,14 +167,30 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
         machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic)
         machine.accel = choose_accel(args.accel, machine, args.cache)
+        earlier = ktap.parse_results(args.results.read_text()) if args.results and args.results.exists() else []
         out = open(args.results, "a") if args.results else None
+        kt = None
+        if args.ktap:
+            kt = ktap.Writer(open(args.ktap, "w"), ktap.planned(earlier) + len(names))
+            kt.results(earlier)
         failed = 0
+        rows = []
         start = time.monotonic()
         for name in names:
+            began = time.monotonic()
             results = run_one(machine, load(name), args.logs, args.follow)
+            seconds = time.monotonic() - began
             report(results, out)
+            print(f"--- {timing(name, results, seconds)}", flush=True)
+            if kt:
+                kt.suite(name, [(check.split("/", 1)[-1], passed, message) for check, passed, message in results],
+                         seconds)
+            rows.append((name, results, seconds))
             failed += sum(1 for _, passed, _ in results if not passed)
-        print(f"vmtest: {len(names)} scenario(s) in {time.monotonic() - start:.0f} s", flush=True)
+        print(summary(rows, time.monotonic() - start), flush=True)
+        for f in (out, kt and kt.out):
+            if f:
+                f.close()
     return 1 if failed else 0
 
 

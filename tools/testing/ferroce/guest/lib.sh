@@ -5,6 +5,9 @@
 #   === STEP <name> begin
 #   ... output ...
 #   === STEP <name> rc=<status> secs=<seconds>
+# on the script's output, the virtio console hvc0 (guest/init), which carries no
+# kernel messages: those go to the serial console. A step that wants the kernel's
+# messages runs dmesg.
 
 # Where the other VMs are: /scenario/hosts has "<ip> <name>" lines.
 ip_of() {

@@ -17,15 +17,13 @@ scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, toolroot=True, memory_
 HEADER = re.compile(r"^(test_\w+) \(([\w.]+)\)", re.M)
 # After " ... ", or alone on a line when warnings or late tracebacks came in between.
 VERDICT = re.compile(r"(?:\.\.\. |^)(ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b", re.M)
-# Kernel messages on the console, which can land in the middle of a test's line.
-PRINTK = re.compile(r"\[\s*\d+\.\d+\] [^\n]*\n")
 
 
 def outcomes(step: Step) -> dict[str, str]:
     """Each test's verdict. Its "... verdict" may come after stray output (warnings, late
     tracebacks), so it is searched for up to the next test's header."""
     found = {}
-    output = PRINTK.sub("", step.output)
+    output = step.output
     headers = list(HEADER.finditer(output))
     for i, header in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(output)
