@@ -15,13 +15,13 @@ fn recv(wr_id: u64, sges: &[Sge], max_sge: u32, out: &mut [u8]) -> Result<usize,
 }
 
 const RC: SqLimits = SqLimits {
-    qp_type: QPT_RC,
+    qp_type: QpType::Rc,
     stride: 256,
     max_sge: 8,
     max_inline: 128,
 };
 const UD: SqLimits = SqLimits {
-    qp_type: QPT_UD,
+    qp_type: QpType::Ud,
     ..RC
 };
 

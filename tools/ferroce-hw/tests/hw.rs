@@ -103,7 +103,7 @@ fn encode_decode_round_trip_little_endian() {
         qpn: 9,
         wqe_index: 0xabcd,
         opcode: CQE_OP_RECV,
-        status: WC_WR_FLUSH_ERR,
+        status: WcStatus::WrFlushErr.into(),
         smac: [1, 2, 3, 4, 5, 6],
         owner: 1,
         ..Cqe::default()
@@ -117,7 +117,7 @@ fn encode_decode_round_trip_little_endian() {
     let mut short = [0u8; 10];
     assert!(!cqe.write_to(&mut short));
     let cmd = CreateQpCmd {
-        qp_type: QPT_RC,
+        qp_type: QpType::Rc.into(),
         srqn: NONE,
         sq_log_stride: 7,
         ..CreateQpCmd::default()
@@ -125,7 +125,7 @@ fn encode_decode_round_trip_little_endian() {
     assert_eq!(CreateQpCmd::from_payload(&cmd.to_payload()), cmd);
     // A short payload decodes as zeros rather than panicking.
     assert_eq!(
-        CreateQpCmd::from_payload(&[QPT_RC]),
+        CreateQpCmd::from_payload(&[u8::from(QpType::Rc)]),
         CreateQpCmd {
             sq: BufDesc {
                 addr: 2,
@@ -159,17 +159,23 @@ fn port_info_round_trips_through_results() {
 
 #[test]
 fn qp_state_machine_follows_ib() {
-    assert!(qp_transition_allowed(QPS_RESET, QPS_INIT));
-    assert!(qp_transition_allowed(QPS_INIT, QPS_RTR));
-    assert!(qp_transition_allowed(QPS_RTR, QPS_RTS));
-    assert!(qp_transition_allowed(QPS_RTS, QPS_SQD));
-    assert!(qp_transition_allowed(QPS_SQE, QPS_RTS));
-    assert!(qp_transition_allowed(QPS_RTS, QPS_ERR));
-    assert!(qp_transition_allowed(QPS_ERR, QPS_RESET));
-    assert!(!qp_transition_allowed(QPS_RESET, QPS_RTS));
-    assert!(!qp_transition_allowed(QPS_INIT, QPS_RTS));
-    assert!(!qp_transition_allowed(QPS_ERR, QPS_RTS));
-    assert!(!qp_transition_allowed(9, QPS_ERR));
+    assert!(QpState::Reset.can_move_to(QpState::Init));
+    assert!(QpState::Init.can_move_to(QpState::Rtr));
+    assert!(QpState::Rtr.can_move_to(QpState::Rts));
+    assert!(QpState::Rts.can_move_to(QpState::Sqd));
+    assert!(QpState::Sqe.can_move_to(QpState::Rts));
+    assert!(QpState::Rts.can_move_to(QpState::Err));
+    assert!(QpState::Err.can_move_to(QpState::Reset));
+    assert!(!QpState::Reset.can_move_to(QpState::Rts));
+    assert!(!QpState::Init.can_move_to(QpState::Rts));
+    assert!(!QpState::Err.can_move_to(QpState::Rts));
+    // Undefined states do not decode; every defined one round-trips.
+    assert_eq!(QpState::try_from(9), Err(9));
+    assert_eq!(QpState::from_raw(QP_STATE_ANY), None);
+    for &state in QpState::ALL {
+        assert_eq!(QpState::try_from(u8::from(state)), Ok(state));
+        assert!(state.can_move_to(QpState::Err) && state.can_move_to(QpState::Reset));
+    }
 }
 
 #[test]
@@ -180,9 +186,9 @@ fn wqe_validation() {
         inline_len: 256,
         ..WqeCtrl::default()
     };
-    assert_eq!(validate_send_wqe(&ctrl, QPT_RC, 512), Ok(()));
+    assert_eq!(validate_send_wqe(&ctrl, QpType::Rc, 512), Ok(()));
     assert_eq!(
-        validate_send_wqe(&ctrl, QPT_RC, 256),
+        validate_send_wqe(&ctrl, QpType::Rc, 256),
         Err(WqeError::BadInline)
     );
     let too_long = WqeCtrl {
@@ -190,7 +196,7 @@ fn wqe_validation() {
         ..ctrl
     };
     assert_eq!(
-        validate_send_wqe(&too_long, QPT_RC, 1024),
+        validate_send_wqe(&too_long, QpType::Rc, 1024),
         Err(WqeError::BadInline)
     );
     let sges = WqeCtrl {
@@ -198,13 +204,13 @@ fn wqe_validation() {
         num_sge: 4,
         ..WqeCtrl::default()
     };
-    assert_eq!(validate_send_wqe(&sges, QPT_RC, 128), Ok(()));
+    assert_eq!(validate_send_wqe(&sges, QpType::Rc, 128), Ok(()));
     assert_eq!(
-        validate_send_wqe(&sges, QPT_RC, 64),
+        validate_send_wqe(&sges, QpType::Rc, 64),
         Err(WqeError::BadSgeCount)
     );
     assert_eq!(
-        validate_send_wqe(&sges, QPT_UD, 128),
+        validate_send_wqe(&sges, QpType::Ud, 128),
         Err(WqeError::BadQpType)
     );
     let bad = WqeCtrl {
@@ -212,7 +218,7 @@ fn wqe_validation() {
         ..WqeCtrl::default()
     };
     assert_eq!(
-        validate_send_wqe(&bad, QPT_RC, 1024),
+        validate_send_wqe(&bad, QpType::Rc, 1024),
         Err(WqeError::BadOpcode)
     );
     assert_eq!(send_wqe_size(0, 1), 80);

@@ -10,6 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use common::roce::{rdma_seg, Conn, Pair};
+use common::CqeStatus;
 use criterion::{Criterion, Throughput};
 use ferroce_hw::*;
 
@@ -32,7 +33,7 @@ fn rc_write(p: &mut Pair) {
     let src = p.a.buf;
     p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, LEN as u32, &seg, 0);
     let (ca, _) = p.wait_cqes(1, 0);
-    assert_eq!(ca[0].status, WC_SUCCESS);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
 }
 
 fn memcpy(src: &[u8], dst: &mut [u8]) {

@@ -135,7 +135,7 @@ impl Device {
                 cmdq.ci = index.wrapping_add(1);
             }
             let eqe = Eqe {
-                event_type: EVENT_CMD_DONE,
+                event_type: EventType::CmdDone.into(),
                 data0: header.token,
                 data1: u32::from(index),
                 ..Eqe::default()

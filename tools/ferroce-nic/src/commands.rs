@@ -165,7 +165,9 @@ impl Device {
 
     fn cmd_create_qp(&mut self, cmd: &CreateQpCmd) -> Result<CreateQpReply, CmdError> {
         let qpn = self.core.create_qp(cmd)?;
-        self.engine.qp_created(qpn, cmd.qp_type);
+        if let Some(qp) = self.core.qps.get(qpn) {
+            self.engine.qp_created(qpn, qp.qp_type);
+        }
         Ok(CreateQpReply { qpn })
     }
 
@@ -178,7 +180,7 @@ impl Device {
 
     fn cmd_modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpStateReply, CmdError> {
         let state = self.core.modify_qp(cmd)?;
-        if state == QPS_RESET {
+        if state == QpState::Reset {
             self.engine.qp_destroyed(cmd.qpn);
         }
         if let Some(qp) = self.core.qps.get(cmd.qpn) {
@@ -196,8 +198,8 @@ impl Device {
         let image = ModifyQpCmd {
             qpn: cmd.qpn,
             attr_mask: QP_ATTR_VALID_MASK,
-            new_state: qp.state,
-            cur_state: qp.state,
+            new_state: qp.state.into(),
+            cur_state: qp.state.into(),
             ..qp.attrs
         };
         let state = qp.state;

@@ -84,7 +84,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
         .qps
         .iter()
         .map(|(n, qp)| {
-            json!({"qpn": n, "type": qp.qp_type, "state": qp.state, "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
+            json!({"qpn": n, "type": u8::from(qp.qp_type), "state": u8::from(qp.state), "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
                    "srqn": if qp.srqn == NONE { Value::Null } else { Value::from(qp.srqn) },
                    "sq": {"pi": qp.sq.pi, "fetch": qp.sq.fetch, "ci": qp.sq.ci}, "inflight": qp.inflight.len(),
                    "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.sgid_index})

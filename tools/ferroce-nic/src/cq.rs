@@ -83,7 +83,7 @@ impl DeviceCore {
         if let Some(cq) = self.cqs.get_mut(cqn) {
             if !cq.error {
                 cq.error = true;
-                self.post_async_event(EVENT_CQ_ERROR, 0, cqn, 0);
+                self.post_async_event(EventType::CqError, 0, cqn, 0);
             }
         }
     }
@@ -148,7 +148,9 @@ impl DeviceCore {
         let triggers = match cq.arm {
             CqArm::Disarmed => false,
             CqArm::Next => true,
-            CqArm::Solicited => cqe.flags & CQE_FLAG_SOLICITED != 0 || cqe.status != WC_SUCCESS,
+            CqArm::Solicited => {
+                cqe.flags & CQE_FLAG_SOLICITED != 0 || cqe.status != u8::from(WcStatus::Success)
+            }
         };
         if triggers || cq.unreported > 0 {
             cq.unreported += 1;
@@ -174,7 +176,7 @@ impl DeviceCore {
         self.post_eqe(
             eqn,
             Eqe {
-                event_type: EVENT_COMPLETION,
+                event_type: EventType::Completion.into(),
                 data0: cqn,
                 ..Eqe::default()
             },

@@ -403,7 +403,7 @@ impl DeviceCore {
         self.regs.fatal_code = code;
         self.trace
             .event("fatal", || serde_json::json!({"code": code}));
-        self.post_async_event(EVENT_DEVICE_FATAL, 0, code, 0);
+        self.post_async_event(EventType::DeviceFatal, 0, code, 0);
     }
 
     /// Queues an object for the device thread unless already queued.
@@ -503,9 +503,9 @@ impl DeviceCore {
         if self.port.state != state {
             self.port.state = state;
             let event = if up {
-                EVENT_PORT_ACTIVE
+                EventType::PortActive
             } else {
-                EVENT_PORT_DOWN
+                EventType::PortDown
             };
             self.post_async_event(event, 0, 1, 0);
         }

@@ -158,7 +158,7 @@ impl DeviceCore {
     /// Reports doorbell errors collected by the decoder (device thread).
     pub fn report_bad_doorbells(&mut self) {
         while let Some((ctx, value)) = self.pending_bad_doorbells.pop_front() {
-            self.post_async_event(EVENT_DOORBELL_ERROR, 0, ctx, value);
+            self.post_async_event(EventType::DoorbellError, 0, ctx, value);
         }
     }
 }

@@ -29,7 +29,9 @@ pub mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ferroce_hw::{CreateAhCmd, ModifyQpCmd, RegMrSeg, Sge, WqeCtrl};
+use ferroce_hw::{
+    CreateAhCmd, EventType, ModifyQpCmd, QpState, QpType, RegMrSeg, Sge, WcStatus, WqeCtrl,
+};
 use serde::Serialize;
 
 use crate::memory::DmaError;
@@ -40,8 +42,8 @@ use crate::objects::{GidEntry, MrError};
 pub struct SendWork {
     /// Global QPN.
     pub qpn: u32,
-    /// `QPT_*` of the QP.
-    pub qp_type: u8,
+    /// Type of the QP.
+    pub qp_type: QpType,
     /// Ring index of the WQE.
     pub index: u16,
     /// Control segment.
@@ -70,10 +72,10 @@ pub struct RecvWork {
 }
 
 /// What a receive completion reports (the fields of a receive CQE the engine knows).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct RecvCompletion {
-    /// `WC_*` status.
-    pub status: u8,
+    /// Status.
+    pub status: WcStatus,
     /// `CQE_OP_RECV` or `CQE_OP_RECV_RDMA_WITH_IMM`.
     pub opcode: u8,
     /// `CQE_FLAG_*`.
@@ -90,6 +92,23 @@ pub struct RecvCompletion {
     pub vlan: u16,
     /// `NET_HDR_*` (UD).
     pub network_hdr_type: u8,
+}
+
+impl Default for RecvCompletion {
+    /// A successful completion with every other field zero.
+    fn default() -> Self {
+        Self {
+            status: WcStatus::Success,
+            opcode: 0,
+            flags: 0,
+            byte_len: 0,
+            imm_or_inv: 0,
+            src_qpn: 0,
+            smac: [0; 6],
+            vlan: 0,
+            network_hdr_type: 0,
+        }
+    }
 }
 
 /// Why a host call failed.
@@ -136,7 +155,7 @@ pub trait EngineHost {
         &mut self,
         qpn: u32,
         index: u16,
-        status: u8,
+        status: WcStatus,
         byte_len: u32,
     ) -> Result<(), HostError>;
     /// Takes the next receive WQE of `qpn` (its RQ or SRQ); `None` if there is none (RNR).
@@ -153,14 +172,14 @@ pub trait EngineHost {
     fn fast_register(&mut self, pd: u32, seg: &RegMrSeg) -> Result<(), HostError>;
     /// Invalidates fast-registration MR `key` (LOCAL_INV, or SEND_WITH_INV at the responder).
     fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError>;
-    /// Raises an async event (`EVENT_*`) about object `data0`.
-    fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32);
+    /// Raises an async event about object `data0`.
+    fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32);
     /// GID table entry.
     fn gid(&self, index: u32) -> Option<GidEntry>;
     /// Address handle.
     fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
     /// QP attributes and state.
-    fn qp_attrs(&self, qpn: u32) -> Option<(u8, ModifyQpCmd)>;
+    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, ModifyQpCmd)>;
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
     /// The protection domain of a QP.
@@ -176,8 +195,8 @@ pub trait EngineHost {
         access: u32,
     ) -> Result<(), HostError>;
     /// Moves a QP to ERR after a transport error it detected as responder, with async event
-    /// `event_type` (`EVENT_QP_REQ_ERR`, `EVENT_QP_ACCESS_ERR`); outstanding WQEs are flushed.
-    fn qp_error(&mut self, qpn: u32, event_type: u8);
+    /// `event_type` (`EventType::QpReqErr`, `EventType::QpAccessErr`); outstanding WQEs are flushed.
+    fn qp_error(&mut self, qpn: u32, event_type: EventType);
     /// The port's active MTU (`MTU_*`), which bounds UD messages.
     fn port_mtu(&self) -> u8;
     /// Microseconds since the device started.
@@ -187,9 +206,9 @@ pub trait EngineHost {
 /// The transport engine.
 pub trait Engine: Send {
     /// A QP was created.
-    fn qp_created(&mut self, _qpn: u32, _qp_type: u8) {}
+    fn qp_created(&mut self, _qpn: u32, _qp_type: QpType) {}
     /// A QP was modified (attributes already stored; `state` is the new state).
-    fn qp_modified(&mut self, _qpn: u32, _state: u8, _attrs: &ModifyQpCmd) {}
+    fn qp_modified(&mut self, _qpn: u32, _state: QpState, _attrs: &ModifyQpCmd) {}
     /// A QP was destroyed or reset: forget its transport state.
     fn qp_destroyed(&mut self, _qpn: u32) {}
     /// New send work, in ring order.
@@ -241,7 +260,7 @@ pub enum StubRecord {
     QpModified {
         /// QPN.
         qpn: u32,
-        /// New state.
+        /// New state (its `QpState` encoding).
         state: u8,
     },
     /// `qp_destroyed`.
@@ -293,11 +312,12 @@ impl StubEngine {
 }
 
 impl Engine for StubEngine {
-    fn qp_created(&mut self, qpn: u32, _qp_type: u8) {
+    fn qp_created(&mut self, qpn: u32, _qp_type: QpType) {
         self.record(StubRecord::QpCreated { qpn }, None);
     }
 
-    fn qp_modified(&mut self, qpn: u32, state: u8, _attrs: &ModifyQpCmd) {
+    fn qp_modified(&mut self, qpn: u32, state: QpState, _attrs: &ModifyQpCmd) {
+        let state = state.into();
         self.record(StubRecord::QpModified { qpn, state }, None);
     }
 

@@ -151,7 +151,8 @@ impl DeviceCore {
     }
 
     /// Posts an async event on EQ 0 (dropped, and counted, if there is none).
-    pub fn post_async_event(&mut self, event_type: u8, subtype: u8, data0: u32, data1: u32) {
+    pub fn post_async_event(&mut self, event_type: EventType, subtype: u8, data0: u32, data1: u32) {
+        let event_type = u8::from(event_type);
         self.counters.inc(COUNTER_ASYNC_EVENTS);
         self.trace.event(
             "async_event",

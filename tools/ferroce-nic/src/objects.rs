@@ -381,10 +381,10 @@ pub struct WorkQueue {
 
 /// Queue pair.
 pub struct Qp {
-    /// `QPT_*`.
-    pub qp_type: u8,
-    /// `QPS_*`.
-    pub state: u8,
+    /// Type.
+    pub qp_type: QpType,
+    /// State.
+    pub state: QpState,
     /// PD tag.
     pub pd: u32,
     /// Send CQ.

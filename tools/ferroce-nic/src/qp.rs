@@ -28,9 +28,8 @@ impl DeviceCore {
 
     /// Creates a QP in RESET.
     pub fn create_qp(&mut self, cmd: &CreateQpCmd) -> Result<u32, CmdError> {
-        if !matches!(cmd.qp_type, QPT_RC | QPT_UD | QPT_GSI) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 56));
-        }
+        let qp_type =
+            QpType::try_from(cmd.qp_type).map_err(|_| CmdError::field(STATUS_BAD_PARAM, 56))?;
         if cmd.flags & !QP_FLAGS_VALID != 0 || cmd.rsvd != 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 61));
         }
@@ -41,7 +40,7 @@ impl DeviceCore {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
         }
         let has_srq = cmd.srqn != NONE;
-        if has_srq && (cmd.qp_type != QPT_RC || self.srqs.get(cmd.srqn).is_none()) {
+        if has_srq && (qp_type != QpType::Rc || self.srqs.get(cmd.srqn).is_none()) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 52));
         }
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
@@ -82,8 +81,8 @@ impl DeviceCore {
             })
         };
         let qp = Qp {
-            qp_type: cmd.qp_type,
-            state: QPS_RESET,
+            qp_type,
+            state: QpState::Reset,
             pd: cmd.pd,
             sq_cqn: cmd.sq_cqn,
             rq_cqn: cmd.rq_cqn,
@@ -106,7 +105,7 @@ impl DeviceCore {
             rq_notified: false,
             queued: false,
         };
-        let qpn = if cmd.qp_type == QPT_GSI {
+        let qpn = if qp_type == QpType::Gsi {
             if !self.qps.insert_at(GSI_QPN, qp) {
                 return Err(CmdError::new(STATUS_BUSY));
             }
@@ -161,22 +160,27 @@ impl DeviceCore {
     }
 
     /// Validates a modify command against the QP and returns the new state.
-    fn check_modify(&self, qp: &Qp, cmd: &ModifyQpCmd) -> Result<u8, CmdError> {
+    fn check_modify(&self, qp: &Qp, cmd: &ModifyQpCmd) -> Result<QpState, CmdError> {
         let mask = cmd.attr_mask;
         let bad = |offset: usize| Err(CmdError::field(STATUS_BAD_PARAM, offset));
         if mask & !QP_ATTR_VALID_MASK != 0 || cmd.rsvd != 0 {
             return bad(4);
         }
-        if mask & QP_ATTR_CUR_STATE != 0 && cmd.cur_state != QPS_ANY && cmd.cur_state != qp.state {
+        if mask & QP_ATTR_CUR_STATE != 0
+            && cmd.cur_state != QP_STATE_ANY
+            && QpState::from_raw(cmd.cur_state) != Some(qp.state)
+        {
             return Err(CmdError::field(STATUS_BAD_STATE, 9));
         }
+        // An undefined target state is refused like a forbidden transition.
+        let bad_state = CmdError::field(STATUS_BAD_STATE, 8);
         let new_state = if mask & QP_ATTR_STATE != 0 {
-            cmd.new_state
+            QpState::try_from(cmd.new_state).map_err(|_| bad_state)?
         } else {
             qp.state
         };
-        if new_state > QPS_ERR || !qp_transition_allowed(qp.state, new_state) {
-            return Err(CmdError::field(STATUS_BAD_STATE, 8));
+        if !qp.state.can_move_to(new_state) {
+            return Err(bad_state);
         }
         if mask & QP_ATTR_PATH_MTU != 0 && mtu_bytes(cmd.path_mtu).is_none() {
             return bad(10);
@@ -226,12 +230,12 @@ impl DeviceCore {
             return bad(68);
         }
         // Attributes an RC connection cannot do without.
-        if qp.qp_type == QPT_RC && mask & QP_ATTR_STATE != 0 {
+        if qp.qp_type == QpType::Rc && mask & QP_ATTR_STATE != 0 {
             let needed = match (qp.state, new_state) {
-                (QPS_INIT, QPS_RTR) => {
+                (QpState::Init, QpState::Rtr) => {
                     QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN
                 }
-                (QPS_RTR, QPS_RTS) => QP_ATTR_SQ_PSN,
+                (QpState::Rtr, QpState::Rts) => QP_ATTR_SQ_PSN,
                 _ => 0,
             };
             if mask & needed != needed {
@@ -242,7 +246,7 @@ impl DeviceCore {
     }
 
     /// Applies a modify command; returns the new state. The caller tells the engine.
-    pub fn modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<u8, CmdError> {
+    pub fn modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpState, CmdError> {
         let qp = self
             .qps
             .get(cmd.qpn)
@@ -255,7 +259,7 @@ impl DeviceCore {
         let old_state = qp.state;
         qp.state = new_state;
         match new_state {
-            QPS_RESET => {
+            QpState::Reset => {
                 qp.sq.pi = 0;
                 qp.sq.fetch = 0;
                 qp.sq.ci = 0;
@@ -270,13 +274,13 @@ impl DeviceCore {
                 qp.inflight.clear();
                 qp.pushed.clear();
             }
-            QPS_ERR if old_state != QPS_ERR => {
+            QpState::Err if old_state != QpState::Err => {
                 if qp.srqn != NONE {
-                    self.post_async_event(EVENT_QP_LAST_WQE_REACHED, 0, cmd.qpn, 0);
+                    self.post_async_event(EventType::QpLastWqeReached, 0, cmd.qpn, 0);
                 }
                 self.queue_work(Work::Qp(cmd.qpn));
             }
-            QPS_RTS => self.queue_work(Work::Qp(cmd.qpn)),
+            QpState::Rts => self.queue_work(Work::Qp(cmd.qpn)),
             _ => {}
         }
         Ok(new_state)
@@ -285,9 +289,9 @@ impl DeviceCore {
     /// Moves a QP to ERR after a fatal WQE problem and reports it.
     pub fn qp_fatal(&mut self, qpn: u32, detail: u8) {
         if let Some(qp) = self.qps.get_mut(qpn) {
-            if qp.state != QPS_ERR {
-                qp.state = QPS_ERR;
-                self.post_async_event(EVENT_QP_FATAL, detail, qpn, 0);
+            if qp.state != QpState::Err {
+                qp.state = QpState::Err;
+                self.post_async_event(EventType::QpFatal, detail, qpn, 0);
             }
             self.queue_work(Work::Qp(qpn));
         }
@@ -302,7 +306,7 @@ impl DeviceCore {
         }
     }
 
-    /// Completes every outstanding WQE of a QP in ERR with `WC_WR_FLUSH_ERR`.
+    /// Completes every outstanding WQE of a QP in ERR with `WcStatus::WrFlushErr`.
     pub fn flush_qp(&mut self, qpn: u32) {
         let Some(qp) = self.qps.get_mut(qpn) else {
             return;
@@ -328,7 +332,7 @@ impl DeviceCore {
                 qpn,
                 wqe_index: index,
                 opcode: cqe_opcode_for_send(opcode),
-                status: WC_WR_FLUSH_ERR,
+                status: WcStatus::WrFlushErr.into(),
                 ..Cqe::default()
             };
             if self.write_cqe(sq_cqn, cqe).is_err() {
@@ -361,7 +365,7 @@ impl DeviceCore {
                 qpn,
                 wqe_index: index,
                 opcode: CQE_OP_RECV,
-                status: WC_WR_FLUSH_ERR,
+                status: WcStatus::WrFlushErr.into(),
                 ..Cqe::default()
             };
             index = index.wrapping_add(1);
@@ -494,7 +498,7 @@ impl DeviceCore {
         let (wr_id, sges) = match self.read_recv_wqe(&buf, ci) {
             Ok(wqe) => wqe,
             Err(detail) => {
-                self.post_async_event(EVENT_SRQ_ERR, detail, srqn, 0);
+                self.post_async_event(EventType::SrqErr, detail, srqn, 0);
                 return None;
             }
         };
@@ -502,7 +506,7 @@ impl DeviceCore {
         srq.ci = ci.wrapping_add(1);
         if limit > 0 && buf.ring.used(pi, srq.ci) < limit {
             srq.limit = 0;
-            self.post_async_event(EVENT_SRQ_LIMIT, 0, srqn, 0);
+            self.post_async_event(EventType::SrqLimit, 0, srqn, 0);
         }
         Some(RecvWork {
             index: ci,
@@ -574,14 +578,14 @@ impl Device {
         };
         qp.queued = false;
         let state = qp.state;
-        if state == QPS_ERR {
+        if state == QpState::Err {
             self.core.flush_qp(qpn);
             return;
         }
-        if std::mem::take(&mut qp.rq_notified) && state >= QPS_INIT {
+        if std::mem::take(&mut qp.rq_notified) && state >= QpState::Init {
             self.engine.recv_posted(&mut self.core, qpn);
         }
-        if state != QPS_RTS {
+        if state != QpState::Rts {
             return;
         }
         for _ in 0..FETCH_BUDGET {

@@ -41,7 +41,7 @@ fn reset_drops_every_object() {
     g.bring_up();
     let eqn = g.create_ceq(4, 2);
     let cq = GuestCq::create(&mut g, eqn, 4);
-    let _qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
+    let _qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
     assert_eq!(g.dev.core.qps.len(), 1);
     g.reset();
     assert!(g.dev.core.qps.is_empty());
@@ -112,9 +112,9 @@ fn every_command_round_trips() {
     g.ok(&ModifySrqCmd { srqn, limit: 4 });
 
     // QPs: RC with SRQ, UD, GSI (fixed QPN 1).
-    let rc = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, srqn);
-    let ud = GuestQp::create(&mut g, QPT_UD, cq.cqn, cq.cqn, NONE);
-    let gsi = GuestQp::create(&mut g, QPT_GSI, cq.cqn, cq.cqn, NONE);
+    let rc = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, srqn);
+    let ud = GuestQp::create(&mut g, QpType::Ud, cq.cqn, cq.cqn, NONE);
+    let gsi = GuestQp::create(&mut g, QpType::Gsi, cq.cqn, cq.cqn, NONE);
     assert_eq!(gsi.qpn, GSI_QPN);
     assert!(rc.qpn >= FIRST_QPN && ud.qpn >= FIRST_QPN && rc.qpn != ud.qpn);
     rc.connect(&mut g);
@@ -123,12 +123,19 @@ fn every_command_round_trips() {
     assert_eq!(c.status, STATUS_OK);
     assert_eq!(
         c.reply::<QueryQpCmd>(),
-        Some(QpStateReply { state: QPS_RTS })
+        Some(QpStateReply {
+            state: QpState::Rts
+        })
     );
     let image = ModifyQpCmd::read_from(&g.read(out, ModifyQpCmd::SIZE)).expect("image");
     assert_eq!(
-        (image.qpn, image.new_state, image.dest_qpn, image.path_mtu),
-        (rc.qpn, QPS_RTS, 0x12, MTU_1024)
+        (
+            image.qpn,
+            QpState::try_from(image.new_state),
+            image.dest_qpn,
+            image.path_mtu
+        ),
+        (rc.qpn, Ok(QpState::Rts), 0x12, MTU_1024)
     );
 
     // MRs: contiguous, page list, all memory, fast registration.
@@ -312,8 +319,8 @@ fn command_completion_raises_the_command_eq_vector() {
     let eqes = g.poll_eq(EQN_CMD);
     assert_eq!(eqes.len(), 1);
     assert_eq!(
-        (eqes[0].event_type, eqes[0].data0),
-        (EVENT_CMD_DONE, g.token)
+        (EventType::try_from(eqes[0].event_type), eqes[0].data0),
+        (Ok(EventType::CmdDone), g.token)
     );
     // Armed: the next command completion interrupts once, then it is disarmed.
     g.arm_eq(EQN_CMD);
@@ -340,8 +347,12 @@ fn async_events_for_port_changes() {
     g.dev.core.request_port_state(true);
     g.run();
     assert_eq!(g.irq.take(), vec![AEQ_VECTOR as u16]);
-    let events: Vec<u8> = g.poll_eq(EQN_ASYNC).iter().map(|e| e.event_type).collect();
-    assert_eq!(events, [EVENT_PORT_DOWN, EVENT_PORT_ACTIVE]);
+    let events: Vec<_> = g
+        .poll_eq(EQN_ASYNC)
+        .iter()
+        .map(|e| EventType::try_from(e.event_type))
+        .collect();
+    assert_eq!(events, [Ok(EventType::PortDown), Ok(EventType::PortActive)]);
 }
 
 #[test]
@@ -448,8 +459,8 @@ fn cq_doorbell_record_tracks_the_consumer_and_detects_overrun() {
     assert!(g.dev.core.write_cqe(cq.cqn, cqe(6)).is_err(), "overrun");
     let events = g.poll_eq(EQN_ASYNC);
     assert_eq!(
-        (events[0].event_type, events[0].data0),
-        (EVENT_CQ_ERROR, cq.cqn)
+        (EventType::try_from(events[0].event_type), events[0].data0),
+        (Ok(EventType::CqError), cq.cqn)
     );
     assert!(
         g.dev.core.write_cqe(cq.cqn, cqe(7)).is_err(),
@@ -564,8 +575,12 @@ fn cq_arm_next_solicited_and_moderation() {
         .expect("cqe");
     let events = g.poll_eq(eqn);
     assert_eq!(
-        (events.len(), events[0].event_type, events[0].data0),
-        (1, EVENT_COMPLETION, cq.cqn)
+        (
+            events.len(),
+            EventType::try_from(events[0].event_type),
+            events[0].data0
+        ),
+        (1, Ok(EventType::Completion), cq.cqn)
     );
     cq.poll(&g);
     // Moderation by count: one event per 3 CQEs.
@@ -659,7 +674,7 @@ fn send_doorbells_fetch_batch_inline_and_push() {
     g.bring_up();
     let eqn = g.create_ceq(4, 2);
     let mut cq = GuestCq::create(&mut g, eqn, 7);
-    let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
+    let mut qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
     let rdma = roce::rdma_seg(0x9000, 0x1234);
     let sge = Sge {
@@ -749,22 +764,30 @@ fn send_doorbells_fetch_batch_inline_and_push() {
     // The engine completes the first 10 in one call: 10 CQEs in order.
     g.dev
         .core
-        .complete_send(qp.qpn, 9, WC_SUCCESS, 0)
+        .complete_send(qp.qpn, 9, WcStatus::Success, 0)
         .expect("complete");
     let done: Vec<u64> = cq.poll(&g).iter().map(|c| c.wr_id).collect();
     assert_eq!(done, (0..10).collect::<Vec<_>>());
     // An error completion moves the QP to ERR and flushes everything else.
     g.dev
         .core
-        .complete_send(qp.qpn, 10, WC_REM_ACCESS_ERR, 0)
+        .complete_send(qp.qpn, 10, WcStatus::RemAccessErr, 0)
         .expect("complete");
     g.run();
     let rest = cq.poll(&g);
-    assert_eq!((rest[0].wr_id, rest[0].status), (10, WC_REM_ACCESS_ERR));
-    assert!(rest[1..].iter().all(|c| c.status == WC_WR_FLUSH_ERR));
+    assert_eq!(
+        (rest[0].wr_id, WcStatus::try_from(rest[0].status)),
+        (10, Ok(WcStatus::RemAccessErr))
+    );
+    assert!(rest[1..]
+        .iter()
+        .all(|c| WcStatus::try_from(c.status) == Ok(WcStatus::WrFlushErr)));
     assert_eq!(rest.len(), 1 + 21 + 2);
     assert_eq!(rest.last().map(|c| c.wr_id), Some(200));
-    assert_eq!(g.dev.core.qps.get(qp.qpn).map(|q| q.state), Some(QPS_ERR));
+    assert_eq!(
+        g.dev.core.qps.get(qp.qpn).map(|q| q.state),
+        Some(QpState::Err)
+    );
 }
 
 #[test]
@@ -773,7 +796,7 @@ fn receive_queue_by_doorbell_record_and_flush() {
     g.bring_up();
     let eqn = g.create_ceq(4, 2);
     let mut cq = GuestCq::create(&mut g, eqn, 6);
-    let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
+    let mut qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
     assert!(
         g.dev.core.take_recv(qp.qpn).expect("rq").is_none(),
@@ -817,18 +840,27 @@ fn receive_queue_by_doorbell_record_and_flush() {
     );
     // To ERR: the 4 remaining receives flush.
     assert_eq!(
-        GuestQp::modify(&mut g, qp.qpn, QPS_ERR, 0).status,
+        GuestQp::modify(&mut g, qp.qpn, QpState::Err, 0).status,
         STATUS_OK
     );
     g.run();
-    let flushed: Vec<(u64, u8)> = cq.poll(&g).iter().map(|c| (c.wr_id, c.status)).collect();
+    let flushed: Vec<_> = cq
+        .poll(&g)
+        .iter()
+        .map(|c| (c.wr_id, WcStatus::try_from(c.status)))
+        .collect();
     assert_eq!(
         flushed,
-        (1..5).map(|w| (w, WC_WR_FLUSH_ERR)).collect::<Vec<_>>()
+        (1..5)
+            .map(|w| (w, Ok(WcStatus::WrFlushErr)))
+            .collect::<Vec<_>>()
     );
     // Posting to a QP in ERR completes with flush at once.
     qp.post_send_noop(&mut g);
-    assert_eq!(cq.poll(&g)[0].status, WC_WR_FLUSH_ERR);
+    assert_eq!(
+        WcStatus::try_from(cq.poll(&g)[0].status),
+        Ok(WcStatus::WrFlushErr)
+    );
 }
 
 trait NoopSend {
@@ -870,7 +902,7 @@ fn srq_limit_event() {
             ..CreateSrqCmd::default()
         })
         .srqn;
-    let qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, srqn);
+    let qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, srqn);
     qp.connect(&mut g);
     for i in 0..3u64 {
         let mut wqe = vec![0u8; 64];
@@ -901,8 +933,8 @@ fn srq_limit_event() {
     g.dev.core.take_recv(qp.qpn).expect("srq").expect("wqe");
     let events = g.poll_eq(EQN_ASYNC);
     assert_eq!(
-        (events[0].event_type, events[0].data0),
-        (EVENT_SRQ_LIMIT, srqn)
+        (EventType::try_from(events[0].event_type), events[0].data0),
+        (Ok(EventType::SrqLimit), srqn)
     );
     // Disarmed after firing.
     g.dev.core.take_recv(qp.qpn).expect("srq").expect("wqe");
@@ -916,7 +948,7 @@ fn qid_translation_confines_user_contexts() {
     g.bring_up();
     let eqn = g.create_ceq(4, 2);
     let cq = GuestCq::create(&mut g, eqn, 6);
-    let mut qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
+    let mut qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
     let ctx = g.ok(&AllocCtxCmd::default()).ctx as usize;
     g.ok(&MapQidCmd {
@@ -945,7 +977,9 @@ fn qid_translation_confines_user_contexts() {
     qp.ring_sq(&mut g, ctx + 1, 9);
     assert_eq!(g.counters.get(COUNTER_BAD_DOORBELLS) - bad, 2);
     let events = g.poll_eq(EQN_ASYNC);
-    assert!(events.iter().all(|e| e.event_type == EVENT_DOORBELL_ERROR));
+    assert!(events
+        .iter()
+        .all(|e| EventType::try_from(e.event_type) == Ok(EventType::DoorbellError)));
     assert_eq!(events.len(), 2);
     // A CQ arm through a QP mapping is refused (kind mismatch).
     g.w32(
@@ -959,7 +993,7 @@ fn qid_translation_confines_user_contexts() {
     assert_eq!(g.counters.get(COUNTER_BAD_DOORBELLS) - bad, 3);
     // Destroying the QP removes its mapping, so a reused QPN is unreachable from the context.
     assert_eq!(
-        GuestQp::modify(&mut g, qp.qpn, QPS_RESET, 0).status,
+        GuestQp::modify(&mut g, qp.qpn, QpState::Reset, 0).status,
         STATUS_OK
     );
     g.ok(&DestroyQpCmd {
@@ -1057,8 +1091,10 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     assert_ne!(g.r32(REG_DEV_STATUS) & STATUS_FATAL, 0);
     assert_eq!(g.r32(REG_FATAL_CODE), FATAL_INJECTED);
     assert_eq!(
-        g.poll_eq(EQN_ASYNC).last().map(|e| e.event_type),
-        Some(EVENT_DEVICE_FATAL)
+        g.poll_eq(EQN_ASYNC)
+            .last()
+            .map(|e| EventType::try_from(e.event_type)),
+        Some(Ok(EventType::DeviceFatal))
     );
     g.reset();
     assert_eq!(g.r32(REG_DEV_STATUS) & STATUS_FATAL, 0);

@@ -18,7 +18,7 @@ fn populated() -> (Guest, GuestCq, GuestQp) {
     g.bring_up();
     let eqn = g.create_ceq(4, 2);
     let cq = GuestCq::create(&mut g, eqn, 4);
-    let qp = GuestQp::create(&mut g, QPT_RC, cq.cqn, cq.cqn, NONE);
+    let qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
     (g, cq, qp)
 }
@@ -135,7 +135,7 @@ proptest! {
         g.write_u32(qp.dbrec + 4, rq_pi);
         let _ = g.dev.core.take_recv(qp.qpn);
         let _ = g.dev.core.write_cqe(cq.cqn, Cqe::default());
-        let _ = g.dev.core.complete_send(qp.qpn, sq_index, WC_SUCCESS, 0);
+        let _ = g.dev.core.complete_send(qp.qpn, sq_index, WcStatus::Success, 0);
         // EQ doorbell with a consumer beyond the producer, for every EQ number.
         for eqn in [0u8, 1, 2, 200] {
             g.w32(REG_EQ_DB, EqDoorbell { eqn, ci: eq_ci, arm: true }.encode());
@@ -191,7 +191,7 @@ proptest! {
         inline in any::<bool>(),
         len in 0u32..1500,
     ) {
-        let (qp_type, qkey) = if gsi { (QPT_GSI, 0x8001_0000) } else { (QPT_UD, 0x1111) };
+        let (qp_type, qkey) = if gsi { (QpType::Gsi, 0x8001_0000) } else { (QpType::Ud, 0x1111) };
         let (pa, pb) = back_to_back();
         let mut a = Node::new(1, 1 << 16, pa);
         let mut b = Node::new(2, 1 << 16, pb);
@@ -241,12 +241,12 @@ proptest! {
             a.g.dev.process();
             b.g.dev.process();
         }
-        let expected = if av_usable(&av) { WC_SUCCESS } else { WC_LOC_QP_OP_ERR };
+        let expected = if av_usable(&av) { WcStatus::Success } else { WcStatus::LocQpOpErr };
         let ca = a.cq.poll(&a.g);
-        prop_assert_eq!(ca.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, expected)], "{:?}", av);
+        prop_assert_eq!(ca.iter().map(|c| (c.wr_id, c.wc_status())).collect::<Vec<_>>(), vec![(1, expected)], "{:?}", av);
         let cb = b.cq.poll(&b.g);
-        prop_assert!(cb.iter().all(|c| c.status == WC_SUCCESS), "{:?}", cb);
-        if fix == u8::MAX && expected == WC_SUCCESS {
+        prop_assert!(cb.iter().all(|c| c.wc_status() == WcStatus::Success), "{:?}", cb);
+        if fix == u8::MAX && expected == WcStatus::Success {
             // Addressed to the peer's QP from a GID it can answer: it arrives.
             prop_assert_eq!(cb.iter().map(|c| c.byte_len).collect::<Vec<_>>(), vec![len + 40]);
         }
@@ -331,13 +331,20 @@ fn malformed_wqes_move_the_qp_to_error_with_an_event() {
         qp.ring_sq(&mut g, 0, qp.qpn as u16);
         let events = g.poll_eq(EQN_ASYNC);
         assert_eq!(
-            (events[0].event_type, events[0].subtype, events[0].data0),
-            (EVENT_QP_FATAL, detail, qp.qpn)
+            (
+                EventType::try_from(events[0].event_type),
+                events[0].subtype,
+                events[0].data0
+            ),
+            (Ok(EventType::QpFatal), detail, qp.qpn)
         );
-        assert_eq!(cq.poll(&g).last().map(|c| c.status), Some(WC_WR_FLUSH_ERR));
+        assert_eq!(
+            cq.poll(&g).last().map(|c| c.wc_status()),
+            Some(WcStatus::WrFlushErr)
+        );
         // Back to RTS for the next case.
         assert_eq!(
-            GuestQp::modify(&mut g, qp.qpn, QPS_RESET, 0).status,
+            GuestQp::modify(&mut g, qp.qpn, QpState::Reset, 0).status,
             STATUS_OK
         );
         qp.sq_pi = 0;

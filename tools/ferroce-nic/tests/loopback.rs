@@ -8,6 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::roce::*;
+use common::CqeStatus;
 use ferroce_hw::*;
 use ferroce_nic::engine::faults::{FaultConfig, FaultDirection};
 use ferroce_nic::engine::wire::LOOPBACK_CAPACITY;
@@ -27,10 +28,13 @@ fn transfer_all_kinds(s: &mut Solo, len: usize, seed: u64) {
         s.qb.post_recv(&mut s.n, 500 + i as u64, b_dst, n);
         s.qa.post(&mut s.n, 100 + i as u64, opcode, a_src, n, &[0; 40], 0x1234);
         let (ca, cb) = s.wait_cqes(1, 1);
-        assert_eq!((ca[0].wr_id, ca[0].status), (100 + i as u64, WC_SUCCESS));
         assert_eq!(
-            (cb[0].wr_id, cb[0].status, cb[0].opcode, cb[0].byte_len),
-            (500 + i as u64, WC_SUCCESS, CQE_OP_RECV, n)
+            (ca[0].wr_id, ca[0].wc_status()),
+            (100 + i as u64, WcStatus::Success)
+        );
+        assert_eq!(
+            (cb[0].wr_id, cb[0].wc_status(), cb[0].opcode, cb[0].byte_len),
+            (500 + i as u64, WcStatus::Success, CQE_OP_RECV, n)
         );
         if opcode == WR_SEND_WITH_IMM {
             assert_eq!(cb[0].imm_or_inv, 0x1234);
@@ -52,8 +56,8 @@ fn transfer_all_kinds(s: &mut Solo, len: usize, seed: u64) {
         s.qb.post(&mut s.n, 200 + i as u64, opcode, b_src, n, &seg, 0xcafe);
         let (ca, cb) = s.wait_cqes(usize::from(imm), 1);
         assert_eq!(
-            (cb[0].status, cb[0].opcode),
-            (WC_SUCCESS, CQE_OP_RDMA_WRITE)
+            (cb[0].wc_status(), cb[0].opcode),
+            (WcStatus::Success, CQE_OP_RDMA_WRITE)
         );
         if imm {
             assert_eq!(
@@ -69,8 +73,8 @@ fn transfer_all_kinds(s: &mut Solo, len: usize, seed: u64) {
     s.qa.post(&mut s.n, 300, WR_RDMA_READ, a_dst, n, &seg, 0);
     let (ca, _) = s.wait_cqes(1, 0);
     assert_eq!(
-        (ca[0].status, ca[0].opcode, ca[0].byte_len),
-        (WC_SUCCESS, CQE_OP_RDMA_READ, n)
+        (ca[0].wc_status(), ca[0].opcode, ca[0].byte_len),
+        (WcStatus::Success, CQE_OP_RDMA_READ, n)
     );
     assert!(s.n.g.read(a_dst, len) == data, "READ of {len} bytes");
 
@@ -79,7 +83,7 @@ fn transfer_all_kinds(s: &mut Solo, len: usize, seed: u64) {
     let seg = atomic_seg(target, key, 7, seed);
     s.qa.post(&mut s.n, 400, WR_ATOMIC_CMP_SWAP, result, 8, &seg, 0);
     let (ca, _) = s.wait_cqes(1, 0);
-    assert_eq!((ca[0].status, ca[0].byte_len), (WC_SUCCESS, 8));
+    assert_eq!((ca[0].wc_status(), ca[0].byte_len), (WcStatus::Success, 8));
     assert_eq!(s.n.g.read(result, 8), 7u64.to_le_bytes());
     assert_eq!(s.n.g.read(target, 8), seed.to_le_bytes());
 }
@@ -127,7 +131,10 @@ fn looped_frames_are_traced_as_tx_and_rx() {
     s.qb.post_recv(&mut s.n, 1, dst, 4096);
     s.qa.post(&mut s.n, 2, WR_SEND, src, 3000, &[0; 40], 0);
     let (ca, cb) = s.wait_cqes(1, 1);
-    assert_eq!((ca[0].status, cb[0].status), (WC_SUCCESS, WC_SUCCESS));
+    assert_eq!(
+        (ca[0].wc_status(), cb[0].wc_status()),
+        (WcStatus::Success, WcStatus::Success)
+    );
     s.n.trace.stop().expect("trace");
     let text = std::fs::read_to_string(&path).expect("read trace");
     let _ = std::fs::remove_file(&path);
@@ -150,12 +157,12 @@ fn looped_frames_are_traced_as_tx_and_rx() {
 #[test]
 fn ud_to_self() {
     for (qp_type, qkey, sgid_index, hdr) in [
-        (QPT_UD, 0x1111, 3, NET_HDR_IPV4),
-        (QPT_UD, 0x1111, 1, NET_HDR_IPV6),
-        (QPT_UD, 0x1111, 0, NET_HDR_GRH),
-        (QPT_GSI, 0x8001_0000, 3, NET_HDR_IPV4),
+        (QpType::Ud, 0x1111, 3, NET_HDR_IPV4),
+        (QpType::Ud, 0x1111, 1, NET_HDR_IPV6),
+        (QpType::Ud, 0x1111, 0, NET_HDR_GRH),
+        (QpType::Gsi, 0x8001_0000, 3, NET_HDR_IPV4),
     ] {
-        let what = format!("type {qp_type} GID {sgid_index}");
+        let what = format!("type {qp_type:?} GID {sgid_index}");
         let (port, wire) = ferroce_nic::engine::wire::back_to_back();
         let mut n = Node::new(1, MIB, port);
         let mut qa = Qp::create(&mut n, qp_type);
@@ -188,15 +195,15 @@ fn ud_to_self() {
         assert_eq!(cqes.len(), 2, "{what}: {cqes:?}");
         let send = cqes.iter().find(|c| c.wr_id == 1).expect("send CQE");
         let recv = cqes.iter().find(|c| c.wr_id == 7).expect("receive CQE");
-        assert_eq!(send.status, WC_SUCCESS, "{what}");
+        assert_eq!(send.wc_status(), WcStatus::Success, "{what}");
         assert_eq!(
             (
-                recv.status,
+                recv.wc_status(),
                 recv.byte_len,
                 recv.src_qpn,
                 recv.network_hdr_type
             ),
-            (WC_SUCCESS, 1040, qa.qpn, hdr),
+            (WcStatus::Success, 1040, qa.qpn, hdr),
             "{what}"
         );
         assert_eq!((recv.imm_or_inv, recv.smac), (0xabcd, n.mac), "{what}");
@@ -204,8 +211,8 @@ fn ud_to_self() {
 
         // A second QP, through an inline address vector: a burst of 200 datagrams, one
         // doorbell's worth of work at a time, all received.
-        if qp_type == QPT_UD {
-            let mut qb = Qp::create(&mut n, QPT_UD);
+        if qp_type == QpType::Ud {
+            let mut qb = Qp::create(&mut n, QpType::Ud);
             qb.activate_ud(&mut n, qkey);
             let av = av_to(&n, sgid_index, qb.qpn, qkey);
             for i in 0..200u64 {
@@ -219,7 +226,7 @@ fn ud_to_self() {
             let cqes = n.cq.poll(&n.g);
             let received = cqes
                 .iter()
-                .filter(|c| c.qpn == qb.qpn && c.status == WC_SUCCESS)
+                .filter(|c| c.qpn == qb.qpn && c.wc_status() == WcStatus::Success)
                 .count();
             assert_eq!(received, 200, "{what}");
             assert_eq!(cqes.len(), 400, "{what}");
@@ -277,7 +284,7 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
     let (port, wire) = ferroce_nic::engine::wire::back_to_back();
     let mut n = Node::new(1, MIB, port);
     let qkey = 0x1111;
-    let mut qps: Vec<Qp> = (0..QPS).map(|_| Qp::create(&mut n, QPT_UD)).collect();
+    let mut qps: Vec<Qp> = (0..QPS).map(|_| Qp::create(&mut n, QpType::Ud)).collect();
     let dst = n.buf + 65536;
     for (q, qp) in qps.iter_mut().enumerate() {
         qp.activate_ud(&mut n, qkey);
@@ -315,7 +322,7 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
     assert_eq!(sent.len(), total);
     assert!(sent
         .iter()
-        .all(|c| c.status == WC_SUCCESS && c.wr_id >= 10_000));
+        .all(|c| c.wc_status() == WcStatus::Success && c.wr_id >= 10_000));
     assert!(n.g.dev.engine.busy(), "the datagrams are held");
     let drops = n.counter(COUNTER_DROPS);
     // The last datagram is released by `all_sent + hold`.
@@ -326,7 +333,7 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
     assert_eq!(received.len(), LOOPBACK_CAPACITY);
     assert!(received
         .iter()
-        .all(|c| c.status == WC_SUCCESS && c.wr_id < 10_000));
+        .all(|c| c.wc_status() == WcStatus::Success && c.wr_id < 10_000));
     assert_eq!(
         n.counter(COUNTER_DROPS) - drops,
         (total - LOOPBACK_CAPACITY) as u64
@@ -342,7 +349,7 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
     n.g.dev.process_all();
     let cqes = n.cq.poll(&n.g);
     assert_eq!(cqes.len(), 2, "{cqes:?}");
-    assert!(cqes.iter().all(|c| c.status == WC_SUCCESS));
+    assert!(cqes.iter().all(|c| c.wc_status() == WcStatus::Success));
 }
 
 /// The hardware documentation states the queue's size.

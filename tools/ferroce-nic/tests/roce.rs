@@ -5,6 +5,7 @@
 mod common;
 
 use common::roce::*;
+use common::CqeStatus;
 use ferroce_hw::*;
 
 fn conn(mtu: u8) -> Conn {
@@ -37,11 +38,14 @@ fn transfer_all_kinds(p: &mut Pair, len: usize, seed: u64) {
         );
         let (ca, cb) = p.wait_cqes(1, 1);
         assert_eq!(
-            (ca[0].wr_id, ca[0].status),
-            (100 + i as u64, WC_SUCCESS),
+            (ca[0].wr_id, ca[0].wc_status()),
+            (100 + i as u64, WcStatus::Success),
             "{len}"
         );
-        assert_eq!((cb[0].wr_id, cb[0].status), (500 + i as u64, WC_SUCCESS));
+        assert_eq!(
+            (cb[0].wr_id, cb[0].wc_status()),
+            (500 + i as u64, WcStatus::Success)
+        );
         assert_eq!((cb[0].opcode, cb[0].byte_len), (CQE_OP_RECV, n));
         if opcode == WR_SEND_WITH_IMM {
             assert_eq!(cb[0].flags & CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_IMM);
@@ -64,8 +68,8 @@ fn transfer_all_kinds(p: &mut Pair, len: usize, seed: u64) {
         p.qa.post(&mut p.a, 200 + i as u64, opcode, a_src, n, &seg, 0xcafe);
         let (ca, cb) = p.wait_cqes(1, usize::from(imm));
         assert_eq!(
-            (ca[0].status, ca[0].opcode),
-            (WC_SUCCESS, CQE_OP_RDMA_WRITE)
+            (ca[0].wc_status(), ca[0].opcode),
+            (WcStatus::Success, CQE_OP_RDMA_WRITE)
         );
         if imm {
             assert_eq!(
@@ -82,8 +86,8 @@ fn transfer_all_kinds(p: &mut Pair, len: usize, seed: u64) {
     p.qa.post(&mut p.a, 300, WR_RDMA_READ, a_dst, n, &seg, 0);
     let (ca, _) = p.wait_cqes(1, 0);
     assert_eq!(
-        (ca[0].status, ca[0].opcode, ca[0].byte_len),
-        (WC_SUCCESS, CQE_OP_RDMA_READ, n)
+        (ca[0].wc_status(), ca[0].opcode, ca[0].byte_len),
+        (WcStatus::Success, CQE_OP_RDMA_READ, n)
     );
     assert!(p.a.g.read(a_dst, len) == data, "READ of {len} bytes");
 }
@@ -163,7 +167,7 @@ fn chain_of_32_wrs_one_doorbell_inline_and_push() {
         ca.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
         (0..32).collect::<Vec<_>>()
     );
-    assert!(ca.iter().all(|c| c.status == WC_SUCCESS));
+    assert!(ca.iter().all(|c| c.wc_status() == WcStatus::Success));
     assert!(p.b.g.read(b_dst, 32 * 4096) == data);
 
     // Inline SENDs: no payload DMA read at the sender.
@@ -182,7 +186,10 @@ fn chain_of_32_wrs_one_doorbell_inline_and_push() {
     }
     p.qa.ring(&mut p.a);
     let (ca, cb) = p.wait_cqes(8, 8);
-    assert!(ca.iter().chain(&cb).all(|c| c.status == WC_SUCCESS));
+    assert!(ca
+        .iter()
+        .chain(&cb)
+        .all(|c| c.wc_status() == WcStatus::Success));
     assert_eq!(
         p.a.counter(COUNTER_PAYLOAD_DMA_READS),
         reads,
@@ -246,8 +253,8 @@ fn atomics_compare_swap_and_fetch_add() {
         p.qa.post(&mut p.a, wr_id, opcode, result, 8, &seg, 0);
         let (ca, _) = p.wait_cqes(1, 0);
         assert_eq!(
-            (ca[0].wr_id, ca[0].status, ca[0].byte_len),
-            (wr_id, WC_SUCCESS, 8)
+            (ca[0].wr_id, ca[0].wc_status(), ca[0].byte_len),
+            (wr_id, WcStatus::Success, 8)
         );
         assert_eq!(u64_at(&p, false, result), original, "wr {wr_id}");
         assert_eq!(u64_at(&p, true, target), after, "wr {wr_id}");
@@ -256,12 +263,12 @@ fn atomics_compare_swap_and_fetch_add() {
     let seg = atomic_seg(target + 4, key, 0, 0);
     p.qa.post(&mut p.a, 9, WR_ATOMIC_FETCH_ADD, result, 8, &seg, 0);
     let (ca, _) = p.wait_cqes(1, 0);
-    assert_eq!(ca[0].status, WC_REM_INV_REQ_ERR);
+    assert_eq!(ca[0].wc_status(), WcStatus::RemInvReqErr);
     assert_eq!(u64_at(&p, true, target), 18);
 }
 
 /// A UD or GSI QP on each node, and an AH on `a` towards `b` from GID `sgid_index`.
-fn datagram_pair(qp_type: u8, qkey: u32, sgid_index: u8) -> (Node, Node, Qp, Qp, u32) {
+fn datagram_pair(qp_type: QpType, qkey: u32, sgid_index: u8) -> (Node, Node, Qp, Qp, u32) {
     let (pa, pb) = ferroce_nic::engine::wire::back_to_back();
     let mut a = Node::new(1, MIB, pa);
     let mut b = Node::new(2, MIB, pb);
@@ -293,10 +300,10 @@ fn pump(a: &mut Node, b: &mut Node, rounds: usize) {
 #[test]
 fn ud_and_gsi_datagrams() {
     for (qp_type, qkey, sgid_index, hdr) in [
-        (QPT_UD, 0x1111, 3, NET_HDR_IPV4),
-        (QPT_UD, 0x1111, 1, NET_HDR_IPV6),
-        (QPT_UD, 0x1111, 0, NET_HDR_GRH),
-        (QPT_GSI, 0x8001_0000, 3, NET_HDR_IPV4),
+        (QpType::Ud, 0x1111, 3, NET_HDR_IPV4),
+        (QpType::Ud, 0x1111, 1, NET_HDR_IPV6),
+        (QpType::Ud, 0x1111, 0, NET_HDR_GRH),
+        (QpType::Gsi, 0x8001_0000, 3, NET_HDR_IPV4),
     ] {
         let (mut a, mut b, mut qa, mut qb, ah) = datagram_pair(qp_type, qkey, sgid_index);
         let data = a.fill(a.buf, 1000, 3);
@@ -317,12 +324,12 @@ fn ud_and_gsi_datagrams() {
         pump(&mut a, &mut b, 4);
         let ca = a.cq.poll(&a.g);
         let cb = b.cq.poll(&b.g);
-        assert_eq!((ca.len(), ca[0].status), (1, WC_SUCCESS));
-        assert_eq!(cb.len(), 1, "type {qp_type} GID {sgid_index}");
+        assert_eq!((ca.len(), ca[0].wc_status()), (1, WcStatus::Success));
+        assert_eq!(cb.len(), 1, "type {qp_type:?} GID {sgid_index}");
         let c = cb[0];
         assert_eq!(
-            (c.status, c.byte_len, c.src_qpn),
-            (WC_SUCCESS, 1040, qa.qpn)
+            (c.wc_status(), c.byte_len, c.src_qpn),
+            (WcStatus::Success, 1040, qa.qpn)
         );
         assert_eq!(c.network_hdr_type, hdr);
         assert_eq!(
@@ -367,15 +374,15 @@ fn ud_and_gsi_datagrams() {
 fn ud_and_gsi_sends_with_an_inline_address_vector() {
     // (QP type, Q_Key, source GID, header, traffic class, hop limit, flow label)
     for (qp_type, qkey, sgid_index, hdr, tc, hop, fl) in [
-        (QPT_UD, 0x1111, 3, NET_HDR_IPV4, 0x00, 64, 0),
-        (QPT_UD, 0x1111, 3, NET_HDR_IPV4, 0xb9, 9, 0x0_0042),
-        (QPT_UD, 0x1111, 1, NET_HDR_IPV6, 0xb8, 7, 0xf_1234),
-        (QPT_UD, 0x1111, 0, NET_HDR_GRH, 0x20, 5, 0x1_0001),
-        (QPT_GSI, 0x8001_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
+        (QpType::Ud, 0x1111, 3, NET_HDR_IPV4, 0x00, 64, 0),
+        (QpType::Ud, 0x1111, 3, NET_HDR_IPV4, 0xb9, 9, 0x0_0042),
+        (QpType::Ud, 0x1111, 1, NET_HDR_IPV6, 0xb8, 7, 0xf_1234),
+        (QpType::Ud, 0x1111, 0, NET_HDR_GRH, 0x20, 5, 0x1_0001),
+        (QpType::Gsi, 0x8001_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
         // ib_mad's IB_QP_SET_QKEY: "the QP's own", which on QP1 is 0x80010000.
-        (QPT_GSI, 0x8000_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
+        (QpType::Gsi, 0x8000_0000, 3, NET_HDR_IPV4, 0x10, 64, 0),
     ] {
-        let what = format!("type {qp_type} GID {sgid_index}");
+        let what = format!("type {qp_type:?} GID {sgid_index}");
         let (mut a, mut b, mut qa, mut qb, ah) = datagram_pair(qp_type, qkey, sgid_index);
         let data = a.fill(a.buf, 1000, 9);
         let dst = b.buf + 8192;
@@ -393,15 +400,15 @@ fn ud_and_gsi_sends_with_an_inline_address_vector() {
         let cb = b.cq.poll(&b.g);
         assert_eq!(ca.len(), 1, "{what}");
         assert_eq!(
-            (ca[0].wr_id, ca[0].status, ca[0].opcode),
-            (1, WC_SUCCESS, CQE_OP_SEND),
+            (ca[0].wr_id, ca[0].wc_status(), ca[0].opcode),
+            (1, WcStatus::Success, CQE_OP_SEND),
             "{what}"
         );
         assert_eq!(cb.len(), 1, "{what}");
         let c = cb[0];
         assert_eq!(
-            (c.status, c.byte_len, c.src_qpn, c.network_hdr_type),
-            (WC_SUCCESS, 1040, qa.qpn, hdr),
+            (c.wc_status(), c.byte_len, c.src_qpn, c.network_hdr_type),
+            (WcStatus::Success, 1040, qa.qpn, hdr),
             "{what}"
         );
         assert_eq!((c.imm_or_inv, c.smac), (0x5151, a.mac), "{what}");
@@ -442,13 +449,17 @@ fn ud_and_gsi_sends_with_an_inline_address_vector() {
         let ca = a.cq.poll(&a.g);
         let cb = b.cq.poll(&b.g);
         assert_eq!(
-            ca.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
-            [(2, WC_SUCCESS), (3, WC_SUCCESS)],
+            ca.iter()
+                .map(|c| (c.wr_id, c.wc_status()))
+                .collect::<Vec<_>>(),
+            [(2, WcStatus::Success), (3, WcStatus::Success)],
             "{what}"
         );
         assert_eq!(
-            cb.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
-            [(8, WC_SUCCESS), (9, WC_SUCCESS)],
+            cb.iter()
+                .map(|c| (c.wr_id, c.wc_status()))
+                .collect::<Vec<_>>(),
+            [(8, WcStatus::Success), (9, WcStatus::Success)],
             "{what}"
         );
     }
@@ -472,7 +483,7 @@ fn bad_inline_address_vector_completes_with_an_error() {
         ("reserved byte", |av| av.rsvd = 1),
     ];
     // The reference: an AH handle that does not exist.
-    let (mut a, mut b, mut qa, qb, _) = datagram_pair(QPT_UD, 0x1111, 3);
+    let (mut a, mut b, mut qa, qb, _) = datagram_pair(QpType::Ud, 0x1111, 3);
     let bad_ah = UdSeg {
         ah: 0xdead,
         remote_qpn: qb.qpn,
@@ -482,11 +493,11 @@ fn bad_inline_address_vector_completes_with_an_error() {
     let src = a.buf;
     qa.post(&mut a, 1, WR_SEND, src, 10, &bad_ah.encode(), 0);
     pump(&mut a, &mut b, 4);
-    let bad_ah_status = a.cq.poll(&a.g).first().map(|c| c.status);
-    assert_eq!(bad_ah_status, Some(WC_LOC_QP_OP_ERR));
+    let bad_ah_status = a.cq.poll(&a.g).first().map(|c| c.wc_status());
+    assert_eq!(bad_ah_status, Some(WcStatus::LocQpOpErr));
 
     for (what, spoil) in cases {
-        let (mut a, mut b, mut qa, mut qb, _) = datagram_pair(QPT_UD, 0x1111, 3);
+        let (mut a, mut b, mut qa, mut qb, _) = datagram_pair(QpType::Ud, 0x1111, 3);
         let mut av = av_to(&b, 3, qb.qpn, 0x1111);
         spoil(&mut av);
         let dst = b.buf;
@@ -496,15 +507,17 @@ fn bad_inline_address_vector_completes_with_an_error() {
         pump(&mut a, &mut b, 4);
         let ca = a.cq.poll(&a.g);
         assert_eq!(
-            ca.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
-            [(1, bad_ah_status.unwrap_or_default())],
+            ca.iter()
+                .map(|c| (c.wr_id, Some(c.wc_status())))
+                .collect::<Vec<_>>(),
+            [(1, bad_ah_status)],
             "{what}"
         );
         assert_eq!(a.counter(COUNTER_TX_PACKETS), tx, "{what}: nothing sent");
         assert!(b.cq.poll(&b.g).is_empty(), "{what}");
         assert_eq!(
             a.g.dev.core.qps.get(qa.qpn).map(|q| q.state),
-            Some(QPS_ERR),
+            Some(QpState::Err),
             "{what}"
         );
     }
@@ -520,10 +533,10 @@ fn inline_address_vector_on_an_rc_qp_is_a_bad_wqe() {
         ..WqeCtrl::default()
     };
     assert_eq!(
-        validate_send_wqe(&ctrl, QPT_RC, 512),
+        validate_send_wqe(&ctrl, QpType::Rc, 512),
         Err(WqeError::BadQpType)
     );
-    for qp_type in [QPT_UD, QPT_GSI] {
+    for qp_type in [QpType::Ud, QpType::Gsi] {
         assert_eq!(validate_send_wqe(&ctrl, qp_type, 512), Ok(()));
     }
 
@@ -534,16 +547,16 @@ fn inline_address_vector_on_an_rc_qp_is_a_bad_wqe() {
     p.qb.post_recv(&mut p.b, 7, dst, 64);
     p.qa.post_av(&mut p.a, 1, WR_SEND, src, 10, &av, 0, 0);
     let (ca, _) = p.wait_cqes(1, 0);
-    assert_eq!((ca[0].wr_id, ca[0].status), (1, WC_WR_FLUSH_ERR));
+    assert_eq!((ca[0].wr_id, ca[0].wc_status()), (1, WcStatus::WrFlushErr));
     let events = p.a.g.poll_eq(EQN_ASYNC);
     assert!(
         events.iter().any(|e| (e.event_type, e.subtype, e.data0)
-            == (EVENT_QP_FATAL, WQE_ERR_BAD_QP_TYPE, p.qa.qpn)),
+            == (EventType::QpFatal.into(), WQE_ERR_BAD_QP_TYPE, p.qa.qpn)),
         "{events:?}"
     );
     assert_eq!(
         p.a.g.dev.core.qps.get(p.qa.qpn).map(|q| q.state),
-        Some(QPS_ERR)
+        Some(QpState::Err)
     );
     assert_eq!(p.a.counter(COUNTER_TX_PACKETS), tx, "nothing sent");
     for _ in 0..4 {
@@ -554,7 +567,11 @@ fn inline_address_vector_on_an_rc_qp_is_a_bad_wqe() {
 
 /// A fresh pair, a `len`-byte request from `a` to `b`'s `[addr, addr + len)` under `rkey`;
 /// returns `a`'s completion status and whether `b`'s buffer stayed as it was.
-fn violation(opcode: u8, len: u32, target: impl Fn(&mut Node) -> (u64, u32)) -> (u8, bool, Pair) {
+fn violation(
+    opcode: u8,
+    len: u32,
+    target: impl Fn(&mut Node) -> (u64, u32),
+) -> (WcStatus, bool, Pair) {
     let mut p = Pair::new(MIB, Conn::default());
     let before = p.b.fill(p.b.buf, MIB, 42);
     let (addr, rkey) = target(&mut p.b);
@@ -566,7 +583,7 @@ fn violation(opcode: u8, len: u32, target: impl Fn(&mut Node) -> (u64, u32)) -> 
         !p.b.g.dev.engine.busy() && !p.a.g.dev.engine.busy()
     });
     let unchanged = p.b.g.read(p.b.buf, MIB) == before;
-    (ca[0].status, unchanged, p)
+    (ca[0].wc_status(), unchanged, p)
 }
 
 /// Picks the target address and R_Key of a violation (registering an MR if needed).
@@ -600,14 +617,14 @@ fn protection_violations_nak_and_leave_memory_alone() {
     ];
     for (what, opcode, len, target) in cases {
         let (status, unchanged, p) = violation(opcode, len, target);
-        assert_eq!(status, WC_REM_ACCESS_ERR, "{what}");
+        assert_eq!(status, WcStatus::RemAccessErr, "{what}");
         assert!(unchanged, "{what}: target memory changed");
         assert!(p.b.counter(COUNTER_NAKS_SENT) >= 1, "{what}");
         assert!(p.a.counter(COUNTER_NAKS_RECEIVED) >= 1, "{what}");
         // The responder's QP is in ERR, with an access error event.
         assert_eq!(
             p.b.g.dev.core.qps.get(p.qb.qpn).map(|q| q.state),
-            Some(QPS_ERR)
+            Some(QpState::Err)
         );
     }
 }
@@ -627,8 +644,8 @@ fn rnr_naks_retry_until_a_receive_is_posted() {
     p.qb.post_recv(&mut p.b, 2, dst, 4096);
     let (ca, cb) = p.wait_cqes(1, 1);
     assert_eq!(
-        (ca[0].status, cb[0].status, cb[0].byte_len),
-        (WC_SUCCESS, WC_SUCCESS, 3000)
+        (ca[0].wc_status(), cb[0].wc_status(), cb[0].byte_len),
+        (WcStatus::Success, WcStatus::Success, 3000)
     );
     assert!(p.b.g.read(dst, 3000) == data);
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
@@ -644,7 +661,7 @@ fn rnr_naks_retry_until_a_receive_is_posted() {
     let src = p.a.buf;
     p.qa.post(&mut p.a, 1, WR_SEND, src, 10, &[0; 40], 0);
     let (ca, _) = p.wait_cqes(1, 0);
-    assert_eq!(ca[0].status, WC_RNR_RETRY_EXC_ERR);
+    assert_eq!(ca[0].wc_status(), WcStatus::RnrRetryExcErr);
 }
 
 #[test]
@@ -663,8 +680,8 @@ fn retries_exhausted_on_a_dead_wire() {
     p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, 100, &seg, 0);
     p.qa.post(&mut p.a, 2, WR_RDMA_WRITE, src, 100, &seg, 0);
     let (ca, _) = p.wait_cqes(2, 0);
-    assert_eq!((ca[0].wr_id, ca[0].status), (1, WC_RETRY_EXC_ERR));
-    assert_eq!((ca[1].wr_id, ca[1].status), (2, WC_WR_FLUSH_ERR));
+    assert_eq!((ca[0].wr_id, ca[0].wc_status()), (1, WcStatus::RetryExcErr));
+    assert_eq!((ca[1].wr_id, ca[1].wc_status()), (2, WcStatus::WrFlushErr));
     assert_eq!(
         p.a.counter(COUNTER_TIMEOUTS),
         3,
@@ -759,10 +776,13 @@ fn lossy_wire_64_mib_write_read_send() {
                 (first..wr_id).collect::<Vec<_>>(),
                 "each WR once, in order"
             );
-            let statuses: Vec<(u64, u8)> =
-                ca.iter().chain(&cb).map(|c| (c.wr_id, c.status)).collect();
+            let statuses: Vec<(u64, WcStatus)> = ca
+                .iter()
+                .chain(&cb)
+                .map(|c| (c.wr_id, c.wc_status()))
+                .collect();
             assert!(
-                statuses.iter().all(|s| s.1 == WC_SUCCESS),
+                statuses.iter().all(|s| s.1 == WcStatus::Success),
                 "opcode {opcode} round {round}: {statuses:?}"
             );
             assert!(cb.iter().all(|c| c.byte_len == MIB as u32));
@@ -813,7 +833,7 @@ fn measure_rtt(p: &mut Pair) {
     for wr_id in 0..8 {
         p.qa.post(&mut p.a, 900 + wr_id, WR_RDMA_WRITE, src, 64, &seg, 0);
         let (ca, _) = p.wait_cqes(1, 0);
-        assert_eq!(ca[0].status, WC_SUCCESS);
+        assert_eq!(ca[0].wc_status(), WcStatus::Success);
     }
 }
 
@@ -867,10 +887,10 @@ fn tail_losses_recover_by_the_adaptive_timer() {
             }
         }
         let (ca, cb) = p.wait_cqes(1, receives);
-        assert_eq!((ca[0].wr_id, ca[0].status), (wr_id, WC_SUCCESS));
+        assert_eq!((ca[0].wr_id, ca[0].wc_status()), (wr_id, WcStatus::Success));
         assert!(cb
             .iter()
-            .all(|c| c.status == WC_SUCCESS && c.byte_len == LEN as u32));
+            .all(|c| c.wc_status() == WcStatus::Success && c.byte_len == LEN as u32));
         let got = if opcode == WR_RDMA_READ {
             p.a.g.read(src + half, LEN)
         } else {
@@ -936,7 +956,7 @@ fn retries_count_at_the_configured_timeout_not_the_adaptive_one() {
     p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, 100, &seg, 0);
     let (ca, _) = p.wait_cqes(1, 0);
     let elapsed = start.elapsed();
-    assert_eq!((ca[0].wr_id, ca[0].status), (1, WC_RETRY_EXC_ERR));
+    assert_eq!((ca[0].wr_id, ca[0].wc_status()), (1, WcStatus::RetryExcErr));
     let timeouts = p.a.counter(COUNTER_TIMEOUTS) - timeouts;
     let retransmits = p.a.counter(COUNTER_RETRANSMITS) - retransmits;
     eprintln!(
@@ -997,7 +1017,10 @@ fn spurious_retransmissions_complete_once() {
     let (ca, cb) = p.wait_cqes(expected.len(), sends);
     let ids: Vec<u64> = ca.iter().map(|c| c.wr_id).collect();
     assert_eq!(ids, expected, "each WR once, in order");
-    assert!(ca.iter().chain(&cb).all(|c| c.status == WC_SUCCESS));
+    assert!(ca
+        .iter()
+        .chain(&cb)
+        .all(|c| c.wc_status() == WcStatus::Success));
     assert!(cb.iter().all(|c| c.byte_len == 3000));
     // Long enough for any late duplicate answer to arrive.
     p.pump_until(std::time::Duration::from_secs(5), {
@@ -1047,7 +1070,7 @@ fn adaptive_timer_learns_a_longer_round_trip() {
         let before = p.a.counter(COUNTER_RETRANSMITS);
         p.qa.post(&mut p.a, wr_id, WR_RDMA_WRITE, src, 64, &seg, 0);
         let (ca, _) = p.wait_cqes(1, 0);
-        assert_eq!((ca[0].wr_id, ca[0].status), (wr_id, WC_SUCCESS));
+        assert_eq!((ca[0].wr_id, ca[0].wc_status()), (wr_id, WcStatus::Success));
         per_message.push(p.a.counter(COUNTER_RETRANSMITS) - before);
     }
     eprintln!("retransmissions per message: {per_message:?}");

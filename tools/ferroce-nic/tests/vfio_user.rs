@@ -196,7 +196,10 @@ fn qemu_like_client_end_to_end() {
     assert_eq!(port.mac, DeviceConfig::default().mac);
     let mut eqe = [0u8; Eqe::SIZE];
     ram.read_exact_at(&mut eqe, eq - IOVA).expect("read eqe");
-    assert_eq!(Eqe::decode(&eqe).event_type, EVENT_CMD_DONE);
+    assert_eq!(
+        EventType::try_from(Eqe::decode(&eqe).event_type),
+        Ok(EventType::CmdDone)
+    );
 
     // The host sees the MMIO writes.
     let reply = ferroce_nic::control::request(&control, "counters").expect("ctl");

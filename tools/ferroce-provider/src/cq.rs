@@ -6,9 +6,9 @@
 use core::sync::atomic::{fence, Ordering};
 
 use ferroce_hw::{
-    CqDbRecord, Cqe, Ring, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV, CQE_OP_CMP_SWAP,
-    CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE, CQE_OP_RECV,
-    CQE_OP_RECV_RDMA_WITH_IMM, CQE_OWNER_OFFSET, CQE_SIZE,
+    CqDbRecord, Cqe, Ring, WcStatus, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV,
+    CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE,
+    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OWNER_OFFSET, CQE_SIZE,
 };
 use libc::EINVAL;
 
@@ -114,11 +114,19 @@ pub(crate) fn wc_flags(cqe: &Cqe) -> u32 {
     flags
 }
 
+/// The work completion status of a CQE: hardware statuses are IB `ib_wc_status` values,
+/// which ibverbs shares; a status the interface does not define is a general error.
+pub(crate) fn wc_status(cqe: &Cqe) -> sys::ibv_wc_status {
+    match WcStatus::try_from(cqe.status) {
+        Ok(status) => sys::ibv_wc_status::from(u8::from(status)),
+        Err(_) => sys::IBV_WC_GENERAL_ERR,
+    }
+}
+
 /// Fills a work completion from a CQE.
 pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
     wc.wr_id = cqe.wr_id;
-    // Hardware status values are IB `ib_wc_status` values, which ibverbs shares.
-    wc.status = sys::ibv_wc_status::from(cqe.status);
+    wc.status = wc_status(cqe);
     wc.opcode = wc_opcode(cqe);
     wc.vendor_err = u32::from(cqe.vendor_err);
     wc.byte_len = cqe.byte_len;
@@ -142,7 +150,6 @@ pub(crate) fn is_recv(cqe: &Cqe) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferroce_hw::{WC_SUCCESS, WC_WR_FLUSH_ERR};
 
     /// Writes CQE `index` as the device would: body, then the owner byte of its pass.
     fn device_write(cq: &CqRing, index: u16, wr_id: u64) {
@@ -232,7 +239,7 @@ mod tests {
             qpn: 17,
             src_qpn: 23,
             opcode: CQE_OP_RECV,
-            status: WC_SUCCESS,
+            status: WcStatus::Success.into(),
             flags: CQE_FLAG_WITH_IMM | CQE_FLAG_GRH,
             pkey_index: 0,
             ..Cqe::default()
@@ -259,13 +266,21 @@ mod tests {
         for (op, want) in cases {
             let cqe = Cqe {
                 opcode: op,
-                status: WC_WR_FLUSH_ERR,
+                status: WcStatus::WrFlushErr.into(),
                 ..Cqe::default()
             };
             fill_wc(&cqe, &mut wc);
             assert_eq!(wc.opcode, want);
             assert_eq!(wc.status, sys::IBV_WC_WR_FLUSH_ERR);
             assert_eq!(wc.wc_flags, 0);
+        }
+        // A status the interface does not define.
+        for raw in [3, 0xee] {
+            let cqe = Cqe {
+                status: raw,
+                ..Cqe::default()
+            };
+            assert_eq!(wc_status(&cqe), sys::IBV_WC_GENERAL_ERR);
         }
     }
 }

@@ -297,7 +297,7 @@ mod tests {
     use super::*;
     use crate::doorbell::tests::FakePage;
     use crate::wqe::{build_recv_wqe, build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
-    use ferroce_hw::{WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
+    use ferroce_hw::{QpType, WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
     const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
     const PUSH: PushWindow = PushWindow {
@@ -360,7 +360,7 @@ mod tests {
     }
 
     const LIMITS: SqLimits = SqLimits {
-        qp_type: QPT_RC,
+        qp_type: QpType::Rc,
         stride: 128,
         max_sge: 4,
         max_inline: 64,
@@ -532,7 +532,7 @@ mod batch_tests {
     use crate::doorbell::tests::FakePage;
     use crate::wqe::{SendOp, SqLimits};
     use crate::wr::{WrBatch, WrFlags};
-    use ferroce_hw::{PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
+    use ferroce_hw::{QpType, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
     const PUSH: Option<PushWindow> = Some(PushWindow {
         offset: PUSH_WINDOW_OFFSET,
@@ -548,7 +548,7 @@ mod batch_tests {
         let sq = WorkQueue::new(&layout, 512).expect("sq");
         let buf = DmaBuf::new(4096).expect("buf");
         let limits = SqLimits {
-            qp_type: QPT_RC,
+            qp_type: QpType::Rc,
             stride: 128,
             max_sge: 4,
             max_inline: 64,
@@ -628,7 +628,7 @@ mod post_tests {
     use super::*;
     use crate::doorbell::tests::FakePage;
     use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
-    use ferroce_hw::{PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE, QPT_RC};
+    use ferroce_hw::{QpType, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
     #[test]
     fn failed_chain_of_one_never_pushes_the_rejected_wqe() {
@@ -640,7 +640,7 @@ mod post_tests {
         let mut sq = WorkQueue::new(&layout, 512).expect("sq");
         let buf = DmaBuf::new(4096).expect("buf");
         let limits = SqLimits {
-            qp_type: QPT_RC,
+            qp_type: QpType::Rc,
             stride: 128,
             max_sge: 4,
             max_inline: 64,

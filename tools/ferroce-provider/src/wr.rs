@@ -240,14 +240,14 @@ impl WrBatch {
 mod tests {
     use super::*;
     use ferroce_hw::{
-        wqe_sge, WqeCtrl, QPT_RC, QPT_UD, WQE_FLAG_AV, WQE_FLAG_INLINE, WQE_FLAG_SIGNALED,
-        WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM,
+        wqe_sge, QpType, WqeCtrl, WQE_FLAG_AV, WQE_FLAG_INLINE, WQE_FLAG_SIGNALED, WR_RDMA_WRITE,
+        WR_SEND, WR_SEND_WITH_IMM,
     };
     use libc::EOPNOTSUPP;
     use std::sync::Arc;
 
     const RC: SqLimits = SqLimits {
-        qp_type: QPT_RC,
+        qp_type: QpType::Rc,
         stride: 128,
         max_sge: 4,
         max_inline: 64,
@@ -372,7 +372,7 @@ mod tests {
     #[test]
     fn ud_needs_an_address() {
         let ud = SqLimits {
-            qp_type: QPT_UD,
+            qp_type: QpType::Ud,
             ..RC
         };
         let mut b = WrBatch::new(ud, 4);

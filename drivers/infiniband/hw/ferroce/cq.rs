@@ -281,21 +281,21 @@ fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
         hw::CQE_OP_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
         _ => return None,
     };
-    let status = match cqe.status {
-        hw::WC_SUCCESS => WcStatus::Success,
-        hw::WC_LOC_LEN_ERR => WcStatus::LocLenErr,
-        hw::WC_LOC_QP_OP_ERR => WcStatus::LocQpOpErr,
-        hw::WC_LOC_PROT_ERR => WcStatus::LocProtErr,
-        hw::WC_WR_FLUSH_ERR => WcStatus::WrFlushErr,
-        hw::WC_BAD_RESP_ERR => WcStatus::BadRespErr,
-        hw::WC_LOC_ACCESS_ERR => WcStatus::LocAccessErr,
-        hw::WC_REM_INV_REQ_ERR => WcStatus::RemInvReqErr,
-        hw::WC_REM_ACCESS_ERR => WcStatus::RemAccessErr,
-        hw::WC_REM_OP_ERR => WcStatus::RemOpErr,
-        hw::WC_RETRY_EXC_ERR => WcStatus::RetryExcErr,
-        hw::WC_RNR_RETRY_EXC_ERR => WcStatus::RnrRetryExcErr,
-        hw::WC_FATAL_ERR => WcStatus::FatalErr,
-        _ => WcStatus::GeneralErr,
+    let status = match hw::WcStatus::from_raw(cqe.status) {
+        Some(hw::WcStatus::Success) => WcStatus::Success,
+        Some(hw::WcStatus::LocLenErr) => WcStatus::LocLenErr,
+        Some(hw::WcStatus::LocQpOpErr) => WcStatus::LocQpOpErr,
+        Some(hw::WcStatus::LocProtErr) => WcStatus::LocProtErr,
+        Some(hw::WcStatus::WrFlushErr) => WcStatus::WrFlushErr,
+        Some(hw::WcStatus::BadRespErr) => WcStatus::BadRespErr,
+        Some(hw::WcStatus::LocAccessErr) => WcStatus::LocAccessErr,
+        Some(hw::WcStatus::RemInvReqErr) => WcStatus::RemInvReqErr,
+        Some(hw::WcStatus::RemAccessErr) => WcStatus::RemAccessErr,
+        Some(hw::WcStatus::RemOpErr) => WcStatus::RemOpErr,
+        Some(hw::WcStatus::RetryExcErr) => WcStatus::RetryExcErr,
+        Some(hw::WcStatus::RnrRetryExcErr) => WcStatus::RnrRetryExcErr,
+        Some(hw::WcStatus::FatalErr) => WcStatus::FatalErr,
+        Some(hw::WcStatus::GeneralErr) | None => WcStatus::GeneralErr,
     };
     let is_recv = cqe.opcode & hw::CQE_OP_RECV != 0;
     let imm_bytes = cqe.imm_or_inv.to_le_bytes();

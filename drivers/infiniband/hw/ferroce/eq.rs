@@ -448,11 +448,11 @@ pub(crate) enum AsyncEvent {
     PortDown,
     /// The device stopped (`hw::FATAL_*`); only a reset recovers.
     DeviceFatal(u32),
-    /// A QP event: `hw::EVENT_QP_*`, `EVENT_SQ_DRAINED` or `EVENT_COMM_EST`, with the QPN and the
-    /// subtype (`hw::WQE_ERR_*` for `QP_FATAL`).
+    /// A QP event (`QpFatal`, `QpReqErr`, `QpAccessErr`, `QpLastWqeReached`, `SqDrained` or
+    /// `CommEst`), with the QPN and the subtype (`hw::WQE_ERR_*` for `QpFatal`).
     Qp {
         /// The event type.
-        event: u8,
+        event: hw::EventType,
         /// The QP number.
         qpn: u32,
         /// The subtype.
@@ -460,10 +460,10 @@ pub(crate) enum AsyncEvent {
     },
     /// A CQ died (overrun or DMA error).
     CqError(u32),
-    /// An SRQ event: `hw::EVENT_SRQ_LIMIT` or `EVENT_SRQ_ERR`.
+    /// An SRQ event: `SrqLimit` or `SrqErr`.
     Srq {
         /// The event type.
-        event: u8,
+        event: hw::EventType,
         /// The SRQ number.
         srqn: u32,
     },
@@ -479,39 +479,40 @@ pub(crate) enum AsyncEvent {
 impl AsyncEvent {
     /// Decodes an entry of the async EQ; `None` if it is not a valid async event.
     pub(crate) fn decode(eqe: &hw::Eqe) -> Option<Self> {
-        let event = match eqe.event_type {
-            hw::EVENT_PORT_ACTIVE | hw::EVENT_PORT_DOWN => {
+        let event_type = hw::EventType::from_raw(eqe.event_type)?;
+        let event = match event_type {
+            hw::EventType::PortActive | hw::EventType::PortDown => {
                 // There is one port.
                 if eqe.data0 != 1 {
                     return None;
                 }
-                if eqe.event_type == hw::EVENT_PORT_ACTIVE {
+                if event_type == hw::EventType::PortActive {
                     Self::PortActive
                 } else {
                     Self::PortDown
                 }
             }
-            hw::EVENT_DEVICE_FATAL => Self::DeviceFatal(eqe.data0),
-            hw::EVENT_QP_FATAL
-            | hw::EVENT_QP_REQ_ERR
-            | hw::EVENT_QP_ACCESS_ERR
-            | hw::EVENT_QP_LAST_WQE_REACHED
-            | hw::EVENT_SQ_DRAINED
-            | hw::EVENT_COMM_EST => Self::Qp {
-                event: eqe.event_type,
+            hw::EventType::DeviceFatal => Self::DeviceFatal(eqe.data0),
+            hw::EventType::QpFatal
+            | hw::EventType::QpReqErr
+            | hw::EventType::QpAccessErr
+            | hw::EventType::QpLastWqeReached
+            | hw::EventType::SqDrained
+            | hw::EventType::CommEst => Self::Qp {
+                event: event_type,
                 qpn: eqe.data0,
                 subtype: eqe.subtype,
             },
-            hw::EVENT_CQ_ERROR => Self::CqError(eqe.data0),
-            hw::EVENT_SRQ_LIMIT | hw::EVENT_SRQ_ERR => Self::Srq {
-                event: eqe.event_type,
+            hw::EventType::CqError => Self::CqError(eqe.data0),
+            hw::EventType::SrqLimit | hw::EventType::SrqErr => Self::Srq {
+                event: event_type,
                 srqn: eqe.data0,
             },
-            hw::EVENT_DOORBELL_ERROR => Self::DoorbellError {
+            hw::EventType::DoorbellError => Self::DoorbellError {
                 ctx: eqe.data0,
                 value: eqe.data1,
             },
-            _ => return None,
+            hw::EventType::Completion | hw::EventType::CmdDone => return None,
         };
         Some(event)
     }
@@ -618,11 +619,11 @@ impl AsyncEvents {
                 subtype,
             } => {
                 let ib_event = match event {
-                    hw::EVENT_QP_FATAL => rdma::QpEvent::Fatal,
-                    hw::EVENT_QP_REQ_ERR => rdma::QpEvent::RequestError,
-                    hw::EVENT_QP_ACCESS_ERR => rdma::QpEvent::AccessError,
-                    hw::EVENT_QP_LAST_WQE_REACHED => rdma::QpEvent::LastWqeReached,
-                    hw::EVENT_SQ_DRAINED => rdma::QpEvent::SqDrained,
+                    hw::EventType::QpFatal => rdma::QpEvent::Fatal,
+                    hw::EventType::QpReqErr => rdma::QpEvent::RequestError,
+                    hw::EventType::QpAccessErr => rdma::QpEvent::AccessError,
+                    hw::EventType::QpLastWqeReached => rdma::QpEvent::LastWqeReached,
+                    hw::EventType::SqDrained => rdma::QpEvent::SqDrained,
                     _ => rdma::QpEvent::CommEstablished,
                 };
                 if matches!(
@@ -633,7 +634,7 @@ impl AsyncEvents {
                         dev,
                         "QP {} event {:#04x} (subtype {})\n",
                         qpn,
-                        event,
+                        u8::from(event),
                         subtype
                     );
                 }
@@ -648,7 +649,7 @@ impl AsyncEvents {
                 }
             }
             AsyncEvent::Srq { event, srqn } => {
-                let ib_event = if event == hw::EVENT_SRQ_LIMIT {
+                let ib_event = if event == hw::EventType::SrqLimit {
                     rdma::SrqEvent::LimitReached
                 } else {
                     dev_warn!(dev, "SRQ {} error\n", srqn);
@@ -739,7 +740,7 @@ impl EqDispatch for CmdEvents {
 
     fn dispatch(&self, _dev: &device::Device, eqe: &hw::Eqe) -> bool {
         // data1 is a command ring index: 16 bits.
-        if eqe.event_type != hw::EVENT_CMD_DONE || eqe.data1 > u32::from(u16::MAX) {
+        if eqe.event_type != u8::from(hw::EventType::CmdDone) || eqe.data1 > u32::from(u16::MAX) {
             return false;
         }
         {
@@ -849,7 +850,7 @@ impl EqDispatch for CompletionEvents {
     const NAME: &'static str = "completion";
 
     fn dispatch(&self, _dev: &device::Device, eqe: &hw::Eqe) -> bool {
-        if eqe.event_type != hw::EVENT_COMPLETION {
+        if eqe.event_type != u8::from(hw::EventType::Completion) {
             return false;
         }
         self.completions.fetch_add(1, Relaxed);

@@ -35,7 +35,9 @@ mod wqe;
 pub use self::{
     build::*, cmd::*, counters::*, cqe::*, eqe::*, mr::*, port::*, qp::*, queue::*, regs::*, wqe::*,
 };
-pub use layout::{read_u32, read_u64, LeField};
+pub use layout::LeField;
+#[cfg(userspace)]
+pub use layout::{read_u32, read_u64};
 
 /// Value meaning "none" for SRQ numbers and similar.
 pub const NONE: u32 = 0xffff_ffff;

@@ -50,14 +50,13 @@ use crate::{
 /// The driver's part of a QP.
 pub(crate) struct QpData {
     qpn: u32,
-    qp_type: u8,
     /// The SRQ receives come from, if any.
     srqn: Option<u32>,
     caps: QpCaps,
     /// What the send queue accepts, for the WQE builder.
     sq_limits: hw::SqLimits,
     signal_all: bool,
-    /// State as last set by `modify_qp` (`hw::QPS_*`).
+    /// State as last set by `modify_qp` (a [`hw::QpState`] encoding).
     state: Atomic<u32>,
     mem: QpMem,
 }
@@ -130,7 +129,7 @@ pub(crate) fn geometry(
 }
 
 /// What the send queue of `rings` accepts, for the WQE builder.
-fn sq_limits(qp_type: u8, rings: &hw::WqGeometry, caps: &QpCaps) -> hw::SqLimits {
+fn sq_limits(qp_type: hw::QpType, rings: &hw::WqGeometry, caps: &QpCaps) -> hw::SqLimits {
     hw::SqLimits {
         qp_type,
         stride: rings.sq.stride(),
@@ -164,41 +163,28 @@ fn user_geometry(
     Ok((geometry, qp_caps(&geometry.caps(limits))))
 }
 
-/// Writes the receive WQE of `wr` into slot `index` of `ring` (an RQ or an SRQ).
+/// Writes the receive WQE of `wr` into slot `index` of `ring` (an RQ or an SRQ), built by the
+/// interface's builder.
 pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sge: u32) -> Result {
     let sges = wr.sges()?;
-    if sges.len() > max_sge as usize {
-        return Err(EINVAL);
-    }
-    let mut wqe = [0u8; hw::RecvWqeHeader::SIZE + hw::MAX_SGE as usize * hw::Sge::SIZE];
-    let header = hw::RecvWqeHeader {
-        wr_id: wr.wr_id(),
-        num_sge: u8::try_from(sges.len())?,
-        rsvd: [0; 7],
-    };
-    if !header.write_to(&mut wqe) {
-        return Err(EINVAL);
-    }
-    for (i, sge) in sges.iter().enumerate() {
-        let sge = hw::Sge {
+    let mut hw_sges = [hw::Sge::default(); hw::MAX_SGE as usize];
+    for (out, sge) in hw_sges.iter_mut().zip(sges.iter()) {
+        *out = hw::Sge {
             addr: sge.addr(),
             length: sge.length(),
             lkey: sge.lkey(),
         };
-        let at = hw::RecvWqeHeader::SIZE + i * hw::Sge::SIZE;
-        if !wqe.get_mut(at..).is_some_and(|slot| sge.write_to(slot)) {
-            return Err(EINVAL);
-        }
     }
-    ring.write(
-        index,
-        &wqe[..hw::RecvWqeHeader::SIZE + sges.len() * hw::Sge::SIZE],
-    )
+    let sges = hw_sges.get(..sges.len()).ok_or(EINVAL)?;
+    let mut wqe = [0u8; hw::MAX_WQE_SIZE];
+    let slot = wqe.get_mut(..ring.stride()).ok_or(EINVAL)?;
+    let len = hw::build_recv_wqe(wr.wr_id(), sges, max_sge, slot).map_err(|_| EINVAL)?;
+    ring.write(index, &wqe[..len])
 }
 
 /// What kind of QP a create call asks for, checked against what the device has.
 struct QpKind {
-    qp_type: u8,
+    qp_type: hw::QpType,
     srqn: Option<u32>,
     send_cqn: u32,
     recv_cqn: u32,
@@ -209,16 +195,16 @@ impl QpKind {
     /// create one), no create flags, an SRQ only for RC (the device's rule).
     fn of(init: &QpInit<'_, RoceDevice>, kernel: bool) -> Result<Self> {
         let qp_type = match init.qp_type() {
-            QpType::Rc => hw::QPT_RC,
-            QpType::Ud => hw::QPT_UD,
-            QpType::Gsi if kernel => hw::QPT_GSI,
+            QpType::Rc => hw::QpType::Rc,
+            QpType::Ud => hw::QpType::Ud,
+            QpType::Gsi if kernel => hw::QpType::Gsi,
             _ => return Err(EOPNOTSUPP),
         };
         if init.create_flags() != 0 {
             return Err(EOPNOTSUPP);
         }
         let srqn = init.srq().map(|srq| srq.number());
-        if srqn.is_some() && qp_type != hw::QPT_RC {
+        if srqn.is_some() && qp_type != hw::QpType::Rc {
             return Err(EINVAL);
         }
         Ok(Self {
@@ -231,6 +217,17 @@ impl QpKind {
 }
 
 impl QpData {
+    /// The state as last set by `modify_qp`.
+    fn state(&self) -> Option<hw::QpState> {
+        u8::try_from(self.state.load(Relaxed))
+            .ok()
+            .and_then(hw::QpState::from_raw)
+    }
+
+    fn set_state(&self, state: hw::QpState) {
+        self.state.store(u8::from(state).into(), Relaxed);
+    }
+
     /// Creates a QP in the device.
     pub(crate) fn create(
         dev: &rdma::Device<RoceDevice>,
@@ -258,7 +255,7 @@ impl QpData {
             sq_cqn: send_cqn,
             rq_cqn: recv_cqn,
             srqn: srqn.unwrap_or(hw::NONE),
-            qp_type,
+            qp_type: qp_type.into(),
             sq_log_size: u8::try_from(rings.sq.log_size)?,
             sq_log_stride: u8::try_from(rings.sq.log_stride)?,
             rq_log_size: u8::try_from(rings.rq.map_or(0, |rq| rq.log_size))?,
@@ -273,12 +270,11 @@ impl QpData {
         let qpn = completion.qpn;
         let qp = Self {
             qpn,
-            qp_type,
             srqn,
             caps,
             sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
-            state: Atomic::new(u32::from(hw::QPS_RESET)),
+            state: Atomic::new(u8::from(hw::QpState::Reset).into()),
             mem: QpMem::Kernel(KernelQueues {
                 sq,
                 rq,
@@ -290,11 +286,11 @@ impl QpData {
             }),
         };
         // Kernel doorbells name the QP by its number; GSI must be QP 1.
-        if u16::try_from(qpn).is_err() || (qp_type == hw::QPT_GSI) != (qpn == hw::GSI_QPN) {
+        if u16::try_from(qpn).is_err() || (qp_type == hw::QpType::Gsi) != (qpn == hw::GSI_QPN) {
             pr_err!(
                 "ferroce: the device returned QPN {} for a QP of type {}\n",
                 qpn,
-                qp_type
+                u8::from(qp_type)
             );
             let _ = qp.destroy(dev, None);
             return Err(EIO);
@@ -346,7 +342,7 @@ impl QpData {
             sq_cqn: send_cqn,
             rq_cqn: recv_cqn,
             srqn: srqn.unwrap_or(hw::NONE),
-            qp_type,
+            qp_type: qp_type.into(),
             sq_log_size: req.sq_log_size as u8,
             sq_log_stride: req.sq_log_stride as u8,
             rq_log_size: req.rq_log_size as u8,
@@ -369,12 +365,11 @@ impl QpData {
         let db_qid = qid.local().into();
         let qp = Self {
             qpn,
-            qp_type,
             srqn,
             caps,
             sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
-            state: Atomic::new(u32::from(hw::QPS_RESET)),
+            state: Atomic::new(u8::from(hw::QpState::Reset).into()),
             mem: QpMem::User { _mem: mem, qid },
         };
         if let Err(e) = udata.write(&uapi::ferroce_create_qp_resp { qpn, db_qid }) {
@@ -461,8 +456,8 @@ impl QpData {
             }
         }
         let state = dev.cmdq().exec(&cmd)?.state;
-        self.state.store(u32::from(state), Relaxed);
-        if state == hw::QPS_RESET {
+        self.set_state(state);
+        if state == hw::QpState::Reset {
             // The device emptied the queues.
             if let QpMem::Kernel(kq) = &self.mem {
                 *kq.sq_pi.lock() = 0;
@@ -485,7 +480,7 @@ impl QpData {
         let mut image = [0u8; hw::ModifyQpCmd::SIZE];
         buf.read(&mut image)?;
         let attr = hw::ModifyQpCmd::decode(&image);
-        let state = QpState::from_raw(completion.state.into()).ok_or(EIO)?;
+        let state = QpState::from_raw(u8::from(completion.state).into()).ok_or(EIO)?;
         out.state(state)
             .path_mtu(attr.path_mtu.into())
             .qkey(attr.qkey)
@@ -625,11 +620,10 @@ impl QpData {
         dev: &rdma::Device<RoceDevice>,
         first: SendWr<'a, RoceDevice>,
     ) -> Result<(), PostError<SendWr<'a, RoceDevice>>> {
-        let state = self.state.load(Relaxed);
-        if ![hw::QPS_RTS, hw::QPS_SQD, hw::QPS_ERR]
-            .map(u32::from)
-            .contains(&state)
-        {
+        if !matches!(
+            self.state(),
+            Some(hw::QpState::Rts | hw::QpState::Sqd | hw::QpState::Err)
+        ) {
             return Err(PostError {
                 error: EINVAL,
                 bad: first,
@@ -694,7 +688,7 @@ impl QpData {
         first: RecvWr<'a>,
     ) -> Result<(), PostError<RecvWr<'a>>> {
         let kq = match &self.mem {
-            QpMem::Kernel(kq) if self.state.load(Relaxed) != u32::from(hw::QPS_RESET) => Some(kq),
+            QpMem::Kernel(kq) if self.state() != Some(hw::QpState::Reset) => Some(kq),
             _ => None,
         };
         let Some((kq, rq)) = kq.and_then(|kq| Some((kq, kq.rq.as_ref()?))) else {

@@ -81,6 +81,11 @@ const PUSH_MAX_WQE: usize = 128;
 /// Deepest queue the verbs offer: the NIC allows 2^15, but rings are contiguous DMA memory.
 const MAX_QUEUE_ENTRIES: u32 = 4096;
 
+// The user ABI restates what the hardware interface defines: they must agree.
+const _: () = assert!(uapi::FERROCE_UD_AV_SIZE as usize == hw::UdAvSeg::SIZE);
+const _: () = assert!(uapi::FERROCE_DB_PAGE_SIZE as usize == hw::DB_PAGE_SIZE);
+const _: () = assert!(uapi::FERROCE_NONE == hw::NONE);
+
 /// What query_device reports, fixed at probe from the device's capability registers.
 #[derive(Clone, Copy)]
 struct Limits {
@@ -570,7 +575,7 @@ impl rdma::Operations for RoceDevice {
             let mut resp = uapi::ferroce_create_ah_resp {
                 av: [0; uapi::FERROCE_UD_AV_SIZE as usize],
             };
-            ah.segment(0, 0).write_to(&mut resp.av);
+            resp.av = ah.segment(0, 0).encode();
             udata.write(&resp)?;
         }
         Ok(ah)

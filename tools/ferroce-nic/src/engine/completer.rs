@@ -48,7 +48,7 @@ fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
             implied_nak = Some(w.first_unacked(qp.req.una));
             break;
         }
-        w.done = Some((WC_SUCCESS, w.len as u32));
+        w.done = Some((WcStatus::Success, w.len as u32));
     }
     if psn::after(una, qp.req.una) && !psn::after(una, qp.req.next_psn) {
         let advanced = psn::diff(una, qp.req.una) as u32;
@@ -81,7 +81,7 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
         let infinite = qp.attrs.rnr_retry >= 7;
         if !infinite && qp.req.rnr_left == 0 {
             if let Some(i) = wqe_at(qp, at) {
-                fail(qp, i, WC_RNR_RETRY_EXC_ERR);
+                fail(qp, i, WcStatus::RnrRetryExcErr);
             }
             return;
         }
@@ -100,7 +100,7 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
             }
             if qp.req.retry_left == 0 {
                 if let Some(i) = wqe_at(qp, at) {
-                    fail(qp, i, WC_RETRY_EXC_ERR);
+                    fail(qp, i, WcStatus::RetryExcErr);
                 }
                 return;
             }
@@ -109,10 +109,10 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
             qp.req.rewind(at, false, io, qp.qpn, "sequence NAK");
             return;
         }
-        syndrome::NAK_INVALID_REQUEST => WC_REM_INV_REQ_ERR,
-        syndrome::NAK_REMOTE_ACCESS => WC_REM_ACCESS_ERR,
-        syndrome::NAK_REMOTE_OP => WC_REM_OP_ERR,
-        _ => WC_BAD_RESP_ERR,
+        syndrome::NAK_INVALID_REQUEST => WcStatus::RemInvReqErr,
+        syndrome::NAK_REMOTE_ACCESS => WcStatus::RemAccessErr,
+        syndrome::NAK_REMOTE_OP => WcStatus::RemOpErr,
+        _ => WcStatus::BadRespErr,
     };
     if let Some(i) = wqe_at(qp, at) {
         fail(qp, i, status);
@@ -156,7 +156,7 @@ fn read_response_packet(
         return;
     }
     let pd = host.qp_pd(qp.qpn).unwrap_or(0);
-    let mut status = WC_SUCCESS;
+    let mut status = WcStatus::Success;
     match sge_pieces(&w.work.sges, offset, pkt.payload.len()) {
         Some(pieces) => {
             let mut at_byte = 0;
@@ -166,15 +166,15 @@ fn read_response_packet(
                     .write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE)
                     .is_err()
                 {
-                    status = WC_LOC_PROT_ERR;
+                    status = WcStatus::LocProtErr;
                     break;
                 }
                 at_byte += n;
             }
         }
-        None => status = WC_LOC_LEN_ERR,
+        None => status = WcStatus::LocLenErr,
     }
-    if status != WC_SUCCESS {
+    if status != WcStatus::Success {
         fail(qp, i, status);
         return;
     }
@@ -190,7 +190,7 @@ fn read_response_packet(
     let missing = w.resp_pkts < w.read_end;
     let expected = psn::add(w.first_psn, w.resp_pkts);
     if w.resp_pkts >= w.npkts {
-        w.done = Some((WC_SUCCESS, w.len as u32));
+        w.done = Some((WcStatus::Success, w.len as u32));
     } else if !missing {
         // This piece is complete: request the next one.
         w.next_pkt = 0;
@@ -237,7 +237,7 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
         Some(pieces) => {
             let bytes = original.to_le_bytes();
             let mut at_byte = 0;
-            let mut status = WC_SUCCESS;
+            let mut status = WcStatus::Success;
             for (lkey, addr, n) in pieces {
                 if host
                     .write_payload(
@@ -249,14 +249,14 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
                     )
                     .is_err()
                 {
-                    status = WC_LOC_PROT_ERR;
+                    status = WcStatus::LocProtErr;
                     break;
                 }
                 at_byte += n;
             }
             status
         }
-        None => WC_LOC_LEN_ERR,
+        None => WcStatus::LocLenErr,
     };
     if let Some(w) = qp.req.wqes.get_mut(i) {
         w.done = Some((status, 8));
@@ -308,9 +308,9 @@ pub fn complete(qp: &mut QpCtx, host: &mut dyn EngineHost) {
         // The shell writes the CQE (if signalled or failed) and, on error, moves the QP to ERR
         // and flushes everything after it.
         let _ = host.complete_send(qp.qpn, w.work.index, status, byte_len);
-        if status != WC_SUCCESS {
+        if status != WcStatus::Success {
             qp.req.clear();
-            qp.state = QPS_ERR;
+            qp.state = QpState::Err;
             break;
         }
     }

@@ -79,7 +79,7 @@ pub struct ReqWqe {
     /// READ: responses of the current piece received out of order (bit n = `resp_pkts + n`).
     pub piece_bits: u128,
     /// Completion status and byte count, once done.
-    pub done: Option<(u8, u32)>,
+    pub done: Option<(WcStatus, u32)>,
 }
 
 impl ReqWqe {
@@ -329,8 +329,8 @@ impl Requester {
     }
 }
 
-fn kind_of(opcode: u8, qp_type: u8) -> Kind {
-    if qp_type != QPT_RC {
+fn kind_of(opcode: u8, qp_type: QpType) -> Kind {
+    if qp_type != QpType::Rc {
         return Kind::Datagram;
     }
     match opcode {
@@ -355,15 +355,15 @@ pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
     let mtu = u64::from(qp.mtu());
     let mut done = None;
     if len > MAX_MESSAGE {
-        done = Some((WC_LOC_LEN_ERR, 0));
+        done = Some((WcStatus::LocLenErr, 0));
     }
     if kind == Kind::Atomic && (inline || len < 8) {
-        done = Some((WC_LOC_LEN_ERR, 0));
+        done = Some((WcStatus::LocLenErr, 0));
     }
     if kind == Kind::Datagram {
         let port_mtu = mtu_bytes(host.port_mtu()).unwrap_or(1024);
         if len > u64::from(port_mtu) {
-            done = Some((WC_LOC_LEN_ERR, 0));
+            done = Some((WcStatus::LocLenErr, 0));
         }
     }
     let npkts = match kind {
@@ -420,7 +420,7 @@ fn request_packet(
     w: &ReqWqe,
     k: u32,
     read_pieces: u32,
-) -> Result<(PacketBuilder, Vec<u8>), u8> {
+) -> Result<(PacketBuilder, Vec<u8>), WcStatus> {
     let ctrl = &w.work.ctrl;
     let mtu = qp.mtu();
     let dest = qp.attrs.dest_qpn;
@@ -455,7 +455,7 @@ fn request_packet(
             }
             let offset = u64::from(k) * u64::from(mtu);
             let len = (w.len - offset.min(w.len)).min(u64::from(mtu)) as usize;
-            let payload = gather(host, pd, w, offset, len).ok_or(WC_LOC_PROT_ERR)?;
+            let payload = gather(host, pd, w, offset, len).ok_or(WcStatus::LocProtErr)?;
             Ok((b, payload))
         }
         Kind::Read => {
@@ -493,40 +493,46 @@ fn request_packet(
             });
             Ok((b, Vec::new()))
         }
-        Kind::Local | Kind::Datagram => Err(WC_LOC_QP_OP_ERR),
+        Kind::Local | Kind::Datagram => Err(WcStatus::LocQpOpErr),
     }
 }
 
 /// Executes a REG_MR or LOCAL_INV work request.
-fn local_operation(host: &mut dyn EngineHost, pd: u32, work: &SendWork) -> u8 {
+fn local_operation(host: &mut dyn EngineHost, pd: u32, work: &SendWork) -> WcStatus {
     let result = match work.ctrl.opcode {
         WR_REG_MR => host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
         _ => host.invalidate(pd, work.ctrl.imm_or_inv),
     };
     if result.is_ok() {
-        WC_SUCCESS
+        WcStatus::Success
     } else {
-        WC_LOC_PROT_ERR
+        WcStatus::LocProtErr
     }
 }
 
 /// Sends a UD / GSI datagram; returns the completion status.
-fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32, i: usize) -> u8 {
+fn send_datagram(
+    qp: &mut QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    pd: u32,
+    i: usize,
+) -> WcStatus {
     let Some(w) = qp.req.wqes.get(i) else {
-        return WC_LOC_QP_OP_ERR;
+        return WcStatus::LocQpOpErr;
     };
     // The destination: an AH handle, or (WQE_FLAG_AV) the address vector itself, checked as
     // CMD_CREATE_AH checks an AH. Either failing completes the WQE with the same error.
     let (ah, remote_qpn, remote_qkey) = if w.work.ctrl.flags & WQE_FLAG_AV != 0 {
         let av = UdAvSeg::decode(&w.work.seg);
         let Ok(ah) = ah_from_av(pd, &av) else {
-            return WC_LOC_QP_OP_ERR;
+            return WcStatus::LocQpOpErr;
         };
         (ah, av.remote_qpn, av.remote_qkey)
     } else {
         let seg = UdSeg::decode(&w.work.seg);
         let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
-            return WC_LOC_QP_OP_ERR;
+            return WcStatus::LocQpOpErr;
         };
         (ah, seg.remote_qpn, seg.remote_qkey)
     };
@@ -545,12 +551,12 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
         ah.hop_limit,
         flow_label,
     ) else {
-        return WC_LOC_QP_OP_ERR;
+        return WcStatus::LocQpOpErr;
     };
     // A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5); QP1's own is the
     // well-known 0x80010000. ib_mad sends every MAD with IB_QP_SET_QKEY (0x80000000).
     let qkey = match (remote_qkey & 0x8000_0000 != 0, qp.qp_type) {
-        (true, QPT_GSI) => GSI_QKEY,
+        (true, QpType::Gsi) => GSI_QKEY,
         (true, _) => qp.attrs.qkey,
         (false, _) => remote_qkey,
     };
@@ -563,7 +569,7 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
     let mut b = PacketBuilder::new(opcode, remote_qpn & 0x00ff_ffff, qp.req.next_psn);
     b.bth.solicited = w.work.ctrl.flags & WQE_FLAG_SOLICITED != 0;
     b.deth = Some(Deth {
-        qkey: if qp.qp_type == QPT_GSI && qkey == 0 {
+        qkey: if qp.qp_type == QpType::Gsi && qkey == 0 {
             GSI_QKEY
         } else {
             qkey
@@ -574,16 +580,16 @@ fn send_datagram(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, pd: u32
         b.imm = Some(w.work.ctrl.imm_or_inv.to_le_bytes());
     }
     let Some(payload) = gather(host, pd, w, 0, w.len as usize) else {
-        return WC_LOC_PROT_ERR;
+        return WcStatus::LocProtErr;
     };
     qp.req.next_psn = psn::add(qp.req.next_psn, 1);
     io.send(host, &route, &b, &payload, false);
-    WC_SUCCESS
+    WcStatus::Success
 }
 
 /// Sends what the window, fences and RD/atomic limits allow.
 pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
-    if qp.state != QPS_RTS {
+    if qp.state != QpState::Rts {
         return;
     }
     if let Some(until) = qp.req.rnr_until {
@@ -595,7 +601,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
     let Some(pd) = host.qp_pd(qp.qpn) else {
         return;
     };
-    let route = if qp.qp_type == QPT_RC {
+    let route = if qp.qp_type == QpType::Rc {
         qp.route(host)
     } else {
         None
@@ -731,7 +737,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
 }
 
 /// Fails WQE `i` (and with it the QP) with `status`.
-pub fn fail(qp: &mut QpCtx, i: usize, status: u8) {
+pub fn fail(qp: &mut QpCtx, i: usize, status: WcStatus) {
     if let Some(w) = qp.req.wqes.get_mut(i) {
         w.done = Some((status, 0));
     }
@@ -744,7 +750,7 @@ pub fn fail(qp: &mut QpCtx, i: usize, status: u8) {
 /// retransmissions (reason "rto"). With no retries left, a counted expiry fails the WQE.
 pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
     let Some(deadline) = qp.req.timer else { return };
-    if now < deadline || qp.state != QPS_RTS {
+    if now < deadline || qp.state != QpState::Rts {
         return;
     }
     let Some(i) = qp.req.wqes.iter().position(ReqWqe::outstanding) else {
@@ -758,7 +764,7 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
     let counted = timeout.is_none_or(|t| now.saturating_duration_since(stall) >= t);
     if counted {
         if qp.req.retry_left == 0 {
-            fail(qp, i, WC_RETRY_EXC_ERR);
+            fail(qp, i, WcStatus::RetryExcErr);
             qp.req.timer = None;
             return;
         }

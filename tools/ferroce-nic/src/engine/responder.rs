@@ -166,8 +166,8 @@ fn fatal_nak(
     io: &mut Io,
     host: &mut dyn EngineHost,
     syn: u8,
-    wc_status: u8,
-    event: u8,
+    wc_status: WcStatus,
+    event: EventType,
 ) {
     flush_ack(qp, io, host);
     drain_read_responses(qp, io, host);
@@ -182,7 +182,7 @@ fn fatal_nak(
         let _ = host.complete_recv(qp.qpn, &r.work, completion);
     }
     host.qp_error(qp.qpn, event);
-    qp.state = QPS_ERR;
+    qp.state = QpState::Err;
     qp.req.clear();
     qp.resp.reset(epsn);
 }
@@ -197,19 +197,19 @@ fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
     send_aeth(qp, io, host, epsn, syndrome::RNR_NAK | code);
 }
 
-/// Scatters `data` at `offset` of a receive WQE; a `WC_*` error status on failure.
+/// Scatters `data` at `offset` of a receive WQE; an error status on failure.
 fn scatter(
     host: &mut dyn EngineHost,
     pd: u32,
     work: &RecvWork,
     offset: u64,
     data: &[u8],
-) -> Result<(), u8> {
-    let pieces = sge_pieces(&work.sges, offset, data.len()).ok_or(WC_LOC_LEN_ERR)?;
+) -> Result<(), WcStatus> {
+    let pieces = sge_pieces(&work.sges, offset, data.len()).ok_or(WcStatus::LocLenErr)?;
     let mut at = 0;
     for (lkey, addr, n) in pieces {
         host.write_payload(pd, lkey, addr, &data[at..at + n], ACCESS_LOCAL_WRITE)
-            .map_err(|_| WC_LOC_PROT_ERR)?;
+            .map_err(|_| WcStatus::LocProtErr)?;
         at += n;
     }
     Ok(())
@@ -351,18 +351,18 @@ enum RespState {
     /// one per batch of received packets ([`flush_ack`]).
     Acknowledge,
     /// IBA 9.9.3.1 (see `fatal_nak`): an Invalid Request NAK for the ePSN; a receive in progress
-    /// completes with `WC_REM_INV_REQ_ERR`, the QP goes to ERR with `EVENT_QP_REQ_ERR`.
+    /// completes with `WcStatus::RemInvReqErr`, the QP goes to ERR with `EventType::QpReqErr`.
     ErrInvalidRequest,
     /// IBA 9.9.3.1 (see `fatal_nak`): a Remote Access Error NAK for the ePSN; a receive in progress
-    /// completes with `WC_REM_ACCESS_ERR`, the QP goes to ERR with `EVENT_QP_ACCESS_ERR`.
+    /// completes with `WcStatus::RemAccessErr`, the QP goes to ERR with `EventType::QpAccessErr`.
     ErrRemoteAccess,
     /// A SEND longer than its receive WQE: an Invalid Request NAK; the receive completes with
-    /// `WC_LOC_LEN_ERR`, the QP goes to ERR with `EVENT_QP_REQ_ERR`.
+    /// `WcStatus::LocLenErr`, the QP goes to ERR with `EventType::QpReqErr`.
     ErrRecvLength,
-    /// The receive WQE's buffers cannot be written (status `WC_*`, a local protection error):
+    /// The receive WQE's buffers cannot be written (a local protection error status):
     /// a Remote Operational Error NAK; the receive completes with that status, the QP goes to
-    /// ERR with `EVENT_QP_REQ_ERR`.
-    ErrRemoteOperational(u8),
+    /// ERR with `EventType::QpReqErr`.
+    ErrRemoteOperational(WcStatus),
     /// The packet is finished with: executed, answered or dropped.
     Done,
 }
@@ -429,21 +429,21 @@ impl Request<'_, '_> {
             Acknowledge => self.acknowledge(),
             ErrInvalidRequest => self.fatal(
                 syndrome::NAK_INVALID_REQUEST,
-                WC_REM_INV_REQ_ERR,
-                EVENT_QP_REQ_ERR,
+                WcStatus::RemInvReqErr,
+                EventType::QpReqErr,
             ),
             ErrRemoteAccess => self.fatal(
                 syndrome::NAK_REMOTE_ACCESS,
-                WC_REM_ACCESS_ERR,
-                EVENT_QP_ACCESS_ERR,
+                WcStatus::RemAccessErr,
+                EventType::QpAccessErr,
             ),
             ErrRecvLength => self.fatal(
                 syndrome::NAK_INVALID_REQUEST,
-                WC_LOC_LEN_ERR,
-                EVENT_QP_REQ_ERR,
+                WcStatus::LocLenErr,
+                EventType::QpReqErr,
             ),
             ErrRemoteOperational(status) => {
-                self.fatal(syndrome::NAK_REMOTE_OP, status, EVENT_QP_REQ_ERR)
+                self.fatal(syndrome::NAK_REMOTE_OP, status, EventType::QpReqErr)
             }
             Done => Done,
         }
@@ -684,7 +684,7 @@ impl Request<'_, '_> {
                 };
                 match scatter(self.host, self.pd, &r.work, r.offset, self.pkt.payload) {
                     Ok(()) => {}
-                    Err(WC_LOC_LEN_ERR) => return RespState::ErrRecvLength,
+                    Err(WcStatus::LocLenErr) => return RespState::ErrRecvLength,
                     Err(status) => return RespState::ErrRemoteOperational(status),
                 }
                 r.offset += len;
@@ -813,7 +813,7 @@ impl Request<'_, '_> {
             Kind::Send => {
                 if let Some(r) = self.qp.resp.receiving.take() {
                     let mut c = RecvCompletion {
-                        status: WC_SUCCESS,
+                        status: WcStatus::Success,
                         opcode: CQE_OP_RECV,
                         byte_len: r.offset as u32,
                         ..RecvCompletion::default()
@@ -835,7 +835,7 @@ impl Request<'_, '_> {
             Kind::Write => {
                 if let Some(work) = self.write_recv.take() {
                     let c = RecvCompletion {
-                        status: WC_SUCCESS,
+                        status: WcStatus::Success,
                         opcode: CQE_OP_RECV_RDMA_WITH_IMM,
                         flags: CQE_FLAG_WITH_IMM | solicited,
                         byte_len: self.write_len as u32,
@@ -860,7 +860,7 @@ impl Request<'_, '_> {
     }
 
     /// The ERR_* states but ERR_RNR and ERR_PSN_OUT_OF_SEQ: see [`fatal_nak`].
-    fn fatal(&mut self, syn: u8, wc_status: u8, event: u8) -> RespState {
+    fn fatal(&mut self, syn: u8, wc_status: WcStatus, event: EventType) -> RespState {
         fatal_nak(self.qp, self.io, self.host, syn, wc_status, event);
         RespState::Done
     }
@@ -868,7 +868,7 @@ impl Request<'_, '_> {
 
 /// Sends queued READ responses, a budget per poll.
 pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    if qp.resp.jobs.is_empty() || !matches!(qp.state, QPS_RTR | QPS_RTS | QPS_SQD) {
+    if qp.resp.jobs.is_empty() || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
         return;
     }
     let Some(route) = qp.route(host) else { return };
@@ -946,7 +946,7 @@ pub fn receive_ud(
     data.extend_from_slice(&f.grh);
     data.extend_from_slice(pkt.payload);
     let mut c = RecvCompletion {
-        status: WC_SUCCESS,
+        status: WcStatus::Success,
         opcode: CQE_OP_RECV,
         flags: CQE_FLAG_GRH,
         byte_len: data.len() as u32,

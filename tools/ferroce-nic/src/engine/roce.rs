@@ -39,10 +39,10 @@ pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
 pub struct QpCtx {
     /// QP number.
     pub qpn: u32,
-    /// `QPT_*`.
-    pub qp_type: u8,
-    /// `QPS_*`, as last told.
-    pub state: u8,
+    /// Type.
+    pub qp_type: QpType,
+    /// State, as last told.
+    pub state: QpState,
     /// Attributes, as last told.
     pub attrs: ModifyQpCmd,
     /// Send side.
@@ -52,11 +52,11 @@ pub struct QpCtx {
 }
 
 impl QpCtx {
-    fn new(qpn: u32, qp_type: u8) -> Self {
+    fn new(qpn: u32, qp_type: QpType) -> Self {
         Self {
             qpn,
             qp_type,
-            state: QPS_RESET,
+            state: QpState::Reset,
             attrs: ModifyQpCmd::default(),
             req: Requester::default(),
             resp: Responder::default(),
@@ -219,7 +219,7 @@ impl Io {
 pub struct RoceEngine {
     qps: HashMap<u32, QpCtx>,
     /// QP types of QPs reset or destroyed (a reset QP is told `qp_destroyed` and then modified).
-    types: HashMap<u32, u8>,
+    types: HashMap<u32, QpType>,
     io: Io,
     mac: [u8; 6],
 }
@@ -300,15 +300,15 @@ impl RoceEngine {
             return drop(host, "no such QP", &self.io.trace);
         };
         let ud_packet = pkt.info.has(flag::UD);
-        let ud_qp = matches!(qp.qp_type, QPT_UD | QPT_GSI);
-        if ud_packet != ud_qp || !matches!(qp.state, QPS_RTR | QPS_RTS | QPS_SQD) {
+        let ud_qp = qp.qp_type.is_datagram();
+        if ud_packet != ud_qp || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return drop(host, "QP type or state", &self.io.trace);
         }
         if ud_packet {
             super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
         } else if pkt.info.has(flag::REQ) {
             super::responder::receive_request(qp, &mut self.io, host, &pkt, now);
-        } else if qp.state != QPS_RTR {
+        } else if qp.state != QpState::Rtr {
             super::completer::receive_response(qp, &mut self.io, host, &pkt, now);
         } else {
             drop(host, "response before RTS", &self.io.trace);
@@ -356,12 +356,12 @@ impl RoceEngine {
 }
 
 impl Engine for RoceEngine {
-    fn qp_created(&mut self, qpn: u32, qp_type: u8) {
+    fn qp_created(&mut self, qpn: u32, qp_type: QpType) {
         self.types.insert(qpn, qp_type);
         self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
     }
 
-    fn qp_modified(&mut self, qpn: u32, state: u8, attrs: &ModifyQpCmd) {
+    fn qp_modified(&mut self, qpn: u32, state: QpState, attrs: &ModifyQpCmd) {
         if !self.qps.contains_key(&qpn) {
             let Some(&qp_type) = self.types.get(&qpn) else {
                 return;
@@ -375,11 +375,11 @@ impl Engine for RoceEngine {
         qp.state = state;
         qp.attrs = *attrs;
         match state {
-            QPS_RTR if old != QPS_RTR => qp.resp.reset(attrs.rq_psn),
-            QPS_RTS if old == QPS_RTR || old == QPS_INIT => {
+            QpState::Rtr if old != QpState::Rtr => qp.resp.reset(attrs.rq_psn),
+            QpState::Rts if old == QpState::Rtr || old == QpState::Init => {
                 qp.req.reset(attrs);
             }
-            QPS_ERR | QPS_RESET => {
+            QpState::Err | QpState::Reset => {
                 qp.req.clear();
                 qp.resp.reset(0);
             }
@@ -395,7 +395,7 @@ impl Engine for RoceEngine {
         let now = Instant::now();
         let Some(qp) = self.qps.get_mut(&work.qpn) else {
             // Unknown to the engine (cannot happen for QPs the shell created): fail it.
-            let _ = host.complete_send(work.qpn, work.index, WC_LOC_QP_OP_ERR, 0);
+            let _ = host.complete_send(work.qpn, work.index, WcStatus::LocQpOpErr, 0);
             return;
         };
         super::requester::post(qp, host, work);

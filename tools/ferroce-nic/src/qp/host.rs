@@ -79,7 +79,7 @@ impl EngineHost for DeviceCore {
         &mut self,
         qpn: u32,
         index: u16,
-        status: u8,
+        status: WcStatus,
         byte_len: u32,
     ) -> Result<(), HostError> {
         let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
@@ -97,23 +97,23 @@ impl EngineHost for DeviceCore {
         }
         qp.sq.ci = index.wrapping_add(1);
         for (wqe, last) in done {
-            let wc_status = if last { status } else { WC_SUCCESS };
-            if wqe.signaled || wc_status != WC_SUCCESS {
+            let wc_status = if last { status } else { WcStatus::Success };
+            if wqe.signaled || wc_status != WcStatus::Success {
                 let cqe = Cqe {
                     wr_id: wqe.wr_id,
                     byte_len: if last { byte_len } else { 0 },
                     qpn,
                     wqe_index: wqe.index,
                     opcode: cqe_opcode_for_send(wqe.opcode),
-                    status: wc_status,
+                    status: wc_status.into(),
                     ..Cqe::default()
                 };
                 self.write_cqe(cqn, cqe)?;
             }
         }
-        if status != WC_SUCCESS {
+        if status != WcStatus::Success {
             if let Some(qp) = self.qps.get_mut(qpn) {
-                qp.state = QPS_ERR;
+                qp.state = QpState::Err;
             }
             self.queue_work(Work::Qp(qpn));
         }
@@ -122,7 +122,7 @@ impl EngineHost for DeviceCore {
 
     fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError> {
         let qp = self.qps.get(qpn).ok_or(HostError::BadQp)?;
-        if !matches!(qp.state, QPS_RTR | QPS_RTS | QPS_SQD) {
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return Err(HostError::BadQp);
         }
         if qp.srqn != NONE {
@@ -182,7 +182,7 @@ impl EngineHost for DeviceCore {
             src_qpn: c.src_qpn,
             wqe_index: work.index,
             opcode: c.opcode,
-            status: c.status,
+            status: c.status.into(),
             flags: c.flags,
             vlan: c.vlan,
             smac: c.smac,
@@ -246,7 +246,7 @@ impl EngineHost for DeviceCore {
         Ok(())
     }
 
-    fn async_event(&mut self, event_type: u8, subtype: u8, data0: u32) {
+    fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32) {
         self.post_async_event(event_type, subtype, data0, 0);
     }
 
@@ -258,7 +258,7 @@ impl EngineHost for DeviceCore {
         self.ahs.get(ah).copied()
     }
 
-    fn qp_attrs(&self, qpn: u32) -> Option<(u8, ModifyQpCmd)> {
+    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, ModifyQpCmd)> {
         self.qps.get(qpn).map(|qp| (qp.state, qp.attrs))
     }
 
@@ -288,12 +288,12 @@ impl EngineHost for DeviceCore {
             .map_err(HostError::Protection)
     }
 
-    fn qp_error(&mut self, qpn: u32, event_type: u8) {
+    fn qp_error(&mut self, qpn: u32, event_type: EventType) {
         if let Some(qp) = self.qps.get_mut(qpn) {
-            if qp.state != QPS_ERR {
-                qp.state = QPS_ERR;
+            if qp.state != QpState::Err {
+                qp.state = QpState::Err;
                 if qp.srqn != NONE {
-                    self.post_async_event(EVENT_QP_LAST_WQE_REACHED, 0, qpn, 0);
+                    self.post_async_event(EventType::QpLastWqeReached, 0, qpn, 0);
                 }
                 self.post_async_event(event_type, 0, qpn, 0);
             }

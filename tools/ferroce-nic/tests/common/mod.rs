@@ -24,6 +24,19 @@ pub const VECTORS: u16 = 8;
 pub const AEQ_VECTOR: u32 = 0;
 pub const CMD_EQ_VECTOR: u32 = 1;
 
+/// The typed status of a CQE the device wrote.
+pub trait CqeStatus {
+    /// The status; panics if the device wrote an undefined one.
+    fn wc_status(&self) -> WcStatus;
+}
+
+impl CqeStatus for Cqe {
+    fn wc_status(&self) -> WcStatus {
+        WcStatus::try_from(self.status)
+            .unwrap_or_else(|raw| panic!("undefined CQE status {raw:#x}: {self:?}"))
+    }
+}
+
 pub struct Eqs {
     pub base: u64,
     pub log: u32,
@@ -416,7 +429,13 @@ pub struct GuestQp {
 }
 
 impl GuestQp {
-    pub fn create(guest: &mut Guest, qp_type: u8, send_cq: u32, recv_cq: u32, srqn: u32) -> Self {
+    pub fn create(
+        guest: &mut Guest,
+        qp_type: QpType,
+        send_cq: u32,
+        recv_cq: u32,
+        srqn: u32,
+    ) -> Self {
         let (sq_log, sq_stride_log, rq_log) = (6u8, 9u8, 4u8);
         let sq = guest.alloc(1 << (sq_log + sq_stride_log), 4096);
         let rq = guest.alloc(64 << rq_log, 4096);
@@ -436,7 +455,7 @@ impl GuestQp {
                 sq_cqn: send_cq,
                 rq_cqn: recv_cq,
                 srqn,
-                qp_type,
+                qp_type: qp_type.into(),
                 sq_log_size: sq_log,
                 sq_log_stride: sq_stride_log,
                 rq_log_size: rq_log,
@@ -457,11 +476,11 @@ impl GuestQp {
         }
     }
 
-    pub fn modify(guest: &mut Guest, qpn: u32, state: u8, extra_mask: u32) -> CmdCompletion {
+    pub fn modify(guest: &mut Guest, qpn: u32, state: QpState, extra_mask: u32) -> CmdCompletion {
         guest.cmd(&ModifyQpCmd {
             qpn,
             attr_mask: QP_ATTR_STATE | extra_mask,
-            new_state: state,
+            new_state: state.into(),
             path_mtu: MTU_1024,
             sgid_index: 3,
             dest_qpn: 0x12,
@@ -475,14 +494,14 @@ impl GuestQp {
     pub fn connect(&self, guest: &mut Guest) {
         let rtr = QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN;
         for (state, mask) in [
-            (QPS_INIT, QP_ATTR_ACCESS_FLAGS),
-            (QPS_RTR, rtr),
-            (QPS_RTS, QP_ATTR_SQ_PSN),
+            (QpState::Init, QP_ATTR_ACCESS_FLAGS),
+            (QpState::Rtr, rtr),
+            (QpState::Rts, QP_ATTR_SQ_PSN),
         ] {
             let c = Self::modify(guest, self.qpn, state, mask);
             assert_eq!(
                 c.status, STATUS_OK,
-                "to state {state}: syndrome {}",
+                "to state {state:?}: syndrome {}",
                 c.syndrome
             );
         }

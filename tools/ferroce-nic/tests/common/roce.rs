@@ -163,7 +163,7 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
 /// A QP as the guest sees it.
 pub struct Qp {
     pub qpn: u32,
-    pub qp_type: u8,
+    pub qp_type: QpType,
     sq: u64,
     rq: u64,
     dbrec: u64,
@@ -201,7 +201,7 @@ impl Default for Conn {
 }
 
 impl Qp {
-    pub fn create(node: &mut Node, qp_type: u8) -> Self {
+    pub fn create(node: &mut Node, qp_type: QpType) -> Self {
         let (sq_log, stride_log, rq_log) = (8u8, 9u8, 8u8);
         let g = &mut node.g;
         let sq = g.alloc(1 << (sq_log + stride_log), 4096);
@@ -222,7 +222,7 @@ impl Qp {
                 sq_cqn: node.cq.cqn,
                 rq_cqn: node.cq.cqn,
                 srqn: NONE,
-                qp_type,
+                qp_type: qp_type.into(),
                 sq_log_size: sq_log,
                 sq_log_stride: stride_log,
                 rq_log_size: rq_log,
@@ -288,7 +288,7 @@ impl Qp {
             node,
             ModifyQpCmd {
                 attr_mask: QP_ATTR_STATE | QP_ATTR_ACCESS_FLAGS | QP_ATTR_PKEY_INDEX | QP_ATTR_PORT,
-                new_state: QPS_INIT,
+                new_state: QpState::Init.into(),
                 access_flags: conn.access,
                 ..base
             },
@@ -303,7 +303,7 @@ impl Qp {
                     | QP_ATTR_RQ_PSN
                     | QP_ATTR_MAX_DEST_RD_ATOMIC
                     | QP_ATTR_MIN_RNR_TIMER,
-                new_state: QPS_RTR,
+                new_state: QpState::Rtr.into(),
                 path_mtu: conn.mtu,
                 sgid_index: conn.sgid_index,
                 dgid,
@@ -325,7 +325,7 @@ impl Qp {
                     | QP_ATTR_RETRY_CNT
                     | QP_ATTR_RNR_RETRY
                     | QP_ATTR_MAX_QP_RD_ATOMIC,
-                new_state: QPS_RTS,
+                new_state: QpState::Rts.into(),
                 sq_psn,
                 timeout: conn.timeout,
                 retry_cnt: conn.retry_cnt,
@@ -344,15 +344,18 @@ impl Qp {
             ..ModifyQpCmd::default()
         };
         for (state, mask) in [
-            (QPS_INIT, QP_ATTR_QKEY | QP_ATTR_PKEY_INDEX | QP_ATTR_PORT),
-            (QPS_RTR, 0),
-            (QPS_RTS, QP_ATTR_SQ_PSN),
+            (
+                QpState::Init,
+                QP_ATTR_QKEY | QP_ATTR_PKEY_INDEX | QP_ATTR_PORT,
+            ),
+            (QpState::Rtr, 0),
+            (QpState::Rts, QP_ATTR_SQ_PSN),
         ] {
             Self::modify(
                 node,
                 ModifyQpCmd {
                     attr_mask: QP_ATTR_STATE | mask,
-                    new_state: state,
+                    new_state: state.into(),
                     qkey,
                     ..base
                 },
@@ -540,8 +543,8 @@ impl Pair {
         let (pa, pb) = back_to_back();
         let mut a = Node::new(1, buf_len, pa);
         let mut b = Node::new(2, buf_len, pb);
-        let qa = Qp::create(&mut a, QPT_RC);
-        let qb = Qp::create(&mut b, QPT_RC);
+        let qa = Qp::create(&mut a, QpType::Rc);
+        let qb = Qp::create(&mut b, QpType::Rc);
         let (psn_a, psn_b) = (PSN_MASK - 20, 5);
         qa.connect(&mut a, &b, qb.qpn, psn_a, psn_b, conn);
         qb.connect(&mut b, &a, qa.qpn, psn_b, psn_a, conn);
@@ -606,8 +609,8 @@ impl Solo {
     pub fn new(buf_len: usize, conn: Conn) -> Self {
         let (port, wire) = back_to_back();
         let mut n = Node::new(1, buf_len, port);
-        let qa = Qp::create(&mut n, QPT_RC);
-        let qb = Qp::create(&mut n, QPT_RC);
+        let qa = Qp::create(&mut n, QpType::Rc);
+        let qb = Qp::create(&mut n, QpType::Rc);
         let (psn_a, psn_b) = (PSN_MASK - 20, 5);
         let (gid, mac) = (n.gid(conn.sgid_index), n.mac);
         qa.connect_to(&mut n, gid, mac, qb.qpn, psn_a, psn_b, conn);

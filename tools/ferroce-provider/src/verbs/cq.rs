@@ -12,7 +12,7 @@ use libc::{EINVAL, ENOMEM};
 
 use super::context::{context, ContextInner};
 use super::{check, fail, Pod, WithDrv};
-use crate::cq::{fill_wc, is_recv, wc_flags, wc_opcode, CqRing};
+use crate::cq::{fill_wc, is_recv, wc_flags, wc_opcode, wc_status, CqRing};
 use crate::doorbell;
 use crate::sys;
 use crate::wr::SpinGate;
@@ -350,7 +350,7 @@ unsafe fn advance(ibcq: *mut sys::ibv_cq_ex, cq: &Cq, ex: &CqEx) -> c_int {
     account(unsafe { &*cq.ctx }, &cqe);
     // SAFETY: per the contract; the application reads these fields after the call.
     unsafe {
-        (*ibcq).status = sys::ibv_wc_status::from(cqe.status);
+        (*ibcq).status = wc_status(&cqe);
         (*ibcq).wr_id = cqe.wr_id;
     }
     *ex.current.lock().unwrap_or_else(|e| e.into_inner()) = cqe;

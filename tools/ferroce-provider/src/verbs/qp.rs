@@ -8,7 +8,7 @@ use core::mem::size_of;
 use core::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use ferroce_hw::{Sge, WqCaps, MAX_SGE, QPT_RC, QPT_UD};
+use ferroce_hw::{QpType, Sge, WqCaps, MAX_SGE};
 use libc::{EINVAL, ENOMEM};
 
 use super::ah::Ah;
@@ -84,8 +84,8 @@ unsafe fn create(
     issue: impl FnOnce(*mut Qp, &mut CreateQp, &mut CreateQpResp) -> c_int,
 ) -> Result<(*mut Qp, sys::ibv_qp_cap), i32> {
     let qp_type = match req.qp_type {
-        sys::IBV_QPT_RC => QPT_RC,
-        sys::IBV_QPT_UD => QPT_UD,
+        sys::IBV_QPT_RC => QpType::Rc,
+        sys::IBV_QPT_UD => QpType::Ud,
         _ => return Err(libc::EOPNOTSUPP),
     };
     let srq = req.srq.cast::<Srq>();
@@ -468,7 +468,7 @@ unsafe fn build_from_wr(qp: &Qp, w: &sys::ibv_send_wr, slot: &mut [u8]) -> Resul
             _ => return Err(EINVAL),
         }
     };
-    let ud = if qp.limits.qp_type == QPT_UD {
+    let ud = if qp.limits.qp_type == QpType::Ud {
         // SAFETY: UD WRs use the `ud` member.
         let ud = unsafe { w.wr.ud };
         // SAFETY: per the contract, a non-null AH of ours.

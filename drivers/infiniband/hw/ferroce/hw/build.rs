@@ -131,8 +131,8 @@ pub struct SendRequest<'a> {
 /// What a send queue accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqLimits {
-    /// `QPT_*`.
-    pub qp_type: u8,
+    /// The QP's type.
+    pub qp_type: QpType,
     /// WQE stride in bytes.
     pub stride: usize,
     /// SGEs per WQE.
@@ -150,10 +150,7 @@ pub fn build_send_wqe(
     out: &mut [u8],
 ) -> Result<usize, BuildError> {
     out.fill(0);
-    let ud = matches!(limits.qp_type, QPT_UD | QPT_GSI);
-    if !ud && limits.qp_type != QPT_RC {
-        return Err(BuildError::Wqe(WqeError::BadQpType));
-    }
+    let ud = limits.qp_type.is_datagram();
     if ud && !matches!(req.op, SendOp::Send | SendOp::SendWithImm(_)) {
         return Err(BuildError::Wqe(WqeError::BadQpType));
     }
@@ -299,9 +296,7 @@ pub fn build_send_wqe(
     seg_bytes.copy_from_slice(&seg);
     match req.payload {
         Payload::Sges(sges) => {
-            for (sge, dst) in sges.iter().zip(body.chunks_exact_mut(Sge::SIZE)) {
-                dst.copy_from_slice(&sge.encode());
-            }
+            write_sges(sges, body)?;
         }
         Payload::Inline(pieces) => {
             let mut at = 0;
@@ -345,8 +340,17 @@ pub fn build_recv_wqe(
         return Err(BuildError::TooBig);
     };
     head.copy_from_slice(&header.encode());
-    for (sge, dst) in sges.iter().zip(body.chunks_exact_mut(Sge::SIZE)) {
-        dst.copy_from_slice(&sge.encode());
-    }
+    write_sges(sges, body)?;
     Ok(size)
+}
+
+/// Writes `sges` one after the other at the start of `body`.
+fn write_sges(sges: &[Sge], body: &mut [u8]) -> Result<(), BuildError> {
+    for (i, sge) in sges.iter().enumerate() {
+        let at = i * Sge::SIZE;
+        body.get_mut(at..at + Sge::SIZE)
+            .ok_or(BuildError::TooBig)?
+            .copy_from_slice(&sge.encode());
+    }
+    Ok(())
 }

@@ -74,6 +74,7 @@ pub fn encode_command(header: &CmdHeader, payload: &[u8]) -> [u8; CMD_ENTRY_SIZE
 }
 
 /// Returns the payload part of a command entry.
+#[cfg(userspace)] // The device side.
 pub fn command_payload(entry: &[u8; CMD_ENTRY_SIZE]) -> &[u8] {
     entry.get(CmdHeader::SIZE..).unwrap_or(&[])
 }
@@ -136,6 +137,7 @@ pub const CMD_MAP_QID: u16 = 0x0092;
 pub const CMD_UNMAP_QID: u16 = 0x0093;
 
 /// All command opcodes, for tables and tests.
+#[cfg(userspace)] // The device side.
 pub const CMD_OPCODES: [u16; 27] = [
     CMD_NOP,
     CMD_QUERY_PORT,
@@ -251,12 +253,14 @@ pub trait Command: Sized {
     /// Encodes the payload (zero-padded to `CMD_PAYLOAD_SIZE`).
     fn to_payload(&self) -> [u8; CMD_PAYLOAD_SIZE];
     /// Decodes the payload; a short payload is zero-padded.
+    #[cfg(userspace)] // The device decodes commands.
     fn from_payload(payload: &[u8]) -> Self;
 }
 
 /// A command's reply, carried in the three result words of its [`CmdCompletion`].
 pub trait Reply: Sized {
-    /// Encodes as completion result words (the device side).
+    /// Encodes as completion result words.
+    #[cfg(userspace)] // The device encodes replies.
     fn to_results(&self) -> [u32; 3];
     /// Decodes from completion result words; `None` if they hold no valid reply (a driver must
     /// not trust what the device wrote).
@@ -265,6 +269,7 @@ pub trait Reply: Sized {
 
 /// Commands that only succeed or fail.
 impl Reply for () {
+    #[cfg(userspace)]
     fn to_results(&self) -> [u32; 3] {
         [0; 3]
     }
@@ -334,9 +339,6 @@ hw_layout! {
     }
 }
 hw_command!(ModifyEqCmd, CMD_MODIFY_EQ);
-
-/// `CreateCqCmd::flags`: CQE timestamps (reserved for later versions; rejected now).
-pub const CQ_FLAG_RESERVED_MASK: u8 = 0xff;
 
 hw_layout! {
     /// `CMD_CREATE_CQ` payload.
@@ -502,6 +504,7 @@ pub struct QueryCountersReply {
 }
 
 impl Reply for QueryCountersReply {
+    #[cfg(userspace)]
     fn to_results(&self) -> [u32; 3] {
         [self.copied, 0, 0]
     }

@@ -5,70 +5,78 @@
 use super::*;
 use core::ffi::CStr;
 
-/// BAR0 MMIO reads.
-pub const COUNTER_MMIO_READS: usize = 0;
-/// BAR0 MMIO writes.
-pub const COUNTER_MMIO_WRITES: usize = 1;
-/// Doorbell writes (SQ, RQ, SRQ, push, CQ arm, command, EQ).
-pub const COUNTER_DOORBELLS: usize = 2;
-/// Doorbells rejected (unknown queue, bad index, wrong context).
-pub const COUNTER_BAD_DOORBELLS: usize = 3;
-/// WQEs read from rings by DMA.
-pub const COUNTER_WQE_FETCHES: usize = 4;
-/// WQEs taken from a push window.
-pub const COUNTER_WQE_PUSHES: usize = 5;
-/// Payload DMA reads.
-pub const COUNTER_PAYLOAD_DMA_READS: usize = 6;
-/// Payload DMA writes.
-pub const COUNTER_PAYLOAD_DMA_WRITES: usize = 7;
-/// Payload bytes read by DMA.
-pub const COUNTER_PAYLOAD_READ_BYTES: usize = 8;
-/// Payload bytes written by DMA.
-pub const COUNTER_PAYLOAD_WRITE_BYTES: usize = 9;
-/// CQEs written.
-pub const COUNTER_CQES: usize = 10;
-/// EQEs written.
-pub const COUNTER_EQES: usize = 11;
-/// MSI-X interrupts raised (delivered or left pending).
-pub const COUNTER_INTERRUPTS: usize = 12;
-/// Commands executed.
-pub const COUNTER_COMMANDS: usize = 13;
-/// Commands completed with a non-zero status.
-pub const COUNTER_COMMAND_ERRORS: usize = 14;
-/// DMA accesses that hit unmapped or read-only guest memory.
-pub const COUNTER_DMA_ERRORS: usize = 15;
-/// Doorbell record reads.
-pub const COUNTER_DBREC_READS: usize = 16;
-/// Async events generated.
-pub const COUNTER_ASYNC_EVENTS: usize = 17;
-/// Packets transmitted.
-pub const COUNTER_TX_PACKETS: usize = 18;
-/// Bytes transmitted.
-pub const COUNTER_TX_BYTES: usize = 19;
-/// Packets received.
-pub const COUNTER_RX_PACKETS: usize = 20;
-/// Bytes received.
-pub const COUNTER_RX_BYTES: usize = 21;
-/// Retransmitted packets.
-pub const COUNTER_RETRANSMITS: usize = 22;
-/// NAKs sent.
-pub const COUNTER_NAKS_SENT: usize = 23;
-/// NAKs received.
-pub const COUNTER_NAKS_RECEIVED: usize = 24;
-/// RNR retries.
-pub const COUNTER_RNR_RETRIES: usize = 25;
-/// Frames dropped.
-pub const COUNTER_DROPS: usize = 26;
-/// Frames with a bad ICRC.
-pub const COUNTER_ICRC_ERRORS: usize = 27;
-/// PSN sequence errors.
-pub const COUNTER_SEQ_ERRORS: usize = 28;
-/// CQ arm doorbells.
-pub const COUNTER_CQ_ARMS: usize = 29;
-/// Duplicate request packets received (answered again, never executed twice).
-pub const COUNTER_DUPLICATES: usize = 30;
-/// Retransmission timer expiries.
-pub const COUNTER_TIMEOUTS: usize = 31;
+#[cfg(userspace)] // The device counts; the driver reads them all in this order.
+pub use index::*;
+
+/// Counter indexes.
+#[cfg(userspace)]
+mod index {
+    /// BAR0 MMIO reads.
+    pub const COUNTER_MMIO_READS: usize = 0;
+    /// BAR0 MMIO writes.
+    pub const COUNTER_MMIO_WRITES: usize = 1;
+    /// Doorbell writes (SQ, RQ, SRQ, push, CQ arm, command, EQ).
+    pub const COUNTER_DOORBELLS: usize = 2;
+    /// Doorbells rejected (unknown queue, bad index, wrong context).
+    pub const COUNTER_BAD_DOORBELLS: usize = 3;
+    /// WQEs read from rings by DMA.
+    pub const COUNTER_WQE_FETCHES: usize = 4;
+    /// WQEs taken from a push window.
+    pub const COUNTER_WQE_PUSHES: usize = 5;
+    /// Payload DMA reads.
+    pub const COUNTER_PAYLOAD_DMA_READS: usize = 6;
+    /// Payload DMA writes.
+    pub const COUNTER_PAYLOAD_DMA_WRITES: usize = 7;
+    /// Payload bytes read by DMA.
+    pub const COUNTER_PAYLOAD_READ_BYTES: usize = 8;
+    /// Payload bytes written by DMA.
+    pub const COUNTER_PAYLOAD_WRITE_BYTES: usize = 9;
+    /// CQEs written.
+    pub const COUNTER_CQES: usize = 10;
+    /// EQEs written.
+    pub const COUNTER_EQES: usize = 11;
+    /// MSI-X interrupts raised (delivered or left pending).
+    pub const COUNTER_INTERRUPTS: usize = 12;
+    /// Commands executed.
+    pub const COUNTER_COMMANDS: usize = 13;
+    /// Commands completed with a non-zero status.
+    pub const COUNTER_COMMAND_ERRORS: usize = 14;
+    /// DMA accesses that hit unmapped or read-only guest memory.
+    pub const COUNTER_DMA_ERRORS: usize = 15;
+    /// Doorbell record reads.
+    pub const COUNTER_DBREC_READS: usize = 16;
+    /// Async events generated.
+    pub const COUNTER_ASYNC_EVENTS: usize = 17;
+    /// Packets transmitted.
+    pub const COUNTER_TX_PACKETS: usize = 18;
+    /// Bytes transmitted.
+    pub const COUNTER_TX_BYTES: usize = 19;
+    /// Packets received.
+    pub const COUNTER_RX_PACKETS: usize = 20;
+    /// Bytes received.
+    pub const COUNTER_RX_BYTES: usize = 21;
+    /// Retransmitted packets.
+    pub const COUNTER_RETRANSMITS: usize = 22;
+    /// NAKs sent.
+    pub const COUNTER_NAKS_SENT: usize = 23;
+    /// NAKs received.
+    pub const COUNTER_NAKS_RECEIVED: usize = 24;
+    /// RNR retries.
+    pub const COUNTER_RNR_RETRIES: usize = 25;
+    /// Frames dropped.
+    pub const COUNTER_DROPS: usize = 26;
+    /// Frames with a bad ICRC.
+    pub const COUNTER_ICRC_ERRORS: usize = 27;
+    /// PSN sequence errors.
+    pub const COUNTER_SEQ_ERRORS: usize = 28;
+    /// CQ arm doorbells.
+    pub const COUNTER_CQ_ARMS: usize = 29;
+    /// Duplicate request packets received (answered again, never executed twice).
+    pub const COUNTER_DUPLICATES: usize = 30;
+    /// Retransmission timer expiries.
+    pub const COUNTER_TIMEOUTS: usize = 31;
+}
+
 /// Number of counters.
 pub const NUM_COUNTERS: usize = 32;
 

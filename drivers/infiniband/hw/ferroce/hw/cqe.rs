@@ -82,6 +82,7 @@ pub const CQE_OP_RECV: u8 = 0x80;
 pub const CQE_OP_RECV_RDMA_WITH_IMM: u8 = 0x81;
 
 /// The CQE opcode for a completed send WQE opcode.
+#[cfg(userspace)] // The device writes CQEs.
 pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {
     match wr_opcode {
         WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => CQE_OP_RDMA_WRITE,
@@ -102,6 +103,7 @@ pub const CQE_FLAG_WITH_INV: u8 = 1 << 1;
 /// A GRH (or IP header image) precedes the payload in the receive buffer (UD / GSI).
 pub const CQE_FLAG_GRH: u8 = 1 << 2;
 /// The sender requested a solicited event.
+#[cfg(userspace)] // The provider reports solicited events.
 pub const CQE_FLAG_SOLICITED: u8 = 1 << 3;
 
 /// Network header type of a UD receive: RoCE v1 (GRH).
@@ -111,35 +113,39 @@ pub const NET_HDR_IPV4: u8 = 1;
 /// RoCE v2 over IPv6.
 pub const NET_HDR_IPV6: u8 = 2;
 
-// Work completion status (IB `ib_wc_status` values).
-/// Success.
-pub const WC_SUCCESS: u8 = 0;
-/// Local length error.
-pub const WC_LOC_LEN_ERR: u8 = 1;
-/// Local QP operation error.
-pub const WC_LOC_QP_OP_ERR: u8 = 2;
-/// Local protection error.
-pub const WC_LOC_PROT_ERR: u8 = 4;
-/// Flushed: the QP is in error.
-pub const WC_WR_FLUSH_ERR: u8 = 5;
-/// Bad response.
-pub const WC_BAD_RESP_ERR: u8 = 7;
-/// Local access error.
-pub const WC_LOC_ACCESS_ERR: u8 = 8;
-/// Remote invalid request.
-pub const WC_REM_INV_REQ_ERR: u8 = 9;
-/// Remote access error.
-pub const WC_REM_ACCESS_ERR: u8 = 10;
-/// Remote operation error.
-pub const WC_REM_OP_ERR: u8 = 11;
-/// Transport retries exceeded.
-pub const WC_RETRY_EXC_ERR: u8 = 12;
-/// RNR retries exceeded.
-pub const WC_RNR_RETRY_EXC_ERR: u8 = 13;
-/// Fatal error.
-pub const WC_FATAL_ERR: u8 = 19;
-/// General error.
-pub const WC_GENERAL_ERR: u8 = 21;
+hw_enum! {
+    /// Work completion status (IB `ib_wc_status` values).
+    pub enum WcStatus {
+        /// Success.
+        Success = 0,
+        /// Local length error.
+        LocLenErr = 1,
+        /// Local QP operation error.
+        LocQpOpErr = 2,
+        /// Local protection error.
+        LocProtErr = 4,
+        /// Flushed: the QP is in error.
+        WrFlushErr = 5,
+        /// Bad response.
+        BadRespErr = 7,
+        /// Local access error.
+        LocAccessErr = 8,
+        /// Remote invalid request.
+        RemInvReqErr = 9,
+        /// Remote access error.
+        RemAccessErr = 10,
+        /// Remote operation error.
+        RemOpErr = 11,
+        /// Transport retries exceeded.
+        RetryExcErr = 12,
+        /// RNR retries exceeded.
+        RnrRetryExcErr = 13,
+        /// Fatal error.
+        FatalErr = 19,
+        /// General error.
+        GeneralErr = 21,
+    }
+}
 
 /// Size of an EQE ring entry.
 pub const EQE_SIZE: usize = Eqe::SIZE;

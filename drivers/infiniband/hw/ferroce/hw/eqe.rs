@@ -24,48 +24,58 @@ hw_layout! {
     }
 }
 
-/// CQ `data0` has a completion event (completion EQs).
-pub const EVENT_COMPLETION: u8 = 0x01;
-/// Command `data0` (token) at index `data1` completed (command EQ).
-pub const EVENT_CMD_DONE: u8 = 0x02;
-/// QP `data0` hit a fatal error (malformed WQE, DMA error) and moved to ERR.
-pub const EVENT_QP_FATAL: u8 = 0x10;
-/// QP `data0`: invalid request received (responder).
-pub const EVENT_QP_REQ_ERR: u8 = 0x11;
-/// QP `data0`: access violation (responder).
-pub const EVENT_QP_ACCESS_ERR: u8 = 0x12;
-/// QP `data0`: last WQE reached (QP with SRQ in ERR).
-pub const EVENT_QP_LAST_WQE_REACHED: u8 = 0x13;
-/// QP `data0`: send queue drained (SQD).
-pub const EVENT_SQ_DRAINED: u8 = 0x14;
-/// QP `data0`: communication established.
-pub const EVENT_COMM_EST: u8 = 0x15;
-/// CQ `data0` overran or hit a DMA error; it is in error.
-pub const EVENT_CQ_ERROR: u8 = 0x20;
-/// SRQ `data0` fell below its limit (disarms the limit).
-pub const EVENT_SRQ_LIMIT: u8 = 0x30;
-/// SRQ `data0` hit an error.
-pub const EVENT_SRQ_ERR: u8 = 0x31;
-/// Port became active.
-pub const EVENT_PORT_ACTIVE: u8 = 0x40;
-/// Port went down.
-pub const EVENT_PORT_DOWN: u8 = 0x41;
-/// The device is in fatal state, `data0` = `FATAL_*`.
-pub const EVENT_DEVICE_FATAL: u8 = 0x50;
-/// A doorbell on context `data0` was rejected; `data1` = raw value.
-pub const EVENT_DOORBELL_ERROR: u8 = 0x51;
+hw_enum! {
+    /// Event types of an [`Eqe`].
+    pub enum EventType {
+        /// CQ `data0` has a completion event (completion EQs).
+        Completion = 0x01,
+        /// Command `data0` (token) at index `data1` completed (command EQ).
+        CmdDone = 0x02,
+        /// QP `data0` hit a fatal error (malformed WQE, DMA error) and moved to ERR.
+        QpFatal = 0x10,
+        /// QP `data0`: invalid request received (responder).
+        QpReqErr = 0x11,
+        /// QP `data0`: access violation (responder).
+        QpAccessErr = 0x12,
+        /// QP `data0`: last WQE reached (QP with SRQ in ERR).
+        QpLastWqeReached = 0x13,
+        /// QP `data0`: send queue drained (SQD).
+        SqDrained = 0x14,
+        /// QP `data0`: communication established.
+        CommEst = 0x15,
+        /// CQ `data0` overran or hit a DMA error; it is in error.
+        CqError = 0x20,
+        /// SRQ `data0` fell below its limit (disarms the limit).
+        SrqLimit = 0x30,
+        /// SRQ `data0` hit an error.
+        SrqErr = 0x31,
+        /// Port became active.
+        PortActive = 0x40,
+        /// Port went down.
+        PortDown = 0x41,
+        /// The device is in fatal state, `data0` = `FATAL_*`.
+        DeviceFatal = 0x50,
+        /// A doorbell on context `data0` was rejected; `data1` = raw value.
+        DoorbellError = 0x51,
+    }
+}
 
-/// WQE error detail: unknown opcode.
-pub const WQE_ERR_BAD_OPCODE: u8 = 1;
-/// WQE error detail: too many SGEs for the stride or the device.
-pub const WQE_ERR_BAD_SGE_COUNT: u8 = 2;
-/// WQE error detail: inline data too long.
-pub const WQE_ERR_BAD_INLINE: u8 = 3;
-/// WQE error detail: the WQE could not be read by DMA.
-pub const WQE_ERR_DMA: u8 = 4;
-/// WQE error detail: doorbell index beyond the ring.
-pub const WQE_ERR_BAD_INDEX: u8 = 5;
-/// WQE error detail: opcode not valid for the QP type.
-pub const WQE_ERR_BAD_QP_TYPE: u8 = 6;
+#[cfg(userspace)] // The device reports them; the driver logs the number.
+pub use wqe_error::*;
 
-// ---------------------------------------------------------------------------------------------
+/// `Eqe::subtype` of `EventType::QpFatal`.
+#[cfg(userspace)]
+mod wqe_error {
+    /// WQE error detail: unknown opcode.
+    pub const WQE_ERR_BAD_OPCODE: u8 = 1;
+    /// WQE error detail: too many SGEs for the stride or the device.
+    pub const WQE_ERR_BAD_SGE_COUNT: u8 = 2;
+    /// WQE error detail: inline data too long.
+    pub const WQE_ERR_BAD_INLINE: u8 = 3;
+    /// WQE error detail: the WQE could not be read by DMA.
+    pub const WQE_ERR_DMA: u8 = 4;
+    /// WQE error detail: doorbell index beyond the ring.
+    pub const WQE_ERR_BAD_INDEX: u8 = 5;
+    /// WQE error detail: opcode not valid for the QP type.
+    pub const WQE_ERR_BAD_QP_TYPE: u8 = 6;
+}

@@ -23,6 +23,7 @@ pub(super) fn get_bytes<const N: usize>(buf: &[u8], off: usize) -> [u8; N] {
 }
 
 /// The first `N` bytes of `buf`, zero-padded if it is shorter.
+#[cfg(userspace)] // Command decoding, on the device side.
 pub(super) fn get_prefix<const N: usize>(buf: &[u8]) -> [u8; N] {
     let mut out = [0u8; N];
     let n = if buf.len() < N { buf.len() } else { N };
@@ -95,11 +96,13 @@ impl<const N: usize> LeField for [u8; N] {
 }
 
 /// Reads a little-endian `u32` at `off` of `buf` (zero if out of range).
+#[cfg(userspace)] // The NIC model reads guest memory with it.
 pub fn read_u32(buf: &[u8], off: usize) -> u32 {
     u32::get(buf, off)
 }
 
 /// Reads a little-endian `u64` at `off` of `buf` (zero if out of range).
+#[cfg(userspace)] // The NIC model reads guest memory with it.
 pub fn read_u64(buf: &[u8], off: usize) -> u64 {
     u64::get(buf, off)
 }
@@ -126,6 +129,7 @@ macro_rules! hw_layout {
 
         impl $name {
             /// Size of the encoded layout in bytes.
+            #[cfg_attr(not(userspace), allow(dead_code, reason = "each side uses part of a layout's codec"))]
             pub const SIZE: usize = $size;
 
             /// Encodes into little-endian bytes.
@@ -141,6 +145,7 @@ macro_rules! hw_layout {
             }
 
             /// Decodes from the start of `buf`; `None` if it is too short.
+            #[cfg_attr(not(userspace), allow(dead_code, reason = "each side uses part of a layout's codec"))]
             pub fn read_from(buf: &[u8]) -> Option<Self> {
                 let bytes: &[u8; $size] = buf.get(..$size)?.try_into().ok()?;
                 Some(Self::decode(bytes))
@@ -148,6 +153,7 @@ macro_rules! hw_layout {
 
             /// Encodes into the start of `buf`; `false` (nothing written) if it is too short.
             #[must_use]
+            #[cfg_attr(not(userspace), allow(dead_code, reason = "each side uses part of a layout's codec"))]
             pub fn write_to(&self, buf: &mut [u8]) -> bool {
                 match buf.get_mut(..$size) {
                     Some(dst) => {
@@ -189,8 +195,54 @@ macro_rules! hw_command {
                 buf
             }
 
+            #[cfg(userspace)]
             fn from_payload(payload: &[u8]) -> Self {
                 Self::decode(&super::layout::get_prefix(payload))
+            }
+        }
+    };
+}
+
+/// Declares a `#[repr(u8)]` enum of interface values, with `TryFrom<u8>` (the undefined value
+/// is the error) and `From<Self> for u8`.
+macro_rules! hw_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $value:expr, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(u8)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant = $value, )*
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),*];
+
+            /// Decodes an encoding; `None` if it is undefined.
+            pub const fn from_raw(raw: u8) -> Option<Self> {
+                match raw {
+                    $( x if x == $value => Some(Self::$variant), )*
+                    _ => None,
+                }
+            }
+        }
+
+        impl From<$name> for u8 {
+            fn from(value: $name) -> u8 {
+                value as u8
+            }
+        }
+
+        impl TryFrom<u8> for $name {
+            type Error = u8;
+
+            fn try_from(raw: u8) -> Result<Self, u8> {
+                Self::from_raw(raw).ok_or(raw)
             }
         }
     };
@@ -207,6 +259,7 @@ macro_rules! hw_number_reply {
         }
 
         impl super::Reply for $name {
+            #[cfg(userspace)]
             fn to_results(&self) -> [u32; 3] {
                 [self.$field, 0, 0]
             }

@@ -22,11 +22,13 @@ pub const MR_FLAG_ALL_MEMORY: u8 = 1 << 0;
 /// `CreateMrCmd::flags`: fast-registration MR, invalid until a REG_MR work request.
 pub const MR_FLAG_FAST_REG: u8 = 1 << 1;
 /// `CreateMrCmd::flags`: defined bits.
+#[cfg(userspace)] // The device checks commands.
 pub const MR_FLAGS_VALID: u8 = MR_FLAG_ALL_MEMORY | MR_FLAG_FAST_REG;
 /// Maximum pages in an MR page list.
 pub const MAX_MR_PAGES: u32 = 1 << 18;
 
 /// The key of MR table index `index` with variant byte `variant`.
+#[cfg(userspace)] // The device makes keys; the driver only splits them.
 pub const fn mr_key(index: u32, variant: u8) -> u32 {
     (index << 8) | variant as u32
 }

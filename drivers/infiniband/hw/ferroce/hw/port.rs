@@ -12,10 +12,12 @@ pub const PORT_STATE_ACTIVE: u8 = 4;
 /// IB MTU enum: 256 bytes.
 pub const MTU_256: u8 = 1;
 /// 512 bytes.
+#[cfg(userspace)] // The device accepts every MTU.
 pub const MTU_512: u8 = 2;
 /// 1024 bytes.
 pub const MTU_1024: u8 = 3;
 /// 2048 bytes.
+#[cfg(userspace)] // The device accepts every MTU.
 pub const MTU_2048: u8 = 4;
 /// 4096 bytes.
 pub const MTU_4096: u8 = 5;
@@ -44,10 +46,11 @@ pub struct PortInfo {
 /// The reply of `CMD_QUERY_PORT`: word 0 = state | active_mtu << 8 | max_mtu << 16, word 1 =
 /// mac[0..4] (little-endian), word 2 = mac[4..6].
 impl Reply for PortInfo {
+    #[cfg(userspace)]
     fn to_results(&self) -> [u32; 3] {
         let m = self.mac;
         [
-            self.state as u32 | (self.active_mtu as u32) << 8 | (self.max_mtu as u32) << 16,
+            u32::from_le_bytes([self.state, self.active_mtu, self.max_mtu, 0]),
             u32::from_le_bytes([m[0], m[1], m[2], m[3]]),
             u32::from_le_bytes([m[4], m[5], 0, 0]),
         ]
@@ -108,6 +111,7 @@ pub fn gid_is_ipv4_mapped(gid: &[u8; 16]) -> bool {
 }
 
 /// The link-local GID `fe80::` + EUI-64 of `mac` (GID 0/1 of a port, seed 2 §4).
+#[cfg(userspace)] // The NIC model fills its default GID table.
 pub const fn gid_from_mac(mac: [u8; 6]) -> [u8; 16] {
     [
         0xfe,

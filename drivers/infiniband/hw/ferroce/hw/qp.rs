@@ -4,13 +4,24 @@
 
 use super::*;
 
-// QP types (IB `ib_qp_type` values).
-/// The GSI QP (QP1).
-pub const QPT_GSI: u8 = 1;
-/// Reliable connected.
-pub const QPT_RC: u8 = 2;
-/// Unreliable datagram.
-pub const QPT_UD: u8 = 4;
+hw_enum! {
+    /// QP types (IB `ib_qp_type` values).
+    pub enum QpType {
+        /// The GSI QP (QP1).
+        Gsi = 1,
+        /// Reliable connected.
+        Rc = 2,
+        /// Unreliable datagram.
+        Ud = 4,
+    }
+}
+
+impl QpType {
+    /// Whether the QP sends datagrams with an address vector per WQE (UD and GSI).
+    pub const fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Gsi)
+    }
+}
 /// QPN of the GSI QP.
 pub const GSI_QPN: u32 = 1;
 /// First QPN for RC and UD QPs.
@@ -19,6 +30,7 @@ pub const FIRST_QPN: u32 = 2;
 /// `CreateQpCmd::flags`: every send WQE generates a CQE (`IB_SIGNAL_ALL_WR`).
 pub const QP_FLAG_SIGNAL_ALL: u8 = 1 << 0;
 /// `CreateQpCmd::flags`: defined bits.
+#[cfg(userspace)] // The device checks commands.
 pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL;
 
 hw_layout! {
@@ -38,7 +50,7 @@ hw_layout! {
         pub rq_cqn: u32,
         /// SRQ, or [`NONE`].
         pub srqn: u32,
-        /// `QPT_*`.
+        /// [`QpType`].
         pub qp_type: u8,
         /// log2 of SQ entries.
         pub sq_log_size: u8,
@@ -80,20 +92,21 @@ pub struct QueryQpCmd {
 
 /// Reply of `CMD_MODIFY_QP` (the state reached) and `CMD_QUERY_QP` (the current state; the
 /// attributes go to the header's `out_addr`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpStateReply {
-    /// The QP's current state (`QPS_*`).
-    pub state: u8,
+    /// The QP's current state.
+    pub state: QpState,
 }
 
 impl Reply for QpStateReply {
+    #[cfg(userspace)]
     fn to_results(&self) -> [u32; 3] {
-        [u32::from(self.state), 0, 0]
+        [u32::from(u8::from(self.state)), 0, 0]
     }
 
     fn from_results(results: [u32; 3]) -> Option<Self> {
-        let state = u8::try_from(results[0]).ok()?;
-        (state <= QPS_ERR).then_some(Self { state })
+        let state = QpState::from_raw(u8::try_from(results[0]).ok()?)?;
+        Some(Self { state })
     }
 }
 
@@ -109,6 +122,7 @@ impl Command for QueryQpCmd {
         .to_payload()
     }
 
+    #[cfg(userspace)]
     fn from_payload(payload: &[u8]) -> Self {
         Self {
             qpn: DestroyQpCmd::from_payload(payload).qpn,
@@ -116,35 +130,45 @@ impl Command for QueryQpCmd {
     }
 }
 
-// QP states (IB `ib_qp_state` values).
-/// Reset.
-pub const QPS_RESET: u8 = 0;
-/// Initialized.
-pub const QPS_INIT: u8 = 1;
-/// Ready to receive.
-pub const QPS_RTR: u8 = 2;
-/// Ready to send.
-pub const QPS_RTS: u8 = 3;
-/// Send queue drained.
-pub const QPS_SQD: u8 = 4;
-/// Send queue error.
-pub const QPS_SQE: u8 = 5;
-/// Error.
-pub const QPS_ERR: u8 = 6;
-/// `ModifyQpCmd::cur_state` value meaning "don't check".
-pub const QPS_ANY: u8 = 0xff;
+hw_enum! {
+    /// QP states (IB `ib_qp_state` values). The derived order is the declaration order, which
+    /// is the order of the values.
+    pub enum QpState {
+        /// Reset.
+        Reset = 0,
+        /// Initialized.
+        Init = 1,
+        /// Ready to receive.
+        Rtr = 2,
+        /// Ready to send.
+        Rts = 3,
+        /// Send queue drained.
+        Sqd = 4,
+        /// Send queue error.
+        Sqe = 5,
+        /// Error.
+        Err = 6,
+    }
+}
 
-/// Whether the IB state machine allows `from → to` through a modify command.
-pub const fn qp_transition_allowed(from: u8, to: u8) -> bool {
-    match (from, to) {
-        (_, QPS_RESET) | (_, QPS_ERR) => from <= QPS_ERR,
-        (QPS_RESET, QPS_INIT) => true,
-        (QPS_INIT, QPS_INIT) | (QPS_INIT, QPS_RTR) => true,
-        (QPS_RTR, QPS_RTS) => true,
-        (QPS_RTS, QPS_RTS) | (QPS_RTS, QPS_SQD) => true,
-        (QPS_SQD, QPS_SQD) | (QPS_SQD, QPS_RTS) => true,
-        (QPS_SQE, QPS_RTS) => true,
-        _ => false,
+/// `ModifyQpCmd::cur_state` value meaning "don't check".
+#[cfg(userspace)] // ib_core always names the current state.
+pub const QP_STATE_ANY: u8 = 0xff;
+
+impl QpState {
+    /// Whether the IB state machine allows `self → to` through a modify command.
+    pub const fn can_move_to(self, to: QpState) -> bool {
+        use QpState::*;
+        matches!(
+            (self, to),
+            (_, Reset | Err)
+                | (Reset, Init)
+                | (Init, Init | Rtr)
+                | (Rtr, Rts)
+                | (Rts, Rts | Sqd)
+                | (Sqd, Sqd | Rts)
+                | (Sqe, Rts)
+        )
     }
 }
 
@@ -218,7 +242,7 @@ hw_layout! {
         pub qpn: u32,
         /// `QP_ATTR_*` bits naming the valid fields.
         pub attr_mask: u32,
-        /// Target state (`QPS_*`), with `QP_ATTR_STATE`.
+        /// Target state ([`QpState`]), with `QP_ATTR_STATE`.
         pub new_state: u8,
         /// Expected current state, with `QP_ATTR_CUR_STATE`.
         pub cur_state: u8,

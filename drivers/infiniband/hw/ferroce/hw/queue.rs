@@ -17,11 +17,12 @@ pub const MIN_LOG_WQE_STRIDE: u32 = 6;
 /// Largest WQE stride, log2.
 pub const MAX_LOG_WQE_STRIDE: u32 = 10;
 /// Smallest page size of a page list, log2.
+#[cfg(userspace)] // The device checks page lists.
 pub const MIN_LOG_PAGE_SIZE: u32 = 12;
 /// Largest page size of a page list, log2.
+#[cfg(userspace)] // The device checks page lists.
 pub const MAX_LOG_PAGE_SIZE: u32 = 30;
 
-// ---------------------------------------------------------------------------------------------
 // ---------------------------------------------------------------------------------------------
 // Ring index arithmetic.
 // ---------------------------------------------------------------------------------------------
@@ -64,6 +65,7 @@ impl Ring {
     }
 
     /// Whether no entry is outstanding.
+    #[cfg(userspace)] // Checks of the device side.
     pub const fn is_empty(&self, pi: u16, ci: u16) -> bool {
         pi == ci
     }
@@ -80,6 +82,7 @@ impl Ring {
 
     /// Whether `new_pi` is a legal successor of `old_pi` (moves forward by at most `size`)
     /// given consumer `ci`.
+    #[cfg(userspace)] // Checks of the device side.
     pub const fn advance_valid(&self, old_pi: u16, new_pi: u16, ci: u16) -> bool {
         self.used(new_pi, old_pi) <= self.size() && self.producer_valid(new_pi, ci)
     }
@@ -105,6 +108,7 @@ impl Ring {
 /// A queue doorbell: one 32-bit MMIO write naming the queue (a local QID of the page's context)
 /// and its new producer index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(userspace)] // The provider rings them; the kernel rings regs::DB_* registers.
 pub struct Doorbell {
     /// Local queue ID (translated through the context's QID table).
     pub qid: u16,
@@ -112,6 +116,7 @@ pub struct Doorbell {
     pub index: u16,
 }
 
+#[cfg(userspace)] // The provider rings them; the kernel rings regs::DB_* registers.
 impl Doorbell {
     /// Encodes as the 32-bit register value: `qid << 16 | index`.
     pub const fn encode(&self) -> u32 {
@@ -129,6 +134,7 @@ impl Doorbell {
 
 /// CQ arm doorbell: `qid << 16 | flags`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(userspace)] // The provider rings them; the kernel rings regs::DB_* registers.
 pub struct CqArmDoorbell {
     /// Local queue ID of the CQ.
     pub qid: u16,
@@ -137,8 +143,10 @@ pub struct CqArmDoorbell {
 }
 
 /// `CqArmDoorbell` flag: solicited only.
+#[cfg(userspace)] // The provider rings them; the kernel rings regs::DB_* registers.
 pub const CQ_ARM_SOLICITED: u32 = 1 << 0;
 
+#[cfg(userspace)] // The provider rings them; the kernel rings regs::DB_* registers.
 impl CqArmDoorbell {
     /// Encodes as the 32-bit register value.
     pub const fn encode(&self) -> u32 {
@@ -172,6 +180,7 @@ impl EqDoorbell {
     }
 
     /// Decodes a register value (bits 30:24 are reserved and ignored).
+    #[cfg(userspace)] // The device decodes it.
     pub const fn decode(value: u32) -> Self {
         Self {
             eqn: (value >> 16) as u8,
@@ -236,8 +245,10 @@ hw_layout! {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Work queue geometry.
+// ---------------------------------------------------------------------------------------------
 
-// Work queue geometry: the one set of rules for sizing SQs, RQs and SRQs, used by the driver
+// The one set of rules for sizing SQs, RQs and SRQs, used by the driver
 // for kernel queues, by the driver to check the rings a process laid out, and by the provider
 // to lay them out.
 
@@ -406,6 +417,7 @@ impl WqRing {
     }
 
     /// Bytes of the whole ring.
+    #[cfg(userspace)] // The provider lays rings out in one buffer.
     pub const fn bytes(&self) -> usize {
         self.stride() << self.log_size
     }

@@ -7,13 +7,17 @@ pub const PCI_VENDOR_ID: u16 = 0x1234;
 /// PCI device ID of the ferroce function.
 pub const PCI_DEVICE_ID: u16 = 0xfe01;
 /// Subsystem vendor ID.
+#[cfg(userspace)] // The device presents them.
 pub const PCI_SUBSYSTEM_VENDOR_ID: u16 = 0x1234;
 /// Subsystem ID.
+#[cfg(userspace)] // The device presents them.
 pub const PCI_SUBSYSTEM_ID: u16 = 0x0001;
 /// Revision ID.
+#[cfg(userspace)] // The device presents them.
 pub const PCI_REVISION: u8 = 0x01;
 /// Class code: network controller (0x02), InfiniBand controller (0x07), prog-if 0. The Ethernet
 /// function is the companion virtio-net device, so this function carries only RDMA.
+#[cfg(userspace)] // The device presents them.
 pub const PCI_CLASS_CODE: u32 = 0x02_07_00;
 
 // ---------------------------------------------------------------------------------------------
@@ -90,6 +94,7 @@ pub const REG_DEV_STATUS: usize = 0x084;
 /// Fatal error code (read-only, `FATAL_*`), valid while `STATUS_FATAL` is set.
 pub const REG_FATAL_CODE: usize = 0x088;
 /// Scratch register (read/write, no side effect), for bring-up and tests.
+#[cfg(userspace)] // Bring-up tools (ferroce-bar) and the device.
 pub const REG_SCRATCH: usize = 0x08c;
 
 /// `REG_DEV_CTRL`: process commands and doorbells.

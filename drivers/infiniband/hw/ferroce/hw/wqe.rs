@@ -39,9 +39,6 @@ pub const WQE_FLAG_INLINE: u8 = 1 << 3;
 /// (an AH handle). UD and GSI QPs only; on other QP types the WQE is malformed
 /// ([`WqeError::BadQpType`]).
 pub const WQE_FLAG_AV: u8 = 1 << 4;
-/// Defined WQE flags.
-pub const WQE_FLAGS_VALID: u8 =
-    WQE_FLAG_SIGNALED | WQE_FLAG_SOLICITED | WQE_FLAG_FENCE | WQE_FLAG_INLINE | WQE_FLAG_AV;
 
 hw_layout! {
     /// Control segment: the first 24 bytes of every send WQE.
@@ -214,11 +211,10 @@ pub const fn send_opcode_valid(opcode: u8) -> bool {
 }
 
 /// Whether a send opcode is allowed on a QP type.
-pub const fn send_opcode_allowed(qp_type: u8, opcode: u8) -> bool {
+pub const fn send_opcode_allowed(qp_type: QpType, opcode: u8) -> bool {
     match qp_type {
-        QPT_RC => send_opcode_valid(opcode),
-        QPT_UD | QPT_GSI => matches!(opcode, WR_SEND | WR_SEND_WITH_IMM),
-        _ => false,
+        QpType::Rc => send_opcode_valid(opcode),
+        QpType::Ud | QpType::Gsi => matches!(opcode, WR_SEND | WR_SEND_WITH_IMM),
     }
 }
 
@@ -237,6 +233,7 @@ pub enum WqeError {
 
 impl WqeError {
     /// The `WQE_ERR_*` code.
+    #[cfg(userspace)] // The device reports the subtype.
     pub const fn code(&self) -> u8 {
         match self {
             WqeError::BadOpcode => WQE_ERR_BAD_OPCODE,
@@ -248,14 +245,18 @@ impl WqeError {
 }
 
 /// Validates a send WQE's control segment against its QP type and stride.
-pub const fn validate_send_wqe(ctrl: &WqeCtrl, qp_type: u8, stride: usize) -> Result<(), WqeError> {
+pub const fn validate_send_wqe(
+    ctrl: &WqeCtrl,
+    qp_type: QpType,
+    stride: usize,
+) -> Result<(), WqeError> {
     if !send_opcode_valid(ctrl.opcode) {
         return Err(WqeError::BadOpcode);
     }
     if !send_opcode_allowed(qp_type, ctrl.opcode) {
         return Err(WqeError::BadQpType);
     }
-    if ctrl.flags & WQE_FLAG_AV != 0 && !matches!(qp_type, QPT_UD | QPT_GSI) {
+    if ctrl.flags & WQE_FLAG_AV != 0 && !qp_type.is_datagram() {
         return Err(WqeError::BadQpType);
     }
     if ctrl.flags & WQE_FLAG_INLINE != 0 {
@@ -282,8 +283,7 @@ pub const fn validate_recv_wqe(header: &RecvWqeHeader, stride: usize) -> Result<
 }
 
 /// SGE `i` of a WQE whose SGEs start at `first` in `wqe`.
+#[cfg(userspace)] // The device reads SGEs.
 pub fn wqe_sge(wqe: &[u8], first: usize, i: usize) -> Option<Sge> {
     Sge::read_from(wqe.get(first.checked_add(i.checked_mul(Sge::SIZE)?)?..)?)
 }
-
-// ---------------------------------------------------------------------------------------------
