@@ -14,6 +14,8 @@ pub(crate) trait Mmio {
     fn write32(&self, off: usize, value: u32);
     /// One 64-bit store at `off`.
     fn write64(&self, off: usize, value: u64);
+    /// One 32-bit load at `off`: it returns only once the stores before it reached the device.
+    fn read32(&self, off: usize) -> u32;
 }
 
 /// Orders earlier stores to host memory (WQEs, doorbell records) before a later MMIO store,
@@ -53,9 +55,15 @@ pub(crate) fn ring(page: &impl Mmio, db: QueueDb, qid: u16, pi: u16) {
 }
 
 /// Arms CQ `qid` for its next (or next solicited) completion.
+///
+/// The device raises an event for CQEs it writes after it took the arm, not for those already
+/// in the ring (ferroce-hw.rst, "Completion queues"). MMIO stores are posted: a load behind the
+/// doorbell returns only once the device has taken it, so that a poll after this call sees
+/// every CQE that will raise no event.
 pub(crate) fn arm_cq(page: &impl Mmio, qid: u16, solicited: bool) {
     to_device_barrier();
     page.write32(DB_CQ_ARM, CqArmDoorbell { qid, solicited }.encode());
+    let _ = page.read32(DB_CQ_ARM);
 }
 
 /// Copies `wqe` (WQE `pi - 1` of QP `qid`, also in the ring) into the push window at
@@ -101,7 +109,7 @@ unsafe impl Send for DbPage {}
 unsafe impl Sync for DbPage {}
 
 impl DbPage {
-    /// Maps `len` bytes at `offset` of the uverbs command fd `fd` (write-only MMIO).
+    /// Maps `len` bytes at `offset` of the uverbs command fd `fd` (MMIO; loads only flush).
     pub(crate) fn map(fd: i32, offset: u64, len: usize) -> Result<Self, i32> {
         let offset = libc::off_t::try_from(offset).map_err(|_| libc::EINVAL)?;
         // SAFETY: a new shared mapping chosen by the kernel; it overlaps no Rust memory.
@@ -109,7 +117,7 @@ impl DbPage {
             libc::mmap(
                 core::ptr::null_mut(),
                 len,
-                libc::PROT_WRITE,
+                libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 fd,
                 offset,
@@ -140,6 +148,15 @@ impl Mmio for DbPage {
             unsafe { core::ptr::write_volatile(self.base.add(off).cast::<u64>(), value.to_le()) };
         }
     }
+
+    fn read32(&self, off: usize) -> u32 {
+        if off % 4 == 0 && off.checked_add(4).is_some_and(|end| end <= self.len) {
+            // SAFETY: inside the mapping (checked) and aligned; MMIO wants one volatile load.
+            u32::from_le(unsafe { core::ptr::read_volatile(self.base.add(off).cast::<u32>()) })
+        } else {
+            0
+        }
+    }
 }
 
 impl Drop for DbPage {
@@ -162,7 +179,8 @@ pub(crate) mod tests {
     use core::cell::RefCell;
     use ferroce_hw::{PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
-    /// A doorbell page that records every store as (offset, value, width).
+    /// A doorbell page that records every store as (offset, value, width) and every load as
+    /// (offset, 0, 0).
     #[derive(Default)]
     pub(crate) struct FakePage {
         pub(crate) writes: RefCell<Vec<(usize, u64, u8)>>,
@@ -174,6 +192,10 @@ pub(crate) mod tests {
         }
         fn write64(&self, off: usize, value: u64) {
             self.writes.borrow_mut().push((off, value, 64));
+        }
+        fn read32(&self, off: usize) -> u32 {
+            self.writes.borrow_mut().push((off, 0, 0));
+            0
         }
     }
 
@@ -191,8 +213,12 @@ pub(crate) mod tests {
                 (0x000, 0x0003_1234, 32),
                 (0x004, 0x03ff_ffff, 32),
                 (0x008, 0x0001_0000, 32),
+                // Each arm is read back: the poll after it must find the CQEs that came
+                // before the device took it.
                 (0x00c, 0x0007_0000, 32),
+                (0x00c, 0, 0),
                 (0x00c, 0x0007_0001, 32),
+                (0x00c, 0, 0),
             ]
         );
     }

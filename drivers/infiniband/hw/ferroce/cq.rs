@@ -243,7 +243,11 @@ impl CqData {
                 regs::DB_CQ_ARM::zeroed()
                     .with_qid(qid)
                     .with_solicited(solicited_only),
-            )
+            );
+            // The device raises an event only for CQEs it writes after it took the arm. The
+            // doorbell write is posted: a read behind it returns once the device has taken
+            // it, so the look below finds every CQE written before (which raises no event).
+            let _ = bar.read(regs::DEV_STATUS);
         })?;
         let mut bytes = [0u8; hw::CQE_SIZE];
         ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)
