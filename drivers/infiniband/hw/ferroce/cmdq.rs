@@ -55,6 +55,7 @@ use crate::{
         self,
         SharedBar, //
     },
+    state::DeviceState,
 };
 
 /// log2 of the entries of both command rings.
@@ -157,16 +158,17 @@ pub(crate) struct Cmdq {
     events: Arc<EventQueue<CmdEvents>>,
     /// Wait for EQ 1's events instead of sleeping between looks at the completion ring.
     irq_mode: Atomic<bool>,
-    /// The device stopped answering (a command timed out, or reads return all ones): later
-    /// commands fail at once instead of each waiting out the timeout. Only a reset (a new
-    /// `Cmdq`) recovers.
-    failed: Atomic<bool>,
+    /// The device's health: once it reported a fatal error or stopped answering (a command
+    /// timed out, or reads return all ones), commands fail at once instead of each waiting out
+    /// the timeout. Only a reset (a new bind) recovers.
+    device_state: Arc<DeviceState>,
 }
 
 impl Cmdq {
     /// Allocates the rings and enables the queue in the device (bring-up step 4).
     ///
-    /// `timeout_ms` is the device's `REG_CMD_TIMEOUT_MS`; `events` is EQ 1.
+    /// `timeout_ms` is the device's `REG_CMD_TIMEOUT_MS`; `events` is EQ 1; `device_state` is
+    /// consulted before and during every command.
     ///
     /// # Errors
     ///
@@ -177,6 +179,7 @@ impl Cmdq {
         bar: &Arc<SharedBar>,
         timeout_ms: u32,
         events: Arc<EventQueue<CmdEvents>>,
+        device_state: Arc<DeviceState>,
     ) -> Result<Arc<Self>> {
         let ring = hw::Ring::new(CMDQ_LOG_SIZE, hw::MAX_LOG_CMDQ).ok_or(EINVAL)?;
         let entries = usize::try_from(ring.size())?;
@@ -202,7 +205,7 @@ impl Cmdq {
                 state <- new_mutex!(CmdqState { pi: 0, token: 0 }, "ferroce::cmdq"),
                 events,
                 irq_mode: Atomic::new(false),
-                failed: Atomic::new(false),
+                device_state,
             }),
             GFP_KERNEL,
         )?;
@@ -268,7 +271,7 @@ impl Cmdq {
     /// Whether the device no longer executes commands: it timed out, stopped responding or
     /// reported a fatal error, or the queue was disabled (unbind).
     fn is_gone(&self) -> bool {
-        self.failed.load(Relaxed) || !self.enable.is_live()
+        self.device_state.is_dead() || !self.enable.is_live()
     }
 
     /// Executes a command whose results go to the DMA buffer at `out_addr` (`CMD_QUERY_QP`,
@@ -287,7 +290,7 @@ impl Cmdq {
         if !self.enable.is_live() {
             return Err(ENODEV);
         }
-        if self.failed.load(Relaxed) {
+        if self.device_state.is_dead() {
             // Reported once, when it happened.
             return Err(EIO);
         }
@@ -367,7 +370,7 @@ impl Cmdq {
                     "command {}: the device does not respond (reads return all ones); later commands fail at once\n",
                     name
                 );
-                self.failed.store(true, Relaxed);
+                self.device_state.set_unresponsive();
                 Err(EIO)
             }
             _ => {
@@ -429,10 +432,21 @@ impl Cmdq {
             if let Some(completion) = self.completion(pi)? {
                 return Ok(completion);
             }
+            if let Some(code) = self.device_state.fatal() {
+                // A device in fatal state executes nothing more: no use waiting.
+                dev_err!(
+                    self.dev,
+                    "command {} abandoned: the device reported fatal error {} ({})\n",
+                    name,
+                    code,
+                    crate::eq::fatal_name(code)
+                );
+                return Err(EIO);
+            }
             let elapsed = start.elapsed();
             if elapsed > timeout {
                 self.report_timeout(pi, name);
-                self.failed.store(true, Relaxed);
+                self.device_state.set_unresponsive();
                 return Err(ETIMEDOUT);
             }
             if self.irq_mode.load(Relaxed) {

@@ -41,7 +41,6 @@ use crate::{
     cmdq::Cmdq,
     commands::{
         Mac,
-        PortInfo,
         PORT, //
     },
     eq::{
@@ -55,15 +54,16 @@ use crate::{
         MAX_COMPLETION_EQS, //
     },
     hw,
+    ib_events::IbEvents,
     netdev::{
         self,
-        CompanionWatch,
-        IbEvents, //
+        CompanionWatch, //
     },
     regs::{
         self,
         SharedBar, //
     },
+    state::DeviceState,
     verbs::RoceDevice,
     LocalModule,
 };
@@ -85,7 +85,7 @@ impl RdmaPort {
         ceqs: &CompletionEqs,
         caps: &Caps,
         mac: Mac,
-        nic_port_active: bool,
+        state: &Arc<DeviceState>,
     ) -> Result<Self> {
         let mut completion_eqns = KVec::with_capacity(ceqs.eqs.len(), GFP_KERNEL)?;
         for eq in ceqs.eqs.iter() {
@@ -113,7 +113,7 @@ impl RdmaPort {
                 completion_eqns,
                 caps,
                 mac.0,
-                nic_port_active,
+                state.clone(),
                 pdev.device_id(),
                 pdev.revision_id(),
             ),
@@ -384,7 +384,6 @@ impl Caps {
     }
 
     /// Whether the device has all the `hw::CAP_*` bits in `caps`.
-    #[expect(dead_code, reason = "used by the verbs")]
     pub(crate) fn has(&self, caps: u32) -> bool {
         self.flags & caps == caps
     }
@@ -526,7 +525,7 @@ impl Drop for DeviceReset {
 ///
 /// Fields drop in declaration order. Whatever uses the queues (the ib_device registration,
 /// MSI-X handlers) goes before `reset`; `reset` stops the device before the queues' memory
-/// (`cmdq`, `eqs`) is freed; `bar` is last.
+/// (`cmdq`, `eqs`) is freed. BAR0 stays mapped while any of them holds it.
 pub(crate) struct FerroceDevice<'bound> {
     /// The PCI function.
     pub(crate) pdev: &'bound pci::Device<Bound>,
@@ -543,14 +542,6 @@ pub(crate) struct FerroceDevice<'bound> {
     pub(crate) ceqs: CompletionEqs,
     /// EQ 0 (async) and EQ 1 (command).
     pub(crate) eqs: EventQueues,
-    /// Identification, capabilities and limits.
-    #[expect(dead_code, reason = "read by the verbs (query_device)")]
-    pub(crate) caps: Caps,
-    /// The port as queried at probe.
-    pub(crate) port: PortInfo,
-    /// BAR0.
-    #[expect(dead_code, reason = "used by the data path (doorbell pages)")]
-    pub(crate) bar: Arc<SharedBar>,
 }
 
 impl<'bound> FerroceDevice<'bound> {
@@ -578,8 +569,15 @@ impl<'bound> FerroceDevice<'bound> {
         reset.reset()?;
         let caps = Caps::read(dev, &bar, major, minor)?;
         caps.log(dev);
-        let eqs = EventQueues::new(bound, &bar, caps.num_msix)?;
-        let cmdq = Cmdq::new(bound, &bar, caps.cmd_timeout_ms, eqs.cmd_eq.clone())?;
+        let state = DeviceState::new()?;
+        let eqs = EventQueues::new(bound, &bar, caps.num_msix, state.clone())?;
+        let cmdq = Cmdq::new(
+            bound,
+            &bar,
+            caps.cmd_timeout_ms,
+            eqs.cmd_eq.clone(),
+            state.clone(),
+        )?;
         enable(dev, &bar)?;
 
         // The first command proves the queue works.
@@ -618,7 +616,7 @@ impl<'bound> FerroceDevice<'bound> {
         cmdq.use_interrupts(true);
 
         let port = cmdq.query_port()?;
-        eqs.async_eq.dispatcher().set_port_state(port.state);
+        state.set_nic_port_active(port.is_active());
         dev_info!(
             dev,
             "port {}: {}, active MTU {}, max MTU {}, companion MAC {}\n",
@@ -636,7 +634,7 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.async_eq.eqn(),
             eqs.cmd_eq.eqn()
         );
-        let rdma = RdmaPort::register(pdev, &cmdq, &bar, &ceqs, &caps, port.mac, port.is_active())?;
+        let rdma = RdmaPort::register(pdev, &cmdq, &bar, &ceqs, &caps, port.mac, &state)?;
         eqs.async_eq
             .dispatcher()
             .set_ib_events(IbEvents::new(rdma.ib.handle())?);
@@ -652,29 +650,7 @@ impl<'bound> FerroceDevice<'bound> {
             ceqs,
             cmdq,
             eqs,
-            caps,
-            port,
-            bar,
         })
-    }
-
-    /// The MAC of the companion Ethernet function, as reported at probe: the netdev to
-    /// associate with the port.
-    #[expect(dead_code, reason = "used by the netdev association")]
-    pub(crate) fn port_mac(&self) -> Mac {
-        self.port.mac
-    }
-
-    /// Queries the port again.
-    ///
-    /// # Errors
-    ///
-    /// As [`Cmdq::query_port`].
-    #[expect(dead_code, reason = "used by the verbs")]
-    pub(crate) fn port_info(&self) -> Result<PortInfo> {
-        let port = self.cmdq.query_port()?;
-        self.eqs.async_eq.dispatcher().set_port_state(port.state);
-        Ok(port)
     }
 
     /// Stops the device (on unbind): takes the last events, disables the command queue,

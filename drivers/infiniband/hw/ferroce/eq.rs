@@ -59,11 +59,12 @@ use kernel::{
 
 use crate::{
     cmdq, hw,
-    netdev::IbEvents,
+    ib_events::IbEvents,
     regs::{
         self,
         SharedBar, //
     },
+    state::DeviceState,
     verbs::RoceDevice,
 };
 
@@ -532,19 +533,16 @@ pub(crate) fn fatal_name(code: u32) -> &'static str {
 
 /// Dispatcher of EQ 0: port state, device fatal, object errors.
 pub(crate) struct AsyncEvents {
-    /// `hw::PORT_STATE_*` as last reported (by `CMD_QUERY_PORT` or an event).
-    port_state: Atomic<u32>,
-    /// `hw::FATAL_*` reported by a `DEVICE_FATAL` event, or `FATAL_NONE`.
-    fatal: Atomic<u32>,
+    /// Where the port and fatal state go.
+    device_state: Arc<DeviceState>,
     /// Where device-level events go once the RDMA device is registered.
     ib_events: SetOnce<Arc<IbEvents>>,
 }
 
 impl AsyncEvents {
-    fn new() -> Self {
+    fn new(device_state: Arc<DeviceState>) -> Self {
         Self {
-            port_state: Atomic::new(u32::from(hw::PORT_STATE_DOWN)),
-            fatal: Atomic::new(hw::FATAL_NONE),
+            device_state,
             ib_events: SetOnce::new(),
         }
     }
@@ -552,30 +550,6 @@ impl AsyncEvents {
     /// Sends device-level events to the registered RDMA device from now on.
     pub(crate) fn set_ib_events(&self, events: Arc<IbEvents>) {
         self.ib_events.populate(events);
-    }
-
-    /// The port state (`hw::PORT_STATE_*`) as last reported.
-    #[expect(dead_code, reason = "read by the verbs (query_port)")]
-    pub(crate) fn port_state(&self) -> u8 {
-        if self.port_state.load(Relaxed) == u32::from(hw::PORT_STATE_ACTIVE) {
-            hw::PORT_STATE_ACTIVE
-        } else {
-            hw::PORT_STATE_DOWN
-        }
-    }
-
-    /// Records the port state read by `CMD_QUERY_PORT`.
-    pub(crate) fn set_port_state(&self, state: u8) {
-        self.port_state.store(u32::from(state), Relaxed);
-    }
-
-    /// The fatal code reported by the device, if any.
-    #[expect(dead_code, reason = "read by the ib_device glue")]
-    pub(crate) fn fatal(&self) -> Option<u32> {
-        match self.fatal.load(Relaxed) {
-            hw::FATAL_NONE => None,
-            code => Some(code),
-        }
     }
 
     /// Acts on a validated async event.
@@ -587,22 +561,18 @@ impl AsyncEvents {
         match event {
             AsyncEvent::PortActive | AsyncEvent::PortDown => {
                 let active = matches!(event, AsyncEvent::PortActive);
-                self.set_port_state(if active {
-                    hw::PORT_STATE_ACTIVE
-                } else {
-                    hw::PORT_STATE_DOWN
-                });
+                self.device_state.set_nic_port_active(active);
                 dev_info!(
                     dev,
                     "port 1 is {}\n",
                     if active { "ACTIVE" } else { "DOWN" }
                 );
                 if let Some(events) = self.ib_events.as_ref() {
-                    events.nic_port(active);
+                    events.nic_port_changed();
                 }
             }
             AsyncEvent::DeviceFatal(code) => {
-                self.fatal.store(code, Relaxed);
+                self.device_state.set_fatal(code);
                 dev_err!(
                     dev,
                     "device fatal error {} ({}); the device stopped\n",
@@ -772,6 +742,7 @@ impl EventQueues {
         dev: &device::Device<Bound>,
         bar: &Arc<SharedBar>,
         num_msix: u32,
+        device_state: Arc<DeviceState>,
     ) -> Result<Self> {
         let cmd_vector = if num_msix > CMD_VECTOR {
             CMD_VECTOR
@@ -785,7 +756,7 @@ impl EventQueues {
             hw::EQN_ASYNC as u8,
             ASYNC_EQ_LOG_SIZE,
             ASYNC_VECTOR,
-            Ok::<_, Error>(AsyncEvents::new()),
+            Ok::<_, Error>(AsyncEvents::new(device_state)),
         )?;
         let cmd_eq = EventQueue::new(
             dev,

@@ -30,12 +30,14 @@ mod eq;
     reason = "the interface is `pub` for tools/ferroce-hw, which exports it; here it is private"
 )]
 mod hw;
+mod ib_events;
 mod mr;
 mod netdev;
 mod qp;
 mod queue;
 mod regs;
 mod srq;
+mod state;
 mod ucontext;
 mod verbs;
 

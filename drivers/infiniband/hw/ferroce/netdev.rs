@@ -16,21 +16,7 @@ use kernel::{
         DeviceHandle,
         Event, //
     },
-    sync::{
-        aref::ARef,
-        atomic::{
-            Atomic,
-            Relaxed, //
-        },
-        Arc,
-    },
-    workqueue::{
-        self,
-        impl_has_work,
-        new_work,
-        Work,
-        WorkItem, //
-    },
+    sync::aref::ARef,
 };
 
 use crate::{
@@ -89,10 +75,10 @@ fn update_mtu(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
 }
 
 /// Reports the port's state to ib_core's consumers when it changed.
-fn report_state(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
+pub(crate) fn report_state(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
     // Active takes both: the Ethernet function's link and the NIC's own port.
-    let active = ndev.is_running() && ndev.has_carrier() && dev.nic_port_active();
-    if dev.swap_port_active(active) != active {
+    let active = ndev.is_running() && ndev.has_carrier() && dev.state().nic_port_active();
+    if dev.state().swap_reported_active(active) != active {
         let event = if active {
             Event::PortActive(PORT)
         } else {
@@ -119,7 +105,7 @@ impl NotifierHandler for CompanionWatch {
                     associate(dev, ndev)
                 }
                 NetdevEvent::Unregister if ours => {
-                    if dev.swap_port_active(false) {
+                    if dev.state().swap_reported_active(false) {
                         dev.dispatch_event(Event::PortError(PORT));
                     }
                     // ib_core must let go of the netdev before it is unregistered.
@@ -134,101 +120,5 @@ impl NotifierHandler for CompanionWatch {
                 _ => {}
             }
         });
-    }
-}
-
-/// Device-level events from the NIC's async EQ for ib_core's consumers. The EQ handler runs in
-/// interrupt context and ib_core's dispatch sleeps, so the handler only records the event and
-/// queues this work item.
-#[pin_data]
-pub(crate) struct IbEvents {
-    #[pin]
-    work: Work<IbEvents>,
-    device: DeviceHandle<RoceDevice>,
-    fatal: Atomic<bool>,
-    /// The NIC's port state from its last port event: `PORT_NO_NEWS`, `PORT_UP` or `PORT_DOWN`.
-    port: Atomic<u32>,
-}
-
-const PORT_NO_NEWS: u32 = 0;
-const PORT_UP: u32 = 1;
-const PORT_DOWN: u32 = 2;
-
-impl_has_work! {
-    impl HasWork<Self> for IbEvents { self.work }
-}
-
-impl IbEvents {
-    pub(crate) fn new(device: DeviceHandle<RoceDevice>) -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(Self {
-                work <- new_work!("ferroce::IbEvents::work"),
-                device,
-                fatal: Atomic::new(false),
-                port: Atomic::new(PORT_NO_NEWS),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// The NIC's port went up or down (callable from interrupt context).
-    pub(crate) fn nic_port(self: &Arc<Self>, active: bool) {
-        self.port
-            .store(if active { PORT_UP } else { PORT_DOWN }, Relaxed);
-        let _ = workqueue::system().enqueue(self.clone());
-    }
-
-    /// Delivers an event of QP `qpn` to its consumer (callable from interrupt context: QP
-    /// event handlers may be called there). A QP that is gone gets nothing.
-    pub(crate) fn qp_event(&self, qpn: u32, event: rdma::QpEvent) {
-        self.device
-            .with_atomic(|dev| dev.qps().with(qpn, |qp| qp.dispatch_event(event)));
-    }
-
-    /// Reports a dead CQ (`IB_EVENT_CQ_ERR`) to its consumer (callable from interrupt context).
-    pub(crate) fn cq_error(&self, cqn: u32) {
-        self.device
-            .with_atomic(|dev| dev.cqs().with(cqn, |cq| cq.dispatch_error()));
-    }
-
-    /// Delivers an event of SRQ `srqn` to its consumer (callable from interrupt context).
-    pub(crate) fn srq_event(&self, srqn: u32, event: rdma::SrqEvent) {
-        self.device.with_atomic(|dev| {
-            dev.srqs().with(srqn, |srq| {
-                if event == rdma::SrqEvent::LimitReached {
-                    srq.limit_reached();
-                }
-                srq.dispatch_event(event)
-            })
-        });
-    }
-
-    /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
-    pub(crate) fn device_fatal(self: &Arc<Self>) {
-        self.fatal.store(true, Relaxed);
-        // Already queued: the pending run reports it.
-        let _ = workqueue::system().enqueue(self.clone());
-    }
-}
-
-impl WorkItem for IbEvents {
-    type Pointer = Arc<IbEvents>;
-
-    fn run(this: Arc<IbEvents>) {
-        let port = this.port.xchg(PORT_NO_NEWS, Relaxed);
-        if port != PORT_NO_NEWS {
-            this.device.with(|dev| {
-                dev.set_nic_port_active(port == PORT_UP);
-                if let Some(ndev) = dev.companion() {
-                    report_state(dev, &ndev);
-                }
-            });
-        }
-        if this.fatal.xchg(false, Relaxed) {
-            this.device.with(|dev| {
-                pr_err!("{}: device fatal error reported to ib_core\n", dev.name());
-                dev.dispatch_event(Event::DeviceFatal);
-            });
-        }
     }
 }

@@ -68,6 +68,7 @@ use crate::{
         SharedBar, //
     },
     srq::SrqData,
+    state::DeviceState,
     ucontext::{
         DbPage,
         UcontextData, //
@@ -140,10 +141,8 @@ pub(crate) struct RoceDevice {
     /// The companion netdev, once found.
     #[pin]
     netdev: Mutex<Option<ARef<NetDevice>>>,
-    /// Whether the port was last reported active (events go out on changes only).
-    port_active: Atomic<bool>,
-    /// Whether the NIC's own port is up (its port events; the netdev's link is the other half).
-    nic_port_active: Atomic<bool>,
+    /// The device's port and health, shared with the event and command queues.
+    state: Arc<DeviceState>,
 }
 
 impl RoceDevice {
@@ -156,7 +155,7 @@ impl RoceDevice {
         completion_eqns: KVec<u32>,
         caps: &Caps,
         mac: [u8; 6],
-        nic_port_active: bool,
+        state: Arc<DeviceState>,
         vendor_part_id: u16,
         hw_ver: u8,
     ) -> impl PinInit<Self, Error> {
@@ -164,7 +163,7 @@ impl RoceDevice {
             max_qp: caps.max_qp,
             max_cq: caps.max_cq,
             max_mr: caps.max_mr,
-            max_srq: if caps.flags & hw::CAP_SRQ != 0 {
+            max_srq: if caps.has(hw::CAP_SRQ) {
                 caps.max_srq
             } else {
                 0
@@ -180,7 +179,7 @@ impl RoceDevice {
             vendor_part_id: vendor_part_id.into(),
             hw_ver: hw_ver.into(),
         };
-        let wqe_push = caps.flags & hw::CAP_WQE_PUSH != 0;
+        let wqe_push = caps.has(hw::CAP_WQE_PUSH);
         let (num_db_pages, caps_flags) = (caps.num_db_pages, caps.flags);
         try_pin_init!(Self {
             cmdq,
@@ -195,8 +194,7 @@ impl RoceDevice {
             limits,
             mac,
             netdev <- new_mutex!(None, "ferroce::netdev"),
-            port_active: Atomic::new(false),
-            nic_port_active: Atomic::new(nic_port_active),
+            state,
         })
     }
 
@@ -265,19 +263,9 @@ impl RoceDevice {
         self.limits.max_mr_pages
     }
 
-    /// Whether the NIC's own port is up.
-    pub(crate) fn nic_port_active(&self) -> bool {
-        self.nic_port_active.load(Relaxed)
-    }
-
-    /// Records the NIC's own port state.
-    pub(crate) fn set_nic_port_active(&self, active: bool) {
-        self.nic_port_active.store(active, Relaxed);
-    }
-
-    /// Records whether the port is active; returns what was recorded before.
-    pub(crate) fn swap_port_active(&self, active: bool) -> bool {
-        self.port_active.xchg(active, Relaxed)
+    /// The device's port and health.
+    pub(crate) fn state(&self) -> &DeviceState {
+        &self.state
     }
 
     /// The MAC of the companion Ethernet function.
@@ -360,7 +348,7 @@ impl rdma::Operations for RoceDevice {
             return Err(EINVAL);
         }
         let (state, mtu) = match dev.companion() {
-            Some(ndev) if ndev.is_running() && ndev.has_carrier() && dev.nic_port_active() => {
+            Some(ndev) if ndev.is_running() && ndev.has_carrier() && dev.state().nic_port_active() => {
                 (PortState::Active, ib_mtu(ndev.mtu()))
             }
             Some(ndev) => (PortState::Down, ib_mtu(ndev.mtu())),

@@ -58,6 +58,20 @@ def fatal_error_reported(run: Run) -> None:
 
 
 @scenario.check
+def fatal_fails_fast(run: Run) -> str:
+    """After a fatal error no command waits out its timeout: the device executes nothing more."""
+    log = run.vm("a").step("dmesg").output
+    part = section(log, DEV + r"device fatal error 4 \(injected\)", DEV + r"stopped \(")
+    timed_out = re.findall(DEV + r"command \w+ timed out.*$", part, re.M)
+    if timed_out:
+        raise CheckFailed("commands after the fatal error waited out the timeout:\n" + "\n".join(timed_out))
+    took = secs(run, "rmmod-fatal")
+    if took >= TIMEOUT_S:
+        raise CheckFailed(f"rmmod after the fatal error took {took} s, a command timeout is {TIMEOUT_S} s")
+    return f"rmmod after the fatal error: {took} s"
+
+
+@scenario.check
 def stalled_unbind_is_prompt(run: Run) -> str:
     took = secs(run, "rmmod-stalled")
     # Unregistering ferroce0 clears its GIDs: the first command that finds the device stalled
