@@ -29,13 +29,10 @@ use crate::{
     queue::{
         DbRecord,
         DmaRing,
+        UserQueue,
         UserQueueMem, //
     },
     regs,
-    ucontext::{
-        self,
-        Qid, //
-    },
     verbs::RoceDevice,
 };
 
@@ -55,7 +52,10 @@ enum CqMem {
         ci: Pin<KBox<SpinLockIrq<u16>>>,
     },
     /// A process's ring, polled by the process; it arms the CQ through its doorbell page.
-    User { _mem: UserQueueMem, qid: Qid },
+    User {
+        /// Held for its pinned memory and local QID, which go with the queue.
+        _queue: UserQueue,
+    },
 }
 
 impl Numbered for CqData {
@@ -141,48 +141,26 @@ impl CqData {
             ..Default::default()
         })?;
         let cqn = completion.cqn;
-        let qid = match ctx.map_qid(dev, hw::QID_KIND_CQ, cqn) {
-            Ok(qid) => qid,
-            Err(e) => {
-                let _ = dev.cmdq().exec(&hw::DestroyCqCmd { cqn, rsvd: 0 });
-                return Err(e);
-            }
-        };
+        let queue = UserQueue::map(dev, ctx, hw::QID_KIND_CQ, cqn, mem, || {
+            let _ = dev.cmdq().exec(&hw::DestroyCqCmd { cqn, rsvd: 0 });
+        })?;
+        let db_qid = queue.qid().into();
         let cq = Self {
             cqn,
-            mem: CqMem::User { _mem: mem, qid },
+            mem: CqMem::User { _queue: queue },
         };
-        let written = udata.write(&uapi::ferroce_create_cq_resp {
-            cqn,
-            db_qid: cq.user_qid().map_or(0, u32::from),
-        });
+        let written = udata.write(&uapi::ferroce_create_cq_resp { cqn, db_qid });
         if let Err(e) = written {
-            let _ = cq.destroy(dev, Some(udata));
+            let _ = cq.destroy(dev);
             return Err(e);
         }
         Ok((cq, entries))
     }
 
-    /// The local QID of a user CQ.
-    fn user_qid(&self) -> Option<u16> {
-        match &self.mem {
-            CqMem::User { qid, .. } => Some(qid.local()),
-            CqMem::Kernel { .. } => None,
-        }
-    }
-
-    /// Destroys the CQ in the device (its memory goes with the data); a user CQ's local QID
-    /// goes back to its context.
-    pub(crate) fn destroy(
-        &self,
-        dev: &rdma::Device<RoceDevice>,
-        udata: Option<&mut Udata<'_>>,
-    ) -> Result {
-        self.destroy_in_device(dev)?;
-        if let CqMem::User { qid, .. } = &self.mem {
-            ucontext::release_qid_of(dev, udata, qid);
-        }
-        Ok(())
+    /// Destroys the CQ in the device; its memory (and a user CQ's local QID) goes with the
+    /// data.
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+        self.destroy_in_device(dev)
     }
 
     fn destroy_in_device(&self, dev: &rdma::Device<RoceDevice>) -> Result {

@@ -37,13 +37,10 @@ use crate::{
         DbRecord,
         DmaRing,
         OutBuf,
+        UserQueue,
         UserQueueMem, //
     },
     regs,
-    ucontext::{
-        self,
-        Qid, //
-    },
     verbs::RoceDevice,
 };
 
@@ -66,7 +63,10 @@ enum QpMem {
     /// The driver's rings: kernel consumers post through `post_send`/`post_recv`.
     Kernel(KernelQueues),
     /// A process's rings: it posts WQEs and rings its doorbell page itself.
-    User { _mem: UserQueueMem, qid: Qid },
+    User {
+        /// Held for its pinned memory and local QID, which go with the queue.
+        _queue: UserQueue,
+    },
 }
 
 /// The rings of a kernel QP.
@@ -182,6 +182,15 @@ pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sg
     ring.write(index, &wqe[..len])
 }
 
+/// Whether a QPN the device returned can be right: GSI is QP 1, RC and UD QPs are numbered
+/// from `FIRST_QPN` within 24 bits.
+fn qpn_plausible(qp_type: hw::QpType, qpn: u32) -> bool {
+    match qp_type {
+        hw::QpType::Gsi => qpn == hw::GSI_QPN,
+        hw::QpType::Rc | hw::QpType::Ud => (hw::FIRST_QPN..=hw::QPN_MASK).contains(&qpn),
+    }
+}
+
 /// What kind of QP a create call asks for, checked against what the device has.
 struct QpKind {
     qp_type: hw::QpType,
@@ -285,14 +294,14 @@ impl QpData {
                 rq_ci: Atomic::new(0),
             }),
         };
-        // Kernel doorbells name the QP by its number; GSI must be QP 1.
-        if u16::try_from(qpn).is_err() || (qp_type == hw::QpType::Gsi) != (qpn == hw::GSI_QPN) {
+        // Kernel doorbells name the QP by its number.
+        if u16::try_from(qpn).is_err() || !qpn_plausible(qp_type, qpn) {
             pr_err!(
                 "ferroce: the device returned QPN {} for a QP of type {}\n",
                 qpn,
                 u8::from(qp_type)
             );
-            let _ = qp.destroy(dev, None);
+            let _ = qp.destroy(dev);
             return Err(EIO);
         }
         // With an SRQ the QP has no receive queue of its own: `caps` says so.
@@ -355,14 +364,19 @@ impl QpData {
             rsvd: 0,
         })?;
         let qpn = completion.qpn;
-        let qid = match ctx.map_qid(dev, hw::QID_KIND_QP, qpn) {
-            Ok(qid) => qid,
-            Err(e) => {
-                let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });
-                return Err(e);
-            }
-        };
-        let db_qid = qid.local().into();
+        if !qpn_plausible(qp_type, qpn) {
+            pr_err!(
+                "ferroce: the device returned QPN {} for a QP of type {}\n",
+                qpn,
+                u8::from(qp_type)
+            );
+            let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });
+            return Err(EIO);
+        }
+        let queue = UserQueue::map(dev, ctx, hw::QID_KIND_QP, qpn, mem, || {
+            let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });
+        })?;
+        let db_qid = queue.qid().into();
         let qp = Self {
             qpn,
             srqn,
@@ -370,30 +384,23 @@ impl QpData {
             sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
             state: Atomic::new(u8::from(hw::QpState::Reset).into()),
-            mem: QpMem::User { _mem: mem, qid },
+            mem: QpMem::User { _queue: queue },
         };
         if let Err(e) = udata.write(&uapi::ferroce_create_qp_resp { qpn, db_qid }) {
-            let _ = qp.destroy(dev, Some(udata));
+            let _ = qp.destroy(dev);
             return Err(e);
         }
         init.set_caps(caps);
         Ok(qp)
     }
 
-    /// Destroys the QP in the device; a user QP's local QID goes back to its context.
-    pub(crate) fn destroy(
-        &self,
-        dev: &rdma::Device<RoceDevice>,
-        udata: Option<&mut Udata<'_>>,
-    ) -> Result {
+    /// Destroys the QP in the device; its memory (and a user QP's local QID) goes with the
+    /// data.
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
         dev.cmdq().exec_destroy(&hw::DestroyQpCmd {
             qpn: self.qpn,
             rsvd: 0,
-        })?;
-        if let QpMem::User { qid, .. } = &self.mem {
-            ucontext::release_qid_of(dev, udata, qid);
-        }
-        Ok(())
+        })
     }
 
     /// Changes state and attributes (`CMD_MODIFY_QP`).

@@ -31,7 +31,11 @@ use kernel::{
 
 use crate::{
     hw,
-    verbs::RoceDevice, //
+    ucontext::{
+        Qid,
+        UcontextData, //
+    },
+    verbs::RoceDevice,
 };
 
 /// A ring of fixed-size slots the driver and the device share.
@@ -285,5 +289,39 @@ impl UserQueueMem {
         }
         let page = self.pages.get(offset / USER_PAGE_SIZE).ok_or(EINVAL)?;
         Ok(page + (offset % USER_PAGE_SIZE) as u64)
+    }
+}
+
+/// A queue in a process's memory (a CQ, QP or SRQ): the pinned buffer and the local QID the
+/// process's doorbells name it by. The QID goes back to the context when this is dropped, which
+/// is after the queue's destroy.
+pub(crate) struct UserQueue {
+    _mem: UserQueueMem,
+    qid: Qid,
+}
+
+impl UserQueue {
+    /// Maps queue `number` of `kind` (`hw::QID_KIND_*`), just created in the device on `mem`,
+    /// into the process's context; if that fails, `undo` destroys the queue in the device.
+    pub(crate) fn map(
+        dev: &rdma::Device<RoceDevice>,
+        ctx: &UcontextData,
+        kind: u8,
+        number: u32,
+        mem: UserQueueMem,
+        undo: impl FnOnce(),
+    ) -> Result<Self> {
+        match ctx.map_qid(dev, kind, number) {
+            Ok(qid) => Ok(Self { _mem: mem, qid }),
+            Err(e) => {
+                undo();
+                Err(e)
+            }
+        }
+    }
+
+    /// The number the process's doorbells carry for the queue.
+    pub(crate) fn qid(&self) -> u16 {
+        self.qid.local()
     }
 }

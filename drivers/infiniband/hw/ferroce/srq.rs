@@ -31,13 +31,10 @@ use crate::{
     queue::{
         DbRecord,
         DmaRing,
+        UserQueue,
         UserQueueMem, //
     },
     regs,
-    ucontext::{
-        self,
-        Qid, //
-    },
     verbs::RoceDevice,
 };
 
@@ -57,7 +54,10 @@ enum SrqMem {
     /// The driver's ring, for `post_srq_recv`.
     Kernel(KernelSrq),
     /// A process's ring: it posts and updates the record itself.
-    User { _mem: UserQueueMem, qid: Qid },
+    User {
+        /// Held for its pinned memory and local QID, which go with the queue.
+        _queue: UserQueue,
+    },
 }
 
 /// The ring of a kernel SRQ.
@@ -121,7 +121,7 @@ impl SrqData {
         // Kernel doorbells name the SRQ by its number.
         if u16::try_from(srq.srqn).is_err() {
             pr_err!("ferroce: the device returned SRQN {}\n", srq.srqn);
-            let _ = srq.destroy(dev, None);
+            let _ = srq.destroy(dev);
             return Err(EIO);
         }
         attr.max_wr = srq.size;
@@ -167,23 +167,19 @@ impl SrqData {
                 ..Default::default()
             })?
             .srqn;
-        let qid = match ctx.map_qid(dev, hw::QID_KIND_SRQ, srqn) {
-            Ok(qid) => qid,
-            Err(e) => {
-                let _ = dev.cmdq().exec(&hw::DestroySrqCmd { srqn, rsvd: 0 });
-                return Err(e);
-            }
-        };
-        let db_qid = qid.local().into();
+        let queue = UserQueue::map(dev, ctx, hw::QID_KIND_SRQ, srqn, mem, || {
+            let _ = dev.cmdq().exec(&hw::DestroySrqCmd { srqn, rsvd: 0 });
+        })?;
+        let db_qid = queue.qid().into();
         let srq = Self {
             srqn,
             size,
             max_sge,
             limit: Atomic::new(attr.limit),
-            mem: SrqMem::User { _mem: mem, qid },
+            mem: SrqMem::User { _queue: queue },
         };
         if let Err(e) = udata.write(&uapi::ferroce_create_srq_resp { srqn, db_qid }) {
-            let _ = srq.destroy(dev, Some(udata));
+            let _ = srq.destroy(dev);
             return Err(e);
         }
         attr.max_wr = size;
@@ -191,21 +187,13 @@ impl SrqData {
         Ok(srq)
     }
 
-    /// Destroys the SRQ in the device (ib_core destroys its QPs first); a user SRQ's local QID
-    /// goes back to its context.
-    pub(crate) fn destroy(
-        &self,
-        dev: &rdma::Device<RoceDevice>,
-        udata: Option<&mut Udata<'_>>,
-    ) -> Result {
+    /// Destroys the SRQ in the device (ib_core destroys its QPs first); its memory (and a user
+    /// SRQ's local QID) goes with the data.
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
         dev.cmdq().exec_destroy(&hw::DestroySrqCmd {
             srqn: self.srqn,
             rsvd: 0,
-        })?;
-        if let SrqMem::User { qid, .. } = &self.mem {
-            ucontext::release_qid_of(dev, udata, qid);
-        }
-        Ok(())
+        })
     }
 
     /// Arms the limit event at `limit` WQEs (0 disarms).

@@ -17,6 +17,7 @@ use kernel::{
     },
     sync::{
         new_spinlock,
+        Arc,
         SpinLock, //
     },
     uapi,
@@ -39,21 +40,69 @@ pub(crate) struct UcontextData {
     ctx: u32,
     /// The doorbell page's mmap entry; dropping it removes the offset.
     db_page: MmapHandle<RoceDevice>,
-    /// Local QIDs in use, one bit each.
-    qids: Pin<KBox<SpinLock<[u64; QIDS / 64]>>>,
+    /// Local QIDs in use; each queue's [`Qid`] holds the table too.
+    qids: Arc<QidTable>,
 }
 
 /// Local QIDs of a context: the NIC's QID table length.
 const QIDS: usize = hw::QID_TABLE_LEN;
 
+/// The local QIDs of a context in use, one bit each.
+#[pin_data]
+struct QidTable {
+    #[pin]
+    used: SpinLock<[u64; QIDS / 64]>,
+}
+
+impl QidTable {
+    fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                used <- new_spinlock!([0; QIDS / 64], "ferroce::qids"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Takes the lowest free local QID.
+    fn take(&self) -> Result<u16> {
+        let mut used = self.used.lock();
+        let (word, bit) = used
+            .iter()
+            .enumerate()
+            .find(|(_, w)| **w != u64::MAX)
+            .map(|(i, w)| (i, w.trailing_ones() as usize))
+            .ok_or(ENOSPC)?;
+        used[word] |= 1 << bit;
+        Ok(u16::try_from(word * 64 + bit)?)
+    }
+
+    fn give_back(&self, local: u16) {
+        let (word, bit) = (usize::from(local) / 64, local % 64);
+        if let Some(w) = self.used.lock().get_mut(word) {
+            *w &= !(1u64 << bit);
+        }
+    }
+}
+
 /// A local QID of a context, mapped to one of its queues. The device drops the mapping when the
-/// queue is destroyed; the number is then given back with [`UcontextData::release_qid`].
-pub(crate) struct Qid(u16);
+/// queue is destroyed; the number goes back to the context when the queue's data (which holds
+/// this) is dropped, after the destroy.
+pub(crate) struct Qid {
+    local: u16,
+    table: Arc<QidTable>,
+}
 
 impl Qid {
     /// The number the process's doorbells carry for the queue.
     pub(crate) fn local(&self) -> u16 {
-        self.0
+        self.local
+    }
+}
+
+impl Drop for Qid {
+    fn drop(&mut self) {
+        self.table.give_back(self.local);
     }
 }
 
@@ -92,7 +141,7 @@ impl UcontextData {
         Ok(Self {
             ctx,
             db_page,
-            qids: KBox::pin_init(new_spinlock!([0; QIDS / 64], "ferroce::qids"), GFP_KERNEL)?,
+            qids: QidTable::new()?,
         })
     }
 
@@ -126,39 +175,19 @@ impl UcontextData {
         kind: u8,
         global: u32,
     ) -> Result<Qid> {
-        let local = {
-            let mut used = self.qids.lock();
-            let (word, bit) = used
-                .iter()
-                .enumerate()
-                .find(|(_, w)| **w != u64::MAX)
-                .map(|(i, w)| (i, w.trailing_ones() as usize))
-                .ok_or(ENOSPC)?;
-            used[word] |= 1 << bit;
-            u16::try_from(word * 64 + bit)?
+        // Given back if the mapping fails.
+        let qid = Qid {
+            local: self.qids.take()?,
+            table: self.qids.clone(),
         };
-        let mapped = dev.cmdq().exec(&hw::MapQidCmd {
+        dev.cmdq().exec(&hw::MapQidCmd {
             ctx: self.ctx,
-            local_qid: local.into(),
+            local_qid: qid.local.into(),
             global,
             kind,
             rsvd: [0; 3],
-        });
-        match mapped {
-            Ok(_) => Ok(Qid(local)),
-            Err(e) => {
-                self.release_qid(&Qid(local));
-                Err(e)
-            }
-        }
-    }
-
-    /// Gives a local QID back once its queue is destroyed (which unmapped it in the device).
-    pub(crate) fn release_qid(&self, qid: &Qid) {
-        let (word, bit) = (usize::from(qid.0) / 64, qid.0 % 64);
-        if let Some(w) = self.qids.lock().get_mut(word) {
-            *w &= !(1u64 << bit);
-        }
+        })?;
+        Ok(qid)
     }
 
     /// Frees the NIC context; ib_core destroyed the context's objects first.
@@ -169,18 +198,6 @@ impl UcontextData {
         }) {
             pr_warn!("ferroce: freeing context {} failed: {:?}\n", self.ctx, e);
         }
-    }
-}
-
-/// Gives a destroyed user queue's `qid` back to the context of the process whose call `udata`
-/// belongs to (ib_core passes it to destroys, also when it cleans up after a process).
-pub(crate) fn release_qid_of(
-    dev: &rdma::Device<RoceDevice>,
-    udata: Option<&mut Udata<'_>>,
-    qid: &Qid,
-) {
-    if let Some(ctx) = udata.and_then(|udata| udata.ucontext(dev)) {
-        ctx.release_qid(qid);
     }
 }
 

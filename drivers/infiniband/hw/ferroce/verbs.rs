@@ -453,8 +453,8 @@ impl rdma::Operations for RoceDevice {
         }
     }
 
-    fn destroy_cq(cq: &rdma::Cq<Self>, udata: Option<&mut Udata<'_>>) -> Result {
-        cq.destroy(cq.device(), udata)
+    fn destroy_cq(cq: &rdma::Cq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        cq.destroy(cq.device())
     }
 
     fn poll_cq(cq: &rdma::Cq<Self>, out: &mut Completions<'_, Self>) -> Result {
@@ -489,8 +489,8 @@ impl rdma::Operations for RoceDevice {
         qp.query(qp.device(), out)
     }
 
-    fn destroy_qp(qp: &rdma::Qp<Self>, udata: Option<&mut Udata<'_>>) -> Result {
-        qp.destroy(qp.device(), udata)
+    fn destroy_qp(qp: &rdma::Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        qp.destroy(qp.device())
     }
 
     fn post_send<'a>(
@@ -539,8 +539,8 @@ impl rdma::Operations for RoceDevice {
         Ok(srq.attr())
     }
 
-    fn destroy_srq(srq: &rdma::Srq<Self>, udata: Option<&mut Udata<'_>>) -> Result {
-        srq.destroy(srq.device(), udata)
+    fn destroy_srq(srq: &rdma::Srq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        srq.destroy(srq.device())
     }
 
     fn post_srq_recv<'a>(

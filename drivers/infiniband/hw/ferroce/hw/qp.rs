@@ -229,6 +229,8 @@ pub const QP_ATTR_VALID_MASK: u32 = QP_ATTR_STATE
 
 /// Largest PSN (24 bits).
 pub const PSN_MASK: u32 = 0x00ff_ffff;
+/// Largest QPN (24 bits).
+pub const QPN_MASK: u32 = 0x00ff_ffff;
 /// Largest flow label (20 bits).
 pub const FLOW_LABEL_MASK: u32 = 0x000f_ffff;
 /// Largest outstanding RDMA READ / atomic depth.
