@@ -17,14 +17,6 @@ fn hi(value: u64) -> u32 {
     (value >> 32) as u32
 }
 
-fn set_lo(target: &mut u64, value: u32) {
-    *target = (*target & !0xffff_ffff) | u64::from(value);
-}
-
-fn set_hi(target: &mut u64, value: u32) {
-    *target = (*target & 0xffff_ffff) | (u64::from(value) << 32);
-}
-
 impl DeviceCore {
     /// Value of the 32-bit register at `offset` (4-byte aligned).
     pub fn read_reg(&self, offset: usize) -> u32 {
@@ -69,23 +61,23 @@ impl DeviceCore {
             REG_NUM_COUNTERS => NUM_COUNTERS as u32,
             REG_QID_TABLE_LEN => QID_TABLE_LEN as u32,
             REG_CMD_TIMEOUT_MS => 2000,
-            REG_DEV_CTRL => self.regs.ctrl,
-            REG_DEV_STATUS => self.status(),
-            REG_FATAL_CODE => self.regs.fatal_code,
-            REG_SCRATCH => self.regs.scratch,
-            REG_CMDQ_SQ_BASE_LO => lo(self.regs.cmdq_sq_base),
-            REG_CMDQ_SQ_BASE_HI => hi(self.regs.cmdq_sq_base),
-            REG_CMDQ_CQ_BASE_LO => lo(self.regs.cmdq_cq_base),
-            REG_CMDQ_CQ_BASE_HI => hi(self.regs.cmdq_cq_base),
-            REG_CMDQ_LOG_SIZE => self.regs.cmdq_log_size,
+            REG_DEV_CTRL
+            | REG_DEV_STATUS
+            | REG_FATAL_CODE
+            | REG_SCRATCH
+            | REG_CMDQ_SQ_BASE_LO
+            | REG_CMDQ_SQ_BASE_HI
+            | REG_CMDQ_CQ_BASE_LO
+            | REG_CMDQ_CQ_BASE_HI
+            | REG_CMDQ_LOG_SIZE
+            | REG_EQ_SETUP_BASE_LO
+            | REG_EQ_SETUP_BASE_HI
+            | REG_EQ_SETUP_LOG_SIZE
+            | REG_EQ_SETUP_VECTOR
+            | REG_EQ_SETUP_STATUS => self.regs().read(offset),
             REG_CMDQ_CTRL => u32::from(self.cmdq.is_some()),
             REG_CMDQ_CI => self.cmdq.as_ref().map_or(0, |q| u32::from(q.ci)),
             REG_CMDQ_STATUS => self.cmdq_status(),
-            REG_EQ_SETUP_BASE_LO => lo(self.regs.eq_setup_base),
-            REG_EQ_SETUP_BASE_HI => hi(self.regs.eq_setup_base),
-            REG_EQ_SETUP_LOG_SIZE => self.regs.eq_setup_log_size,
-            REG_EQ_SETUP_VECTOR => self.regs.eq_setup_vector,
-            REG_EQ_SETUP_STATUS => self.regs.eq_setup_status,
             o if (COUNTERS_OFFSET..COUNTERS_OFFSET + NUM_COUNTERS * 8).contains(&o) => {
                 let value = self.counters.get((o - COUNTERS_OFFSET) / 8);
                 if o % 8 == 0 {
@@ -103,27 +95,19 @@ impl DeviceCore {
     /// Write of the 32-bit register at `offset` (4-byte aligned), outside the doorbell area.
     pub fn write_reg(&mut self, offset: usize, value: u32) {
         match offset {
-            REG_DEV_CTRL => {
-                if value & CTRL_RESET != 0 {
-                    // The device thread performs it; READY reads 0 until then.
-                    self.reset_pending = true;
-                    self.regs.ctrl = 0;
-                } else {
-                    self.regs.ctrl = value & CTRL_ENABLE;
-                }
-            }
-            REG_SCRATCH => self.regs.scratch = value,
-            REG_CMDQ_SQ_BASE_LO => set_lo(&mut self.regs.cmdq_sq_base, value),
-            REG_CMDQ_SQ_BASE_HI => set_hi(&mut self.regs.cmdq_sq_base, value),
-            REG_CMDQ_CQ_BASE_LO => set_lo(&mut self.regs.cmdq_cq_base, value),
-            REG_CMDQ_CQ_BASE_HI => set_hi(&mut self.regs.cmdq_cq_base, value),
-            REG_CMDQ_LOG_SIZE => self.regs.cmdq_log_size = value,
+            REG_DEV_CTRL
+            | REG_SCRATCH
+            | REG_CMDQ_SQ_BASE_LO
+            | REG_CMDQ_SQ_BASE_HI
+            | REG_CMDQ_CQ_BASE_LO
+            | REG_CMDQ_CQ_BASE_HI
+            | REG_CMDQ_LOG_SIZE
+            | REG_EQ_SETUP_BASE_LO
+            | REG_EQ_SETUP_BASE_HI
+            | REG_EQ_SETUP_LOG_SIZE
+            | REG_EQ_SETUP_VECTOR => self.regs_mut().write(offset, value),
             REG_CMDQ_CTRL => self.cmdq_ctrl_write(value),
             REG_CMDQ_DB => self.cmdq_doorbell_write(value),
-            REG_EQ_SETUP_BASE_LO => set_lo(&mut self.regs.eq_setup_base, value),
-            REG_EQ_SETUP_BASE_HI => set_hi(&mut self.regs.eq_setup_base, value),
-            REG_EQ_SETUP_LOG_SIZE => self.regs.eq_setup_log_size = value,
-            REG_EQ_SETUP_VECTOR => self.regs.eq_setup_vector = value,
             // EQ 0/1 creation touches guest memory only to validate; it is cheap and the
             // driver needs the status right after the write.
             REG_EQ_SETUP_CTRL => self.eq_setup(value),

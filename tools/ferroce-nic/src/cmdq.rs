@@ -14,8 +14,7 @@ impl DeviceCore {
             self.cmdq = None;
             return;
         }
-        let log_size = self.regs.cmdq_log_size;
-        let (sq_base, cq_base) = (self.regs.cmdq_sq_base, self.regs.cmdq_cq_base);
+        let (sq_base, cq_base, log_size) = self.regs().cmdq_setup();
         let span = |entry: usize| (entry as u64) << log_size.min(MAX_LOG_CMDQ);
         let error = log_size > MAX_LOG_CMDQ
             || sq_base == 0

@@ -129,7 +129,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     });
     json!({
         "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
-        "cmdq": core.cmdq, "registers": core.regs, "port": core.port, "dma_regions": nic.dma.regions(),
+        "cmdq": core.cmdq, "registers": core.regs(), "port": core.port, "dma_regions": nic.dma.regions(),
         "engine": engine,
     })
 }
@@ -155,7 +155,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
         "status" => {
             let device = nic.lock();
             Ok(json!({
-                "status": device.core.status(), "fatal_code": device.core.regs.fatal_code,
+                "status": device.core.status(), "fatal_code": device.core.regs().fatal_code(),
                 "stall": host.stall.load(Ordering::Relaxed), "hang": host.hang.load(Ordering::Relaxed),
                 "bogus_version": host.bogus_version.load(Ordering::Relaxed), "bogus_cqe": host.bogus_cqe.load(Ordering::Relaxed),
                 "port_state": device.core.port.state, "mac": mac_text(&device.core.config.mac),

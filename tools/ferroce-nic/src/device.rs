@@ -25,6 +25,10 @@ use crate::objects::{
 };
 use crate::trace::Tracer;
 
+mod regs;
+
+pub use regs::Registers;
+
 /// Device limits and identity.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceConfig {
@@ -83,33 +87,6 @@ impl HostControls {
 
 /// The interface version reported while `bogus_version` is set.
 pub const BOGUS_IF_VERSION: u32 = 0x7eef_0000;
-
-/// Latched register values.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Registers {
-    /// `REG_DEV_CTRL` (enable bit).
-    pub ctrl: u32,
-    /// `REG_FATAL_CODE`.
-    pub fatal_code: u32,
-    /// `STATUS_READY` (cleared while a reset is pending).
-    pub ready: bool,
-    /// `REG_SCRATCH`.
-    pub scratch: u32,
-    /// `REG_CMDQ_SQ_BASE_*`.
-    pub cmdq_sq_base: u64,
-    /// `REG_CMDQ_CQ_BASE_*`.
-    pub cmdq_cq_base: u64,
-    /// `REG_CMDQ_LOG_SIZE`.
-    pub cmdq_log_size: u32,
-    /// `REG_EQ_SETUP_BASE_*`.
-    pub eq_setup_base: u64,
-    /// `REG_EQ_SETUP_LOG_SIZE`.
-    pub eq_setup_log_size: u32,
-    /// `REG_EQ_SETUP_VECTOR`.
-    pub eq_setup_vector: u32,
-    /// `REG_EQ_SETUP_STATUS`.
-    pub eq_setup_status: u32,
-}
 
 /// The command queue, as latched when enabled.
 #[derive(Clone, Debug, Serialize)]
@@ -172,11 +149,9 @@ pub struct DeviceCore {
     /// Host switches.
     pub host: Arc<HostControls>,
     /// Registers.
-    pub regs: Registers,
+    regs: Registers,
     /// Command queue, once enabled.
     pub cmdq: Option<CmdQueue>,
-    /// A reset was requested.
-    pub reset_pending: bool,
     /// Event queues.
     pub eqs: Table<Eq>,
     /// Completion queues.
@@ -247,12 +222,8 @@ impl Device {
             counters,
             trace,
             host,
-            regs: Registers {
-                ready: true,
-                ..Registers::default()
-            },
+            regs: Registers::default(),
             cmdq: None,
-            reset_pending: false,
             work: VecDeque::new(),
             push: PushWindows::default(),
             pending_bad_doorbells: VecDeque::new(),
@@ -289,25 +260,21 @@ impl Device {
         core.work.clear();
         core.push = PushWindows::default();
         core.pending_bad_doorbells.clear();
-        core.regs = Registers {
-            ready: true,
-            ..Registers::default()
-        };
-        core.reset_pending = false;
+        core.regs = Registers::default();
         core.trace.event("reset", || serde_json::json!({}));
     }
 
     /// Does all pending device work: reset, commands, doorbells, timers, engine polling.
     /// Returns `true` if work remains (call again).
     pub fn process(&mut self) -> bool {
-        if self.core.reset_pending {
+        if self.core.regs.reset_pending() {
             self.reset();
         }
         if HostControls::get(&self.core.host.hang) || HostControls::get(&self.core.host.stall) {
             return false;
         }
         self.core.apply_host_requests();
-        if self.core.regs.ctrl & CTRL_ENABLE == 0 || self.core.regs.fatal_code != FATAL_NONE {
+        if !self.core.regs.enabled() || self.core.regs.is_fatal() {
             return false;
         }
         self.core.report_bad_doorbells();
@@ -338,7 +305,7 @@ impl Device {
 
     /// Whether the device thread has something to do.
     pub fn has_work(&self) -> bool {
-        self.core.reset_pending
+        self.core.regs.reset_pending()
             || self.engine.busy()
             || self.core.pending_port.is_some()
             || self.core.pending_fatal
@@ -396,11 +363,10 @@ impl DeviceCore {
 
     /// Puts the device into fatal state and tells the driver (async EQ, if it can).
     pub fn fatal(&mut self, code: u32) {
-        if self.regs.fatal_code != FATAL_NONE {
+        if !self.regs.set_fatal(code) {
             return;
         }
         tracing::warn!(code, "device fatal error");
-        self.regs.fatal_code = code;
         self.trace
             .event("fatal", || serde_json::json!({"code": code}));
         self.post_async_event(EventType::DeviceFatal, 0, code, 0);
@@ -427,19 +393,19 @@ impl DeviceCore {
         }
     }
 
+    /// The register file.
+    pub fn regs(&self) -> &Registers {
+        &self.regs
+    }
+
+    /// The register file, mutably.
+    pub(crate) fn regs_mut(&mut self) -> &mut Registers {
+        &mut self.regs
+    }
+
     /// `REG_DEV_STATUS` value.
     pub fn status(&self) -> u32 {
-        let mut status = 0;
-        if self.regs.ready && !self.reset_pending {
-            status |= STATUS_READY;
-        }
-        if self.regs.fatal_code != FATAL_NONE {
-            status |= STATUS_FATAL;
-        }
-        if self.regs.ctrl & CTRL_ENABLE != 0 {
-            status |= STATUS_ENABLED;
-        }
-        status
+        self.regs.status()
     }
 
     /// Page-list entries held by all objects (fast-registration MRs count their maximum).

@@ -70,11 +70,11 @@ impl DeviceCore {
         let status = if eqn != EQN_ASYNC && eqn != EQN_CMD {
             STATUS_BAD_PARAM
         } else if value & EQ_SETUP_CREATE != 0 {
+            let (addr, log, vector) = self.regs().eq_setup();
             let ring = BufDesc {
-                addr: self.regs.eq_setup_base,
+                addr,
                 ..BufDesc::default()
             };
-            let (log, vector) = (self.regs.eq_setup_log_size, self.regs.eq_setup_vector);
             match self.create_eq(Some(eqn), &ring, log, vector) {
                 Ok(_) => STATUS_OK,
                 Err(e) => e.status,
@@ -85,7 +85,7 @@ impl DeviceCore {
                 Err(e) => e.status,
             }
         };
-        self.regs.eq_setup_status = u32::from(status);
+        self.regs_mut().set_eq_setup_status(u32::from(status));
         self.trace.event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
     }
 
