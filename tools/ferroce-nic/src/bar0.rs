@@ -75,9 +75,9 @@ impl DeviceCore {
             | REG_EQ_SETUP_LOG_SIZE
             | REG_EQ_SETUP_VECTOR
             | REG_EQ_SETUP_STATUS => self.regs().read(offset),
-            REG_CMDQ_CTRL => u32::from(self.cmdq.is_some()),
-            REG_CMDQ_CI => self.cmdq.as_ref().map_or(0, |q| u32::from(q.ci)),
-            REG_CMDQ_STATUS => self.cmdq_status(),
+            REG_CMDQ_CTRL => u32::from(self.cmdq().is_enabled()),
+            REG_CMDQ_CI => self.cmdq().ci(),
+            REG_CMDQ_STATUS => self.cmdq().status(),
             o if (COUNTERS_OFFSET..COUNTERS_OFFSET + NUM_COUNTERS * 8).contains(&o) => {
                 let value = self.counters.get((o - COUNTERS_OFFSET) / 8);
                 if o % 8 == 0 {

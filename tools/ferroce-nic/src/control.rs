@@ -129,7 +129,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     });
     json!({
         "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
-        "cmdq": core.cmdq, "registers": core.regs(), "port": core.port, "dma_regions": nic.dma.regions(),
+        "cmdq": core.cmdq(), "registers": core.regs(), "port": core.port, "dma_regions": nic.dma.regions(),
         "engine": engine,
     })
 }

@@ -15,6 +15,7 @@ use std::time::Instant;
 use ferroce_hw::*;
 use serde::Serialize;
 
+use crate::cmdq::CmdQueue;
 use crate::counters::Counters;
 use crate::doorbell::PushWindows;
 use crate::engine::Engine;
@@ -88,23 +89,6 @@ impl HostControls {
 /// The interface version reported while `bogus_version` is set.
 pub const BOGUS_IF_VERSION: u32 = 0x7eef_0000;
 
-/// The command queue, as latched when enabled.
-#[derive(Clone, Debug, Serialize)]
-pub struct CmdQueue {
-    /// Command ring base.
-    pub sq_base: u64,
-    /// Completion ring base.
-    pub cq_base: u64,
-    /// log2 entries.
-    pub log_size: u32,
-    /// Device consumer index.
-    pub ci: u16,
-    /// Producer index from the last doorbell.
-    pub pi: u16,
-    /// A doorbell overran the ring; the queue stopped.
-    pub error: bool,
-}
-
 /// Port state.
 #[derive(Clone, Debug, Serialize)]
 pub struct Port {
@@ -150,8 +134,8 @@ pub struct DeviceCore {
     pub host: Arc<HostControls>,
     /// Registers.
     regs: Registers,
-    /// Command queue, once enabled.
-    pub cmdq: Option<CmdQueue>,
+    /// Command queue.
+    cmdq: CmdQueue,
     /// Event queues.
     pub eqs: Table<Eq>,
     /// Completion queues.
@@ -223,7 +207,7 @@ impl Device {
             trace,
             host,
             regs: Registers::default(),
-            cmdq: None,
+            cmdq: CmdQueue::default(),
             work: VecDeque::new(),
             push: PushWindows::default(),
             pending_bad_doorbells: VecDeque::new(),
@@ -256,7 +240,7 @@ impl Device {
         core.srqs.clear();
         core.gids.iter_mut().for_each(|g| *g = None);
         core.contexts = Self::fresh_contexts();
-        core.cmdq = None;
+        core.cmdq.disable();
         core.work.clear();
         core.push = PushWindows::default();
         core.pending_bad_doorbells.clear();
@@ -310,11 +294,7 @@ impl Device {
             || self.core.pending_port.is_some()
             || self.core.pending_fatal
             || !self.core.work.is_empty()
-            || self
-                .core
-                .cmdq
-                .as_ref()
-                .is_some_and(|q| q.ci != q.pi && !q.error)
+            || self.core.cmdq.has_pending()
             || self
                 .core
                 .cqs
@@ -401,6 +381,16 @@ impl DeviceCore {
     /// The register file, mutably.
     pub(crate) fn regs_mut(&mut self) -> &mut Registers {
         &mut self.regs
+    }
+
+    /// The command queue.
+    pub fn cmdq(&self) -> &CmdQueue {
+        &self.cmdq
+    }
+
+    /// The command queue, mutably.
+    pub(crate) fn cmdq_mut(&mut self) -> &mut CmdQueue {
+        &mut self.cmdq
     }
 
     /// `REG_DEV_STATUS` value.

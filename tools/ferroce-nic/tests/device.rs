@@ -47,7 +47,7 @@ fn reset_drops_every_object() {
     assert!(g.dev.core.qps.is_empty());
     assert!(g.dev.core.cqs.is_empty());
     assert!(g.dev.core.eqs.is_empty());
-    assert!(g.dev.core.cmdq.is_none());
+    assert!(!g.dev.core.cmdq().is_enabled());
     assert_eq!(g.r32(REG_DEV_STATUS) & STATUS_ENABLED, 0);
     // And it comes back up.
     g.bring_up();
