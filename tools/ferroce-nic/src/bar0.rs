@@ -49,7 +49,7 @@ impl DeviceCore {
             REG_MAX_MR => config.max_mr,
             REG_MAX_SRQ => config.max_srq,
             REG_MAX_AH => config.max_ah,
-            REG_MAX_EQ => self.eqs.capacity(),
+            REG_MAX_EQ => self.objects().eqs().capacity(),
             REG_GID_TABLE_LEN => GID_TABLE_LEN,
             REG_NUM_DB_PAGES => NUM_DB_PAGES as u32,
             REG_MAX_LOG_QUEUE => MAX_LOG_QUEUE,
@@ -173,7 +173,8 @@ impl Device {
             let ctx = (offset - DB_AREA_OFFSET) / DB_PAGE_SIZE;
             let in_page = (offset - DB_AREA_OFFSET) % DB_PAGE_SIZE;
             if (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE).contains(&in_page) {
-                core.push.write(ctx, in_page - PUSH_WINDOW_OFFSET, data);
+                core.doorbells_mut()
+                    .push_write(ctx, in_page - PUSH_WINDOW_OFFSET, data);
             } else if len == 4 && in_page % 4 == 0 {
                 let value = u32::from_le_bytes(pad4(data));
                 core.doorbell_write(ctx, in_page, value);

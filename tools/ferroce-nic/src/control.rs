@@ -48,19 +48,16 @@ fn mac_text(mac: &[u8; 6]) -> String {
 pub fn gids_json(device: &Device) -> Value {
     let entries: Vec<Value> = device
         .core
-        .gids
-        .iter()
-        .enumerate()
-        .filter_map(|(index, entry)| {
-            entry.map(|e| {
-                json!({
-                    "index": index,
-                    "gid": gid_text(&e.gid),
-                    "type": if e.gid_type == GID_TYPE_ROCE_V1 { "RoCEv1" } else { "RoCEv2" },
-                    "family": if e.family == GID_FAMILY_IPV4 { "ipv4" } else { "ipv6" },
-                    "mac": mac_text(&e.mac),
-                    "vlan": if e.vlan == VLAN_NONE { Value::Null } else { Value::from(e.vlan) },
-                })
+        .objects()
+        .gids()
+        .map(|(index, e)| {
+            json!({
+                "index": index,
+                "gid": gid_text(&e.gid),
+                "type": if e.gid_type == GID_TYPE_ROCE_V1 { "RoCEv1" } else { "RoCEv2" },
+                "family": if e.family == GID_FAMILY_IPV4 { "ipv4" } else { "ipv6" },
+                "mac": mac_text(&e.mac),
+                "vlan": if e.vlan == VLAN_NONE { Value::Null } else { Value::from(e.vlan) },
             })
         })
         .collect();
@@ -71,17 +68,17 @@ pub fn gids_json(device: &Device) -> Value {
 pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     let core = &device.core;
     let eqs: Vec<Value> = core
-        .eqs
+        .objects().eqs()
         .iter()
         .map(|(n, eq)| json!({"eqn": n, "log_size": eq.buf.ring.log_size(), "pi": eq.pi, "ci": eq.ci, "vector": eq.vector, "armed": eq.armed, "overruns": eq.overruns}))
         .collect();
     let cqs: Vec<Value> = core
-        .cqs
+        .objects().cqs()
         .iter()
         .map(|(n, cq)| json!({"cqn": n, "log_size": cq.buf.ring.log_size(), "pi": cq.pi, "eqn": cq.eqn, "arm": cq.arm, "error": cq.error, "moder_count": cq.moder_count, "moder_period_us": cq.moder_period_us, "users": cq.users}))
         .collect();
     let qps: Vec<Value> = core
-        .qps
+        .objects().qps()
         .iter()
         .map(|(n, qp)| {
             json!({"qpn": n, "type": u8::from(qp.qp_type), "state": u8::from(qp.state), "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
@@ -91,36 +88,33 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
         })
         .collect();
     let mrs: Vec<Value> = core
-        .mrs
+        .objects().mrs()
         .iter()
         .map(|(_, mr)| json!({"key": mr.key, "pd": mr.pd, "access": mr.access, "iova": mr.iova, "length": mr.length, "fast_reg": mr.fast_reg_max_pages.is_some()}))
         .collect();
     let ahs: Vec<Value> = core
-        .ahs
+        .objects().ahs()
         .iter()
         .map(|(n, ah)| json!({"ah": n, "pd": ah.pd, "sgid_index": ah.sgid_index, "dgid": gid_text(&ah.dgid), "dmac": mac_text(&ah.dmac)}))
         .collect();
     let srqs: Vec<Value> = core
-        .srqs
+        .objects().srqs()
         .iter()
         .map(|(n, srq)| json!({"srqn": n, "log_size": srq.buf.ring.log_size(), "ci": srq.ci, "limit": srq.limit, "users": srq.users}))
         .collect();
     let contexts: Vec<Value> = core
-        .contexts
-        .iter()
-        .enumerate()
-        .filter_map(|(n, c)| {
-            c.as_ref().map(|c| {
-                let qids: Vec<Value> = c
-                    .qids
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(local, e)| {
-                        e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global}))
-                    })
-                    .collect();
-                json!({"ctx": n, "qids": qids})
-            })
+        .objects()
+        .contexts()
+        .map(|(n, c)| {
+            let qids: Vec<Value> = c
+                .qids
+                .iter()
+                .enumerate()
+                .filter_map(|(local, e)| {
+                    e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global}))
+                })
+                .collect();
+            json!({"ctx": n, "qids": qids})
         })
         .collect();
     let engine = json!({

@@ -17,13 +17,11 @@ use serde::Serialize;
 
 use crate::cmdq::CmdQueue;
 use crate::counters::Counters;
-use crate::doorbell::PushWindows;
+use crate::doorbell::Doorbells;
 use crate::engine::Engine;
 use crate::interrupts::InterruptSink;
 use crate::memory::{DmaError, GuestMemory};
-use crate::objects::{
-    Ah, CmdError, Context, Cq, Eq, GidEntry, Mr, MrBacking, Qp, Srq, Table, MAX_TRANSLATION_ENTRIES,
-};
+use crate::objects::Objects;
 use crate::trace::Tracer;
 
 mod regs;
@@ -136,30 +134,14 @@ pub struct DeviceCore {
     regs: Registers,
     /// Command queue.
     cmdq: CmdQueue,
-    /// Event queues.
-    pub eqs: Table<Eq>,
-    /// Completion queues.
-    pub cqs: Table<Cq>,
-    /// Queue pairs.
-    pub qps: Table<Qp>,
-    /// Memory regions.
-    pub mrs: Table<Mr>,
-    /// Address handles.
-    pub ahs: Table<Ah>,
-    /// Shared receive queues.
-    pub srqs: Table<Srq>,
-    /// GID table.
-    pub gids: Vec<Option<GidEntry>>,
-    /// Contexts (doorbell pages) with their QID tables; 0 is the kernel's.
-    pub contexts: Vec<Option<Context>>,
+    /// Object tables.
+    objects: Objects,
     /// Port.
     pub port: Port,
     /// Objects queued for the device thread (each at most once: bounded by the tables).
     pub work: VecDeque<Work>,
-    /// Push window contents per context.
-    pub push: PushWindows,
-    /// Rejected doorbells (context, value) to report as async events; bounded.
-    pub pending_bad_doorbells: VecDeque<(u32, u32)>,
+    /// Doorbell decoder state (push windows, rejected doorbells to report).
+    doorbells: Doorbells,
     /// Port state change requested by the host.
     pub pending_port: Option<bool>,
     /// Fatal error requested by the host.
@@ -187,14 +169,7 @@ impl Device {
         host: Arc<HostControls>,
     ) -> Self {
         let core = DeviceCore {
-            eqs: Table::new(config.max_eq.max(EQN_FIRST_COMPLETION), 0),
-            cqs: Table::new(config.max_cq, 0),
-            qps: Table::new(config.max_qp.max(FIRST_QPN), FIRST_QPN),
-            mrs: Table::new(config.max_mr, 1),
-            ahs: Table::new(config.max_ah, 0),
-            srqs: Table::new(config.max_srq, 0),
-            gids: vec![None; GID_TABLE_LEN as usize],
-            contexts: Self::fresh_contexts(),
+            objects: Objects::new(&config),
             port: Port {
                 state: PORT_STATE_ACTIVE,
                 active_mtu: MTU_1024,
@@ -209,8 +184,7 @@ impl Device {
             regs: Registers::default(),
             cmdq: CmdQueue::default(),
             work: VecDeque::new(),
-            push: PushWindows::default(),
-            pending_bad_doorbells: VecDeque::new(),
+            doorbells: Doorbells::default(),
             pending_port: None,
             pending_fatal: false,
             start: Instant::now(),
@@ -218,32 +192,18 @@ impl Device {
         Self { core, engine }
     }
 
-    fn fresh_contexts() -> Vec<Option<Context>> {
-        let mut contexts: Vec<Option<Context>> = (0..NUM_DB_PAGES).map(|_| None).collect();
-        contexts[0] = Some(Context::new());
-        contexts
-    }
-
     /// Function reset: every object, queue and register goes; counters, host switches and the
     /// port stay.
     pub fn reset(&mut self) {
         let core = &mut self.core;
-        for (qpn, _) in core.qps.iter() {
+        for (qpn, _) in core.objects.qps().iter() {
             self.engine.qp_destroyed(qpn);
         }
         self.engine.reset();
-        core.eqs.clear();
-        core.cqs.clear();
-        core.qps.clear();
-        core.mrs.clear();
-        core.ahs.clear();
-        core.srqs.clear();
-        core.gids.iter_mut().for_each(|g| *g = None);
-        core.contexts = Self::fresh_contexts();
+        core.objects.clear();
         core.cmdq.disable();
         core.work.clear();
-        core.push = PushWindows::default();
-        core.pending_bad_doorbells.clear();
+        core.doorbells = Doorbells::default();
         core.regs = Registers::default();
         core.trace.event("reset", || serde_json::json!({}));
     }
@@ -297,7 +257,8 @@ impl Device {
             || self.core.cmdq.has_pending()
             || self
                 .core
-                .cqs
+                .objects
+                .cqs()
                 .iter()
                 .any(|(_, cq)| cq.first_unreported_us.is_some())
     }
@@ -354,21 +315,7 @@ impl DeviceCore {
 
     /// Queues an object for the device thread unless already queued.
     pub fn queue_work(&mut self, work: Work) {
-        let queued = match work {
-            Work::Qp(n) => self
-                .qps
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Eq(n) => self
-                .eqs
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Srq(n) => self
-                .srqs
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-        };
-        if queued == Some(false) {
+        if self.objects.mark_queued(work) {
             self.work.push_back(work);
         }
     }
@@ -393,40 +340,29 @@ impl DeviceCore {
         &mut self.cmdq
     }
 
+    /// The object tables.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// The object tables, mutably.
+    pub(crate) fn objects_mut(&mut self) -> &mut Objects {
+        &mut self.objects
+    }
+
+    /// The doorbell decoder state.
+    pub fn doorbells(&self) -> &Doorbells {
+        &self.doorbells
+    }
+
+    /// The doorbell decoder state, mutably.
+    pub(crate) fn doorbells_mut(&mut self) -> &mut Doorbells {
+        &mut self.doorbells
+    }
+
     /// `REG_DEV_STATUS` value.
     pub fn status(&self) -> u32 {
         self.regs.status()
-    }
-
-    /// Page-list entries held by all objects (fast-registration MRs count their maximum).
-    pub fn translation_entries(&self) -> u64 {
-        let rings = self
-            .eqs
-            .iter()
-            .map(|(_, eq)| eq.buf.map.page_entries())
-            .chain(self.cqs.iter().map(|(_, cq)| cq.buf.map.page_entries()))
-            .chain(self.srqs.iter().map(|(_, srq)| srq.buf.map.page_entries()))
-            .chain(self.qps.iter().map(|(_, qp)| {
-                qp.sq.buf.map.page_entries()
-                    + qp.rq.as_ref().map_or(0, |rq| rq.buf.map.page_entries())
-            }));
-        let mrs = self
-            .mrs
-            .iter()
-            .map(|(_, mr)| match (&mr.backing, mr.fast_reg_max_pages) {
-                (_, Some(max)) => u64::from(max),
-                (MrBacking::Buffer(map), None) => map.page_entries(),
-                _ => 0,
-            });
-        rings.chain(mrs).sum()
-    }
-
-    /// Refuses an object that would need `extra` more page-list entries than the budget allows.
-    pub fn check_translation_budget(&self, extra: u64) -> Result<(), CmdError> {
-        if self.translation_entries().saturating_add(extra) > MAX_TRANSLATION_ENTRIES {
-            return Err(CmdError::new(STATUS_NO_RESOURCES));
-        }
-        Ok(())
     }
 
     /// Requests a port state change (host control); the device thread applies it.

@@ -19,7 +19,8 @@ impl DeviceCore {
         if vector >= u32::from(self.irq.vectors()) {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
-        self.check_translation_budget(u64::from(ring.page_count))?;
+        self.objects()
+            .check_translation_budget(u64::from(ring.page_count))?;
         let buf = RingBuffer::resolve(&*self.mem, ring, log_size, EQE_SIZE as u32)?;
         let eq = Eq {
             buf,
@@ -34,17 +35,17 @@ impl DeviceCore {
         };
         match eqn {
             Some(eqn) => {
-                if !self.eqs.insert_at(eqn, eq) {
+                if !self.objects_mut().eqs_mut().insert_at(eqn, eq) {
                     return Err(CmdError::new(STATUS_BUSY));
                 }
                 Ok(eqn)
             }
             None => {
                 // Completion EQs never take the fixed numbers 0 and 1.
-                let free = (EQN_FIRST_COMPLETION..self.eqs.capacity())
-                    .find(|&n| self.eqs.get(n).is_none());
+                let free = (EQN_FIRST_COMPLETION..self.objects().eqs().capacity())
+                    .find(|&n| self.objects().eqs().get(n).is_none());
                 let eqn = free.ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
-                self.eqs.insert_at(eqn, eq);
+                self.objects_mut().eqs_mut().insert_at(eqn, eq);
                 Ok(eqn)
             }
         }
@@ -53,13 +54,14 @@ impl DeviceCore {
     /// Destroys an EQ no CQ uses.
     pub fn destroy_eq(&mut self, eqn: u32) -> Result<(), CmdError> {
         let eq = self
-            .eqs
+            .objects()
+            .eqs()
             .get(eqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if eq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
-        self.eqs.remove(eqn);
+        self.objects_mut().eqs_mut().remove(eqn);
         self.work.retain(|w| *w != crate::device::Work::Eq(eqn));
         Ok(())
     }
@@ -92,7 +94,7 @@ impl DeviceCore {
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
     /// or not writable.
     pub fn post_eqe(&mut self, eqn: u32, mut eqe: Eqe) -> bool {
-        let Some(eq) = self.eqs.get_mut(eqn) else {
+        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return false;
         };
         let ring = eq.buf.ring;
@@ -120,7 +122,7 @@ impl DeviceCore {
         if owner.is_err() {
             self.counters.inc(COUNTER_DMA_ERRORS);
             // An EQ that cannot be written leaves the driver deaf: that is fatal.
-            self.eqs.remove(eqn);
+            self.objects_mut().eqs_mut().remove(eqn);
             self.fatal(FATAL_EQ_DMA);
             return false;
         }
@@ -128,7 +130,7 @@ impl DeviceCore {
         self.trace.event("eqe", || {
             serde_json::json!({"eqn": eqn, "index": index, "type": eqe.event_type, "data0": eqe.data0, "data1": eqe.data1})
         });
-        let Some(eq) = self.eqs.get_mut(eqn) else {
+        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return false;
         };
         eq.pi = eq.pi.wrapping_add(1);
@@ -171,7 +173,7 @@ impl DeviceCore {
     /// Applies a pending EQ doorbell: new consumer index, then arm (firing at once if EQEs are
     /// already waiting).
     pub fn service_eq_doorbell(&mut self, eqn: u32) {
-        let Some(eq) = self.eqs.get_mut(eqn) else {
+        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return;
         };
         eq.queued = false;

@@ -23,7 +23,7 @@ const MASK_24: u32 = 0x00ff_ffff;
 
 impl DeviceCore {
     fn cq_usable(&self, cqn: u32) -> bool {
-        self.cqs.get(cqn).is_some_and(|cq| !cq.error)
+        self.objects().cqs().get(cqn).is_some_and(|cq| !cq.error)
     }
 
     /// Creates a QP in RESET.
@@ -40,7 +40,7 @@ impl DeviceCore {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
         }
         let has_srq = cmd.srqn != NONE;
-        if has_srq && (qp_type != QpType::Rc || self.srqs.get(cmd.srqn).is_none()) {
+        if has_srq && (qp_type != QpType::Rc || self.objects().srqs().get(cmd.srqn).is_none()) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 52));
         }
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
@@ -54,7 +54,9 @@ impl DeviceCore {
         if !stride_ok(cmd.sq_log_stride) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 58));
         }
-        self.check_translation_budget(u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count))?;
+        self.objects().check_translation_budget(
+            u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count),
+        )?;
         let sq_buf = RingBuffer::resolve(
             &*self.mem,
             &cmd.sq,
@@ -106,22 +108,23 @@ impl DeviceCore {
             queued: false,
         };
         let qpn = if qp_type == QpType::Gsi {
-            if !self.qps.insert_at(GSI_QPN, qp) {
+            if !self.objects_mut().qps_mut().insert_at(GSI_QPN, qp) {
                 return Err(CmdError::new(STATUS_BUSY));
             }
             GSI_QPN
         } else {
-            self.qps
+            self.objects_mut()
+                .qps_mut()
                 .insert(qp)
                 .ok_or(CmdError::new(STATUS_NO_RESOURCES))?
         };
         for cqn in [cmd.sq_cqn, cmd.rq_cqn] {
-            if let Some(cq) = self.cqs.get_mut(cqn) {
+            if let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) {
                 cq.users += 1;
             }
         }
         if has_srq {
-            if let Some(srq) = self.srqs.get_mut(cmd.srqn) {
+            if let Some(srq) = self.objects_mut().srqs_mut().get_mut(cmd.srqn) {
                 srq.users += 1;
             }
         }
@@ -131,32 +134,21 @@ impl DeviceCore {
     /// Removes a QP and every reference to it (CQ/SRQ users, QID entries, queued work).
     pub fn remove_qp(&mut self, qpn: u32) -> Result<(), CmdError> {
         let qp = self
-            .qps
+            .objects_mut()
+            .qps_mut()
             .remove(qpn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         for cqn in [qp.sq_cqn, qp.rq_cqn] {
-            if let Some(cq) = self.cqs.get_mut(cqn) {
+            if let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) {
                 cq.users = cq.users.saturating_sub(1);
             }
         }
-        if let Some(srq) = self.srqs.get_mut(qp.srqn) {
+        if let Some(srq) = self.objects_mut().srqs_mut().get_mut(qp.srqn) {
             srq.users = srq.users.saturating_sub(1);
         }
-        self.unmap_qids_of(QID_KIND_QP, qpn);
+        self.objects_mut().unmap_qids_of(QID_KIND_QP, qpn);
         self.work.retain(|w| *w != Work::Qp(qpn));
         Ok(())
-    }
-
-    /// Drops QID translations pointing at a destroyed queue, so a reused number is never
-    /// reachable from another context's doorbell page.
-    pub fn unmap_qids_of(&mut self, kind: u8, global: u32) {
-        for context in self.contexts.iter_mut().flatten() {
-            for entry in context.qids.iter_mut() {
-                if entry.is_some_and(|e| e.kind == kind && e.global == global) {
-                    *entry = None;
-                }
-            }
-        }
     }
 
     /// Validates a modify command against the QP and returns the new state.
@@ -248,11 +240,12 @@ impl DeviceCore {
     /// Applies a modify command; returns the new state. The caller tells the engine.
     pub fn modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpState, CmdError> {
         let qp = self
-            .qps
+            .objects()
+            .qps()
             .get(cmd.qpn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         let new_state = self.check_modify(qp, cmd)?;
-        let Some(qp) = self.qps.get_mut(cmd.qpn) else {
+        let Some(qp) = self.objects_mut().qps_mut().get_mut(cmd.qpn) else {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         };
         merge_attrs(&mut qp.attrs, cmd);
@@ -288,7 +281,7 @@ impl DeviceCore {
 
     /// Moves a QP to ERR after a fatal WQE problem and reports it.
     pub fn qp_fatal(&mut self, qpn: u32, detail: u8) {
-        if let Some(qp) = self.qps.get_mut(qpn) {
+        if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
             if qp.state != QpState::Err {
                 qp.state = QpState::Err;
                 self.post_async_event(EventType::QpFatal, detail, qpn, 0);
@@ -308,7 +301,7 @@ impl DeviceCore {
 
     /// Completes every outstanding WQE of a QP in ERR with `WcStatus::WrFlushErr`.
     pub fn flush_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else {
+        let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
             return;
         };
         let inflight: Vec<InflightSend> = qp.inflight.drain(..).collect();
@@ -340,7 +333,9 @@ impl DeviceCore {
             }
         }
         // Own RQ: everything the doorbell record says was posted.
-        let Some(qp) = self.qps.get(qpn) else { return };
+        let Some(qp) = self.objects().qps().get(qpn) else {
+            return;
+        };
         let (Some(rq), rq_cqn, dbrec) = (qp.rq.as_ref(), qp.rq_cqn, qp.dbrec_addr) else {
             return;
         };
@@ -373,7 +368,12 @@ impl DeviceCore {
                 break;
             }
         }
-        if let Some(rq) = self.qps.get_mut(qpn).and_then(|qp| qp.rq.as_mut()) {
+        if let Some(rq) = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .and_then(|qp| qp.rq.as_mut())
+        {
             rq.fetch = index;
             rq.ci = index;
             rq.pi = index;
@@ -390,7 +390,7 @@ impl DeviceCore {
     /// Fetches the next send WQE of a QP in RTS, or `None` if there is none or it is bad (then
     /// the QP went to ERR).
     fn fetch_send_wqe(&mut self, qpn: u32) -> Option<SendWork> {
-        let qp = self.qps.get_mut(qpn)?;
+        let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
         if qp.sq.fetch == qp.sq.pi {
             return None;
         }
@@ -449,7 +449,7 @@ impl DeviceCore {
                 .collect();
             (sges, Vec::new())
         };
-        let qp = self.qps.get_mut(qpn)?;
+        let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
         let signaled = ctrl.flags & WQE_FLAG_SIGNALED != 0 || qp.flags & QP_FLAG_SIGNAL_ALL != 0;
         qp.inflight.push_back(InflightSend {
             index,
@@ -486,7 +486,7 @@ impl DeviceCore {
     }
 
     fn take_srq_wqe(&mut self, srqn: u32) -> Option<RecvWork> {
-        let srq = self.srqs.get(srqn)?;
+        let srq = self.objects().srqs().get(srqn)?;
         let (dbrec, buf, ci, limit) = (srq.dbrec_addr, srq.buf.clone(), srq.ci, srq.limit);
         let mut bytes = [0u8; SrqDbRecord::SIZE];
         self.counters.inc(COUNTER_DBREC_READS);
@@ -502,7 +502,7 @@ impl DeviceCore {
                 return None;
             }
         };
-        let srq = self.srqs.get_mut(srqn)?;
+        let srq = self.objects_mut().srqs_mut().get_mut(srqn)?;
         srq.ci = ci.wrapping_add(1);
         if limit > 0 && buf.ring.used(pi, srq.ci) < limit {
             srq.limit = 0;
@@ -573,7 +573,7 @@ fn merge_attrs(attrs: &mut ModifyQpCmd, cmd: &ModifyQpCmd) {
 impl Device {
     /// Services a queued QP: flush in ERR, announce receives, fetch send WQEs into the engine.
     pub fn service_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.core.qps.get_mut(qpn) else {
+        let Some(qp) = self.core.objects_mut().qps_mut().get_mut(qpn) else {
             return;
         };
         qp.queued = false;
@@ -600,13 +600,14 @@ impl Device {
 
     /// Services a queued SRQ: tells the engine about every QP attached to it.
     pub fn service_srq(&mut self, srqn: u32) {
-        let Some(srq) = self.core.srqs.get_mut(srqn) else {
+        let Some(srq) = self.core.objects_mut().srqs_mut().get_mut(srqn) else {
             return;
         };
         srq.queued = false;
         let qpns: Vec<u32> = self
             .core
-            .qps
+            .objects()
+            .qps()
             .iter()
             .filter(|(_, qp)| qp.srqn == srqn)
             .map(|(n, _)| n)
