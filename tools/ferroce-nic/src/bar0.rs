@@ -20,11 +20,11 @@ fn hi(value: u64) -> u32 {
 impl DeviceCore {
     /// Value of the 32-bit register at `offset` (4-byte aligned).
     pub fn read_reg(&self, offset: usize) -> u32 {
-        let config = &self.config;
+        let config = &self.config();
         match offset {
             REG_ID => ID_MAGIC,
             REG_IF_VERSION => {
-                if HostControls::get(&self.host.bogus_version) {
+                if HostControls::get(&self.host().bogus_version) {
                     BOGUS_IF_VERSION
                 } else {
                     IF_VERSION
@@ -43,7 +43,7 @@ impl DeviceCore {
                     | CAP_QID_TRANSLATION
                     | CAP_FAST_REG
             }
-            REG_NUM_MSIX => u32::from(self.irq.vectors()),
+            REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,
             REG_MAX_CQ => config.max_cq,
             REG_MAX_MR => config.max_mr,
@@ -79,15 +79,15 @@ impl DeviceCore {
             REG_CMDQ_CI => self.cmdq().ci(),
             REG_CMDQ_STATUS => self.cmdq().status(),
             o if (COUNTERS_OFFSET..COUNTERS_OFFSET + NUM_COUNTERS * 8).contains(&o) => {
-                let value = self.counters.get((o - COUNTERS_OFFSET) / 8);
+                let value = self.counters().get((o - COUNTERS_OFFSET) / 8);
                 if o % 8 == 0 {
                     lo(value)
                 } else {
                     hi(value)
                 }
             }
-            o if o == MSIX_PBA_OFFSET => lo(self.irq.pending_bits()),
-            o if o == MSIX_PBA_OFFSET + 4 => hi(self.irq.pending_bits()),
+            o if o == MSIX_PBA_OFFSET => lo(self.irq().pending_bits()),
+            o if o == MSIX_PBA_OFFSET + 4 => hi(self.irq().pending_bits()),
             _ => 0,
         }
     }
@@ -121,9 +121,9 @@ impl Device {
     /// A BAR0 read of 1, 2, 4 or 8 bytes at `offset`.
     pub fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
         let core = &mut self.core;
-        core.counters.inc(COUNTER_MMIO_READS);
+        core.counters().inc(COUNTER_MMIO_READS);
         let len = data.len();
-        if HostControls::get(&core.host.hang) {
+        if HostControls::get(&core.host().hang) {
             // A hung device answers like a surprise-removed one.
             data.fill(0xff);
             return;
@@ -144,7 +144,7 @@ impl Device {
         }
         let start = offset - base;
         data.copy_from_slice(&window[start..start + len]);
-        core.trace.event("mmio", || {
+        core.trace().event("mmio", || {
             serde_json::json!({"dir": "r", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
         });
     }
@@ -152,12 +152,12 @@ impl Device {
     /// A BAR0 write of 1, 2, 4 or 8 bytes at `offset`.
     pub fn bar0_write(&mut self, offset: u64, data: &[u8]) {
         let core = &mut self.core;
-        core.counters.inc(COUNTER_MMIO_WRITES);
+        core.counters().inc(COUNTER_MMIO_WRITES);
         let len = data.len();
-        core.trace.event("mmio", || {
+        core.trace().event("mmio", || {
             serde_json::json!({"dir": "w", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
         });
-        if HostControls::get(&core.host.hang) {
+        if HostControls::get(&core.host().hang) {
             return;
         }
         let valid = matches!(len, 1 | 2 | 4 | 8)
@@ -179,7 +179,7 @@ impl Device {
                 let value = u32::from_le_bytes(pad4(data));
                 core.doorbell_write(ctx, in_page, value);
             } else {
-                core.counters.inc(COUNTER_BAD_DOORBELLS);
+                core.counters().inc(COUNTER_BAD_DOORBELLS);
             }
             return;
         }

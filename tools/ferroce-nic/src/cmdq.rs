@@ -152,13 +152,13 @@ impl DeviceCore {
 
     /// Records a command doorbell (new producer index).
     pub fn cmdq_doorbell_write(&mut self, value: u32) {
-        self.counters.inc(COUNTER_DOORBELLS);
+        self.counters().inc(COUNTER_DOORBELLS);
         let pi = value as u16;
         if !self.cmdq_mut().doorbell(pi) {
-            self.counters.inc(COUNTER_BAD_DOORBELLS);
+            self.counters().inc(COUNTER_BAD_DOORBELLS);
             return;
         }
-        self.trace
+        self.trace()
             .event("cmdq_doorbell", || serde_json::json!({"pi": pi}));
     }
 }
@@ -187,11 +187,11 @@ impl Device {
                 Ok(results) => (STATUS_OK, 0, results),
                 Err(e) => (e.status, e.syndrome, [0; 3]),
             };
-            self.core.counters.inc(COUNTER_COMMANDS);
+            self.core.counters().inc(COUNTER_COMMANDS);
             if status != STATUS_OK {
-                self.core.counters.inc(COUNTER_COMMAND_ERRORS);
+                self.core.counters().inc(COUNTER_COMMAND_ERRORS);
             }
-            self.core.trace.event("cmd", || {
+            self.core.trace().event("cmd", || {
                 serde_json::json!({"index": index, "opcode": header.opcode, "name": command_name(header.opcode), "token": header.token, "status": status, "syndrome": syndrome, "result": results})
             });
             let completion = CmdCompletion {

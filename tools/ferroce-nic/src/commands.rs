@@ -86,12 +86,12 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
         reserved_zero(cmd.rsvd.into(), 4)?;
-        let port = &self.core.port;
+        let port = self.core.port();
         let info = PortInfo {
-            state: port.state,
-            active_mtu: port.active_mtu,
-            max_mtu: port.max_mtu,
-            mac: self.core.config.mac,
+            state: port.state(),
+            active_mtu: port.active_mtu(),
+            max_mtu: port.max_mtu(),
+            mac: self.core.config().mac,
         };
         Ok(info)
     }
@@ -100,11 +100,11 @@ impl Device {
         if cmd.port != 1 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
-        if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port.max_mtu {
+        if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port().max_mtu() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         reserved_bytes_zero(&cmd.rsvd, 5)?;
-        self.core.port.active_mtu = cmd.active_mtu;
+        self.core.set_active_mtu(cmd.active_mtu);
         Ok(())
     }
 
@@ -132,7 +132,7 @@ impl Device {
 
     fn modify_eq(&mut self, cmd: &ModifyEqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 6)?;
-        if cmd.vector >= self.core.irq.vectors() {
+        if cmd.vector >= self.core.irq().vectors() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         let eq = self
@@ -254,7 +254,7 @@ impl Device {
                 let log = u32::from(cmd.pages.log_page_size).min(MAX_LOG_PAGE_SIZE);
                 span = span.saturating_add(cmd.iova & ((1u64 << log) - 1));
             }
-            let map = BufferMap::resolve(&*self.core.mem, &cmd.pages, span, 1, MAX_MR_PAGES)?;
+            let map = BufferMap::resolve(self.core.mem(), &cmd.pages, span, 1, MAX_MR_PAGES)?;
             (MrBacking::Buffer(map), cmd.iova, cmd.length, None)
         };
         let mr = Mr {
@@ -327,7 +327,7 @@ impl Device {
             .objects()
             .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
-            &*self.core.mem,
+            self.core.mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             1 << cmd.log_stride,
@@ -373,9 +373,7 @@ impl Device {
         self.core
             .objects_mut()
             .unmap_qids_of(QID_KIND_SRQ, cmd.srqn);
-        self.core
-            .work
-            .retain(|w| *w != crate::device::Work::Srq(cmd.srqn));
+        self.core.cancel_work(crate::device::Work::Srq(cmd.srqn));
         Ok(())
     }
 
@@ -424,7 +422,7 @@ impl Device {
             vlan: cmd.vlan,
         };
         self.core.objects_mut().set_gid(cmd.index, Some(entry));
-        self.core.trace.event(
+        self.core.trace().event(
             "gid",
             || serde_json::json!({"index": cmd.index, "set": true, "type": cmd.gid_type}),
         );
@@ -436,7 +434,7 @@ impl Device {
         if !self.core.objects_mut().set_gid(cmd.index, None) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
-        self.core.trace.event(
+        self.core.trace().event(
             "gid",
             || serde_json::json!({"index": cmd.index, "set": false}),
         );
@@ -457,7 +455,7 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         let bytes: Vec<u8> = (first..first + count)
-            .flat_map(|i| self.core.counters.get(i).to_le_bytes())
+            .flat_map(|i| self.core.counters().get(i).to_le_bytes())
             .collect();
         self.core
             .dma_write(header.out_addr, &bytes, "cmd_out")

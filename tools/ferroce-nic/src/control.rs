@@ -123,7 +123,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     });
     json!({
         "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
-        "cmdq": core.cmdq(), "registers": core.regs(), "port": core.port, "dma_regions": nic.dma.regions(),
+        "cmdq": core.cmdq(), "registers": core.regs(), "port": core.port(), "dma_regions": nic.dma.regions(),
         "engine": engine,
     })
 }
@@ -152,7 +152,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 "status": device.core.status(), "fatal_code": device.core.regs().fatal_code(),
                 "stall": host.stall.load(Ordering::Relaxed), "hang": host.hang.load(Ordering::Relaxed),
                 "bogus_version": host.bogus_version.load(Ordering::Relaxed), "bogus_cqe": host.bogus_cqe.load(Ordering::Relaxed),
-                "port_state": device.core.port.state, "mac": mac_text(&device.core.config.mac),
+                "port_state": device.core.port().state(), "mac": mac_text(&device.core.config().mac),
                 "port": {
                     "to_engine": nic.port_stats.to_engine.load(Ordering::Relaxed),
                     "to_host": nic.port_stats.to_host.load(Ordering::Relaxed),

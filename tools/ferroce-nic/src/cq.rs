@@ -26,7 +26,7 @@ impl DeviceCore {
         self.objects()
             .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
-            &*self.mem,
+            self.mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             CQE_SIZE as u32,
@@ -76,7 +76,7 @@ impl DeviceCore {
     /// Reads the consumer index from a CQ's doorbell record.
     fn cq_consumer_index(&self, dbrec_addr: u64) -> Option<u16> {
         let mut record = [0u8; CqDbRecord::SIZE];
-        self.counters.inc(COUNTER_DBREC_READS);
+        self.counters().inc(COUNTER_DBREC_READS);
         self.dma_read(dbrec_addr, &mut record, "cq_dbrec").ok()?;
         Some(CqDbRecord::decode(&record).ci as u16)
     }
@@ -105,14 +105,14 @@ impl DeviceCore {
             return Err(HostError::CqError);
         };
         if !ring.producer_valid(pi, ci) || ring.is_full(pi, ci) {
-            self.trace.event(
+            self.trace().event(
                 "cq_overrun",
                 || serde_json::json!({"cqn": cqn, "pi": pi, "ci": ci}),
             );
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
-        if HostControls::get(&self.host.bogus_cqe) {
+        if HostControls::get(&self.host().bogus_cqe) {
             cqe.opcode = 0x7f;
             cqe.status = 0xee;
             cqe.wr_id ^= 0xdead_beef_dead_beef;
@@ -125,22 +125,22 @@ impl DeviceCore {
         };
         let offset = cq.buf.offset(pi);
         let map = cq.buf.map.clone();
-        let body = map.write(&*self.mem, offset, &bytes[..CQE_OWNER_OFFSET]);
+        let body = map.write(self.mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let written = body.and_then(|()| {
             map.write(
-                &*self.mem,
+                self.mem(),
                 offset + CQE_OWNER_OFFSET as u64,
                 &bytes[CQE_OWNER_OFFSET..],
             )
         });
         if written.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
+            self.counters().inc(COUNTER_DMA_ERRORS);
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
-        self.counters.inc(COUNTER_CQES);
-        self.trace.event("cqe", || {
+        self.counters().inc(COUNTER_CQES);
+        self.trace().event("cqe", || {
             serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id})
         });
         let now = self.elapsed_us();
@@ -224,8 +224,8 @@ impl DeviceCore {
             (CqArm::Next, _) | (_, false) => CqArm::Next,
             _ => CqArm::Solicited,
         };
-        self.counters.inc(COUNTER_CQ_ARMS);
-        self.trace.event(
+        self.counters().inc(COUNTER_CQ_ARMS);
+        self.trace().event(
             "cq_arm",
             || serde_json::json!({"cqn": cqn, "solicited": solicited}),
         );

@@ -91,11 +91,28 @@ pub const BOGUS_IF_VERSION: u32 = 0x7eef_0000;
 #[derive(Clone, Debug, Serialize)]
 pub struct Port {
     /// `PORT_STATE_*`.
-    pub state: u8,
+    state: u8,
     /// Active MTU (`MTU_*`).
-    pub active_mtu: u8,
+    active_mtu: u8,
     /// Maximum MTU.
-    pub max_mtu: u8,
+    max_mtu: u8,
+}
+
+impl Port {
+    /// `PORT_STATE_*`.
+    pub fn state(&self) -> u8 {
+        self.state
+    }
+
+    /// Active MTU (`MTU_*`).
+    pub fn active_mtu(&self) -> u8 {
+        self.active_mtu
+    }
+
+    /// Maximum MTU (`MTU_*`).
+    pub fn max_mtu(&self) -> u8 {
+        self.max_mtu
+    }
 }
 
 /// An object queued for the device thread.
@@ -119,17 +136,17 @@ const COMMAND_BUDGET: usize = 64;
 /// [`EngineHost`]: crate::engine::EngineHost
 pub struct DeviceCore {
     /// Limits and identity.
-    pub config: DeviceConfig,
+    config: DeviceConfig,
     /// Guest memory.
-    pub mem: Arc<dyn GuestMemory>,
+    mem: Arc<dyn GuestMemory>,
     /// MSI-X.
-    pub irq: Arc<dyn InterruptSink>,
+    irq: Arc<dyn InterruptSink>,
     /// Counters.
-    pub counters: Arc<Counters>,
+    counters: Arc<Counters>,
     /// Trace.
-    pub trace: Arc<Tracer>,
+    trace: Arc<Tracer>,
     /// Host switches.
-    pub host: Arc<HostControls>,
+    host: Arc<HostControls>,
     /// Registers.
     regs: Registers,
     /// Command queue.
@@ -137,15 +154,15 @@ pub struct DeviceCore {
     /// Object tables.
     objects: Objects,
     /// Port.
-    pub port: Port,
+    port: Port,
     /// Objects queued for the device thread (each at most once: bounded by the tables).
-    pub work: VecDeque<Work>,
+    work: VecDeque<Work>,
     /// Doorbell decoder state (push windows, rejected doorbells to report).
     doorbells: Doorbells,
     /// Port state change requested by the host.
-    pub pending_port: Option<bool>,
+    pending_port: Option<bool>,
     /// Fatal error requested by the host.
-    pub pending_fatal: bool,
+    pending_fatal: bool,
     start: Instant,
 }
 
@@ -263,6 +280,16 @@ impl Device {
                 .any(|(_, cq)| cq.first_unreported_us.is_some())
     }
 
+    /// Sets the port state before the device is in use, without the async event a change
+    /// reports (`serve --port-down`).
+    pub fn set_initial_port_state(&mut self, up: bool) {
+        self.core.port.state = if up {
+            PORT_STATE_ACTIVE
+        } else {
+            PORT_STATE_DOWN
+        };
+    }
+
     fn service(&mut self, work: Work) {
         match work {
             Work::Qp(qpn) => self.service_qp(qpn),
@@ -318,6 +345,51 @@ impl DeviceCore {
         if self.objects.mark_queued(work) {
             self.work.push_back(work);
         }
+    }
+
+    /// Limits and identity.
+    pub fn config(&self) -> &DeviceConfig {
+        &self.config
+    }
+
+    /// Guest memory.
+    pub fn mem(&self) -> &dyn GuestMemory {
+        &*self.mem
+    }
+
+    /// MSI-X.
+    pub fn irq(&self) -> &dyn InterruptSink {
+        &*self.irq
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Trace.
+    pub fn trace(&self) -> &Tracer {
+        &self.trace
+    }
+
+    /// Host switches.
+    pub fn host(&self) -> &HostControls {
+        &self.host
+    }
+
+    /// Port state.
+    pub fn port(&self) -> &Port {
+        &self.port
+    }
+
+    /// Sets the active MTU (`CMD_SET_PORT`, validated by the caller).
+    pub(crate) fn set_active_mtu(&mut self, mtu: u8) {
+        self.port.active_mtu = mtu;
+    }
+
+    /// Drops `work` from the device thread's queue (its object is being destroyed).
+    pub(crate) fn cancel_work(&mut self, work: Work) {
+        self.work.retain(|w| *w != work);
     }
 
     /// The register file.

@@ -71,8 +71,8 @@ impl Doorbells {
 
 impl DeviceCore {
     fn bad_doorbell(&mut self, ctx: usize, reg: usize, value: u32) {
-        self.counters.inc(COUNTER_BAD_DOORBELLS);
-        self.trace.event(
+        self.counters().inc(COUNTER_BAD_DOORBELLS);
+        self.trace().event(
             "bad_doorbell",
             || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}),
         );
@@ -82,7 +82,7 @@ impl DeviceCore {
 
     /// Decodes a 32-bit write to a doorbell register of context page `ctx`.
     pub fn doorbell_write(&mut self, ctx: usize, reg: usize, value: u32) {
-        self.counters.inc(COUNTER_DOORBELLS);
+        self.counters().inc(COUNTER_DOORBELLS);
         let kind = match reg {
             DB_SQ | DB_RQ | DB_PUSH => QID_KIND_QP,
             DB_SRQ => QID_KIND_SRQ,
@@ -90,7 +90,7 @@ impl DeviceCore {
             _ => return self.bad_doorbell(ctx, reg, value),
         };
         let qid = (value >> 16) as u16;
-        self.trace.event(
+        self.trace().event(
             "doorbell",
             || serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value}),
         );
@@ -151,10 +151,10 @@ impl DeviceCore {
 
     /// Handles an EQ doorbell write (`REG_EQ_DB`).
     pub fn eq_doorbell_write(&mut self, value: u32) {
-        self.counters.inc(COUNTER_DOORBELLS);
+        self.counters().inc(COUNTER_DOORBELLS);
         let db = EqDoorbell::decode(value);
         let eqn = u32::from(db.eqn);
-        self.trace.event(
+        self.trace().event(
             "eq_doorbell",
             || serde_json::json!({"eqn": eqn, "ci": db.ci, "arm": db.arm}),
         );
@@ -164,7 +164,7 @@ impl DeviceCore {
                 eq.pending_doorbell = Some(EqDoorbell { arm, ..db });
                 self.queue_work(Work::Eq(eqn));
             }
-            None => self.counters.inc(COUNTER_BAD_DOORBELLS),
+            None => self.counters().inc(COUNTER_BAD_DOORBELLS),
         }
     }
 

@@ -16,12 +16,12 @@ impl DeviceCore {
         log_size: u32,
         vector: u32,
     ) -> Result<u32, CmdError> {
-        if vector >= u32::from(self.irq.vectors()) {
+        if vector >= u32::from(self.irq().vectors()) {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         self.objects()
             .check_translation_budget(u64::from(ring.page_count))?;
-        let buf = RingBuffer::resolve(&*self.mem, ring, log_size, EQE_SIZE as u32)?;
+        let buf = RingBuffer::resolve(self.mem(), ring, log_size, EQE_SIZE as u32)?;
         let eq = Eq {
             buf,
             pi: 0,
@@ -62,7 +62,7 @@ impl DeviceCore {
             return Err(CmdError::new(STATUS_BUSY));
         }
         self.objects_mut().eqs_mut().remove(eqn);
-        self.work.retain(|w| *w != crate::device::Work::Eq(eqn));
+        self.cancel_work(crate::device::Work::Eq(eqn));
         Ok(())
     }
 
@@ -88,7 +88,7 @@ impl DeviceCore {
             }
         };
         self.regs_mut().set_eq_setup_status(u32::from(status));
-        self.trace.event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
+        self.trace().event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
     }
 
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
@@ -100,7 +100,7 @@ impl DeviceCore {
         let ring = eq.buf.ring;
         if ring.is_full(eq.pi, eq.ci) {
             eq.overruns += 1;
-            self.trace
+            self.trace()
                 .event("eq_overrun", || serde_json::json!({"eqn": eqn}));
             return false;
         }
@@ -110,24 +110,24 @@ impl DeviceCore {
         let bytes = eqe.encode();
         let map = eq.buf.map.clone();
         // Body first, owner byte last, so a polling driver never sees a half-written entry.
-        let body = map.write(&*self.mem, offset, &bytes[..EQE_OWNER_OFFSET]);
+        let body = map.write(self.mem(), offset, &bytes[..EQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let owner = body.and_then(|()| {
             map.write(
-                &*self.mem,
+                self.mem(),
                 offset + EQE_OWNER_OFFSET as u64,
                 &bytes[EQE_OWNER_OFFSET..],
             )
         });
         if owner.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
+            self.counters().inc(COUNTER_DMA_ERRORS);
             // An EQ that cannot be written leaves the driver deaf: that is fatal.
             self.objects_mut().eqs_mut().remove(eqn);
             self.fatal(FATAL_EQ_DMA);
             return false;
         }
-        self.counters.inc(COUNTER_EQES);
-        self.trace.event("eqe", || {
+        self.counters().inc(COUNTER_EQES);
+        self.trace().event("eqe", || {
             serde_json::json!({"eqn": eqn, "index": index, "type": eqe.event_type, "data0": eqe.data0, "data1": eqe.data1})
         });
         let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
@@ -144,9 +144,9 @@ impl DeviceCore {
 
     /// Raises an MSI-X vector, counting and tracing it.
     pub fn raise(&self, vector: u16) {
-        let outcome = self.irq.raise(vector);
-        self.counters.inc(COUNTER_INTERRUPTS);
-        self.trace.event(
+        let outcome = self.irq().raise(vector);
+        self.counters().inc(COUNTER_INTERRUPTS);
+        self.trace().event(
             "irq",
             || serde_json::json!({"vector": vector, "outcome": outcome}),
         );
@@ -155,8 +155,8 @@ impl DeviceCore {
     /// Posts an async event on EQ 0 (dropped, and counted, if there is none).
     pub fn post_async_event(&mut self, event_type: EventType, subtype: u8, data0: u32, data1: u32) {
         let event_type = u8::from(event_type);
-        self.counters.inc(COUNTER_ASYNC_EVENTS);
-        self.trace.event(
+        self.counters().inc(COUNTER_ASYNC_EVENTS);
+        self.trace().event(
             "async_event",
             || serde_json::json!({"type": event_type, "subtype": subtype, "data0": data0}),
         );
@@ -185,7 +185,7 @@ impl DeviceCore {
         if ring.used(eq.pi, db.ci) <= ring.used(eq.pi, eq.ci) {
             eq.ci = db.ci;
         } else {
-            self.counters.inc(COUNTER_BAD_DOORBELLS);
+            self.counters().inc(COUNTER_BAD_DOORBELLS);
             return;
         }
         if db.arm {

@@ -58,7 +58,7 @@ impl DeviceCore {
             u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count),
         )?;
         let sq_buf = RingBuffer::resolve(
-            &*self.mem,
+            self.mem(),
             &cmd.sq,
             u32::from(cmd.sq_log_size),
             1 << cmd.sq_log_stride,
@@ -70,7 +70,7 @@ impl DeviceCore {
                 return Err(CmdError::field(STATUS_BAD_PARAM, 60));
             }
             let buf = RingBuffer::resolve(
-                &*self.mem,
+                self.mem(),
                 &cmd.rq,
                 u32::from(cmd.rq_log_size),
                 1 << cmd.rq_log_stride,
@@ -147,7 +147,7 @@ impl DeviceCore {
             srq.users = srq.users.saturating_sub(1);
         }
         self.objects_mut().unmap_qids_of(QID_KIND_QP, qpn);
-        self.work.retain(|w| *w != Work::Qp(qpn));
+        self.cancel_work(Work::Qp(qpn));
         Ok(())
     }
 
@@ -293,7 +293,7 @@ impl DeviceCore {
     /// Reads the `wr_id` of a send WQE still in the ring (for flush CQEs).
     fn ring_wqe_ctrl(&self, buf: &RingBuffer, index: u16) -> WqeCtrl {
         let mut bytes = [0u8; WqeCtrl::SIZE];
-        match buf.map.read(&*self.mem, buf.offset(index), &mut bytes) {
+        match buf.map.read(self.mem(), buf.offset(index), &mut bytes) {
             Ok(()) => WqeCtrl::decode(&bytes),
             Err(_) => WqeCtrl::default(),
         }
@@ -350,7 +350,7 @@ impl DeviceCore {
             let mut header = [0u8; RecvWqeHeader::SIZE];
             let wr_id = match rq_buf
                 .map
-                .read(&*self.mem, rq_buf.offset(index), &mut header)
+                .read(self.mem(), rq_buf.offset(index), &mut header)
             {
                 Ok(()) => RecvWqeHeader::decode(&header).wr_id,
                 Err(_) => 0,
@@ -382,7 +382,7 @@ impl DeviceCore {
 
     fn read_qp_dbrec(&self, addr: u64) -> Option<QpDbRecord> {
         let mut bytes = [0u8; QpDbRecord::SIZE];
-        self.counters.inc(COUNTER_DBREC_READS);
+        self.counters().inc(COUNTER_DBREC_READS);
         self.dma_read(addr, &mut bytes, "qp_dbrec").ok()?;
         Some(QpDbRecord::decode(&bytes))
     }
@@ -411,25 +411,25 @@ impl DeviceCore {
         let (bytes, was_pushed) = match pushed {
             Some(mut bytes) => {
                 bytes.truncate(stride);
-                self.counters.inc(COUNTER_WQE_PUSHES);
+                self.counters().inc(COUNTER_WQE_PUSHES);
                 (bytes, true)
             }
             None => {
                 let mut bytes = vec![0u8; stride];
-                self.counters.inc(COUNTER_WQE_FETCHES);
+                self.counters().inc(COUNTER_WQE_FETCHES);
                 if buf
                     .map
-                    .read(&*self.mem, buf.offset(index), &mut bytes)
+                    .read(self.mem(), buf.offset(index), &mut bytes)
                     .is_err()
                 {
-                    self.counters.inc(COUNTER_DMA_ERRORS);
+                    self.counters().inc(COUNTER_DMA_ERRORS);
                     self.qp_fatal(qpn, WQE_ERR_DMA);
                     return None;
                 }
                 (bytes, false)
             }
         };
-        self.trace.event(
+        self.trace().event(
             "wqe",
             || serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed}),
         );
@@ -473,9 +473,9 @@ impl DeviceCore {
     /// Reads a receive WQE at `index` of `buf`.
     fn read_recv_wqe(&mut self, buf: &RingBuffer, index: u16) -> Result<(u64, Vec<Sge>), u8> {
         let mut bytes = vec![0u8; buf.stride as usize];
-        self.counters.inc(COUNTER_WQE_FETCHES);
+        self.counters().inc(COUNTER_WQE_FETCHES);
         buf.map
-            .read(&*self.mem, buf.offset(index), &mut bytes)
+            .read(self.mem(), buf.offset(index), &mut bytes)
             .map_err(|_| WQE_ERR_DMA)?;
         let header = RecvWqeHeader::read_from(&bytes).ok_or(WQE_ERR_DMA)?;
         validate_recv_wqe(&header, bytes.len()).map_err(|e| e.code())?;
@@ -489,7 +489,7 @@ impl DeviceCore {
         let srq = self.objects().srqs().get(srqn)?;
         let (dbrec, buf, ci, limit) = (srq.dbrec_addr, srq.buf.clone(), srq.ci, srq.limit);
         let mut bytes = [0u8; SrqDbRecord::SIZE];
-        self.counters.inc(COUNTER_DBREC_READS);
+        self.counters().inc(COUNTER_DBREC_READS);
         self.dma_read(dbrec, &mut bytes, "srq_dbrec").ok()?;
         let pi = SrqDbRecord::decode(&bytes).pi as u16;
         if pi == ci || !buf.ring.producer_valid(pi, ci) {

@@ -36,15 +36,15 @@ impl EngineHost for DeviceCore {
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem
+            self.mem()
                 .read(addr, &mut buf[done..done + len])
                 .map_err(HostError::Dma)?;
             done += len;
         }
-        self.counters.inc(COUNTER_PAYLOAD_DMA_READS);
-        self.counters
+        self.counters().inc(COUNTER_PAYLOAD_DMA_READS);
+        self.counters()
             .add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
-        self.trace.event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
+        self.trace().event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
         Ok(())
     }
 
@@ -63,15 +63,15 @@ impl EngineHost for DeviceCore {
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem
+            self.mem()
                 .write(addr, &data[done..done + len])
                 .map_err(HostError::Dma)?;
             done += len;
         }
-        self.counters.inc(COUNTER_PAYLOAD_DMA_WRITES);
-        self.counters
+        self.counters().inc(COUNTER_PAYLOAD_DMA_WRITES);
+        self.counters()
             .add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
-        self.trace.event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
+        self.trace().event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
         Ok(())
     }
 
@@ -227,7 +227,7 @@ impl EngineHost for DeviceCore {
         };
         let log = u32::from(seg.log_page_size).min(MAX_LOG_PAGE_SIZE);
         let span = seg.length.saturating_add(seg.iova & ((1u64 << log) - 1));
-        let map = BufferMap::resolve(&*self.mem, &desc, span, 1, max_pages).map_err(|_| bad)?;
+        let map = BufferMap::resolve(self.mem(), &desc, span, 1, max_pages).map_err(|_| bad)?;
         if seg.iova.checked_add(seg.length).is_none() {
             return Err(HostError::Protection(MrError::Bounds));
         }
@@ -241,7 +241,7 @@ impl EngineHost for DeviceCore {
         mr.length = seg.length;
         mr.access = seg.access;
         mr.backing = MrBacking::Buffer(map);
-        self.trace.event(
+        self.trace().event(
             "reg_mr",
             || serde_json::json!({"key": seg.key, "iova": seg.iova, "length": seg.length}),
         );
@@ -259,7 +259,7 @@ impl EngineHost for DeviceCore {
             return Err(HostError::Protection(MrError::BadPd));
         }
         mr.backing = MrBacking::Invalid;
-        self.trace
+        self.trace()
             .event("invalidate", || serde_json::json!({"key": key}));
         Ok(())
     }
@@ -281,7 +281,7 @@ impl EngineHost for DeviceCore {
     }
 
     fn count(&self, counter: usize, n: u64) {
-        self.counters.add(counter, n);
+        self.counters().add(counter, n);
     }
 
     fn now_us(&self) -> u64 {
@@ -320,6 +320,6 @@ impl EngineHost for DeviceCore {
     }
 
     fn port_mtu(&self) -> u8 {
-        self.port.active_mtu
+        self.port().active_mtu()
     }
 }
