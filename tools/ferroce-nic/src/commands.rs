@@ -198,13 +198,7 @@ impl Device {
             .qps()
             .get(cmd.qpn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
-        let image = ModifyQpCmd {
-            qpn: cmd.qpn,
-            attr_mask: QP_ATTR_VALID_MASK,
-            new_state: qp.state.into(),
-            cur_state: qp.state.into(),
-            ..qp.attrs
-        };
+        let image = qp.attrs.query_image(cmd.qpn, qp.state);
         let state = qp.state;
         if header.out_addr == 0 {
             return Err(CmdError::new(STATUS_BAD_PARAM));

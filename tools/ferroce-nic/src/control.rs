@@ -84,7 +84,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
             json!({"qpn": n, "type": u8::from(qp.qp_type), "state": u8::from(qp.state), "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
                    "srqn": if qp.srqn == NONE { Value::Null } else { Value::from(qp.srqn) },
                    "sq": {"pi": qp.sq.pi, "fetch": qp.sq.fetch, "ci": qp.sq.ci}, "inflight": qp.inflight.len(),
-                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.sgid_index})
+                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.av.sgid_index})
         })
         .collect();
     let mrs: Vec<Value> = core

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::device::{DeviceConfig, Work};
 use crate::memory::{DmaError, GuestMemory};
+use crate::qp::QpAttrs;
 
 /// A fixed-capacity table of objects numbered from `first`.
 pub struct Table<T> {
@@ -641,7 +642,7 @@ pub struct Qp {
     /// Receive queue (absent with an SRQ).
     pub rq: Option<WorkQueue>,
     /// Attributes as last modified.
-    pub attrs: ModifyQpCmd,
+    pub attrs: QpAttrs,
     /// Send WQEs handed to the engine, oldest first.
     pub inflight: VecDeque<InflightSend>,
     /// WQEs taken from push windows, not yet processed.

@@ -5,7 +5,10 @@
 //! [`EngineHost`](crate::engine::EngineHost) services the engine calls back into are
 //! implemented in the `host` submodule (`qp/host.rs`).
 
+mod attrs;
 mod host;
+
+pub use attrs::{AddressVector, QpAttrs};
 
 use std::collections::VecDeque;
 
@@ -98,10 +101,7 @@ impl DeviceCore {
                 ci: 0,
             },
             rq,
-            attrs: ModifyQpCmd {
-                vlan: VLAN_NONE,
-                ..ModifyQpCmd::default()
-            },
+            attrs: QpAttrs::initial(),
             inflight: VecDeque::new(),
             pushed: VecDeque::new(),
             rq_notified: false,
@@ -248,7 +248,7 @@ impl DeviceCore {
         let Some(qp) = self.objects_mut().qps_mut().get_mut(cmd.qpn) else {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         };
-        merge_attrs(&mut qp.attrs, cmd);
+        qp.attrs.apply(cmd);
         let old_state = qp.state;
         qp.state = new_state;
         match new_state {
@@ -514,59 +514,6 @@ impl DeviceCore {
             sges,
             srqn: Some(srqn),
         })
-    }
-}
-
-fn merge_attrs(attrs: &mut ModifyQpCmd, cmd: &ModifyQpCmd) {
-    let mask = cmd.attr_mask;
-    let set = |bit: u32| mask & bit != 0;
-    if set(QP_ATTR_PATH_MTU) {
-        attrs.path_mtu = cmd.path_mtu;
-    }
-    if set(QP_ATTR_AV) {
-        attrs.sgid_index = cmd.sgid_index;
-        attrs.dgid = cmd.dgid;
-        attrs.dmac = cmd.dmac;
-        attrs.vlan = cmd.vlan;
-        attrs.flow_label = cmd.flow_label;
-        attrs.hop_limit = cmd.hop_limit;
-        attrs.traffic_class = cmd.traffic_class;
-    }
-    if set(QP_ATTR_DEST_QPN) {
-        attrs.dest_qpn = cmd.dest_qpn;
-    }
-    if set(QP_ATTR_RQ_PSN) {
-        attrs.rq_psn = cmd.rq_psn;
-    }
-    if set(QP_ATTR_SQ_PSN) {
-        attrs.sq_psn = cmd.sq_psn;
-    }
-    if set(QP_ATTR_QKEY) {
-        attrs.qkey = cmd.qkey;
-    }
-    if set(QP_ATTR_ACCESS_FLAGS) {
-        attrs.access_flags = cmd.access_flags;
-    }
-    if set(QP_ATTR_TIMEOUT) {
-        attrs.timeout = cmd.timeout;
-    }
-    if set(QP_ATTR_RETRY_CNT) {
-        attrs.retry_cnt = cmd.retry_cnt;
-    }
-    if set(QP_ATTR_RNR_RETRY) {
-        attrs.rnr_retry = cmd.rnr_retry;
-    }
-    if set(QP_ATTR_MIN_RNR_TIMER) {
-        attrs.min_rnr_timer = cmd.min_rnr_timer;
-    }
-    if set(QP_ATTR_MAX_QP_RD_ATOMIC) {
-        attrs.max_rd_atomic = cmd.max_rd_atomic;
-    }
-    if set(QP_ATTR_MAX_DEST_RD_ATOMIC) {
-        attrs.max_dest_rd_atomic = cmd.max_dest_rd_atomic;
-    }
-    if set(QP_ATTR_PKEY_INDEX) {
-        attrs.pkey_index = cmd.pkey_index;
     }
 }
 

@@ -276,7 +276,7 @@ impl EngineHost for DeviceCore {
         self.objects().ahs().get(ah).copied()
     }
 
-    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, ModifyQpCmd)> {
+    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, super::QpAttrs)> {
         self.objects().qps().get(qpn).map(|qp| (qp.state, qp.attrs))
     }
 
