@@ -17,22 +17,14 @@ fn hi(value: u64) -> u32 {
     (value >> 32) as u32
 }
 
-fn set_lo(target: &mut u64, value: u32) {
-    *target = (*target & !0xffff_ffff) | u64::from(value);
-}
-
-fn set_hi(target: &mut u64, value: u32) {
-    *target = (*target & 0xffff_ffff) | (u64::from(value) << 32);
-}
-
 impl DeviceCore {
     /// Value of the 32-bit register at `offset` (4-byte aligned).
     pub fn read_reg(&self, offset: usize) -> u32 {
-        let config = &self.config;
+        let config = &self.config();
         match offset {
             REG_ID => ID_MAGIC,
             REG_IF_VERSION => {
-                if HostControls::get(&self.host.bogus_version) {
+                if HostControls::get(&self.host().bogus_version) {
                     BOGUS_IF_VERSION
                 } else {
                     IF_VERSION
@@ -51,13 +43,13 @@ impl DeviceCore {
                     | CAP_QID_TRANSLATION
                     | CAP_FAST_REG
             }
-            REG_NUM_MSIX => u32::from(self.irq.vectors()),
+            REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,
             REG_MAX_CQ => config.max_cq,
             REG_MAX_MR => config.max_mr,
             REG_MAX_SRQ => config.max_srq,
             REG_MAX_AH => config.max_ah,
-            REG_MAX_EQ => self.eqs.capacity(),
+            REG_MAX_EQ => self.objects().eqs().capacity(),
             REG_GID_TABLE_LEN => GID_TABLE_LEN,
             REG_NUM_DB_PAGES => NUM_DB_PAGES as u32,
             REG_MAX_LOG_QUEUE => MAX_LOG_QUEUE,
@@ -69,33 +61,33 @@ impl DeviceCore {
             REG_NUM_COUNTERS => NUM_COUNTERS as u32,
             REG_QID_TABLE_LEN => QID_TABLE_LEN as u32,
             REG_CMD_TIMEOUT_MS => 2000,
-            REG_DEV_CTRL => self.regs.ctrl,
-            REG_DEV_STATUS => self.status(),
-            REG_FATAL_CODE => self.regs.fatal_code,
-            REG_SCRATCH => self.regs.scratch,
-            REG_CMDQ_SQ_BASE_LO => lo(self.regs.cmdq_sq_base),
-            REG_CMDQ_SQ_BASE_HI => hi(self.regs.cmdq_sq_base),
-            REG_CMDQ_CQ_BASE_LO => lo(self.regs.cmdq_cq_base),
-            REG_CMDQ_CQ_BASE_HI => hi(self.regs.cmdq_cq_base),
-            REG_CMDQ_LOG_SIZE => self.regs.cmdq_log_size,
-            REG_CMDQ_CTRL => u32::from(self.cmdq.is_some()),
-            REG_CMDQ_CI => self.cmdq.as_ref().map_or(0, |q| u32::from(q.ci)),
-            REG_CMDQ_STATUS => self.cmdq_status(),
-            REG_EQ_SETUP_BASE_LO => lo(self.regs.eq_setup_base),
-            REG_EQ_SETUP_BASE_HI => hi(self.regs.eq_setup_base),
-            REG_EQ_SETUP_LOG_SIZE => self.regs.eq_setup_log_size,
-            REG_EQ_SETUP_VECTOR => self.regs.eq_setup_vector,
-            REG_EQ_SETUP_STATUS => self.regs.eq_setup_status,
+            REG_DEV_CTRL
+            | REG_DEV_STATUS
+            | REG_FATAL_CODE
+            | REG_SCRATCH
+            | REG_CMDQ_SQ_BASE_LO
+            | REG_CMDQ_SQ_BASE_HI
+            | REG_CMDQ_CQ_BASE_LO
+            | REG_CMDQ_CQ_BASE_HI
+            | REG_CMDQ_LOG_SIZE
+            | REG_EQ_SETUP_BASE_LO
+            | REG_EQ_SETUP_BASE_HI
+            | REG_EQ_SETUP_LOG_SIZE
+            | REG_EQ_SETUP_VECTOR
+            | REG_EQ_SETUP_STATUS => self.regs().read(offset),
+            REG_CMDQ_CTRL => u32::from(self.cmdq().is_enabled()),
+            REG_CMDQ_CI => self.cmdq().ci(),
+            REG_CMDQ_STATUS => self.cmdq().status(),
             o if (COUNTERS_OFFSET..COUNTERS_OFFSET + NUM_COUNTERS * 8).contains(&o) => {
-                let value = self.counters.get((o - COUNTERS_OFFSET) / 8);
+                let value = self.counters().get((o - COUNTERS_OFFSET) / 8);
                 if o % 8 == 0 {
                     lo(value)
                 } else {
                     hi(value)
                 }
             }
-            o if o == MSIX_PBA_OFFSET => lo(self.irq.pending_bits()),
-            o if o == MSIX_PBA_OFFSET + 4 => hi(self.irq.pending_bits()),
+            o if o == MSIX_PBA_OFFSET => lo(self.irq().pending_bits()),
+            o if o == MSIX_PBA_OFFSET + 4 => hi(self.irq().pending_bits()),
             _ => 0,
         }
     }
@@ -103,27 +95,19 @@ impl DeviceCore {
     /// Write of the 32-bit register at `offset` (4-byte aligned), outside the doorbell area.
     pub fn write_reg(&mut self, offset: usize, value: u32) {
         match offset {
-            REG_DEV_CTRL => {
-                if value & CTRL_RESET != 0 {
-                    // The device thread performs it; READY reads 0 until then.
-                    self.reset_pending = true;
-                    self.regs.ctrl = 0;
-                } else {
-                    self.regs.ctrl = value & CTRL_ENABLE;
-                }
-            }
-            REG_SCRATCH => self.regs.scratch = value,
-            REG_CMDQ_SQ_BASE_LO => set_lo(&mut self.regs.cmdq_sq_base, value),
-            REG_CMDQ_SQ_BASE_HI => set_hi(&mut self.regs.cmdq_sq_base, value),
-            REG_CMDQ_CQ_BASE_LO => set_lo(&mut self.regs.cmdq_cq_base, value),
-            REG_CMDQ_CQ_BASE_HI => set_hi(&mut self.regs.cmdq_cq_base, value),
-            REG_CMDQ_LOG_SIZE => self.regs.cmdq_log_size = value,
+            REG_DEV_CTRL
+            | REG_SCRATCH
+            | REG_CMDQ_SQ_BASE_LO
+            | REG_CMDQ_SQ_BASE_HI
+            | REG_CMDQ_CQ_BASE_LO
+            | REG_CMDQ_CQ_BASE_HI
+            | REG_CMDQ_LOG_SIZE
+            | REG_EQ_SETUP_BASE_LO
+            | REG_EQ_SETUP_BASE_HI
+            | REG_EQ_SETUP_LOG_SIZE
+            | REG_EQ_SETUP_VECTOR => self.regs_mut().write(offset, value),
             REG_CMDQ_CTRL => self.cmdq_ctrl_write(value),
             REG_CMDQ_DB => self.cmdq_doorbell_write(value),
-            REG_EQ_SETUP_BASE_LO => set_lo(&mut self.regs.eq_setup_base, value),
-            REG_EQ_SETUP_BASE_HI => set_hi(&mut self.regs.eq_setup_base, value),
-            REG_EQ_SETUP_LOG_SIZE => self.regs.eq_setup_log_size = value,
-            REG_EQ_SETUP_VECTOR => self.regs.eq_setup_vector = value,
             // EQ 0/1 creation touches guest memory only to validate; it is cheap and the
             // driver needs the status right after the write.
             REG_EQ_SETUP_CTRL => self.eq_setup(value),
@@ -137,9 +121,9 @@ impl Device {
     /// A BAR0 read of 1, 2, 4 or 8 bytes at `offset`.
     pub fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
         let core = &mut self.core;
-        core.counters.inc(COUNTER_MMIO_READS);
+        core.counters().inc(COUNTER_MMIO_READS);
         let len = data.len();
-        if HostControls::get(&core.host.hang) {
+        if HostControls::get(&core.host().hang) {
             // A hung device answers like a surprise-removed one.
             data.fill(0xff);
             return;
@@ -160,7 +144,7 @@ impl Device {
         }
         let start = offset - base;
         data.copy_from_slice(&window[start..start + len]);
-        core.trace.event("mmio", || {
+        core.trace().event("mmio", || {
             serde_json::json!({"dir": "r", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
         });
     }
@@ -168,12 +152,12 @@ impl Device {
     /// A BAR0 write of 1, 2, 4 or 8 bytes at `offset`.
     pub fn bar0_write(&mut self, offset: u64, data: &[u8]) {
         let core = &mut self.core;
-        core.counters.inc(COUNTER_MMIO_WRITES);
+        core.counters().inc(COUNTER_MMIO_WRITES);
         let len = data.len();
-        core.trace.event("mmio", || {
+        core.trace().event("mmio", || {
             serde_json::json!({"dir": "w", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
         });
-        if HostControls::get(&core.host.hang) {
+        if HostControls::get(&core.host().hang) {
             return;
         }
         let valid = matches!(len, 1 | 2 | 4 | 8)
@@ -189,12 +173,13 @@ impl Device {
             let ctx = (offset - DB_AREA_OFFSET) / DB_PAGE_SIZE;
             let in_page = (offset - DB_AREA_OFFSET) % DB_PAGE_SIZE;
             if (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE).contains(&in_page) {
-                core.push.write(ctx, in_page - PUSH_WINDOW_OFFSET, data);
+                core.doorbells_mut()
+                    .push_write(ctx, in_page - PUSH_WINDOW_OFFSET, data);
             } else if len == 4 && in_page % 4 == 0 {
                 let value = u32::from_le_bytes(pad4(data));
                 core.doorbell_write(ctx, in_page, value);
             } else {
-                core.counters.inc(COUNTER_BAD_DOORBELLS);
+                core.counters().inc(COUNTER_BAD_DOORBELLS);
             }
             return;
         }

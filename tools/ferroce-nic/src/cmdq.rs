@@ -5,17 +5,51 @@
 
 use ferroce_hw::*;
 
-use crate::device::{CmdQueue, Device, DeviceCore};
+use serde::Serialize;
 
-impl DeviceCore {
-    /// Latches the command queue registers when `REG_CMDQ_CTRL` is written.
-    pub fn cmdq_ctrl_write(&mut self, value: u32) {
-        if value & CMDQ_CTRL_ENABLE == 0 {
-            self.cmdq = None;
-            return;
-        }
-        let log_size = self.regs.cmdq_log_size;
-        let (sq_base, cq_base) = (self.regs.cmdq_sq_base, self.regs.cmdq_cq_base);
+use crate::device::{Device, DeviceCore};
+
+/// The ring registers as latched when the queue was enabled, and the indexes.
+#[derive(Clone, Copy, Debug, Serialize)]
+struct CmdRing {
+    /// Command ring base.
+    sq_base: u64,
+    /// Completion ring base.
+    cq_base: u64,
+    /// log2 entries.
+    log_size: u32,
+    /// Device consumer index.
+    ci: u16,
+    /// Producer index from the last doorbell.
+    pi: u16,
+    /// A doorbell overran the ring; the queue stopped.
+    error: bool,
+}
+
+/// The command queue state: disabled, or the latched ring with its indexes.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(transparent)]
+pub struct CmdQueue {
+    ring: Option<CmdRing>,
+}
+
+/// The next command to execute: where it is and where its completion goes.
+#[derive(Clone, Copy, Debug)]
+pub struct CmdSlot {
+    /// Free-running index.
+    pub index: u16,
+    /// Guest address of the command entry.
+    pub entry_addr: u64,
+    /// Guest address of the completion entry.
+    pub completion_addr: u64,
+    /// Owner bit value of a completion at this index.
+    pub owner: u8,
+}
+
+impl CmdQueue {
+    /// Enables the queue on the given ring registers (`REG_CMDQ_CTRL` written with
+    /// `CMDQ_CTRL_ENABLE`); bad registers leave it enabled in error.
+    pub fn enable(&mut self, sq_base: u64, cq_base: u64, log_size: u32) {
         let span = |entry: usize| (entry as u64) << log_size.min(MAX_LOG_CMDQ);
         let error = log_size > MAX_LOG_CMDQ
             || sq_base == 0
@@ -24,7 +58,7 @@ impl DeviceCore {
             || cq_base % CmdCompletion::SIZE as u64 != 0
             || sq_base.checked_add(span(CMD_ENTRY_SIZE)).is_none()
             || cq_base.checked_add(span(CmdCompletion::SIZE)).is_none();
-        self.cmdq = Some(CmdQueue {
+        self.ring = Some(CmdRing {
             sq_base,
             cq_base,
             log_size: log_size.min(MAX_LOG_CMDQ),
@@ -34,34 +68,98 @@ impl DeviceCore {
         });
     }
 
-    /// Records a command doorbell (new producer index).
-    pub fn cmdq_doorbell_write(&mut self, value: u32) {
-        self.counters.inc(COUNTER_DOORBELLS);
-        let Some(cmdq) = self.cmdq.as_mut() else {
-            self.counters.inc(COUNTER_BAD_DOORBELLS);
-            return;
+    /// Disables the queue.
+    pub fn disable(&mut self) {
+        self.ring = None;
+    }
+
+    /// Whether the queue is enabled (`REG_CMDQ_CTRL`).
+    pub fn is_enabled(&self) -> bool {
+        self.ring.is_some()
+    }
+
+    /// `REG_CMDQ_CI` value (0 while disabled).
+    pub fn ci(&self) -> u32 {
+        self.ring.as_ref().map_or(0, |q| u32::from(q.ci))
+    }
+
+    /// `REG_CMDQ_STATUS` value.
+    pub fn status(&self) -> u32 {
+        match &self.ring {
+            Some(q) if q.error => CMDQ_STATUS_ERROR,
+            Some(_) => CMDQ_STATUS_ENABLED,
+            None => 0,
+        }
+    }
+
+    /// Records a doorbell with producer index `pi`; `false` if refused (disabled, or an overrun,
+    /// which stops the queue).
+    pub fn doorbell(&mut self, pi: u16) -> bool {
+        let Some(cmdq) = self.ring.as_mut() else {
+            return false;
         };
-        let pi = value as u16;
         let ring = Ring::new(cmdq.log_size, MAX_LOG_CMDQ);
         // A producer more than a ring ahead of the consumer is a driver bug: stop the queue
         // rather than execute stale entries.
         if ring.is_none_or(|r| !r.advance_valid(cmdq.pi, pi, cmdq.ci)) {
             cmdq.error = true;
-            self.counters.inc(COUNTER_BAD_DOORBELLS);
-            return;
+            return false;
         }
         cmdq.pi = pi;
-        self.trace
-            .event("cmdq_doorbell", || serde_json::json!({"pi": pi}));
+        true
     }
 
-    /// `REG_CMDQ_STATUS` value.
-    pub fn cmdq_status(&self) -> u32 {
-        match &self.cmdq {
-            Some(q) if q.error => CMDQ_STATUS_ERROR,
-            Some(_) => CMDQ_STATUS_ENABLED,
-            None => 0,
+    /// Whether commands are waiting.
+    pub fn has_pending(&self) -> bool {
+        self.ring.as_ref().is_some_and(|q| !q.error && q.ci != q.pi)
+    }
+
+    /// The next command waiting, if any.
+    pub fn next(&self) -> Option<CmdSlot> {
+        let q = self.ring.as_ref()?;
+        if q.error || q.ci == q.pi {
+            return None;
         }
+        let ring = Ring::new(q.log_size, MAX_LOG_CMDQ)?;
+        let index = q.ci;
+        let slot = u64::from(ring.slot(index));
+        Some(CmdSlot {
+            index,
+            entry_addr: q.sq_base + slot * CMD_ENTRY_SIZE as u64,
+            completion_addr: q.cq_base + slot * CmdCompletion::SIZE as u64,
+            owner: ring.owner(index),
+        })
+    }
+
+    /// The command at `index` completed (if the queue is still enabled).
+    pub fn consumed(&mut self, index: u16) {
+        if let Some(cmdq) = self.ring.as_mut() {
+            cmdq.ci = index.wrapping_add(1);
+        }
+    }
+}
+
+impl DeviceCore {
+    /// Latches the command queue registers when `REG_CMDQ_CTRL` is written.
+    pub fn cmdq_ctrl_write(&mut self, value: u32) {
+        if value & CMDQ_CTRL_ENABLE == 0 {
+            self.cmdq_mut().disable();
+            return;
+        }
+        let (sq_base, cq_base, log_size) = self.regs().cmdq_setup();
+        self.cmdq_mut().enable(sq_base, cq_base, log_size);
+    }
+
+    /// Records a command doorbell (new producer index).
+    pub fn cmdq_doorbell_write(&mut self, value: u32) {
+        self.counters().inc(COUNTER_DOORBELLS);
+        let pi = value as u16;
+        if !self.cmdq_mut().doorbell(pi) {
+            self.counters().inc(COUNTER_BAD_DOORBELLS);
+            return;
+        }
+        self.trace()
+            .event("cmdq_doorbell", || serde_json::json!({"pi": pi}));
     }
 }
 
@@ -69,21 +167,14 @@ impl Device {
     /// Executes up to `budget` commands; returns whether more are waiting.
     pub fn process_cmdq(&mut self, budget: usize) -> bool {
         for _ in 0..budget {
-            let Some(q) = self.core.cmdq.clone() else {
+            let Some(slot) = self.core.cmdq().next() else {
                 return false;
             };
-            if q.error || q.ci == q.pi {
-                return false;
-            }
-            let Some(ring) = Ring::new(q.log_size, MAX_LOG_CMDQ) else {
-                return false;
-            };
-            let index = q.ci;
-            let slot = u64::from(ring.slot(index));
+            let index = slot.index;
             let mut entry = [0u8; CMD_ENTRY_SIZE];
             if self
                 .core
-                .dma_read(q.sq_base + slot * CMD_ENTRY_SIZE as u64, &mut entry, "cmd")
+                .dma_read(slot.entry_addr, &mut entry, "cmd")
                 .is_err()
             {
                 self.core.fatal(FATAL_CMDQ_DMA);
@@ -96,11 +187,11 @@ impl Device {
                 Ok(results) => (STATUS_OK, 0, results),
                 Err(e) => (e.status, e.syndrome, [0; 3]),
             };
-            self.core.counters.inc(COUNTER_COMMANDS);
+            self.core.counters().inc(COUNTER_COMMANDS);
             if status != STATUS_OK {
-                self.core.counters.inc(COUNTER_COMMAND_ERRORS);
+                self.core.counters().inc(COUNTER_COMMAND_ERRORS);
             }
-            self.core.trace.event("cmd", || {
+            self.core.trace().event("cmd", || {
                 serde_json::json!({"index": index, "opcode": header.opcode, "name": command_name(header.opcode), "token": header.token, "status": status, "syndrome": syndrome, "result": results})
             });
             let completion = CmdCompletion {
@@ -110,11 +201,11 @@ impl Device {
                 status,
                 syndrome,
                 results,
-                owner: ring.owner(index),
+                owner: slot.owner,
                 ..CmdCompletion::default()
             };
             let bytes = completion.encode();
-            let at = q.cq_base + slot * CmdCompletion::SIZE as u64;
+            let at = slot.completion_addr;
             let body =
                 self.core
                     .dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
@@ -131,9 +222,7 @@ impl Device {
                 return false;
             }
             // A reset command path may have dropped the queue meanwhile.
-            if let Some(cmdq) = self.core.cmdq.as_mut() {
-                cmdq.ci = index.wrapping_add(1);
-            }
+            self.core.cmdq_mut().consumed(index);
             let eqe = Eqe {
                 event_type: EventType::CmdDone.into(),
                 data0: header.token,
@@ -142,9 +231,6 @@ impl Device {
             };
             self.core.post_eqe(EQN_CMD, eqe);
         }
-        self.core
-            .cmdq
-            .as_ref()
-            .is_some_and(|q| !q.error && q.ci != q.pi)
+        self.core.cmdq().has_pending()
     }
 }

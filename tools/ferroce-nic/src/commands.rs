@@ -6,7 +6,7 @@ use ferroce_hw::*;
 
 use crate::device::Device;
 use crate::objects::{
-    check_ah, BufferMap, CmdError, Context, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
+    check_ah, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -86,12 +86,12 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
         reserved_zero(cmd.rsvd.into(), 4)?;
-        let port = &self.core.port;
+        let port = self.core.port();
         let info = PortInfo {
-            state: port.state,
-            active_mtu: port.active_mtu,
-            max_mtu: port.max_mtu,
-            mac: self.core.config.mac,
+            state: port.state(),
+            active_mtu: port.active_mtu(),
+            max_mtu: port.max_mtu(),
+            mac: self.core.config().mac,
         };
         Ok(info)
     }
@@ -100,11 +100,11 @@ impl Device {
         if cmd.port != 1 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
-        if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port.max_mtu {
+        if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port().max_mtu() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         reserved_bytes_zero(&cmd.rsvd, 5)?;
-        self.core.port.active_mtu = cmd.active_mtu;
+        self.core.set_active_mtu(cmd.active_mtu);
         Ok(())
     }
 
@@ -132,12 +132,13 @@ impl Device {
 
     fn modify_eq(&mut self, cmd: &ModifyEqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 6)?;
-        if cmd.vector >= self.core.irq.vectors() {
+        if cmd.vector >= self.core.irq().vectors() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         let eq = self
             .core
-            .eqs
+            .objects_mut()
+            .eqs_mut()
             .get_mut(cmd.eqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         eq.vector = cmd.vector;
@@ -147,7 +148,7 @@ impl Device {
     fn cmd_destroy_cq(&mut self, cmd: &DestroyCqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         self.core.destroy_cq(cmd.cqn)?;
-        self.core.unmap_qids_of(QID_KIND_CQ, cmd.cqn);
+        self.core.objects_mut().unmap_qids_of(QID_KIND_CQ, cmd.cqn);
         Ok(())
     }
 
@@ -155,7 +156,8 @@ impl Device {
         reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 4)?;
         let cq = self
             .core
-            .cqs
+            .objects_mut()
+            .cqs_mut()
             .get_mut(cmd.cqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         cq.moder_count = cmd.moder_count;
@@ -165,7 +167,7 @@ impl Device {
 
     fn cmd_create_qp(&mut self, cmd: &CreateQpCmd) -> Result<CreateQpReply, CmdError> {
         let qpn = self.core.create_qp(cmd)?;
-        if let Some(qp) = self.core.qps.get(qpn) {
+        if let Some(qp) = self.core.objects().qps().get(qpn) {
             self.engine.qp_created(qpn, qp.qp_type);
         }
         Ok(CreateQpReply { qpn })
@@ -183,7 +185,7 @@ impl Device {
         if state == QpState::Reset {
             self.engine.qp_destroyed(cmd.qpn);
         }
-        if let Some(qp) = self.core.qps.get(cmd.qpn) {
+        if let Some(qp) = self.core.objects().qps().get(cmd.qpn) {
             self.engine.qp_modified(cmd.qpn, state, &qp.attrs);
         }
         Ok(QpStateReply { state })
@@ -192,16 +194,11 @@ impl Device {
     fn query_qp(&mut self, header: &CmdHeader, cmd: &QueryQpCmd) -> Result<QpStateReply, CmdError> {
         let qp = self
             .core
-            .qps
+            .objects()
+            .qps()
             .get(cmd.qpn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
-        let image = ModifyQpCmd {
-            qpn: cmd.qpn,
-            attr_mask: QP_ATTR_VALID_MASK,
-            new_state: qp.state.into(),
-            cur_state: qp.state.into(),
-            ..qp.attrs
-        };
+        let image = qp.attrs.query_image(cmd.qpn, qp.state);
         let state = qp.state;
         if header.out_addr == 0 {
             return Err(CmdError::new(STATUS_BAD_PARAM));
@@ -231,7 +228,9 @@ impl Device {
         } else {
             cmd.pages.page_count
         };
-        self.core.check_translation_budget(u64::from(reserve))?;
+        self.core
+            .objects()
+            .check_translation_budget(u64::from(reserve))?;
         let (backing, iova, length, fast_reg) = if cmd.flags & MR_FLAG_ALL_MEMORY != 0 {
             (MrBacking::AllMemory, 0, u64::MAX, None)
         } else if cmd.flags & MR_FLAG_FAST_REG != 0 {
@@ -249,7 +248,7 @@ impl Device {
                 let log = u32::from(cmd.pages.log_page_size).min(MAX_LOG_PAGE_SIZE);
                 span = span.saturating_add(cmd.iova & ((1u64 << log) - 1));
             }
-            let map = BufferMap::resolve(&*self.core.mem, &cmd.pages, span, 1, MAX_MR_PAGES)?;
+            let map = BufferMap::resolve(self.core.mem(), &cmd.pages, span, 1, MAX_MR_PAGES)?;
             (MrBacking::Buffer(map), cmd.iova, cmd.length, None)
         };
         let mr = Mr {
@@ -263,11 +262,12 @@ impl Device {
         };
         let index = self
             .core
-            .mrs
+            .objects_mut()
+            .mrs_mut()
             .insert(mr)
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
         let key = mr_key(index, cmd.key_variant);
-        if let Some(mr) = self.core.mrs.get_mut(index) {
+        if let Some(mr) = self.core.objects_mut().mrs_mut().get_mut(index) {
             mr.key = key;
         }
         Ok(CreateMrReply { key })
@@ -278,9 +278,9 @@ impl Device {
         // By index: fast registration changes the key's variant byte, and a REG_MR that was
         // flushed leaves the device with an older variant than the driver's MR shows.
         let index = mr_key_index(cmd.key);
-        match self.core.mrs.get(index) {
+        match self.core.objects().mrs().get(index) {
             Some(_) => {
-                self.core.mrs.remove(index);
+                self.core.objects_mut().mrs_mut().remove(index);
                 Ok(())
             }
             None => Err(CmdError::new(STATUS_BAD_RESOURCE)),
@@ -292,7 +292,8 @@ impl Device {
         Ok(CreateAhReply {
             ah: self
                 .core
-                .ahs
+                .objects_mut()
+                .ahs_mut()
                 .insert(*cmd)
                 .ok_or(CmdError::new(STATUS_NO_RESOURCES))?,
         })
@@ -301,7 +302,8 @@ impl Device {
     fn destroy_ah(&mut self, cmd: &DestroyAhCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
         self.core
-            .ahs
+            .objects_mut()
+            .ahs_mut()
             .remove(cmd.ah)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         Ok(())
@@ -316,9 +318,10 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 33));
         }
         self.core
+            .objects()
             .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
-            &*self.core.mem,
+            self.core.mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             1 << cmd.log_stride,
@@ -342,7 +345,8 @@ impl Device {
         Ok(CreateSrqReply {
             srqn: self
                 .core
-                .srqs
+                .objects_mut()
+                .srqs_mut()
                 .insert(srq)
                 .ok_or(CmdError::new(STATUS_NO_RESOURCES))?,
         })
@@ -352,24 +356,26 @@ impl Device {
         reserved_zero(cmd.rsvd.into(), 4)?;
         let srq = self
             .core
-            .srqs
+            .objects()
+            .srqs()
             .get(cmd.srqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if srq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
-        self.core.srqs.remove(cmd.srqn);
-        self.core.unmap_qids_of(QID_KIND_SRQ, cmd.srqn);
+        self.core.objects_mut().srqs_mut().remove(cmd.srqn);
         self.core
-            .work
-            .retain(|w| *w != crate::device::Work::Srq(cmd.srqn));
+            .objects_mut()
+            .unmap_qids_of(QID_KIND_SRQ, cmd.srqn);
+        self.core.cancel_work(crate::device::Work::Srq(cmd.srqn));
         Ok(())
     }
 
     fn modify_srq(&mut self, cmd: &ModifySrqCmd) -> Result<(), CmdError> {
         let srq = self
             .core
-            .srqs
+            .objects_mut()
+            .srqs_mut()
             .get_mut(cmd.srqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if cmd.limit >= srq.buf.ring.size() {
@@ -409,10 +415,8 @@ impl Device {
             mac: cmd.mac,
             vlan: cmd.vlan,
         };
-        if let Some(slot) = self.core.gids.get_mut(cmd.index as usize) {
-            *slot = Some(entry);
-        }
-        self.core.trace.event(
+        self.core.objects_mut().set_gid(cmd.index, Some(entry));
+        self.core.trace().event(
             "gid",
             || serde_json::json!({"index": cmd.index, "set": true, "type": cmd.gid_type}),
         );
@@ -421,13 +425,10 @@ impl Device {
 
     fn clear_gid(&mut self, cmd: &ClearGidCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), 4)?;
-        let slot = self
-            .core
-            .gids
-            .get_mut(cmd.index as usize)
-            .ok_or(CmdError::field(STATUS_BAD_PARAM, 0))?;
-        *slot = None;
-        self.core.trace.event(
+        if !self.core.objects_mut().set_gid(cmd.index, None) {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+        }
+        self.core.trace().event(
             "gid",
             || serde_json::json!({"index": cmd.index, "set": false}),
         );
@@ -448,7 +449,7 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         let bytes: Vec<u8> = (first..first + count)
-            .flat_map(|i| self.core.counters.get(i).to_le_bytes())
+            .flat_map(|i| self.core.counters().get(i).to_le_bytes())
             .collect();
         self.core
             .dma_write(header.out_addr, &bytes, "cmd_out")
@@ -460,14 +461,12 @@ impl Device {
 
     fn alloc_ctx(&mut self, cmd: &AllocCtxCmd) -> Result<AllocCtxReply, CmdError> {
         reserved_zero(cmd.rsvd, 0)?;
-        let free = self
+        let ctx = self
             .core
-            .contexts
-            .iter()
-            .position(Option::is_none)
+            .objects_mut()
+            .alloc_context()
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
-        self.core.contexts[free] = Some(Context::new());
-        Ok(AllocCtxReply { ctx: free as u32 })
+        Ok(AllocCtxReply { ctx })
     }
 
     fn free_ctx(&mut self, cmd: &FreeCtxCmd) -> Result<(), CmdError> {
@@ -475,15 +474,13 @@ impl Device {
         if cmd.ctx == 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 0));
         }
-        let slot = self
-            .core
-            .contexts
-            .get_mut(cmd.ctx as usize)
-            .ok_or(CmdError::field(STATUS_BAD_PARAM, 0))?;
-        if slot.take().is_none() {
-            return Err(CmdError::new(STATUS_BAD_RESOURCE));
-        }
-        Ok(())
+        self.core
+            .objects_mut()
+            .free_context(cmd.ctx)
+            .map_err(|status| match status {
+                STATUS_BAD_PARAM => CmdError::field(STATUS_BAD_PARAM, 0),
+                status => CmdError::new(status),
+            })
     }
 
     fn map_qid(&mut self, cmd: &MapQidCmd) -> Result<(), CmdError> {
@@ -492,9 +489,9 @@ impl Device {
         }
         reserved_bytes_zero(&cmd.rsvd, 13)?;
         let exists = match cmd.kind {
-            QID_KIND_QP => self.core.qps.get(cmd.global).is_some(),
-            QID_KIND_SRQ => self.core.srqs.get(cmd.global).is_some(),
-            QID_KIND_CQ => self.core.cqs.get(cmd.global).is_some(),
+            QID_KIND_QP => self.core.objects().qps().get(cmd.global).is_some(),
+            QID_KIND_SRQ => self.core.objects().srqs().get(cmd.global).is_some(),
+            QID_KIND_CQ => self.core.objects().cqs().get(cmd.global).is_some(),
             _ => return Err(CmdError::field(STATUS_BAD_PARAM, 12)),
         };
         if !exists {
@@ -502,9 +499,8 @@ impl Device {
         }
         let context = self
             .core
-            .contexts
-            .get_mut(cmd.ctx as usize)
-            .and_then(Option::as_mut)
+            .objects_mut()
+            .context_mut(cmd.ctx)
             .ok_or(CmdError::field(STATUS_BAD_RESOURCE, 0))?;
         context.qids[cmd.local_qid as usize] = Some(QidEntry {
             kind: cmd.kind,
@@ -516,9 +512,8 @@ impl Device {
     fn unmap_qid(&mut self, cmd: &UnmapQidCmd) -> Result<(), CmdError> {
         let context = self
             .core
-            .contexts
-            .get_mut(cmd.ctx as usize)
-            .and_then(Option::as_mut)
+            .objects_mut()
+            .context_mut(cmd.ctx)
             .ok_or(CmdError::field(STATUS_BAD_RESOURCE, 0))?;
         let entry = context
             .qids

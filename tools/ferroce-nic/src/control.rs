@@ -48,19 +48,16 @@ fn mac_text(mac: &[u8; 6]) -> String {
 pub fn gids_json(device: &Device) -> Value {
     let entries: Vec<Value> = device
         .core
-        .gids
-        .iter()
-        .enumerate()
-        .filter_map(|(index, entry)| {
-            entry.map(|e| {
-                json!({
-                    "index": index,
-                    "gid": gid_text(&e.gid),
-                    "type": if e.gid_type == GID_TYPE_ROCE_V1 { "RoCEv1" } else { "RoCEv2" },
-                    "family": if e.family == GID_FAMILY_IPV4 { "ipv4" } else { "ipv6" },
-                    "mac": mac_text(&e.mac),
-                    "vlan": if e.vlan == VLAN_NONE { Value::Null } else { Value::from(e.vlan) },
-                })
+        .objects()
+        .gids()
+        .map(|(index, e)| {
+            json!({
+                "index": index,
+                "gid": gid_text(&e.gid),
+                "type": if e.gid_type == GID_TYPE_ROCE_V1 { "RoCEv1" } else { "RoCEv2" },
+                "family": if e.family == GID_FAMILY_IPV4 { "ipv4" } else { "ipv6" },
+                "mac": mac_text(&e.mac),
+                "vlan": if e.vlan == VLAN_NONE { Value::Null } else { Value::from(e.vlan) },
             })
         })
         .collect();
@@ -71,56 +68,53 @@ pub fn gids_json(device: &Device) -> Value {
 pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     let core = &device.core;
     let eqs: Vec<Value> = core
-        .eqs
+        .objects().eqs()
         .iter()
         .map(|(n, eq)| json!({"eqn": n, "log_size": eq.buf.ring.log_size(), "pi": eq.pi, "ci": eq.ci, "vector": eq.vector, "armed": eq.armed, "overruns": eq.overruns}))
         .collect();
     let cqs: Vec<Value> = core
-        .cqs
+        .objects().cqs()
         .iter()
         .map(|(n, cq)| json!({"cqn": n, "log_size": cq.buf.ring.log_size(), "pi": cq.pi, "eqn": cq.eqn, "arm": cq.arm, "error": cq.error, "moder_count": cq.moder_count, "moder_period_us": cq.moder_period_us, "users": cq.users}))
         .collect();
     let qps: Vec<Value> = core
-        .qps
+        .objects().qps()
         .iter()
         .map(|(n, qp)| {
             json!({"qpn": n, "type": u8::from(qp.qp_type), "state": u8::from(qp.state), "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
                    "srqn": if qp.srqn == NONE { Value::Null } else { Value::from(qp.srqn) },
                    "sq": {"pi": qp.sq.pi, "fetch": qp.sq.fetch, "ci": qp.sq.ci}, "inflight": qp.inflight.len(),
-                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.sgid_index})
+                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.av.sgid_index})
         })
         .collect();
     let mrs: Vec<Value> = core
-        .mrs
+        .objects().mrs()
         .iter()
         .map(|(_, mr)| json!({"key": mr.key, "pd": mr.pd, "access": mr.access, "iova": mr.iova, "length": mr.length, "fast_reg": mr.fast_reg_max_pages.is_some()}))
         .collect();
     let ahs: Vec<Value> = core
-        .ahs
+        .objects().ahs()
         .iter()
         .map(|(n, ah)| json!({"ah": n, "pd": ah.pd, "sgid_index": ah.sgid_index, "dgid": gid_text(&ah.dgid), "dmac": mac_text(&ah.dmac)}))
         .collect();
     let srqs: Vec<Value> = core
-        .srqs
+        .objects().srqs()
         .iter()
         .map(|(n, srq)| json!({"srqn": n, "log_size": srq.buf.ring.log_size(), "ci": srq.ci, "limit": srq.limit, "users": srq.users}))
         .collect();
     let contexts: Vec<Value> = core
-        .contexts
-        .iter()
-        .enumerate()
-        .filter_map(|(n, c)| {
-            c.as_ref().map(|c| {
-                let qids: Vec<Value> = c
-                    .qids
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(local, e)| {
-                        e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global}))
-                    })
-                    .collect();
-                json!({"ctx": n, "qids": qids})
-            })
+        .objects()
+        .contexts()
+        .map(|(n, c)| {
+            let qids: Vec<Value> = c
+                .qids
+                .iter()
+                .enumerate()
+                .filter_map(|(local, e)| {
+                    e.map(|e| json!({"local": local, "kind": e.kind, "global": e.global}))
+                })
+                .collect();
+            json!({"ctx": n, "qids": qids})
         })
         .collect();
     let engine = json!({
@@ -129,7 +123,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     });
     json!({
         "eqs": eqs, "cqs": cqs, "qps": qps, "mrs": mrs, "ahs": ahs, "srqs": srqs, "contexts": contexts,
-        "cmdq": core.cmdq, "registers": core.regs, "port": core.port, "dma_regions": nic.dma.regions(),
+        "cmdq": core.cmdq(), "registers": core.regs(), "port": core.port(), "dma_regions": nic.dma.regions(),
         "engine": engine,
     })
 }
@@ -155,10 +149,10 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
         "status" => {
             let device = nic.lock();
             Ok(json!({
-                "status": device.core.status(), "fatal_code": device.core.regs.fatal_code,
+                "status": device.core.status(), "fatal_code": device.core.regs().fatal_code(),
                 "stall": host.stall.load(Ordering::Relaxed), "hang": host.hang.load(Ordering::Relaxed),
                 "bogus_version": host.bogus_version.load(Ordering::Relaxed), "bogus_cqe": host.bogus_cqe.load(Ordering::Relaxed),
-                "port_state": device.core.port.state, "mac": mac_text(&device.core.config.mac),
+                "port_state": device.core.port().state(), "mac": mac_text(&device.core.config().mac),
                 "port": {
                     "to_engine": nic.port_stats.to_engine.load(Ordering::Relaxed),
                     "to_host": nic.port_stats.to_host.load(Ordering::Relaxed),

@@ -17,15 +17,16 @@ impl DeviceCore {
         if cmd.dbrec_addr % 8 != 0 || cmd.dbrec_addr == 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 16));
         }
-        if cmd.eqn < EQN_FIRST_COMPLETION || self.eqs.get(cmd.eqn).is_none() {
+        if cmd.eqn < EQN_FIRST_COMPLETION || self.objects().eqs().get(cmd.eqn).is_none() {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 24));
         }
         let mut record = [0u8; CqDbRecord::SIZE];
         self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
             .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
-        self.check_translation_budget(u64::from(cmd.ring.page_count))?;
+        self.objects()
+            .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
-            &*self.mem,
+            self.mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             CQE_SIZE as u32,
@@ -44,10 +45,11 @@ impl DeviceCore {
             users: 0,
         };
         let cqn = self
-            .cqs
+            .objects_mut()
+            .cqs_mut()
             .insert(cq)
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
-        if let Some(eq) = self.eqs.get_mut(cmd.eqn) {
+        if let Some(eq) = self.objects_mut().eqs_mut().get_mut(cmd.eqn) {
             eq.users += 1;
         }
         Ok(cqn)
@@ -56,15 +58,16 @@ impl DeviceCore {
     /// Destroys a CQ no QP uses.
     pub fn destroy_cq(&mut self, cqn: u32) -> Result<(), CmdError> {
         let cq = self
-            .cqs
+            .objects()
+            .cqs()
             .get(cqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if cq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
         let eqn = cq.eqn;
-        self.cqs.remove(cqn);
-        if let Some(eq) = self.eqs.get_mut(eqn) {
+        self.objects_mut().cqs_mut().remove(cqn);
+        if let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) {
             eq.users = eq.users.saturating_sub(1);
         }
         Ok(())
@@ -73,14 +76,14 @@ impl DeviceCore {
     /// Reads the consumer index from a CQ's doorbell record.
     fn cq_consumer_index(&self, dbrec_addr: u64) -> Option<u16> {
         let mut record = [0u8; CqDbRecord::SIZE];
-        self.counters.inc(COUNTER_DBREC_READS);
+        self.counters().inc(COUNTER_DBREC_READS);
         self.dma_read(dbrec_addr, &mut record, "cq_dbrec").ok()?;
         Some(CqDbRecord::decode(&record).ci as u16)
     }
 
     /// Marks a CQ in error and tells the driver.
     fn cq_error(&mut self, cqn: u32) {
-        if let Some(cq) = self.cqs.get_mut(cqn) {
+        if let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) {
             if !cq.error {
                 cq.error = true;
                 self.post_async_event(EventType::CqError, 0, cqn, 0);
@@ -93,7 +96,7 @@ impl DeviceCore {
     /// doorbell record (which puts it in error).
     pub fn write_cqe(&mut self, cqn: u32, mut cqe: Cqe) -> Result<(), crate::engine::HostError> {
         use crate::engine::HostError;
-        let (dbrec, pi, ring) = match self.cqs.get(cqn) {
+        let (dbrec, pi, ring) = match self.objects().cqs().get(cqn) {
             Some(cq) if !cq.error => (cq.dbrec_addr, cq.pi, cq.buf.ring),
             _ => return Err(HostError::CqError),
         };
@@ -102,14 +105,14 @@ impl DeviceCore {
             return Err(HostError::CqError);
         };
         if !ring.producer_valid(pi, ci) || ring.is_full(pi, ci) {
-            self.trace.event(
+            self.trace().event(
                 "cq_overrun",
                 || serde_json::json!({"cqn": cqn, "pi": pi, "ci": ci}),
             );
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
-        if HostControls::get(&self.host.bogus_cqe) {
+        if HostControls::get(&self.host().bogus_cqe) {
             cqe.opcode = 0x7f;
             cqe.status = 0xee;
             cqe.wr_id ^= 0xdead_beef_dead_beef;
@@ -117,31 +120,31 @@ impl DeviceCore {
         }
         cqe.owner = ring.owner(pi);
         let bytes = cqe.encode();
-        let Some(cq) = self.cqs.get(cqn) else {
+        let Some(cq) = self.objects().cqs().get(cqn) else {
             return Err(HostError::CqError);
         };
         let offset = cq.buf.offset(pi);
         let map = cq.buf.map.clone();
-        let body = map.write(&*self.mem, offset, &bytes[..CQE_OWNER_OFFSET]);
+        let body = map.write(self.mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let written = body.and_then(|()| {
             map.write(
-                &*self.mem,
+                self.mem(),
                 offset + CQE_OWNER_OFFSET as u64,
                 &bytes[CQE_OWNER_OFFSET..],
             )
         });
         if written.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
+            self.counters().inc(COUNTER_DMA_ERRORS);
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
-        self.counters.inc(COUNTER_CQES);
-        self.trace.event("cqe", || {
+        self.counters().inc(COUNTER_CQES);
+        self.trace().event("cqe", || {
             serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id})
         });
         let now = self.elapsed_us();
-        let Some(cq) = self.cqs.get_mut(cqn) else {
+        let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {
             return Err(HostError::CqError);
         };
         cq.pi = pi.wrapping_add(1);
@@ -166,7 +169,7 @@ impl DeviceCore {
 
     /// Posts the completion EQE of a CQ and disarms it.
     fn completion_event(&mut self, cqn: u32) {
-        let Some(cq) = self.cqs.get_mut(cqn) else {
+        let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {
             return;
         };
         cq.arm = CqArm::Disarmed;
@@ -187,7 +190,8 @@ impl DeviceCore {
     pub fn moderation_tick(&mut self) {
         let now = self.elapsed_us();
         let due: Vec<u32> = self
-            .cqs
+            .objects()
+            .cqs()
             .iter()
             .filter(|(_, cq)| {
                 cq.moder_period_us > 0
@@ -210,7 +214,7 @@ impl DeviceCore {
     /// event for CQEs it is about to poll, then wait on that stale event for a CQE not yet
     /// there. Re-arming an armed CQ keeps "next" over "solicited". `false` for no such CQ.
     pub fn arm_cq(&mut self, cqn: u32, solicited: bool) -> bool {
-        let Some(cq) = self.cqs.get_mut(cqn) else {
+        let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {
             return false;
         };
         if cq.error {
@@ -220,8 +224,8 @@ impl DeviceCore {
             (CqArm::Next, _) | (_, false) => CqArm::Next,
             _ => CqArm::Solicited,
         };
-        self.counters.inc(COUNTER_CQ_ARMS);
-        self.trace.event(
+        self.counters().inc(COUNTER_CQ_ARMS);
+        self.trace().event(
             "cq_arm",
             || serde_json::json!({"cqn": cqn, "solicited": solicited}),
         );

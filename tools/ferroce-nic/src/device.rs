@@ -15,15 +15,18 @@ use std::time::Instant;
 use ferroce_hw::*;
 use serde::Serialize;
 
+use crate::cmdq::CmdQueue;
 use crate::counters::Counters;
-use crate::doorbell::PushWindows;
+use crate::doorbell::Doorbells;
 use crate::engine::Engine;
 use crate::interrupts::InterruptSink;
 use crate::memory::{DmaError, GuestMemory};
-use crate::objects::{
-    Ah, CmdError, Context, Cq, Eq, GidEntry, Mr, MrBacking, Qp, Srq, Table, MAX_TRANSLATION_ENTRIES,
-};
+use crate::objects::Objects;
 use crate::trace::Tracer;
+
+mod regs;
+
+pub use regs::Registers;
 
 /// Device limits and identity.
 #[derive(Clone, Debug, Serialize)]
@@ -84,59 +87,32 @@ impl HostControls {
 /// The interface version reported while `bogus_version` is set.
 pub const BOGUS_IF_VERSION: u32 = 0x7eef_0000;
 
-/// Latched register values.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Registers {
-    /// `REG_DEV_CTRL` (enable bit).
-    pub ctrl: u32,
-    /// `REG_FATAL_CODE`.
-    pub fatal_code: u32,
-    /// `STATUS_READY` (cleared while a reset is pending).
-    pub ready: bool,
-    /// `REG_SCRATCH`.
-    pub scratch: u32,
-    /// `REG_CMDQ_SQ_BASE_*`.
-    pub cmdq_sq_base: u64,
-    /// `REG_CMDQ_CQ_BASE_*`.
-    pub cmdq_cq_base: u64,
-    /// `REG_CMDQ_LOG_SIZE`.
-    pub cmdq_log_size: u32,
-    /// `REG_EQ_SETUP_BASE_*`.
-    pub eq_setup_base: u64,
-    /// `REG_EQ_SETUP_LOG_SIZE`.
-    pub eq_setup_log_size: u32,
-    /// `REG_EQ_SETUP_VECTOR`.
-    pub eq_setup_vector: u32,
-    /// `REG_EQ_SETUP_STATUS`.
-    pub eq_setup_status: u32,
-}
-
-/// The command queue, as latched when enabled.
-#[derive(Clone, Debug, Serialize)]
-pub struct CmdQueue {
-    /// Command ring base.
-    pub sq_base: u64,
-    /// Completion ring base.
-    pub cq_base: u64,
-    /// log2 entries.
-    pub log_size: u32,
-    /// Device consumer index.
-    pub ci: u16,
-    /// Producer index from the last doorbell.
-    pub pi: u16,
-    /// A doorbell overran the ring; the queue stopped.
-    pub error: bool,
-}
-
 /// Port state.
 #[derive(Clone, Debug, Serialize)]
 pub struct Port {
     /// `PORT_STATE_*`.
-    pub state: u8,
+    state: u8,
     /// Active MTU (`MTU_*`).
-    pub active_mtu: u8,
+    active_mtu: u8,
     /// Maximum MTU.
-    pub max_mtu: u8,
+    max_mtu: u8,
+}
+
+impl Port {
+    /// `PORT_STATE_*`.
+    pub fn state(&self) -> u8 {
+        self.state
+    }
+
+    /// Active MTU (`MTU_*`).
+    pub fn active_mtu(&self) -> u8 {
+        self.active_mtu
+    }
+
+    /// Maximum MTU (`MTU_*`).
+    pub fn max_mtu(&self) -> u8 {
+        self.max_mtu
+    }
 }
 
 /// An object queued for the device thread.
@@ -160,51 +136,33 @@ const COMMAND_BUDGET: usize = 64;
 /// [`EngineHost`]: crate::engine::EngineHost
 pub struct DeviceCore {
     /// Limits and identity.
-    pub config: DeviceConfig,
+    config: DeviceConfig,
     /// Guest memory.
-    pub mem: Arc<dyn GuestMemory>,
+    mem: Arc<dyn GuestMemory>,
     /// MSI-X.
-    pub irq: Arc<dyn InterruptSink>,
+    irq: Arc<dyn InterruptSink>,
     /// Counters.
-    pub counters: Arc<Counters>,
+    counters: Arc<Counters>,
     /// Trace.
-    pub trace: Arc<Tracer>,
+    trace: Arc<Tracer>,
     /// Host switches.
-    pub host: Arc<HostControls>,
+    host: Arc<HostControls>,
     /// Registers.
-    pub regs: Registers,
-    /// Command queue, once enabled.
-    pub cmdq: Option<CmdQueue>,
-    /// A reset was requested.
-    pub reset_pending: bool,
-    /// Event queues.
-    pub eqs: Table<Eq>,
-    /// Completion queues.
-    pub cqs: Table<Cq>,
-    /// Queue pairs.
-    pub qps: Table<Qp>,
-    /// Memory regions.
-    pub mrs: Table<Mr>,
-    /// Address handles.
-    pub ahs: Table<Ah>,
-    /// Shared receive queues.
-    pub srqs: Table<Srq>,
-    /// GID table.
-    pub gids: Vec<Option<GidEntry>>,
-    /// Contexts (doorbell pages) with their QID tables; 0 is the kernel's.
-    pub contexts: Vec<Option<Context>>,
+    regs: Registers,
+    /// Command queue.
+    cmdq: CmdQueue,
+    /// Object tables.
+    objects: Objects,
     /// Port.
-    pub port: Port,
+    port: Port,
     /// Objects queued for the device thread (each at most once: bounded by the tables).
-    pub work: VecDeque<Work>,
-    /// Push window contents per context.
-    pub push: PushWindows,
-    /// Rejected doorbells (context, value) to report as async events; bounded.
-    pub pending_bad_doorbells: VecDeque<(u32, u32)>,
+    work: VecDeque<Work>,
+    /// Doorbell decoder state (push windows, rejected doorbells to report).
+    doorbells: Doorbells,
     /// Port state change requested by the host.
-    pub pending_port: Option<bool>,
+    pending_port: Option<bool>,
     /// Fatal error requested by the host.
-    pub pending_fatal: bool,
+    pending_fatal: bool,
     start: Instant,
 }
 
@@ -228,14 +186,7 @@ impl Device {
         host: Arc<HostControls>,
     ) -> Self {
         let core = DeviceCore {
-            eqs: Table::new(config.max_eq.max(EQN_FIRST_COMPLETION), 0),
-            cqs: Table::new(config.max_cq, 0),
-            qps: Table::new(config.max_qp.max(FIRST_QPN), FIRST_QPN),
-            mrs: Table::new(config.max_mr, 1),
-            ahs: Table::new(config.max_ah, 0),
-            srqs: Table::new(config.max_srq, 0),
-            gids: vec![None; GID_TABLE_LEN as usize],
-            contexts: Self::fresh_contexts(),
+            objects: Objects::new(&config),
             port: Port {
                 state: PORT_STATE_ACTIVE,
                 active_mtu: MTU_1024,
@@ -247,15 +198,10 @@ impl Device {
             counters,
             trace,
             host,
-            regs: Registers {
-                ready: true,
-                ..Registers::default()
-            },
-            cmdq: None,
-            reset_pending: false,
+            regs: Registers::default(),
+            cmdq: CmdQueue::default(),
             work: VecDeque::new(),
-            push: PushWindows::default(),
-            pending_bad_doorbells: VecDeque::new(),
+            doorbells: Doorbells::default(),
             pending_port: None,
             pending_fatal: false,
             start: Instant::now(),
@@ -263,51 +209,33 @@ impl Device {
         Self { core, engine }
     }
 
-    fn fresh_contexts() -> Vec<Option<Context>> {
-        let mut contexts: Vec<Option<Context>> = (0..NUM_DB_PAGES).map(|_| None).collect();
-        contexts[0] = Some(Context::new());
-        contexts
-    }
-
     /// Function reset: every object, queue and register goes; counters, host switches and the
     /// port stay.
     pub fn reset(&mut self) {
         let core = &mut self.core;
-        for (qpn, _) in core.qps.iter() {
+        for (qpn, _) in core.objects.qps().iter() {
             self.engine.qp_destroyed(qpn);
         }
         self.engine.reset();
-        core.eqs.clear();
-        core.cqs.clear();
-        core.qps.clear();
-        core.mrs.clear();
-        core.ahs.clear();
-        core.srqs.clear();
-        core.gids.iter_mut().for_each(|g| *g = None);
-        core.contexts = Self::fresh_contexts();
-        core.cmdq = None;
+        core.objects.clear();
+        core.cmdq.disable();
         core.work.clear();
-        core.push = PushWindows::default();
-        core.pending_bad_doorbells.clear();
-        core.regs = Registers {
-            ready: true,
-            ..Registers::default()
-        };
-        core.reset_pending = false;
+        core.doorbells = Doorbells::default();
+        core.regs = Registers::default();
         core.trace.event("reset", || serde_json::json!({}));
     }
 
     /// Does all pending device work: reset, commands, doorbells, timers, engine polling.
     /// Returns `true` if work remains (call again).
     pub fn process(&mut self) -> bool {
-        if self.core.reset_pending {
+        if self.core.regs.reset_pending() {
             self.reset();
         }
         if HostControls::get(&self.core.host.hang) || HostControls::get(&self.core.host.stall) {
             return false;
         }
         self.core.apply_host_requests();
-        if self.core.regs.ctrl & CTRL_ENABLE == 0 || self.core.regs.fatal_code != FATAL_NONE {
+        if !self.core.regs.enabled() || self.core.regs.is_fatal() {
             return false;
         }
         self.core.report_bad_doorbells();
@@ -338,21 +266,28 @@ impl Device {
 
     /// Whether the device thread has something to do.
     pub fn has_work(&self) -> bool {
-        self.core.reset_pending
+        self.core.regs.reset_pending()
             || self.engine.busy()
             || self.core.pending_port.is_some()
             || self.core.pending_fatal
             || !self.core.work.is_empty()
+            || self.core.cmdq.has_pending()
             || self
                 .core
-                .cmdq
-                .as_ref()
-                .is_some_and(|q| q.ci != q.pi && !q.error)
-            || self
-                .core
-                .cqs
+                .objects
+                .cqs()
                 .iter()
                 .any(|(_, cq)| cq.first_unreported_us.is_some())
+    }
+
+    /// Sets the port state before the device is in use, without the async event a change
+    /// reports (`serve --port-down`).
+    pub fn set_initial_port_state(&mut self, up: bool) {
+        self.core.port.state = if up {
+            PORT_STATE_ACTIVE
+        } else {
+            PORT_STATE_DOWN
+        };
     }
 
     fn service(&mut self, work: Work) {
@@ -396,11 +331,10 @@ impl DeviceCore {
 
     /// Puts the device into fatal state and tells the driver (async EQ, if it can).
     pub fn fatal(&mut self, code: u32) {
-        if self.regs.fatal_code != FATAL_NONE {
+        if !self.regs.set_fatal(code) {
             return;
         }
         tracing::warn!(code, "device fatal error");
-        self.regs.fatal_code = code;
         self.trace
             .event("fatal", || serde_json::json!({"code": code}));
         self.post_async_event(EventType::DeviceFatal, 0, code, 0);
@@ -408,69 +342,99 @@ impl DeviceCore {
 
     /// Queues an object for the device thread unless already queued.
     pub fn queue_work(&mut self, work: Work) {
-        let queued = match work {
-            Work::Qp(n) => self
-                .qps
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Eq(n) => self
-                .eqs
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Srq(n) => self
-                .srqs
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
-        };
-        if queued == Some(false) {
+        if self.objects.mark_queued(work) {
             self.work.push_back(work);
         }
     }
 
+    /// Limits and identity.
+    pub fn config(&self) -> &DeviceConfig {
+        &self.config
+    }
+
+    /// Guest memory.
+    pub fn mem(&self) -> &dyn GuestMemory {
+        &*self.mem
+    }
+
+    /// MSI-X.
+    pub fn irq(&self) -> &dyn InterruptSink {
+        &*self.irq
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Trace.
+    pub fn trace(&self) -> &Tracer {
+        &self.trace
+    }
+
+    /// Host switches.
+    pub fn host(&self) -> &HostControls {
+        &self.host
+    }
+
+    /// Port state.
+    pub fn port(&self) -> &Port {
+        &self.port
+    }
+
+    /// Sets the active MTU (`CMD_SET_PORT`, validated by the caller).
+    pub(crate) fn set_active_mtu(&mut self, mtu: u8) {
+        self.port.active_mtu = mtu;
+    }
+
+    /// Drops `work` from the device thread's queue (its object is being destroyed).
+    pub(crate) fn cancel_work(&mut self, work: Work) {
+        self.work.retain(|w| *w != work);
+    }
+
+    /// The register file.
+    pub fn regs(&self) -> &Registers {
+        &self.regs
+    }
+
+    /// The register file, mutably.
+    pub(crate) fn regs_mut(&mut self) -> &mut Registers {
+        &mut self.regs
+    }
+
+    /// The command queue.
+    pub fn cmdq(&self) -> &CmdQueue {
+        &self.cmdq
+    }
+
+    /// The command queue, mutably.
+    pub(crate) fn cmdq_mut(&mut self) -> &mut CmdQueue {
+        &mut self.cmdq
+    }
+
+    /// The object tables.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// The object tables, mutably.
+    pub(crate) fn objects_mut(&mut self) -> &mut Objects {
+        &mut self.objects
+    }
+
+    /// The doorbell decoder state.
+    pub fn doorbells(&self) -> &Doorbells {
+        &self.doorbells
+    }
+
+    /// The doorbell decoder state, mutably.
+    pub(crate) fn doorbells_mut(&mut self) -> &mut Doorbells {
+        &mut self.doorbells
+    }
+
     /// `REG_DEV_STATUS` value.
     pub fn status(&self) -> u32 {
-        let mut status = 0;
-        if self.regs.ready && !self.reset_pending {
-            status |= STATUS_READY;
-        }
-        if self.regs.fatal_code != FATAL_NONE {
-            status |= STATUS_FATAL;
-        }
-        if self.regs.ctrl & CTRL_ENABLE != 0 {
-            status |= STATUS_ENABLED;
-        }
-        status
-    }
-
-    /// Page-list entries held by all objects (fast-registration MRs count their maximum).
-    pub fn translation_entries(&self) -> u64 {
-        let rings = self
-            .eqs
-            .iter()
-            .map(|(_, eq)| eq.buf.map.page_entries())
-            .chain(self.cqs.iter().map(|(_, cq)| cq.buf.map.page_entries()))
-            .chain(self.srqs.iter().map(|(_, srq)| srq.buf.map.page_entries()))
-            .chain(self.qps.iter().map(|(_, qp)| {
-                qp.sq.buf.map.page_entries()
-                    + qp.rq.as_ref().map_or(0, |rq| rq.buf.map.page_entries())
-            }));
-        let mrs = self
-            .mrs
-            .iter()
-            .map(|(_, mr)| match (&mr.backing, mr.fast_reg_max_pages) {
-                (_, Some(max)) => u64::from(max),
-                (MrBacking::Buffer(map), None) => map.page_entries(),
-                _ => 0,
-            });
-        rings.chain(mrs).sum()
-    }
-
-    /// Refuses an object that would need `extra` more page-list entries than the budget allows.
-    pub fn check_translation_budget(&self, extra: u64) -> Result<(), CmdError> {
-        if self.translation_entries().saturating_add(extra) > MAX_TRANSLATION_ENTRIES {
-            return Err(CmdError::new(STATUS_NO_RESOURCES));
-        }
-        Ok(())
+        self.regs.status()
     }
 
     /// Requests a port state change (host control); the device thread applies it.

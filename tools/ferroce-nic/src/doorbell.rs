@@ -3,13 +3,18 @@
 //! Doorbell decoding (vfio-user thread): which context page, which register, QID translation,
 //! index validation, push window capture. The resulting work goes to the device thread.
 
+use std::collections::VecDeque;
+
 use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
-use crate::objects::{PushedWqe, QidEntry, MAX_PUSHED_PER_QP};
+use crate::objects::{PushedWqe, MAX_PUSHED_PER_QP};
+
+/// Most rejected doorbells kept for reporting; older ones are dropped.
+const MAX_PENDING_BAD_DOORBELLS: usize = 64;
 
 /// Per-context push window contents, written by the guest before a push doorbell.
-pub struct PushWindows {
+struct PushWindows {
     windows: Vec<[u8; PUSH_WINDOW_SIZE]>,
 }
 
@@ -21,11 +26,20 @@ impl Default for PushWindows {
     }
 }
 
-impl PushWindows {
-    /// Stores bytes written to context `ctx`'s window at `offset`; out-of-window parts are
+/// Doorbell decoder state: the push windows and the rejected doorbells the device thread has yet
+/// to report.
+#[derive(Default)]
+pub struct Doorbells {
+    push: PushWindows,
+    /// Rejected doorbells (context, value) to report as async events; bounded.
+    bad: VecDeque<(u32, u32)>,
+}
+
+impl Doorbells {
+    /// Stores bytes written to context `ctx`'s push window at `offset`; out-of-window parts are
     /// dropped.
-    pub fn write(&mut self, ctx: usize, offset: usize, data: &[u8]) {
-        if let Some(window) = self.windows.get_mut(ctx) {
+    pub fn push_write(&mut self, ctx: usize, offset: usize, data: &[u8]) {
+        if let Some(window) = self.push.windows.get_mut(ctx) {
             if let Some(dst) = offset
                 .checked_add(data.len())
                 .and_then(|end| window.get_mut(offset..end))
@@ -35,41 +49,40 @@ impl PushWindows {
         }
     }
 
-    /// The window of context `ctx`.
-    pub fn window(&self, ctx: usize) -> Option<&[u8; PUSH_WINDOW_SIZE]> {
-        self.windows.get(ctx)
+    /// The push window of context `ctx`.
+    pub fn push_window(&self, ctx: usize) -> Option<&[u8; PUSH_WINDOW_SIZE]> {
+        self.push.windows.get(ctx)
+    }
+
+    /// Records a rejected doorbell for the device thread to report (the oldest goes when too
+    /// many are waiting).
+    pub fn record_bad(&mut self, ctx: u32, value: u32) {
+        self.bad.push_back((ctx, value));
+        if self.bad.len() > MAX_PENDING_BAD_DOORBELLS {
+            self.bad.pop_front();
+        }
+    }
+
+    /// The oldest rejected doorbell not yet reported.
+    pub fn take_bad(&mut self) -> Option<(u32, u32)> {
+        self.bad.pop_front()
     }
 }
 
 impl DeviceCore {
-    /// Translates a local QID of context `ctx`. Context 0 (the kernel's) maps unmapped QIDs to
-    /// themselves; other contexts only reach what was mapped with `CMD_MAP_QID`.
-    pub fn translate_qid(&self, ctx: usize, qid: u16, kind: u8) -> Option<u32> {
-        let context = self.contexts.get(ctx)?.as_ref()?;
-        match context.qids.get(qid as usize).copied().flatten() {
-            Some(QidEntry { kind: k, global }) if k == kind => Some(global),
-            Some(_) => None,
-            None if ctx == 0 => Some(u32::from(qid)),
-            None => None,
-        }
-    }
-
     fn bad_doorbell(&mut self, ctx: usize, reg: usize, value: u32) {
-        self.counters.inc(COUNTER_BAD_DOORBELLS);
-        self.trace.event(
+        self.counters().inc(COUNTER_BAD_DOORBELLS);
+        self.trace().event(
             "bad_doorbell",
             || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}),
         );
         // The async EQ write happens on the device thread; the event is reported from there.
-        self.pending_bad_doorbells.push_back((ctx as u32, value));
-        if self.pending_bad_doorbells.len() > 64 {
-            self.pending_bad_doorbells.pop_front();
-        }
+        self.doorbells_mut().record_bad(ctx as u32, value);
     }
 
     /// Decodes a 32-bit write to a doorbell register of context page `ctx`.
     pub fn doorbell_write(&mut self, ctx: usize, reg: usize, value: u32) {
-        self.counters.inc(COUNTER_DOORBELLS);
+        self.counters().inc(COUNTER_DOORBELLS);
         let kind = match reg {
             DB_SQ | DB_RQ | DB_PUSH => QID_KIND_QP,
             DB_SRQ => QID_KIND_SRQ,
@@ -77,21 +90,21 @@ impl DeviceCore {
             _ => return self.bad_doorbell(ctx, reg, value),
         };
         let qid = (value >> 16) as u16;
-        self.trace.event(
+        self.trace().event(
             "doorbell",
             || serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value}),
         );
-        let Some(global) = self.translate_qid(ctx, qid, kind) else {
+        let Some(global) = self.objects().translate_qid(ctx, qid, kind) else {
             return self.bad_doorbell(ctx, reg, value);
         };
         let accepted = match reg {
             DB_SQ => self.sq_doorbell(global, Doorbell::decode(value).index, None),
             DB_PUSH => {
                 let index = Doorbell::decode(value).index;
-                let bytes = self.push.window(ctx).map(|w| w.to_vec());
+                let bytes = self.doorbells().push_window(ctx).map(|w| w.to_vec());
                 self.sq_doorbell(global, index, bytes)
             }
-            DB_RQ => match self.qps.get_mut(global) {
+            DB_RQ => match self.objects_mut().qps_mut().get_mut(global) {
                 Some(qp) if qp.rq.is_some() => {
                     qp.rq_notified = true;
                     self.queue_work(Work::Qp(global));
@@ -100,7 +113,7 @@ impl DeviceCore {
                 _ => false,
             },
             DB_SRQ => {
-                let exists = self.srqs.get(global).is_some();
+                let exists = self.objects().srqs().get(global).is_some();
                 self.queue_work(Work::Srq(global));
                 exists
             }
@@ -116,7 +129,7 @@ impl DeviceCore {
 
     /// Records a new SQ producer index (and a pushed WQE, which stands for `index - 1`).
     fn sq_doorbell(&mut self, qpn: u32, index: u16, pushed: Option<Vec<u8>>) -> bool {
-        let Some(qp) = self.qps.get_mut(qpn) else {
+        let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
             return false;
         };
         let ring = qp.sq.buf.ring;
@@ -138,26 +151,26 @@ impl DeviceCore {
 
     /// Handles an EQ doorbell write (`REG_EQ_DB`).
     pub fn eq_doorbell_write(&mut self, value: u32) {
-        self.counters.inc(COUNTER_DOORBELLS);
+        self.counters().inc(COUNTER_DOORBELLS);
         let db = EqDoorbell::decode(value);
         let eqn = u32::from(db.eqn);
-        self.trace.event(
+        self.trace().event(
             "eq_doorbell",
             || serde_json::json!({"eqn": eqn, "ci": db.ci, "arm": db.arm}),
         );
-        match self.eqs.get_mut(eqn) {
+        match self.objects_mut().eqs_mut().get_mut(eqn) {
             Some(eq) => {
                 let arm = db.arm || eq.pending_doorbell.is_some_and(|p| p.arm);
                 eq.pending_doorbell = Some(EqDoorbell { arm, ..db });
                 self.queue_work(Work::Eq(eqn));
             }
-            None => self.counters.inc(COUNTER_BAD_DOORBELLS),
+            None => self.counters().inc(COUNTER_BAD_DOORBELLS),
         }
     }
 
     /// Reports doorbell errors collected by the decoder (device thread).
     pub fn report_bad_doorbells(&mut self) {
-        while let Some((ctx, value)) = self.pending_bad_doorbells.pop_front() {
+        while let Some((ctx, value)) = self.doorbells_mut().take_bad() {
             self.post_async_event(EventType::DoorbellError, 0, ctx, value);
         }
     }

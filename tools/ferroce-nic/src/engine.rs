@@ -29,13 +29,12 @@ pub mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ferroce_hw::{
-    CreateAhCmd, EventType, ModifyQpCmd, QpState, QpType, RegMrSeg, Sge, WcStatus, WqeCtrl,
-};
+use ferroce_hw::{CreateAhCmd, EventType, QpState, QpType, RegMrSeg, Sge, WcStatus, WqeCtrl};
 use serde::Serialize;
 
 use crate::memory::DmaError;
 use crate::objects::{GidEntry, MrError};
+use crate::qp::QpAttrs;
 
 /// A send WQE handed to the engine.
 #[derive(Clone, Debug)]
@@ -179,7 +178,7 @@ pub trait EngineHost {
     /// Address handle.
     fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
     /// QP attributes and state.
-    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, ModifyQpCmd)>;
+    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, QpAttrs)>;
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
     /// The protection domain of a QP.
@@ -208,7 +207,7 @@ pub trait Engine: Send {
     /// A QP was created.
     fn qp_created(&mut self, _qpn: u32, _qp_type: QpType) {}
     /// A QP was modified (attributes already stored; `state` is the new state).
-    fn qp_modified(&mut self, _qpn: u32, _state: QpState, _attrs: &ModifyQpCmd) {}
+    fn qp_modified(&mut self, _qpn: u32, _state: QpState, _attrs: &QpAttrs) {}
     /// A QP was destroyed or reset: forget its transport state.
     fn qp_destroyed(&mut self, _qpn: u32) {}
     /// New send work, in ring order.
@@ -316,7 +315,7 @@ impl Engine for StubEngine {
         self.record(StubRecord::QpCreated { qpn }, None);
     }
 
-    fn qp_modified(&mut self, qpn: u32, state: QpState, _attrs: &ModifyQpCmd) {
+    fn qp_modified(&mut self, qpn: u32, state: QpState, _attrs: &QpAttrs) {
         let state = state.into();
         self.record(StubRecord::QpModified { qpn, state }, None);
     }

@@ -16,11 +16,12 @@ impl DeviceCore {
         log_size: u32,
         vector: u32,
     ) -> Result<u32, CmdError> {
-        if vector >= u32::from(self.irq.vectors()) {
+        if vector >= u32::from(self.irq().vectors()) {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
-        self.check_translation_budget(u64::from(ring.page_count))?;
-        let buf = RingBuffer::resolve(&*self.mem, ring, log_size, EQE_SIZE as u32)?;
+        self.objects()
+            .check_translation_budget(u64::from(ring.page_count))?;
+        let buf = RingBuffer::resolve(self.mem(), ring, log_size, EQE_SIZE as u32)?;
         let eq = Eq {
             buf,
             pi: 0,
@@ -34,17 +35,17 @@ impl DeviceCore {
         };
         match eqn {
             Some(eqn) => {
-                if !self.eqs.insert_at(eqn, eq) {
+                if !self.objects_mut().eqs_mut().insert_at(eqn, eq) {
                     return Err(CmdError::new(STATUS_BUSY));
                 }
                 Ok(eqn)
             }
             None => {
                 // Completion EQs never take the fixed numbers 0 and 1.
-                let free = (EQN_FIRST_COMPLETION..self.eqs.capacity())
-                    .find(|&n| self.eqs.get(n).is_none());
+                let free = (EQN_FIRST_COMPLETION..self.objects().eqs().capacity())
+                    .find(|&n| self.objects().eqs().get(n).is_none());
                 let eqn = free.ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
-                self.eqs.insert_at(eqn, eq);
+                self.objects_mut().eqs_mut().insert_at(eqn, eq);
                 Ok(eqn)
             }
         }
@@ -53,14 +54,15 @@ impl DeviceCore {
     /// Destroys an EQ no CQ uses.
     pub fn destroy_eq(&mut self, eqn: u32) -> Result<(), CmdError> {
         let eq = self
-            .eqs
+            .objects()
+            .eqs()
             .get(eqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if eq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
-        self.eqs.remove(eqn);
-        self.work.retain(|w| *w != crate::device::Work::Eq(eqn));
+        self.objects_mut().eqs_mut().remove(eqn);
+        self.cancel_work(crate::device::Work::Eq(eqn));
         Ok(())
     }
 
@@ -70,11 +72,11 @@ impl DeviceCore {
         let status = if eqn != EQN_ASYNC && eqn != EQN_CMD {
             STATUS_BAD_PARAM
         } else if value & EQ_SETUP_CREATE != 0 {
+            let (addr, log, vector) = self.regs().eq_setup();
             let ring = BufDesc {
-                addr: self.regs.eq_setup_base,
+                addr,
                 ..BufDesc::default()
             };
-            let (log, vector) = (self.regs.eq_setup_log_size, self.regs.eq_setup_vector);
             match self.create_eq(Some(eqn), &ring, log, vector) {
                 Ok(_) => STATUS_OK,
                 Err(e) => e.status,
@@ -85,20 +87,20 @@ impl DeviceCore {
                 Err(e) => e.status,
             }
         };
-        self.regs.eq_setup_status = u32::from(status);
-        self.trace.event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
+        self.regs_mut().set_eq_setup_status(u32::from(status));
+        self.trace().event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
     }
 
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
     /// or not writable.
     pub fn post_eqe(&mut self, eqn: u32, mut eqe: Eqe) -> bool {
-        let Some(eq) = self.eqs.get_mut(eqn) else {
+        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return false;
         };
         let ring = eq.buf.ring;
         if ring.is_full(eq.pi, eq.ci) {
             eq.overruns += 1;
-            self.trace
+            self.trace()
                 .event("eq_overrun", || serde_json::json!({"eqn": eqn}));
             return false;
         }
@@ -108,27 +110,27 @@ impl DeviceCore {
         let bytes = eqe.encode();
         let map = eq.buf.map.clone();
         // Body first, owner byte last, so a polling driver never sees a half-written entry.
-        let body = map.write(&*self.mem, offset, &bytes[..EQE_OWNER_OFFSET]);
+        let body = map.write(self.mem(), offset, &bytes[..EQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let owner = body.and_then(|()| {
             map.write(
-                &*self.mem,
+                self.mem(),
                 offset + EQE_OWNER_OFFSET as u64,
                 &bytes[EQE_OWNER_OFFSET..],
             )
         });
         if owner.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
+            self.counters().inc(COUNTER_DMA_ERRORS);
             // An EQ that cannot be written leaves the driver deaf: that is fatal.
-            self.eqs.remove(eqn);
+            self.objects_mut().eqs_mut().remove(eqn);
             self.fatal(FATAL_EQ_DMA);
             return false;
         }
-        self.counters.inc(COUNTER_EQES);
-        self.trace.event("eqe", || {
+        self.counters().inc(COUNTER_EQES);
+        self.trace().event("eqe", || {
             serde_json::json!({"eqn": eqn, "index": index, "type": eqe.event_type, "data0": eqe.data0, "data1": eqe.data1})
         });
-        let Some(eq) = self.eqs.get_mut(eqn) else {
+        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return false;
         };
         eq.pi = eq.pi.wrapping_add(1);
@@ -142,9 +144,9 @@ impl DeviceCore {
 
     /// Raises an MSI-X vector, counting and tracing it.
     pub fn raise(&self, vector: u16) {
-        let outcome = self.irq.raise(vector);
-        self.counters.inc(COUNTER_INTERRUPTS);
-        self.trace.event(
+        let outcome = self.irq().raise(vector);
+        self.counters().inc(COUNTER_INTERRUPTS);
+        self.trace().event(
             "irq",
             || serde_json::json!({"vector": vector, "outcome": outcome}),
         );
@@ -153,8 +155,8 @@ impl DeviceCore {
     /// Posts an async event on EQ 0 (dropped, and counted, if there is none).
     pub fn post_async_event(&mut self, event_type: EventType, subtype: u8, data0: u32, data1: u32) {
         let event_type = u8::from(event_type);
-        self.counters.inc(COUNTER_ASYNC_EVENTS);
-        self.trace.event(
+        self.counters().inc(COUNTER_ASYNC_EVENTS);
+        self.trace().event(
             "async_event",
             || serde_json::json!({"type": event_type, "subtype": subtype, "data0": data0}),
         );
@@ -171,7 +173,7 @@ impl DeviceCore {
     /// Applies a pending EQ doorbell: new consumer index, then arm (firing at once if EQEs are
     /// already waiting).
     pub fn service_eq_doorbell(&mut self, eqn: u32) {
-        let Some(eq) = self.eqs.get_mut(eqn) else {
+        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return;
         };
         eq.queued = false;
@@ -183,7 +185,7 @@ impl DeviceCore {
         if ring.used(eq.pi, db.ci) <= ring.used(eq.pi, eq.ci) {
             eq.ci = db.ci;
         } else {
-            self.counters.inc(COUNTER_BAD_DOORBELLS);
+            self.counters().inc(COUNTER_BAD_DOORBELLS);
             return;
         }
         if db.arm {

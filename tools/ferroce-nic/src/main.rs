@@ -171,7 +171,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .store(args.bogus_version, Ordering::Relaxed);
     nic.host.bogus_cqe.store(args.bogus_cqe, Ordering::Relaxed);
     if args.port_down {
-        nic.lock().core.port.state = ferroce_hw::PORT_STATE_DOWN;
+        nic.lock().set_initial_port_state(false);
     }
     if let Some(path) = &args.trace {
         nic.trace

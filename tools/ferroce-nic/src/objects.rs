@@ -8,7 +8,9 @@ use std::collections::VecDeque;
 use ferroce_hw::*;
 use serde::Serialize;
 
+use crate::device::{DeviceConfig, Work};
 use crate::memory::{DmaError, GuestMemory};
+use crate::qp::QpAttrs;
 
 /// A fixed-capacity table of objects numbered from `first`.
 pub struct Table<T> {
@@ -93,6 +95,244 @@ impl<T> Table<T> {
     /// Removes every object.
     pub fn clear(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = None);
+    }
+}
+
+/// The object tables: EQs, CQs, QPs, MRs, AHs, SRQs, the GID table and the contexts with
+/// their QID translation tables.
+pub struct Objects {
+    eqs: Table<Eq>,
+    cqs: Table<Cq>,
+    qps: Table<Qp>,
+    mrs: Table<Mr>,
+    ahs: Table<Ah>,
+    srqs: Table<Srq>,
+    gids: Vec<Option<GidEntry>>,
+    /// Contexts (doorbell pages); 0 is the kernel's and always exists.
+    contexts: Vec<Option<Context>>,
+}
+
+fn fresh_contexts() -> Vec<Option<Context>> {
+    let mut contexts: Vec<Option<Context>> = (0..NUM_DB_PAGES).map(|_| None).collect();
+    contexts[0] = Some(Context::new());
+    contexts
+}
+
+impl Objects {
+    /// Empty tables sized by `config`.
+    pub fn new(config: &DeviceConfig) -> Self {
+        Self {
+            eqs: Table::new(config.max_eq.max(EQN_FIRST_COMPLETION), 0),
+            cqs: Table::new(config.max_cq, 0),
+            qps: Table::new(config.max_qp.max(FIRST_QPN), FIRST_QPN),
+            mrs: Table::new(config.max_mr, 1),
+            ahs: Table::new(config.max_ah, 0),
+            srqs: Table::new(config.max_srq, 0),
+            gids: vec![None; GID_TABLE_LEN as usize],
+            contexts: fresh_contexts(),
+        }
+    }
+
+    /// Drops every object, GID entry and user context (reset).
+    pub fn clear(&mut self) {
+        self.eqs.clear();
+        self.cqs.clear();
+        self.qps.clear();
+        self.mrs.clear();
+        self.ahs.clear();
+        self.srqs.clear();
+        self.gids.iter_mut().for_each(|g| *g = None);
+        self.contexts = fresh_contexts();
+    }
+
+    /// Event queues.
+    pub fn eqs(&self) -> &Table<Eq> {
+        &self.eqs
+    }
+
+    /// Event queues, mutably.
+    pub fn eqs_mut(&mut self) -> &mut Table<Eq> {
+        &mut self.eqs
+    }
+
+    /// Completion queues.
+    pub fn cqs(&self) -> &Table<Cq> {
+        &self.cqs
+    }
+
+    /// Completion queues, mutably.
+    pub fn cqs_mut(&mut self) -> &mut Table<Cq> {
+        &mut self.cqs
+    }
+
+    /// Queue pairs.
+    pub fn qps(&self) -> &Table<Qp> {
+        &self.qps
+    }
+
+    /// Queue pairs, mutably.
+    pub fn qps_mut(&mut self) -> &mut Table<Qp> {
+        &mut self.qps
+    }
+
+    /// Memory regions.
+    pub fn mrs(&self) -> &Table<Mr> {
+        &self.mrs
+    }
+
+    /// Memory regions, mutably.
+    pub fn mrs_mut(&mut self) -> &mut Table<Mr> {
+        &mut self.mrs
+    }
+
+    /// Address handles.
+    pub fn ahs(&self) -> &Table<Ah> {
+        &self.ahs
+    }
+
+    /// Address handles, mutably.
+    pub fn ahs_mut(&mut self) -> &mut Table<Ah> {
+        &mut self.ahs
+    }
+
+    /// Shared receive queues.
+    pub fn srqs(&self) -> &Table<Srq> {
+        &self.srqs
+    }
+
+    /// Shared receive queues, mutably.
+    pub fn srqs_mut(&mut self) -> &mut Table<Srq> {
+        &mut self.srqs
+    }
+
+    /// GID table entry `index`.
+    pub fn gid(&self, index: u32) -> Option<GidEntry> {
+        *self.gids.get(index as usize)?
+    }
+
+    /// The valid GID table entries with their indexes.
+    pub fn gids(&self) -> impl Iterator<Item = (usize, GidEntry)> + '_ {
+        self.gids
+            .iter()
+            .enumerate()
+            .filter_map(|(index, entry)| entry.map(|e| (index, e)))
+    }
+
+    /// Sets (or with `None` clears) GID table entry `index`; `false` if there is no such
+    /// index.
+    pub fn set_gid(&mut self, index: u32, entry: Option<GidEntry>) -> bool {
+        match self.gids.get_mut(index as usize) {
+            Some(slot) => {
+                *slot = entry;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The allocated contexts with their numbers.
+    pub fn contexts(&self) -> impl Iterator<Item = (usize, &Context)> {
+        self.contexts
+            .iter()
+            .enumerate()
+            .filter_map(|(n, c)| c.as_ref().map(|c| (n, c)))
+    }
+
+    /// Context `ctx`, if allocated.
+    pub fn context_mut(&mut self, ctx: u32) -> Option<&mut Context> {
+        self.contexts.get_mut(ctx as usize)?.as_mut()
+    }
+
+    /// Allocates the lowest free context; `None` if all are taken.
+    pub fn alloc_context(&mut self) -> Option<u32> {
+        let free = self.contexts.iter().position(Option::is_none)?;
+        self.contexts[free] = Some(Context::new());
+        Some(free as u32)
+    }
+
+    /// Frees context `ctx`: `Err(STATUS_BAD_PARAM)` for no such context number,
+    /// `Err(STATUS_BAD_RESOURCE)` if it was not allocated. Context 0 is the caller's to refuse.
+    pub fn free_context(&mut self, ctx: u32) -> Result<(), u8> {
+        let slot = self
+            .contexts
+            .get_mut(ctx as usize)
+            .ok_or(STATUS_BAD_PARAM)?;
+        slot.take().map(|_| ()).ok_or(STATUS_BAD_RESOURCE)
+    }
+
+    /// Translates a local QID of context `ctx`. Context 0 (the kernel's) maps unmapped QIDs to
+    /// themselves; other contexts only reach what was mapped with `CMD_MAP_QID`.
+    pub fn translate_qid(&self, ctx: usize, qid: u16, kind: u8) -> Option<u32> {
+        let context = self.contexts.get(ctx)?.as_ref()?;
+        match context.qids.get(qid as usize).copied().flatten() {
+            Some(QidEntry { kind: k, global }) if k == kind => Some(global),
+            Some(_) => None,
+            None if ctx == 0 => Some(u32::from(qid)),
+            None => None,
+        }
+    }
+
+    /// Drops QID translations pointing at a destroyed queue, so a reused number is never
+    /// reachable from another context's doorbell page.
+    pub fn unmap_qids_of(&mut self, kind: u8, global: u32) {
+        for context in self.contexts.iter_mut().flatten() {
+            for entry in context.qids.iter_mut() {
+                if entry.is_some_and(|e| e.kind == kind && e.global == global) {
+                    *entry = None;
+                }
+            }
+        }
+    }
+
+    /// Marks the object `work` names as queued for the device thread; `true` if it exists and
+    /// was not queued already.
+    pub fn mark_queued(&mut self, work: Work) -> bool {
+        let queued = match work {
+            Work::Qp(n) => self
+                .qps
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Eq(n) => self
+                .eqs
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Srq(n) => self
+                .srqs
+                .get_mut(n)
+                .map(|o| std::mem::replace(&mut o.queued, true)),
+        };
+        queued == Some(false)
+    }
+
+    /// Page-list entries held by all objects (fast-registration MRs count their maximum).
+    pub fn translation_entries(&self) -> u64 {
+        let rings = self
+            .eqs
+            .iter()
+            .map(|(_, eq)| eq.buf.map.page_entries())
+            .chain(self.cqs.iter().map(|(_, cq)| cq.buf.map.page_entries()))
+            .chain(self.srqs.iter().map(|(_, srq)| srq.buf.map.page_entries()))
+            .chain(self.qps.iter().map(|(_, qp)| {
+                qp.sq.buf.map.page_entries()
+                    + qp.rq.as_ref().map_or(0, |rq| rq.buf.map.page_entries())
+            }));
+        let mrs = self
+            .mrs
+            .iter()
+            .map(|(_, mr)| match (&mr.backing, mr.fast_reg_max_pages) {
+                (_, Some(max)) => u64::from(max),
+                (MrBacking::Buffer(map), None) => map.page_entries(),
+                _ => 0,
+            });
+        rings.chain(mrs).sum()
+    }
+
+    /// Refuses an object that would need `extra` more page-list entries than the budget allows.
+    pub fn check_translation_budget(&self, extra: u64) -> Result<(), CmdError> {
+        if self.translation_entries().saturating_add(extra) > MAX_TRANSLATION_ENTRIES {
+            return Err(CmdError::new(STATUS_NO_RESOURCES));
+        }
+        Ok(())
     }
 }
 
@@ -402,7 +642,7 @@ pub struct Qp {
     /// Receive queue (absent with an SRQ).
     pub rq: Option<WorkQueue>,
     /// Attributes as last modified.
-    pub attrs: ModifyQpCmd,
+    pub attrs: QpAttrs,
     /// Send WQEs handed to the engine, oldest first.
     pub inflight: VecDeque<InflightSend>,
     /// WQEs taken from push windows, not yet processed.

@@ -124,7 +124,7 @@ impl Port {
 
     /// Starts the two forwarding threads: wire → engine or netdev, netdev → wire.
     pub fn spawn(self, nic: Arc<Nic>) -> anyhow::Result<()> {
-        let mac = nic.lock().core.config.mac;
+        let mac = nic.lock().core.config().mac;
         if let Some(wire) = &self.wire {
             let rx = wire.try_clone()?;
             let netdev = match &self.netdev {

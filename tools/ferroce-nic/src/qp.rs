@@ -5,7 +5,10 @@
 //! [`EngineHost`](crate::engine::EngineHost) services the engine calls back into are
 //! implemented in the `host` submodule (`qp/host.rs`).
 
+mod attrs;
 mod host;
+
+pub use attrs::{AddressVector, QpAttrs};
 
 use std::collections::VecDeque;
 
@@ -23,7 +26,7 @@ const MASK_24: u32 = 0x00ff_ffff;
 
 impl DeviceCore {
     fn cq_usable(&self, cqn: u32) -> bool {
-        self.cqs.get(cqn).is_some_and(|cq| !cq.error)
+        self.objects().cqs().get(cqn).is_some_and(|cq| !cq.error)
     }
 
     /// Creates a QP in RESET.
@@ -40,7 +43,7 @@ impl DeviceCore {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
         }
         let has_srq = cmd.srqn != NONE;
-        if has_srq && (qp_type != QpType::Rc || self.srqs.get(cmd.srqn).is_none()) {
+        if has_srq && (qp_type != QpType::Rc || self.objects().srqs().get(cmd.srqn).is_none()) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 52));
         }
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
@@ -54,9 +57,11 @@ impl DeviceCore {
         if !stride_ok(cmd.sq_log_stride) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 58));
         }
-        self.check_translation_budget(u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count))?;
+        self.objects().check_translation_budget(
+            u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count),
+        )?;
         let sq_buf = RingBuffer::resolve(
-            &*self.mem,
+            self.mem(),
             &cmd.sq,
             u32::from(cmd.sq_log_size),
             1 << cmd.sq_log_stride,
@@ -68,7 +73,7 @@ impl DeviceCore {
                 return Err(CmdError::field(STATUS_BAD_PARAM, 60));
             }
             let buf = RingBuffer::resolve(
-                &*self.mem,
+                self.mem(),
                 &cmd.rq,
                 u32::from(cmd.rq_log_size),
                 1 << cmd.rq_log_stride,
@@ -96,32 +101,30 @@ impl DeviceCore {
                 ci: 0,
             },
             rq,
-            attrs: ModifyQpCmd {
-                vlan: VLAN_NONE,
-                ..ModifyQpCmd::default()
-            },
+            attrs: QpAttrs::initial(),
             inflight: VecDeque::new(),
             pushed: VecDeque::new(),
             rq_notified: false,
             queued: false,
         };
         let qpn = if qp_type == QpType::Gsi {
-            if !self.qps.insert_at(GSI_QPN, qp) {
+            if !self.objects_mut().qps_mut().insert_at(GSI_QPN, qp) {
                 return Err(CmdError::new(STATUS_BUSY));
             }
             GSI_QPN
         } else {
-            self.qps
+            self.objects_mut()
+                .qps_mut()
                 .insert(qp)
                 .ok_or(CmdError::new(STATUS_NO_RESOURCES))?
         };
         for cqn in [cmd.sq_cqn, cmd.rq_cqn] {
-            if let Some(cq) = self.cqs.get_mut(cqn) {
+            if let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) {
                 cq.users += 1;
             }
         }
         if has_srq {
-            if let Some(srq) = self.srqs.get_mut(cmd.srqn) {
+            if let Some(srq) = self.objects_mut().srqs_mut().get_mut(cmd.srqn) {
                 srq.users += 1;
             }
         }
@@ -131,32 +134,21 @@ impl DeviceCore {
     /// Removes a QP and every reference to it (CQ/SRQ users, QID entries, queued work).
     pub fn remove_qp(&mut self, qpn: u32) -> Result<(), CmdError> {
         let qp = self
-            .qps
+            .objects_mut()
+            .qps_mut()
             .remove(qpn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         for cqn in [qp.sq_cqn, qp.rq_cqn] {
-            if let Some(cq) = self.cqs.get_mut(cqn) {
+            if let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) {
                 cq.users = cq.users.saturating_sub(1);
             }
         }
-        if let Some(srq) = self.srqs.get_mut(qp.srqn) {
+        if let Some(srq) = self.objects_mut().srqs_mut().get_mut(qp.srqn) {
             srq.users = srq.users.saturating_sub(1);
         }
-        self.unmap_qids_of(QID_KIND_QP, qpn);
-        self.work.retain(|w| *w != Work::Qp(qpn));
+        self.objects_mut().unmap_qids_of(QID_KIND_QP, qpn);
+        self.cancel_work(Work::Qp(qpn));
         Ok(())
-    }
-
-    /// Drops QID translations pointing at a destroyed queue, so a reused number is never
-    /// reachable from another context's doorbell page.
-    pub fn unmap_qids_of(&mut self, kind: u8, global: u32) {
-        for context in self.contexts.iter_mut().flatten() {
-            for entry in context.qids.iter_mut() {
-                if entry.is_some_and(|e| e.kind == kind && e.global == global) {
-                    *entry = None;
-                }
-            }
-        }
     }
 
     /// Validates a modify command against the QP and returns the new state.
@@ -248,14 +240,15 @@ impl DeviceCore {
     /// Applies a modify command; returns the new state. The caller tells the engine.
     pub fn modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpState, CmdError> {
         let qp = self
-            .qps
+            .objects()
+            .qps()
             .get(cmd.qpn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         let new_state = self.check_modify(qp, cmd)?;
-        let Some(qp) = self.qps.get_mut(cmd.qpn) else {
+        let Some(qp) = self.objects_mut().qps_mut().get_mut(cmd.qpn) else {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         };
-        merge_attrs(&mut qp.attrs, cmd);
+        qp.attrs.apply(cmd);
         let old_state = qp.state;
         qp.state = new_state;
         match new_state {
@@ -288,7 +281,7 @@ impl DeviceCore {
 
     /// Moves a QP to ERR after a fatal WQE problem and reports it.
     pub fn qp_fatal(&mut self, qpn: u32, detail: u8) {
-        if let Some(qp) = self.qps.get_mut(qpn) {
+        if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
             if qp.state != QpState::Err {
                 qp.state = QpState::Err;
                 self.post_async_event(EventType::QpFatal, detail, qpn, 0);
@@ -300,7 +293,7 @@ impl DeviceCore {
     /// Reads the `wr_id` of a send WQE still in the ring (for flush CQEs).
     fn ring_wqe_ctrl(&self, buf: &RingBuffer, index: u16) -> WqeCtrl {
         let mut bytes = [0u8; WqeCtrl::SIZE];
-        match buf.map.read(&*self.mem, buf.offset(index), &mut bytes) {
+        match buf.map.read(self.mem(), buf.offset(index), &mut bytes) {
             Ok(()) => WqeCtrl::decode(&bytes),
             Err(_) => WqeCtrl::default(),
         }
@@ -308,7 +301,7 @@ impl DeviceCore {
 
     /// Completes every outstanding WQE of a QP in ERR with `WcStatus::WrFlushErr`.
     pub fn flush_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else {
+        let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
             return;
         };
         let inflight: Vec<InflightSend> = qp.inflight.drain(..).collect();
@@ -340,7 +333,9 @@ impl DeviceCore {
             }
         }
         // Own RQ: everything the doorbell record says was posted.
-        let Some(qp) = self.qps.get(qpn) else { return };
+        let Some(qp) = self.objects().qps().get(qpn) else {
+            return;
+        };
         let (Some(rq), rq_cqn, dbrec) = (qp.rq.as_ref(), qp.rq_cqn, qp.dbrec_addr) else {
             return;
         };
@@ -355,7 +350,7 @@ impl DeviceCore {
             let mut header = [0u8; RecvWqeHeader::SIZE];
             let wr_id = match rq_buf
                 .map
-                .read(&*self.mem, rq_buf.offset(index), &mut header)
+                .read(self.mem(), rq_buf.offset(index), &mut header)
             {
                 Ok(()) => RecvWqeHeader::decode(&header).wr_id,
                 Err(_) => 0,
@@ -373,7 +368,12 @@ impl DeviceCore {
                 break;
             }
         }
-        if let Some(rq) = self.qps.get_mut(qpn).and_then(|qp| qp.rq.as_mut()) {
+        if let Some(rq) = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .and_then(|qp| qp.rq.as_mut())
+        {
             rq.fetch = index;
             rq.ci = index;
             rq.pi = index;
@@ -382,7 +382,7 @@ impl DeviceCore {
 
     fn read_qp_dbrec(&self, addr: u64) -> Option<QpDbRecord> {
         let mut bytes = [0u8; QpDbRecord::SIZE];
-        self.counters.inc(COUNTER_DBREC_READS);
+        self.counters().inc(COUNTER_DBREC_READS);
         self.dma_read(addr, &mut bytes, "qp_dbrec").ok()?;
         Some(QpDbRecord::decode(&bytes))
     }
@@ -390,7 +390,7 @@ impl DeviceCore {
     /// Fetches the next send WQE of a QP in RTS, or `None` if there is none or it is bad (then
     /// the QP went to ERR).
     fn fetch_send_wqe(&mut self, qpn: u32) -> Option<SendWork> {
-        let qp = self.qps.get_mut(qpn)?;
+        let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
         if qp.sq.fetch == qp.sq.pi {
             return None;
         }
@@ -411,25 +411,25 @@ impl DeviceCore {
         let (bytes, was_pushed) = match pushed {
             Some(mut bytes) => {
                 bytes.truncate(stride);
-                self.counters.inc(COUNTER_WQE_PUSHES);
+                self.counters().inc(COUNTER_WQE_PUSHES);
                 (bytes, true)
             }
             None => {
                 let mut bytes = vec![0u8; stride];
-                self.counters.inc(COUNTER_WQE_FETCHES);
+                self.counters().inc(COUNTER_WQE_FETCHES);
                 if buf
                     .map
-                    .read(&*self.mem, buf.offset(index), &mut bytes)
+                    .read(self.mem(), buf.offset(index), &mut bytes)
                     .is_err()
                 {
-                    self.counters.inc(COUNTER_DMA_ERRORS);
+                    self.counters().inc(COUNTER_DMA_ERRORS);
                     self.qp_fatal(qpn, WQE_ERR_DMA);
                     return None;
                 }
                 (bytes, false)
             }
         };
-        self.trace.event(
+        self.trace().event(
             "wqe",
             || serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed}),
         );
@@ -449,7 +449,7 @@ impl DeviceCore {
                 .collect();
             (sges, Vec::new())
         };
-        let qp = self.qps.get_mut(qpn)?;
+        let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
         let signaled = ctrl.flags & WQE_FLAG_SIGNALED != 0 || qp.flags & QP_FLAG_SIGNAL_ALL != 0;
         qp.inflight.push_back(InflightSend {
             index,
@@ -473,9 +473,9 @@ impl DeviceCore {
     /// Reads a receive WQE at `index` of `buf`.
     fn read_recv_wqe(&mut self, buf: &RingBuffer, index: u16) -> Result<(u64, Vec<Sge>), u8> {
         let mut bytes = vec![0u8; buf.stride as usize];
-        self.counters.inc(COUNTER_WQE_FETCHES);
+        self.counters().inc(COUNTER_WQE_FETCHES);
         buf.map
-            .read(&*self.mem, buf.offset(index), &mut bytes)
+            .read(self.mem(), buf.offset(index), &mut bytes)
             .map_err(|_| WQE_ERR_DMA)?;
         let header = RecvWqeHeader::read_from(&bytes).ok_or(WQE_ERR_DMA)?;
         validate_recv_wqe(&header, bytes.len()).map_err(|e| e.code())?;
@@ -486,10 +486,10 @@ impl DeviceCore {
     }
 
     fn take_srq_wqe(&mut self, srqn: u32) -> Option<RecvWork> {
-        let srq = self.srqs.get(srqn)?;
+        let srq = self.objects().srqs().get(srqn)?;
         let (dbrec, buf, ci, limit) = (srq.dbrec_addr, srq.buf.clone(), srq.ci, srq.limit);
         let mut bytes = [0u8; SrqDbRecord::SIZE];
-        self.counters.inc(COUNTER_DBREC_READS);
+        self.counters().inc(COUNTER_DBREC_READS);
         self.dma_read(dbrec, &mut bytes, "srq_dbrec").ok()?;
         let pi = SrqDbRecord::decode(&bytes).pi as u16;
         if pi == ci || !buf.ring.producer_valid(pi, ci) {
@@ -502,7 +502,7 @@ impl DeviceCore {
                 return None;
             }
         };
-        let srq = self.srqs.get_mut(srqn)?;
+        let srq = self.objects_mut().srqs_mut().get_mut(srqn)?;
         srq.ci = ci.wrapping_add(1);
         if limit > 0 && buf.ring.used(pi, srq.ci) < limit {
             srq.limit = 0;
@@ -517,63 +517,10 @@ impl DeviceCore {
     }
 }
 
-fn merge_attrs(attrs: &mut ModifyQpCmd, cmd: &ModifyQpCmd) {
-    let mask = cmd.attr_mask;
-    let set = |bit: u32| mask & bit != 0;
-    if set(QP_ATTR_PATH_MTU) {
-        attrs.path_mtu = cmd.path_mtu;
-    }
-    if set(QP_ATTR_AV) {
-        attrs.sgid_index = cmd.sgid_index;
-        attrs.dgid = cmd.dgid;
-        attrs.dmac = cmd.dmac;
-        attrs.vlan = cmd.vlan;
-        attrs.flow_label = cmd.flow_label;
-        attrs.hop_limit = cmd.hop_limit;
-        attrs.traffic_class = cmd.traffic_class;
-    }
-    if set(QP_ATTR_DEST_QPN) {
-        attrs.dest_qpn = cmd.dest_qpn;
-    }
-    if set(QP_ATTR_RQ_PSN) {
-        attrs.rq_psn = cmd.rq_psn;
-    }
-    if set(QP_ATTR_SQ_PSN) {
-        attrs.sq_psn = cmd.sq_psn;
-    }
-    if set(QP_ATTR_QKEY) {
-        attrs.qkey = cmd.qkey;
-    }
-    if set(QP_ATTR_ACCESS_FLAGS) {
-        attrs.access_flags = cmd.access_flags;
-    }
-    if set(QP_ATTR_TIMEOUT) {
-        attrs.timeout = cmd.timeout;
-    }
-    if set(QP_ATTR_RETRY_CNT) {
-        attrs.retry_cnt = cmd.retry_cnt;
-    }
-    if set(QP_ATTR_RNR_RETRY) {
-        attrs.rnr_retry = cmd.rnr_retry;
-    }
-    if set(QP_ATTR_MIN_RNR_TIMER) {
-        attrs.min_rnr_timer = cmd.min_rnr_timer;
-    }
-    if set(QP_ATTR_MAX_QP_RD_ATOMIC) {
-        attrs.max_rd_atomic = cmd.max_rd_atomic;
-    }
-    if set(QP_ATTR_MAX_DEST_RD_ATOMIC) {
-        attrs.max_dest_rd_atomic = cmd.max_dest_rd_atomic;
-    }
-    if set(QP_ATTR_PKEY_INDEX) {
-        attrs.pkey_index = cmd.pkey_index;
-    }
-}
-
 impl Device {
     /// Services a queued QP: flush in ERR, announce receives, fetch send WQEs into the engine.
     pub fn service_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.core.qps.get_mut(qpn) else {
+        let Some(qp) = self.core.objects_mut().qps_mut().get_mut(qpn) else {
             return;
         };
         qp.queued = false;
@@ -600,13 +547,14 @@ impl Device {
 
     /// Services a queued SRQ: tells the engine about every QP attached to it.
     pub fn service_srq(&mut self, srqn: u32) {
-        let Some(srq) = self.core.srqs.get_mut(srqn) else {
+        let Some(srq) = self.core.objects_mut().srqs_mut().get_mut(srqn) else {
             return;
         };
         srq.queued = false;
         let qpns: Vec<u32> = self
             .core
-            .qps
+            .objects()
+            .qps()
             .iter()
             .filter(|(_, qp)| qp.srqn == srqn)
             .map(|(n, _)| n)

@@ -42,12 +42,12 @@ fn reset_drops_every_object() {
     let eqn = g.create_ceq(4, 2);
     let cq = GuestCq::create(&mut g, eqn, 4);
     let _qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
-    assert_eq!(g.dev.core.qps.len(), 1);
+    assert_eq!(g.dev.core.objects().qps().len(), 1);
     g.reset();
-    assert!(g.dev.core.qps.is_empty());
-    assert!(g.dev.core.cqs.is_empty());
-    assert!(g.dev.core.eqs.is_empty());
-    assert!(g.dev.core.cmdq.is_none());
+    assert!(g.dev.core.objects().qps().is_empty());
+    assert!(g.dev.core.objects().cqs().is_empty());
+    assert!(g.dev.core.objects().eqs().is_empty());
+    assert!(!g.dev.core.cmdq().is_enabled());
     assert_eq!(g.r32(REG_DEV_STATUS) & STATUS_ENABLED, 0);
     // And it comes back up.
     g.bring_up();
@@ -190,7 +190,7 @@ fn every_command_round_trips() {
             ..CreateMrCmd::default()
         })
         .key;
-    assert_eq!(g.dev.core.mrs.len(), 4);
+    assert_eq!(g.dev.core.objects().mrs().len(), 4);
     // The page-list MR translates across its page boundary, and protection is checked.
     g.write(page_a + 0xffe, &[1, 2]);
     g.write(page_b, &[3, 4]);
@@ -425,7 +425,7 @@ fn gid_table_set_and_clear() {
         STATUS_BAD_PARAM
     );
     g.ok(&ClearGidCmd { index: 2, rsvd: 0 });
-    assert!(g.dev.core.gids[2].is_none());
+    assert!(g.dev.core.objects().gid(2).is_none());
     assert_eq!(
         ferroce_nic::control::gids_json(&g.dev)["gids"]
             .as_array()
@@ -785,7 +785,7 @@ fn send_doorbells_fetch_batch_inline_and_push() {
     assert_eq!(rest.len(), 1 + 21 + 2);
     assert_eq!(rest.last().map(|c| c.wr_id), Some(200));
     assert_eq!(
-        g.dev.core.qps.get(qp.qpn).map(|q| q.state),
+        g.dev.core.objects().qps().get(qp.qpn).map(|q| q.state),
         Some(QpState::Err)
     );
 }
@@ -1000,7 +1000,12 @@ fn qid_translation_confines_user_contexts() {
         qpn: qp.qpn,
         rsvd: 0,
     });
-    assert!(g.dev.core.translate_qid(ctx, 9, QID_KIND_QP).is_none());
+    assert!(g
+        .dev
+        .core
+        .objects()
+        .translate_qid(ctx, 9, QID_KIND_QP)
+        .is_none());
     g.ok(&FreeCtxCmd {
         ctx: ctx as u32,
         rsvd: 0,
@@ -1118,10 +1123,10 @@ fn dma_errors_on_rings_are_fatal_not_panics() {
 fn trace_records_json_lines() {
     let mut g = Guest::new();
     let path = std::env::temp_dir().join(format!("ferroce-trace-{}.jsonl", std::process::id()));
-    g.dev.core.trace.start(&path).expect("trace");
+    g.dev.core.trace().start(&path).expect("trace");
     g.bring_up();
     g.cmd(&NopCmd::default());
-    g.dev.core.trace.stop().expect("stop");
+    g.dev.core.trace().stop().expect("stop");
     let text = std::fs::read_to_string(&path).expect("read trace");
     let _ = std::fs::remove_file(&path);
     let events: Vec<serde_json::Value> = text

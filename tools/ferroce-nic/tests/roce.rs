@@ -516,7 +516,7 @@ fn bad_inline_address_vector_completes_with_an_error() {
         assert_eq!(a.counter(COUNTER_TX_PACKETS), tx, "{what}: nothing sent");
         assert!(b.cq.poll(&b.g).is_empty(), "{what}");
         assert_eq!(
-            a.g.dev.core.qps.get(qa.qpn).map(|q| q.state),
+            a.g.dev.core.objects().qps().get(qa.qpn).map(|q| q.state),
             Some(QpState::Err),
             "{what}"
         );
@@ -555,7 +555,13 @@ fn inline_address_vector_on_an_rc_qp_is_a_bad_wqe() {
         "{events:?}"
     );
     assert_eq!(
-        p.a.g.dev.core.qps.get(p.qa.qpn).map(|q| q.state),
+        p.a.g
+            .dev
+            .core
+            .objects()
+            .qps()
+            .get(p.qa.qpn)
+            .map(|q| q.state),
         Some(QpState::Err)
     );
     assert_eq!(p.a.counter(COUNTER_TX_PACKETS), tx, "nothing sent");
@@ -623,7 +629,13 @@ fn protection_violations_nak_and_leave_memory_alone() {
         assert!(p.a.counter(COUNTER_NAKS_RECEIVED) >= 1, "{what}");
         // The responder's QP is in ERR, with an access error event.
         assert_eq!(
-            p.b.g.dev.core.qps.get(p.qb.qpn).map(|q| q.state),
+            p.b.g
+                .dev
+                .core
+                .objects()
+                .qps()
+                .get(p.qb.qpn)
+                .map(|q| q.state),
             Some(QpState::Err)
         );
     }

@@ -17,6 +17,7 @@ use super::psn;
 use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY, MIN_ACK_TIMEOUT};
 use super::{EngineHost, SendWork};
 use crate::objects::ah_from_av;
+use crate::qp::QpAttrs;
 
 /// Request packets sent per QP per poll.
 const TX_BUDGET: u32 = 64;
@@ -165,7 +166,7 @@ pub struct Requester {
 
 impl Requester {
     /// Starts afresh on RTR → RTS.
-    pub fn reset(&mut self, attrs: &ModifyQpCmd) {
+    pub fn reset(&mut self, attrs: &QpAttrs) {
         *self = Requester {
             next_psn: attrs.sq_psn & PSN_MASK,
             una: attrs.sq_psn & PSN_MASK,
@@ -179,7 +180,7 @@ impl Requester {
     }
 
     /// Takes new retry counts and limits.
-    pub fn update_limits(&mut self, attrs: &ModifyQpCmd) {
+    pub fn update_limits(&mut self, attrs: &QpAttrs) {
         self.retry_cnt = attrs.retry_cnt.min(7);
         self.rnr_retry = attrs.rnr_retry.min(7);
         self.max_rd_atomic = attrs.max_rd_atomic.clamp(1, MAX_RD_ATOMIC);

@@ -20,6 +20,7 @@ use super::requester::Requester;
 use super::responder::Responder;
 use super::wire::{FrameSink, LoopbackQueue, PortEnd, RxQueue};
 use super::{Engine, EngineHost, SendWork};
+use crate::qp::QpAttrs;
 use crate::trace::Tracer;
 
 /// Q_Key of the GSI QP (IBA 13.5.3.1).
@@ -44,7 +45,7 @@ pub struct QpCtx {
     /// State, as last told.
     pub state: QpState,
     /// Attributes, as last told.
-    pub attrs: ModifyQpCmd,
+    pub attrs: QpAttrs,
     /// Send side.
     pub req: Requester,
     /// Receive side.
@@ -57,7 +58,7 @@ impl QpCtx {
             qpn,
             qp_type,
             state: QpState::Reset,
-            attrs: ModifyQpCmd::default(),
+            attrs: QpAttrs::default(),
             req: Requester::default(),
             resp: Responder::default(),
         }
@@ -78,14 +79,14 @@ impl QpCtx {
     pub fn route(&self, host: &dyn EngineHost) -> Option<Route> {
         route_for(
             host,
-            self.attrs.sgid_index,
-            self.attrs.dgid,
-            self.attrs.dmac,
-            self.attrs.vlan,
-            self.attrs.traffic_class,
-            self.attrs.hop_limit,
-            if self.attrs.flow_label != 0 {
-                self.attrs.flow_label
+            self.attrs.av.sgid_index,
+            self.attrs.av.dgid,
+            self.attrs.av.dmac,
+            self.attrs.av.vlan,
+            self.attrs.av.traffic_class,
+            self.attrs.av.hop_limit,
+            if self.attrs.av.flow_label != 0 {
+                self.attrs.av.flow_label
             } else {
                 frame::flow_label_for(self.qpn, self.attrs.dest_qpn)
             },
@@ -361,7 +362,7 @@ impl Engine for RoceEngine {
         self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
     }
 
-    fn qp_modified(&mut self, qpn: u32, state: QpState, attrs: &ModifyQpCmd) {
+    fn qp_modified(&mut self, qpn: u32, state: QpState, attrs: &QpAttrs) {
         if !self.qps.contains_key(&qpn) {
             let Some(&qp_type) = self.types.get(&qpn) else {
                 return;

@@ -13,7 +13,7 @@ use crate::objects::{BufferMap, Mr, MrBacking, MrError};
 
 impl DeviceCore {
     fn mr_for_key(&self, key: u32) -> Result<&Mr, HostError> {
-        match self.mrs.get(mr_key_index(key)) {
+        match self.objects().mrs().get(mr_key_index(key)) {
             Some(mr) if mr.key == key => Ok(mr),
             _ => Err(HostError::Protection(MrError::BadKey)),
         }
@@ -36,15 +36,15 @@ impl EngineHost for DeviceCore {
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem
+            self.mem()
                 .read(addr, &mut buf[done..done + len])
                 .map_err(HostError::Dma)?;
             done += len;
         }
-        self.counters.inc(COUNTER_PAYLOAD_DMA_READS);
-        self.counters
+        self.counters().inc(COUNTER_PAYLOAD_DMA_READS);
+        self.counters()
             .add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
-        self.trace.event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
+        self.trace().event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
         Ok(())
     }
 
@@ -63,15 +63,15 @@ impl EngineHost for DeviceCore {
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem
+            self.mem()
                 .write(addr, &data[done..done + len])
                 .map_err(HostError::Dma)?;
             done += len;
         }
-        self.counters.inc(COUNTER_PAYLOAD_DMA_WRITES);
-        self.counters
+        self.counters().inc(COUNTER_PAYLOAD_DMA_WRITES);
+        self.counters()
             .add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
-        self.trace.event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
+        self.trace().event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
         Ok(())
     }
 
@@ -82,7 +82,11 @@ impl EngineHost for DeviceCore {
         status: WcStatus,
         byte_len: u32,
     ) -> Result<(), HostError> {
-        let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
+        let qp = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .ok_or(HostError::BadQp)?;
         if !qp.inflight.iter().any(|w| w.index == index) {
             return Err(HostError::BadQp);
         }
@@ -112,7 +116,7 @@ impl EngineHost for DeviceCore {
             }
         }
         if status != WcStatus::Success {
-            if let Some(qp) = self.qps.get_mut(qpn) {
+            if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
                 qp.state = QpState::Err;
             }
             self.queue_work(Work::Qp(qpn));
@@ -121,7 +125,7 @@ impl EngineHost for DeviceCore {
     }
 
     fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError> {
-        let qp = self.qps.get(qpn).ok_or(HostError::BadQp)?;
+        let qp = self.objects().qps().get(qpn).ok_or(HostError::BadQp)?;
         if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return Err(HostError::BadQp);
         }
@@ -145,7 +149,12 @@ impl EngineHost for DeviceCore {
         }
         match self.read_recv_wqe(&buf, fetch) {
             Ok((wr_id, sges)) => {
-                if let Some(rq) = self.qps.get_mut(qpn).and_then(|qp| qp.rq.as_mut()) {
+                if let Some(rq) = self
+                    .objects_mut()
+                    .qps_mut()
+                    .get_mut(qpn)
+                    .and_then(|qp| qp.rq.as_mut())
+                {
                     rq.pi = pi;
                     rq.fetch = fetch.wrapping_add(1);
                 }
@@ -169,7 +178,11 @@ impl EngineHost for DeviceCore {
         work: &RecvWork,
         c: RecvCompletion,
     ) -> Result<(), HostError> {
-        let qp = self.qps.get_mut(qpn).ok_or(HostError::BadQp)?;
+        let qp = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .ok_or(HostError::BadQp)?;
         let cqn = qp.rq_cqn;
         if let Some(rq) = qp.rq.as_mut() {
             rq.ci = rq.ci.wrapping_add(1);
@@ -194,7 +207,7 @@ impl EngineHost for DeviceCore {
 
     fn fast_register(&mut self, pd: u32, seg: &RegMrSeg) -> Result<(), HostError> {
         let bad = HostError::Protection(MrError::BadKey);
-        let mr = self.mrs.get(mr_key_index(seg.key)).ok_or(bad)?;
+        let mr = self.objects().mrs().get(mr_key_index(seg.key)).ok_or(bad)?;
         let max_pages = mr.fast_reg_max_pages.ok_or(bad)?;
         if mr.pd != pd {
             return Err(HostError::Protection(MrError::BadPd));
@@ -214,17 +227,21 @@ impl EngineHost for DeviceCore {
         };
         let log = u32::from(seg.log_page_size).min(MAX_LOG_PAGE_SIZE);
         let span = seg.length.saturating_add(seg.iova & ((1u64 << log) - 1));
-        let map = BufferMap::resolve(&*self.mem, &desc, span, 1, max_pages).map_err(|_| bad)?;
+        let map = BufferMap::resolve(self.mem(), &desc, span, 1, max_pages).map_err(|_| bad)?;
         if seg.iova.checked_add(seg.length).is_none() {
             return Err(HostError::Protection(MrError::Bounds));
         }
-        let mr = self.mrs.get_mut(mr_key_index(seg.key)).ok_or(bad)?;
+        let mr = self
+            .objects_mut()
+            .mrs_mut()
+            .get_mut(mr_key_index(seg.key))
+            .ok_or(bad)?;
         mr.key = seg.key;
         mr.iova = seg.iova;
         mr.length = seg.length;
         mr.access = seg.access;
         mr.backing = MrBacking::Buffer(map);
-        self.trace.event(
+        self.trace().event(
             "reg_mr",
             || serde_json::json!({"key": seg.key, "iova": seg.iova, "length": seg.length}),
         );
@@ -233,7 +250,8 @@ impl EngineHost for DeviceCore {
 
     fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError> {
         let mr = self
-            .mrs
+            .objects_mut()
+            .mrs_mut()
             .get_mut(mr_key_index(key))
             .filter(|mr| mr.key == key && mr.fast_reg_max_pages.is_some());
         let mr = mr.ok_or(HostError::Protection(MrError::BadKey))?;
@@ -241,7 +259,7 @@ impl EngineHost for DeviceCore {
             return Err(HostError::Protection(MrError::BadPd));
         }
         mr.backing = MrBacking::Invalid;
-        self.trace
+        self.trace()
             .event("invalidate", || serde_json::json!({"key": key}));
         Ok(())
     }
@@ -251,19 +269,19 @@ impl EngineHost for DeviceCore {
     }
 
     fn gid(&self, index: u32) -> Option<crate::objects::GidEntry> {
-        *self.gids.get(index as usize)?
+        self.objects().gid(index)
     }
 
     fn ah(&self, ah: u32) -> Option<CreateAhCmd> {
-        self.ahs.get(ah).copied()
+        self.objects().ahs().get(ah).copied()
     }
 
-    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, ModifyQpCmd)> {
-        self.qps.get(qpn).map(|qp| (qp.state, qp.attrs))
+    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, super::QpAttrs)> {
+        self.objects().qps().get(qpn).map(|qp| (qp.state, qp.attrs))
     }
 
     fn count(&self, counter: usize, n: u64) {
-        self.counters.add(counter, n);
+        self.counters().add(counter, n);
     }
 
     fn now_us(&self) -> u64 {
@@ -271,7 +289,7 @@ impl EngineHost for DeviceCore {
     }
 
     fn qp_pd(&self, qpn: u32) -> Option<u32> {
-        self.qps.get(qpn).map(|qp| qp.pd)
+        self.objects().qps().get(qpn).map(|qp| qp.pd)
     }
 
     fn check_access(
@@ -289,7 +307,7 @@ impl EngineHost for DeviceCore {
     }
 
     fn qp_error(&mut self, qpn: u32, event_type: EventType) {
-        if let Some(qp) = self.qps.get_mut(qpn) {
+        if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
             if qp.state != QpState::Err {
                 qp.state = QpState::Err;
                 if qp.srqn != NONE {
@@ -302,6 +320,6 @@ impl EngineHost for DeviceCore {
     }
 
     fn port_mtu(&self) -> u8 {
-        self.port.active_mtu
+        self.port().active_mtu()
     }
 }
