@@ -28,9 +28,9 @@ echo "$DEVICES" | while read -r kind dev gid ndev; do
 	# Once, not retried: the server counts connect requests.
 	step "ucmatose-$kind" 240 ucmatose -s "$(peer_on "$kind" b)" -p "$port" -c 16 < /dev/null
 done
-step gids-before-mtu 10 sh -c "$SC gid_table ferroce0; gid_table rxe0"
+step gids-before-mtu 60 sh -c "$SC gid_table ferroce0; gid_table rxe0"
 step mtu-9000 30 sh -c "$SC ip link set eth0 mtu 9000 && ip link set eth1 mtu 9000 && active_mtu ferroce0 4096 && active_mtu rxe0 4096"
-step gids-after-mtu 10 sh -c "$SC gid_table ferroce0; gid_table rxe0"
+step gids-after-mtu 60 sh -c "$SC gid_table ferroce0; gid_table rxe0"
 signal "$(ip_of b)" 18893 mtu-a
 echo "$DEVICES" | while read -r kind dev gid ndev; do
 	port=$((18840 + $([ "$kind" = rxe ] && echo 1 || echo 0)))

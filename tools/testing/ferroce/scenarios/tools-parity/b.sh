@@ -30,9 +30,9 @@ echo "$DEVICES" | while read -r kind dev gid ndev; do
 	step "cm-ids-$kind" 10 rdma resource show cm_id
 done
 # MTU 9000 on both segments, at run time; the GID tables must not change.
-step gids-before-mtu 10 sh -c "$SC gid_table ferroce0; gid_table rxe0"
+step gids-before-mtu 60 sh -c "$SC gid_table ferroce0; gid_table rxe0"
 step mtu-9000 30 sh -c "$SC ip link set eth0 mtu 9000 && ip link set eth1 mtu 9000 && active_mtu ferroce0 4096 && active_mtu rxe0 4096"
-step gids-after-mtu 10 sh -c "$SC gid_table ferroce0; gid_table rxe0"
+step gids-after-mtu 60 sh -c "$SC gid_table ferroce0; gid_table rxe0"
 await mtu-a 18893
 echo "$DEVICES" | while read -r kind dev gid ndev; do
 	port=$((18840 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
