@@ -259,6 +259,6 @@ impl PortImmutable {
     /// encapsulation): ib_core then keeps a v1 and a v2 entry for every address.
     pub const ROCE_V1_V2: u32 =
         bindings::RDMA_CORE_PORT_IBA_ROCE | bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-    /// Size of a management datagram (`IB_MGMT_MAD_SIZE`).
-    pub const MGMT_MAD_SIZE: u32 = 256;
+    /// Size of a management datagram.
+    pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE;
 }
