@@ -86,20 +86,20 @@ impl NetDevice {
         NonNull::new(dev).map(|dev| ARef::from(unsafe { Self::from_raw(dev.as_ptr()) }))
     }
 
-    fn raw(&self) -> &bindings::net_device {
-        // SAFETY: By the type invariant the device is valid.
-        unsafe { &*self.0.get() }
-    }
+    // No `&bindings::net_device` is ever made: the C side changes the device under us, so every
+    // field is read through a raw pointer, once.
 
     /// The interface name (e.g. `eth0`).
     pub fn name(&self) -> &CStr {
-        // SAFETY: `name` is a NUL-terminated array inside the device.
-        unsafe { CStr::from_char_ptr(self.raw().name.as_ptr()) }
+        // SAFETY: By the type invariant the device is valid; `name` is a NUL-terminated array
+        // inside it, which lives as long as `self`.
+        unsafe { CStr::from_char_ptr((&raw const (*self.as_raw()).name).cast()) }
     }
 
     /// The interface index.
     pub fn ifindex(&self) -> i32 {
-        self.raw().ifindex
+        // SAFETY: The device is valid; the index is set at registration and read once here.
+        unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).ifindex) }
     }
 
     /// The MTU.
@@ -111,13 +111,20 @@ impl NetDevice {
 
     /// The hardware address, when it is a 6-byte (Ethernet) one.
     pub fn mac(&self) -> Option<[u8; 6]> {
-        let raw = self.raw();
-        if raw.addr_len != 6 || raw.dev_addr.is_null() {
+        let dev = self.as_raw();
+        // SAFETY: The device is valid; both fields are read once through raw pointers.
+        let (len, addr) = unsafe {
+            (
+                core::ptr::read_volatile(&raw const (*dev).addr_len),
+                core::ptr::read_volatile(&raw const (*dev).dev_addr),
+            )
+        };
+        if len != 6 || addr.is_null() {
             return None;
         }
         let mut mac = [0u8; 6];
         // SAFETY: `dev_addr` points to `addr_len` (6) bytes owned by the device.
-        unsafe { core::ptr::copy_nonoverlapping(raw.dev_addr, mac.as_mut_ptr(), 6) };
+        unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), 6) };
         Some(mac)
     }
 

@@ -164,6 +164,8 @@ pub struct WorkCompletion {
     pub network_header: Option<NetworkHeader>,
     /// P_Key index (GSI).
     pub pkey_index: u16,
+    /// The port the completion came through (numbered from 1).
+    pub port: u8,
 }
 
 /// The `ib_wc` array of a `poll_cq` call, filled by [`Operations::poll_cq`].
@@ -236,7 +238,7 @@ impl<T: Operations> Completions<'_, T> {
             src_qp: wc.src_qp,
             wc_flags: flags as c_int,
             pkey_index: wc.pkey_index,
-            port_num: 1,
+            port_num: wc.port.into(),
             smac: wc.smac.unwrap_or_default(),
             vlan_id: wc.vlan.unwrap_or(0xffff),
             network_hdr_type: wc.network_header.map_or(0, |h| h as u8),

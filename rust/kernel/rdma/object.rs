@@ -9,10 +9,15 @@
 //! only names its data type ([`Operations::Pd`](super::Operations::Pd) and so on).
 
 use crate::{
+    bindings,
     prelude::*,
-    sync::SpinLockIrq, //
+    types::Opaque, //
 };
-use core::ptr::NonNull;
+use core::{
+    ffi::c_void,
+    marker::PhantomData,
+    ptr::NonNull, //
+};
 
 /// Defines a verbs object ib_core allocates: `struct $raw` followed by `T::$data`.
 macro_rules! verbs_object {
@@ -112,68 +117,108 @@ pub trait Numbered {
     fn number(&self) -> u32;
 }
 
-/// A pointer to a registered object that may cross threads.
-struct Entry<O>(NonNull<O>);
-
-// SAFETY: The objects put in tables are `Send + Sync` verbs objects; the pointer is only
-// dereferenced under the table's lock while the object is registered.
-unsafe impl<O> Send for Entry<O> {}
-
 /// Objects of one kind by number, so that completions and events from the device reach them.
 ///
-/// The abstraction inserts an object once the driver created it and removes it before the
-/// driver destroys it, so a lookup never sees an object ib_core is freeing. Lookups may run in
-/// interrupt context.
+/// An XArray with an interrupt-safe lock (`XA_FLAGS_LOCK_IRQ`): its memory follows the objects
+/// there are, not the numbers the device could hand out. The abstraction inserts an object once
+/// the driver created it and removes it before the driver destroys it, so a lookup never sees
+/// an object ib_core is freeing. Lookups may run in interrupt context.
 ///
 /// # Invariants
 ///
-/// Every entry points to a live object whose data is initialised.
-#[pin_data]
+/// `xa` is an initialised XArray with `XA_FLAGS_LOCK_IRQ`; every entry points to a live object
+/// of type `O` whose data is initialised.
+#[pin_data(PinnedDrop)]
 pub struct Table<O> {
     #[pin]
-    slots: SpinLockIrq<KVec<Option<Entry<O>>>>,
+    xa: Opaque<bindings::xarray>,
+    _objects: PhantomData<*const O>,
+}
+
+// SAFETY: The objects put in tables are `Send + Sync` verbs objects; entries are only
+// dereferenced under the XArray's lock while the object is registered.
+unsafe impl<O> Send for Table<O> {}
+// SAFETY: As above; every access takes the XArray's lock.
+unsafe impl<O> Sync for Table<O> {}
+
+/// The XArray's lock, with interrupts disabled while it is held.
+struct XaGuard<'a> {
+    xa: *mut bindings::xarray,
+    flags: usize,
+    _table: PhantomData<&'a ()>,
+}
+
+impl XaGuard<'_> {
+    fn new(xa: *mut bindings::xarray) -> Self {
+        let mut flags = 0;
+        // SAFETY: `xa` is an initialised XArray (the table's invariant).
+        unsafe { bindings::xa_lock_irqsave(xa, &mut flags) };
+        Self {
+            xa,
+            flags,
+            _table: PhantomData,
+        }
+    }
+}
+
+impl Drop for XaGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: The lock was taken in `new` with these flags.
+        unsafe { bindings::xa_unlock_irqrestore(self.xa, self.flags) };
+    }
 }
 
 impl<O> Table<O> {
-    /// A table for numbers below `len`.
-    pub(crate) fn new(len: u32) -> Result<impl PinInit<Self, Error>> {
-        let mut slots = KVec::with_capacity(len as usize, GFP_KERNEL)?;
-        for _ in 0..len {
-            slots.push(None, GFP_KERNEL)?;
-        }
-        Ok(try_pin_init!(Self {
-            slots <- crate::new_spinlock_irq!(slots, "rdma::Table"),
+    /// An empty table; numbers go up to `max` (the device's limit, kept for the error).
+    pub(crate) fn new(_max: u32) -> Result<impl PinInit<Self, Error>> {
+        Ok(pin_init!(Self {
+            // SAFETY: `xa_init_flags` initialises the XArray in place; it cannot fail.
+            xa <- unsafe {
+                Opaque::ffi_init(|xa: *mut bindings::xarray| {
+                    bindings::xa_init_flags(xa, bindings::XA_FLAGS_LOCK_IRQ)
+                })
+            },
+            _objects: PhantomData,
         }))
+    }
+
+    fn lock(&self) -> XaGuard<'_> {
+        XaGuard::new(self.xa.get())
     }
 
     /// Inserts `object` as number `number`.
     ///
     /// # Errors
     ///
-    /// `ERANGE` when the number is too large for the table, `EEXIST` when it is taken (the
-    /// device handed out a number twice).
+    /// `EEXIST` when the number is taken (the device handed out a number twice), `ENOMEM`.
     ///
     /// # Safety
     ///
     /// `object` must stay live until [`Table::remove`] removed it.
     pub(crate) unsafe fn insert(&self, number: u32, object: &O) -> Result {
-        let mut slots = self.slots.lock();
-        let slot = slots.get_mut(number as usize).ok_or(ERANGE)?;
-        if slot.is_some() {
-            return Err(EEXIST);
+        let entry = core::ptr::from_ref(object).cast_mut().cast::<c_void>();
+        let guard = self.lock();
+        // SAFETY: The lock is held (`__xa_insert` may drop and retake it to allocate, with
+        // `GFP_ATOMIC` it does not); `entry` is an aligned pointer, a valid XArray entry.
+        let ret = unsafe { bindings::__xa_insert(guard.xa, number.into(), entry, GFP_ATOMIC.as_raw()) };
+        drop(guard);
+        match ret {
+            0 => Ok(()),
+            e if e == -(bindings::EBUSY as i32) => Err(EEXIST),
+            e => Err(Error::from_errno(e)),
         }
         // INVARIANT: The caller keeps the object live until it is removed.
-        *slot = Some(Entry(NonNull::from(object)));
-        Ok(())
     }
 
-    /// Removes number `number` if it is `object`; waits for lookups of it that run.
+    /// Removes number `number` if it is `object`; waits for lookups of it that run (they hold
+    /// the lock).
     pub(crate) fn remove(&self, number: u32, object: &O) {
-        let mut slots = self.slots.lock();
-        if let Some(slot) = slots.get_mut(number as usize) {
-            if slot.as_ref().is_some_and(|e| e.0 == NonNull::from(object)) {
-                *slot = None;
-            }
+        let entry = core::ptr::from_ref(object).cast_mut().cast::<c_void>();
+        let guard = self.lock();
+        // SAFETY: The lock is held; `xa_load` may run under it.
+        if unsafe { bindings::xa_load(guard.xa, number.into()) } == entry {
+            // SAFETY: The lock is held.
+            unsafe { bindings::__xa_erase(guard.xa, number.into()) };
         }
     }
 
@@ -223,10 +268,21 @@ impl<O> Table<O> {
     /// Runs `f` on object `number` if it is registered. `f` runs with interrupts disabled and
     /// must not sleep.
     pub fn with<R>(&self, number: u32, f: impl FnOnce(&O) -> R) -> Option<R> {
-        let slots = self.slots.lock();
-        let entry = slots.get(number as usize)?.as_ref()?;
+        let guard = self.lock();
+        // SAFETY: The lock is held.
+        let entry = unsafe { bindings::xa_load(guard.xa, number.into()) };
+        let object = NonNull::new(entry.cast::<O>())?;
         // SAFETY: By the type invariant the object is live; it cannot be removed (and then
         // freed) while we hold the lock.
-        Some(f(unsafe { entry.0.as_ref() }))
+        Some(f(unsafe { object.as_ref() }))
+    }
+}
+
+#[pinned_drop]
+impl<O> PinnedDrop for Table<O> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: The XArray is initialised; nothing uses the table any more. Entries are
+        // borrowed, not owned: destroying the XArray frees only its nodes.
+        unsafe { bindings::xa_destroy(self.xa.get()) };
     }
 }

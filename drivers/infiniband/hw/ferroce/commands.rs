@@ -13,7 +13,9 @@ use crate::{
 };
 
 /// The one port of the device.
-pub(crate) const PORT: u32 = 1;
+pub(crate) const PORT: u32 = PORT_U8 as u32;
+/// [`PORT`] as ib_core's `u8` port numbers (work completions) have it.
+pub(crate) const PORT_U8: u8 = 1;
 
 /// A MAC address, printed as `aa:bb:cc:dd:ee:ff`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -306,5 +306,6 @@ fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
             None
         },
         pkey_index: 0,
+        port: crate::commands::PORT_U8,
     })
 }

@@ -6,9 +6,16 @@
 //! with QEMU's `vfio-user-pci`. Its hardware interface is described in
 //! `Documentation/infiniband/ferroce-hw.rst`.
 //!
-//! One file per block: [`regs`] (BAR0 registers), [`cmdq`] (command queue),
-//! [`commands`] (typed command wrappers), [`eq`] (event queues), [`device`]
-//! (probe, capabilities, shutdown).
+//! One file per block:
+//!
+//! - [`hw`]: the hardware interface shared with the NIC model and the provider;
+//! - [`regs`]: BAR0 registers; [`device`]: probe, capabilities, shutdown;
+//! - [`cmdq`]: the command queue; [`commands`]: command wrappers (port, MAC);
+//! - [`eq`]: event queues and their interrupts; [`ib_events`]: device events for ib_core;
+//! - [`state`]: the device's port and health, with one owner;
+//! - [`verbs`]: the RDMA device and its verbs; [`netdev`]: the companion netdev;
+//! - the verbs objects: [`ah`], [`cq`], [`mr`] (and PDs), [`qp`], [`srq`], [`ucontext`];
+//! - [`queue`]: rings, doorbell records and user queue memory they share.
 
 #![forbid(unsafe_code)]
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! User contexts: every process that opens the device gets a NIC context of its own, that is a
-//! doorbell page mapped into that process alone and a QID table (seed 1 §3.2) that translates
+//! doorbell page mapped into that process alone and a QID table (ferroce-hw.rst, "Doorbells") that translates
 //! the queue numbers its doorbells carry to the device's. A process can ring only the queues
 //! mapped for it.
 

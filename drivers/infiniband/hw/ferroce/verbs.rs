@@ -208,7 +208,7 @@ impl RoceDevice {
         &self.bar
     }
 
-    /// Hands the device send WQE `pi - 1` of QP `qpn` through the push window (seed 1 §5.3):
+    /// Hands the device send WQE `pi - 1` of QP `qpn` through the push window (ferroce-hw.rst, "Doorbells"):
     /// the whole WQE by MMIO, then `DB_PUSH`, so that the device need not fetch it. The WQE
     /// must be in the ring too, with the doorbell record updated. Returns `false`, having done
     /// nothing, if the device has no push window, the WQE is too big, or another CPU is using

@@ -110,7 +110,7 @@ pub fn gid_is_ipv4_mapped(gid: &[u8; 16]) -> bool {
     gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff
 }
 
-/// The link-local GID `fe80::` + EUI-64 of `mac` (GID 0/1 of a port, seed 2 §4).
+/// The link-local GID `fe80::` + EUI-64 of `mac` (GID 0/1 of a port, ferroce-hw.rst).
 #[cfg(userspace)] // The NIC model fills its default GID table.
 pub const fn gid_from_mac(mac: [u8; 6]) -> [u8; 16] {
     [

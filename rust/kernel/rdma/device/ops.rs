@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The operations an RDMA device driver implements ([`Operations`]).
+
+use super::*;
+
+/// The operations of an RDMA device driver.
+///
+/// `Self` is the driver's data of one device; ib_core calls these with the [`Device`] that holds
+/// it, from any thread and concurrently. Only what is implemented is given to ib_core.
+#[vtable]
+pub trait Operations: Sized + Send + Sync + 'static {
+    /// The driver's `enum rdma_driver_id` (`bindings::rdma_driver_id_RDMA_DRIVER_*`).
+    const DRIVER_ID: bindings::rdma_driver_id;
+    /// The version of the driver's user ABI (`include/uapi/rdma/<driver>-abi.h`).
+    const UVERBS_ABI_VERSION: u32 = 0;
+
+    /// Reports the device attributes.
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr<'_>) -> Result;
+
+    /// Reports the attributes of `port`.
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr<'_>) -> Result;
+
+    /// Reports what never changes about `port`.
+    fn get_port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// The link layer of `port`.
+    fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Programs a GID table entry into the device.
+    fn add_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Removes a GID table entry from the device.
+    fn del_gid(_dev: &Device<Self>, _attr: &GidAttr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads the P_Key table entry `index` of `port`.
+    fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The names of the port's hardware counters, in the order of
+    /// [`Operations::get_hw_stats`]'s values.
+    const HW_COUNTERS: &'static [StatDesc] = &[];
+
+    /// Reads the hardware counters of `port` into `values` (one per [`Operations::HW_COUNTERS`]).
+    fn get_hw_stats(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    // Verbs objects. ib_core allocates PDs, CQs, QPs, AHs, SRQs and user contexts with room
+    // for the driver's data after its own structure; creation moves the data in, destruction
+    // drops it once the driver's `destroy_*` succeeded. A device provides kernel verbs only if
+    // it implements PDs, CQs, QPs, `post_*`, `poll_cq`, `req_notify_cq` and the MR calls.
+
+    /// The driver's data of a protection domain.
+    type Pd: Send + Sync;
+    /// The driver's data of a completion queue.
+    type Cq: Numbered + Send + Sync;
+    /// The driver's data of a queue pair; its number becomes the QP number.
+    type Qp: Numbered + Send + Sync;
+    /// The driver's data of a shared receive queue.
+    type Srq: Numbered + Send + Sync;
+    /// The driver's data of an address handle.
+    type Ah: Send + Sync;
+    /// The driver's data of a memory region.
+    type Mr: Send + Sync;
+    /// The driver's data of a user context.
+    type Ucontext: Send + Sync;
+    /// The driver's data of an mmap entry of a user context (what `mmap` maps).
+    type MmapEntry: Send + Sync;
+
+    /// Allocates a protection domain.
+    fn alloc_pd(_dev: &Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<Self::Pd> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Releases a protection domain (its data is dropped afterwards).
+    fn dealloc_pd(_pd: &Pd<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Creates a CQ of at least `init.entries` entries; returns its data and the number of
+    /// entries it has.
+    fn create_cq(
+        _dev: &Device<Self>,
+        _init: &CqInit,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<(Self::Cq, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a CQ. No completion or event reaches it any more once this is called.
+    fn destroy_cq(_cq: &Cq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Moves completions into `out` until it is full or the CQ is empty.
+    fn poll_cq(_cq: &Cq<Self>, _out: &mut Completions<'_, Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms the CQ: the next completion (or the next solicited one) calls the consumer's
+    /// handler. Returns whether completions may have arrived unreported before the arming.
+    fn req_notify_cq(_cq: &Cq<Self>, _solicited_only: bool) -> Result<bool> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets the CQ's event moderation: an event after `count` completions or `period_us`.
+    fn modify_cq(_cq: &Cq<Self>, _count: u16, _period_us: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a QP in `pd`; reports the queue sizes through `init`.
+    fn create_qp(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _init: &mut QpInit<'_, Self>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Qp> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the QP's state and attributes.
+    fn modify_qp(_qp: &Qp<Self>, _attr: &QpAttr<'_>, _udata: Option<&mut Udata<'_>>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the QP's state and attributes.
+    fn query_qp(_qp: &Qp<Self>, _out: &mut QpAttrOut<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a QP. No completion reaches the consumer for it any more.
+    fn destroy_qp(_qp: &Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Posts a chain of send requests: all, or those before the returned bad one.
+    fn post_send<'a>(
+        _qp: &Qp<Self>,
+        _wr: SendWr<'a, Self>,
+    ) -> Result<(), PostError<SendWr<'a, Self>>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts a chain of receive requests: all, or those before the returned bad one.
+    fn post_recv<'a>(_qp: &Qp<Self>, _wr: RecvWr<'a>) -> Result<(), PostError<RecvWr<'a>>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an SRQ; reports its sizes through `attr`.
+    fn create_srq(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _attr: &mut SrqAttr,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Srq> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes the SRQ or (re)arms its limit.
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _max_wr: Option<u32>,
+        _limit: Option<u32>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the SRQ's sizes and limit.
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an SRQ.
+    fn destroy_srq(_srq: &Srq<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Posts a chain of receive requests to an SRQ.
+    fn post_srq_recv<'a>(_srq: &Srq<Self>, _wr: RecvWr<'a>) -> Result<(), PostError<RecvWr<'a>>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an address handle. Unless `sleepable`, this runs in atomic context and must not
+    /// sleep (ib_cm creates AHs under spinlocks).
+    fn create_ah(
+        _dev: &Device<Self>,
+        _av: &AddressVector<'_>,
+        _sleepable: bool,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Ah> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an address handle; must not sleep unless `sleepable`.
+    fn destroy_ah(_ah: &Ah<Self>, _sleepable: bool) -> Result {
+        Ok(())
+    }
+
+    /// An MR covering all memory, addressed by DMA address (`ib_get_dma_mr()`; ib_core uses it
+    /// as the PD's local DMA key).
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR for fast registration of up to `max_num_sg` pages.
+    fn alloc_mr(_pd: &Pd<Self>, _kind: MrType, _max_num_sg: u32) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps a scatter/gather list into a fast-registration MR's page list; returns the number
+    /// of list elements mapped.
+    fn map_mr_sg(_mr: &Mr<Self>, _sg: &mut SgPages<'_, Self>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers `length` bytes of the calling process's memory at `start`, addressed from
+    /// `virt_addr` (`ibv_reg_mr()`).
+    fn reg_user_mr(
+        _pd: &Pd<Self>,
+        _start: u64,
+        _length: u64,
+        _virt_addr: u64,
+        _access: u32,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Deregisters an MR (its data is dropped afterwards).
+    fn dereg_mr(_mr: &Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets up the context of a process that opened the device.
+    fn alloc_ucontext(
+        _ctx: &UcontextInit<'_, Self>,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<Self::Ucontext> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Tears a user context down; everything the process created is gone already.
+    fn dealloc_ucontext(_ctx: &Ucontext<Self>) {}
+
+    /// Maps `entry` into the process (`mmap()` on the uverbs file at the entry's offset).
+    fn mmap(
+        _ctx: &Ucontext<Self>,
+        _entry: &MmapEntry<Self>,
+        _request: &mut MmapRequest<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
