@@ -171,7 +171,7 @@ impl Drop for XaGuard<'_> {
 impl<O> Table<O> {
     /// An empty table; numbers go up to `max` (the device's limit, kept for the error).
     pub(crate) fn new(_max: u32) -> Result<impl PinInit<Self, Error>> {
-        Ok(pin_init!(Self {
+        Ok(try_pin_init!(Self {
             // SAFETY: `xa_init_flags` initialises the XArray in place; it cannot fail.
             xa <- unsafe {
                 Opaque::ffi_init(|xa: *mut bindings::xarray| {
@@ -179,7 +179,7 @@ impl<O> Table<O> {
                 })
             },
             _objects: PhantomData,
-        }))
+        }? Error))
     }
 
     fn lock(&self) -> XaGuard<'_> {
@@ -200,7 +200,7 @@ impl<O> Table<O> {
         let guard = self.lock();
         // SAFETY: The lock is held (`__xa_insert` may drop and retake it to allocate, with
         // `GFP_ATOMIC` it does not); `entry` is an aligned pointer, a valid XArray entry.
-        let ret = unsafe { bindings::__xa_insert(guard.xa, number.into(), entry, GFP_ATOMIC.as_raw()) };
+        let ret = unsafe { bindings::__xa_insert(guard.xa, number as usize, entry, GFP_ATOMIC.as_raw()) };
         drop(guard);
         match ret {
             0 => Ok(()),
@@ -216,9 +216,9 @@ impl<O> Table<O> {
         let entry = core::ptr::from_ref(object).cast_mut().cast::<c_void>();
         let guard = self.lock();
         // SAFETY: The lock is held; `xa_load` may run under it.
-        if unsafe { bindings::xa_load(guard.xa, number.into()) } == entry {
+        if unsafe { bindings::xa_load(guard.xa, number as usize) } == entry {
             // SAFETY: The lock is held.
-            unsafe { bindings::__xa_erase(guard.xa, number.into()) };
+            unsafe { bindings::__xa_erase(guard.xa, number as usize) };
         }
     }
 
@@ -270,7 +270,7 @@ impl<O> Table<O> {
     pub fn with<R>(&self, number: u32, f: impl FnOnce(&O) -> R) -> Option<R> {
         let guard = self.lock();
         // SAFETY: The lock is held.
-        let entry = unsafe { bindings::xa_load(guard.xa, number.into()) };
+        let entry = unsafe { bindings::xa_load(guard.xa, number as usize) };
         let object = NonNull::new(entry.cast::<O>())?;
         // SAFETY: By the type invariant the object is live; it cannot be removed (and then
         // freed) while we hold the lock.

@@ -80,7 +80,10 @@ pub enum Event {
 /// # Invariants
 ///
 /// `self.0` points to a valid, writable `struct ib_device_attr`.
-pub struct DeviceAttr<'a>(NonNull<bindings::ib_device_attr>, PhantomData<&'a mut ()>);
+pub struct DeviceAttr<'a>(
+    pub(super) NonNull<bindings::ib_device_attr>,
+    pub(super) PhantomData<&'a mut ()>,
+);
 
 macro_rules! attr_setters {
     ($ty:ident { $($(#[$m:meta])* $name:ident: $field:ident: $t:ty),* $(,)? }) => {
@@ -170,7 +173,10 @@ impl DeviceAttr<'_> {
 /// # Invariants
 ///
 /// `self.0` points to a valid, writable `struct ib_port_attr`.
-pub struct PortAttr<'a>(NonNull<bindings::ib_port_attr>, PhantomData<&'a mut ()>);
+pub struct PortAttr<'a>(
+    pub(super) NonNull<bindings::ib_port_attr>,
+    pub(super) PhantomData<&'a mut ()>,
+);
 
 attr_setters!(PortAttr {
     /// Length of the GID table.

@@ -149,169 +149,169 @@ impl<T: Operations> Callbacks<T> {
                 None
             },
             alloc_hw_port_stats: if T::HAS_GET_HW_STATS {
-                Some(super::stats::alloc_hw_port_stats::<T>)
+                Some(crate::rdma::stats::alloc_hw_port_stats::<T>)
             } else {
                 None
             },
             get_hw_stats: if T::HAS_GET_HW_STATS {
-                Some(super::stats::get_hw_stats::<T>)
+                Some(crate::rdma::stats::get_hw_stats::<T>)
             } else {
                 None
             },
             alloc_pd: if T::HAS_ALLOC_PD {
-                Some(super::pd::alloc_pd::<T>)
+                Some(crate::rdma::pd::alloc_pd::<T>)
             } else {
                 None
             },
             dealloc_pd: if T::HAS_ALLOC_PD {
-                Some(super::pd::dealloc_pd::<T>)
+                Some(crate::rdma::pd::dealloc_pd::<T>)
             } else {
                 None
             },
             size_ib_pd: Pd::<T>::ALLOC_SIZE,
             create_cq: if T::HAS_CREATE_CQ {
-                Some(super::cq::create_cq::<T>)
+                Some(crate::rdma::cq::create_cq::<T>)
             } else {
                 None
             },
             destroy_cq: if T::HAS_CREATE_CQ {
-                Some(super::cq::destroy_cq::<T>)
+                Some(crate::rdma::cq::destroy_cq::<T>)
             } else {
                 None
             },
             poll_cq: if T::HAS_POLL_CQ {
-                Some(super::cq::poll_cq::<T>)
+                Some(crate::rdma::cq::poll_cq::<T>)
             } else {
                 None
             },
             req_notify_cq: if T::HAS_REQ_NOTIFY_CQ {
-                Some(super::cq::req_notify_cq::<T>)
+                Some(crate::rdma::cq::req_notify_cq::<T>)
             } else {
                 None
             },
             modify_cq: if T::HAS_MODIFY_CQ {
-                Some(super::cq::modify_cq::<T>)
+                Some(crate::rdma::cq::modify_cq::<T>)
             } else {
                 None
             },
             size_ib_cq: Cq::<T>::ALLOC_SIZE,
             create_qp: if T::HAS_CREATE_QP {
-                Some(super::qp::create_qp::<T>)
+                Some(crate::rdma::qp::create_qp::<T>)
             } else {
                 None
             },
             modify_qp: if T::HAS_MODIFY_QP {
-                Some(super::qp::modify_qp::<T>)
+                Some(crate::rdma::qp::modify_qp::<T>)
             } else {
                 None
             },
             query_qp: if T::HAS_QUERY_QP {
-                Some(super::qp::query_qp::<T>)
+                Some(crate::rdma::qp::query_qp::<T>)
             } else {
                 None
             },
             destroy_qp: if T::HAS_CREATE_QP {
-                Some(super::qp::destroy_qp::<T>)
+                Some(crate::rdma::qp::destroy_qp::<T>)
             } else {
                 None
             },
             post_send: if T::HAS_POST_SEND {
-                Some(super::qp::post_send::<T>)
+                Some(crate::rdma::qp::post_send::<T>)
             } else {
                 None
             },
             post_recv: if T::HAS_POST_RECV {
-                Some(super::qp::post_recv::<T>)
+                Some(crate::rdma::qp::post_recv::<T>)
             } else {
                 None
             },
             size_ib_qp: Qp::<T>::ALLOC_SIZE,
             create_srq: if T::HAS_CREATE_SRQ {
-                Some(super::srq::create_srq::<T>)
+                Some(crate::rdma::srq::create_srq::<T>)
             } else {
                 None
             },
             modify_srq: if T::HAS_MODIFY_SRQ {
-                Some(super::srq::modify_srq::<T>)
+                Some(crate::rdma::srq::modify_srq::<T>)
             } else {
                 None
             },
             query_srq: if T::HAS_QUERY_SRQ {
-                Some(super::srq::query_srq::<T>)
+                Some(crate::rdma::srq::query_srq::<T>)
             } else {
                 None
             },
             destroy_srq: if T::HAS_CREATE_SRQ {
-                Some(super::srq::destroy_srq::<T>)
+                Some(crate::rdma::srq::destroy_srq::<T>)
             } else {
                 None
             },
             post_srq_recv: if T::HAS_POST_SRQ_RECV {
-                Some(super::srq::post_srq_recv::<T>)
+                Some(crate::rdma::srq::post_srq_recv::<T>)
             } else {
                 None
             },
             size_ib_srq: Srq::<T>::ALLOC_SIZE,
             create_ah: if T::HAS_CREATE_AH {
-                Some(super::ah::create_ah::<T>)
+                Some(crate::rdma::ah::create_ah::<T>)
             } else {
                 None
             },
             // The same call with a `udata` (uverbs); `Operations::create_ah` gets it.
             create_user_ah: if T::HAS_CREATE_AH {
-                Some(super::ah::create_ah::<T>)
+                Some(crate::rdma::ah::create_ah::<T>)
             } else {
                 None
             },
             destroy_ah: if T::HAS_CREATE_AH {
-                Some(super::ah::destroy_ah::<T>)
+                Some(crate::rdma::ah::destroy_ah::<T>)
             } else {
                 None
             },
             size_ib_ah: Ah::<T>::ALLOC_SIZE,
             get_dma_mr: if T::HAS_GET_DMA_MR {
-                Some(super::mr::get_dma_mr::<T>)
+                Some(crate::rdma::mr::get_dma_mr::<T>)
             } else {
                 None
             },
             reg_user_mr: if T::HAS_REG_USER_MR {
-                Some(super::mr::reg_user_mr::<T>)
+                Some(crate::rdma::mr::reg_user_mr::<T>)
             } else {
                 None
             },
             alloc_mr: if T::HAS_ALLOC_MR {
-                Some(super::mr::alloc_mr::<T>)
+                Some(crate::rdma::mr::alloc_mr::<T>)
             } else {
                 None
             },
             map_mr_sg: if T::HAS_MAP_MR_SG {
-                Some(super::mr::map_mr_sg::<T>)
+                Some(crate::rdma::mr::map_mr_sg::<T>)
             } else {
                 None
             },
             dereg_mr: if T::HAS_DEREG_MR {
-                Some(super::mr::dereg_mr::<T>)
+                Some(crate::rdma::mr::dereg_mr::<T>)
             } else {
                 None
             },
             alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
-                Some(super::pd::alloc_ucontext::<T>)
+                Some(crate::rdma::pd::alloc_ucontext::<T>)
             } else {
                 None
             },
             dealloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
-                Some(super::pd::dealloc_ucontext::<T>)
+                Some(crate::rdma::pd::dealloc_ucontext::<T>)
             } else {
                 None
             },
             size_ib_ucontext: Ucontext::<T>::ALLOC_SIZE,
             mmap: if T::HAS_MMAP {
-                Some(super::mmap::mmap::<T>)
+                Some(crate::rdma::mmap::mmap::<T>)
             } else {
                 None
             },
             mmap_free: if T::HAS_MMAP {
-                Some(super::mmap::mmap_free::<T>)
+                Some(crate::rdma::mmap::mmap_free::<T>)
             } else {
                 None
             },
