@@ -223,6 +223,39 @@ impl QpKind {
             recv_cqn: init.recv_cq().ok_or(EINVAL)?.number(),
         })
     }
+
+    /// The `CMD_CREATE_QP` of a QP of this kind in `pd` with `rings`, named to the device by
+    /// `descs` (send, receive; the receive one unused with an SRQ) and the record at `dbrec`.
+    fn create_cmd(
+        &self,
+        pd: &rdma::Pd<RoceDevice>,
+        rings: &hw::WqGeometry,
+        descs: [hw::BufDesc; 2],
+        dbrec: u64,
+        signal_all: bool,
+    ) -> Result<hw::CreateQpCmd> {
+        let [sq, rq] = descs;
+        Ok(hw::CreateQpCmd {
+            sq,
+            rq,
+            dbrec_addr: dbrec,
+            pd: pd.number(),
+            sq_cqn: self.send_cqn,
+            rq_cqn: self.recv_cqn,
+            srqn: self.srqn.unwrap_or(hw::NONE),
+            qp_type: self.qp_type.into(),
+            sq_log_size: u8::try_from(rings.sq.log_size)?,
+            sq_log_stride: u8::try_from(rings.sq.log_stride)?,
+            rq_log_size: u8::try_from(rings.rq.map_or(0, |rq| rq.log_size))?,
+            rq_log_stride: u8::try_from(rings.rq.map_or(0, |rq| rq.log_stride))?,
+            flags: if signal_all {
+                hw::QP_FLAG_SIGNAL_ALL
+            } else {
+                0
+            },
+            rsvd: 0,
+        })
+    }
 }
 
 impl QpData {
@@ -243,12 +276,8 @@ impl QpData {
         pd: &rdma::Pd<RoceDevice>,
         init: &mut QpInit<'_, RoceDevice>,
     ) -> Result<Self> {
-        let QpKind {
-            qp_type,
-            srqn,
-            send_cqn,
-            recv_cqn,
-        } = QpKind::of(init, true)?;
+        let kind = QpKind::of(init, true)?;
+        let (qp_type, srqn) = (kind.qp_type, kind.srqn);
         let (rings, caps) = geometry(&init.caps(), srqn.is_some(), &dev.wq_limits())?;
         let sq = DmaRing::new(dev.parent(), rings.sq.log_size, rings.sq.log_stride)?;
         let rq = match rings.rq {
@@ -256,26 +285,16 @@ impl QpData {
             None => None,
         };
         let dbrec = DbRecord::new(dev.parent())?;
-        let completion = dev.cmdq().exec(&hw::CreateQpCmd {
-            sq: sq.desc(),
-            rq: rq.as_ref().map(DmaRing::desc).unwrap_or_default(),
-            dbrec_addr: dbrec.dma_address(),
-            pd: pd.number(),
-            sq_cqn: send_cqn,
-            rq_cqn: recv_cqn,
-            srqn: srqn.unwrap_or(hw::NONE),
-            qp_type: qp_type.into(),
-            sq_log_size: u8::try_from(rings.sq.log_size)?,
-            sq_log_stride: u8::try_from(rings.sq.log_stride)?,
-            rq_log_size: u8::try_from(rings.rq.map_or(0, |rq| rq.log_size))?,
-            rq_log_stride: u8::try_from(rings.rq.map_or(0, |rq| rq.log_stride))?,
-            flags: if init.signal_all() {
-                hw::QP_FLAG_SIGNAL_ALL
-            } else {
-                0
-            },
-            rsvd: 0,
-        })?;
+        let completion = dev.cmdq().exec(&kind.create_cmd(
+            pd,
+            &rings,
+            [
+                sq.desc(),
+                rq.as_ref().map(DmaRing::desc).unwrap_or_default(),
+            ],
+            dbrec.dma_address(),
+            init.signal_all(),
+        )?)?;
         let qpn = completion.qpn;
         let qp = Self {
             qpn,
@@ -318,12 +337,8 @@ impl QpData {
         udata: &mut Udata<'_>,
     ) -> Result<Self> {
         let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
-        let QpKind {
-            qp_type,
-            srqn,
-            send_cqn,
-            recv_cqn,
-        } = QpKind::of(init, false)?;
+        let kind = QpKind::of(init, false)?;
+        let (qp_type, srqn) = (kind.qp_type, kind.srqn);
         let req: uapi::ferroce_create_qp_req = udata.read()?;
         let (rings, caps) = user_geometry(&req, srqn.is_some(), &dev.wq_limits())?;
         let asked = init.caps();
@@ -343,26 +358,13 @@ impl QpData {
             None => mem.ring(dev, req.rq_offset, req.rq_log_size, req.rq_log_stride)?,
         };
         let dbrec_addr = mem.record(req.dbrec_offset)?;
-        let completion = dev.cmdq().exec(&hw::CreateQpCmd {
-            sq,
-            rq,
+        let completion = dev.cmdq().exec(&kind.create_cmd(
+            pd,
+            &rings,
+            [sq, rq],
             dbrec_addr,
-            pd: pd.number(),
-            sq_cqn: send_cqn,
-            rq_cqn: recv_cqn,
-            srqn: srqn.unwrap_or(hw::NONE),
-            qp_type: qp_type.into(),
-            sq_log_size: req.sq_log_size as u8,
-            sq_log_stride: req.sq_log_stride as u8,
-            rq_log_size: req.rq_log_size as u8,
-            rq_log_stride: req.rq_log_stride as u8,
-            flags: if init.signal_all() {
-                hw::QP_FLAG_SIGNAL_ALL
-            } else {
-                0
-            },
-            rsvd: 0,
-        })?;
+            init.signal_all(),
+        )?)?;
         let qpn = completion.qpn;
         if !qpn_plausible(qp_type, qpn) {
             pr_err!(
