@@ -4,7 +4,7 @@
 //! doorbell (batching, push). The WQE bytes come from [`crate::wqe`].
 
 use core::mem::offset_of;
-use core::sync::atomic::{fence, Ordering};
+use core::sync::atomic::{fence, AtomicBool, Ordering};
 
 use ferroce_hw::{QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_WQE_SIZE};
 use libc::{EINVAL, ENOMEM};
@@ -13,10 +13,49 @@ use crate::dma::{align_up, DmaBuf, PAGE_SIZE};
 use crate::doorbell::{self, Mmio, QueueDb};
 
 /// The push window of the context's doorbell page, if the device has one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// There is one window per context, shared by all its QPs: a push writes the WQE into it
+/// with several 64-bit stores and then rings `DB_PUSH`, so two pushes from different threads
+/// would tear each other's WQE. `busy` keeps them apart. A post that finds the window busy
+/// does not wait: its WQE is in the ring anyway, and it rings the plain SQ doorbell instead
+/// (as the kernel driver does).
+#[derive(Debug)]
 pub(crate) struct PushWindow {
     pub(crate) offset: usize,
     pub(crate) size: usize,
+    busy: AtomicBool,
+}
+
+impl PushWindow {
+    /// The window of `size` bytes at `offset` of the doorbell page.
+    pub(crate) const fn new(offset: usize, size: usize) -> Self {
+        Self {
+            offset,
+            size,
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// The window for one push, or `None` if another one is under way.
+    pub(crate) fn try_lock(&self) -> Option<PushGuard<'_>> {
+        self.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            // Not `then_some`: a guard made eagerly and dropped would release a window that
+            // another thread holds.
+            .then(|| PushGuard(self))
+    }
+}
+
+/// The push window, held for one push (released on drop).
+pub(crate) struct PushGuard<'a>(&'a PushWindow);
+
+impl Drop for PushGuard<'_> {
+    fn drop(&mut self) {
+        // The window stores and DB_PUSH go out before the next holder's stores.
+        doorbell::to_device_barrier();
+        self.0.busy.store(false, Ordering::Release);
+    }
 }
 
 /// Geometry of one ring: `1 << log_size` WQEs of `1 << log_stride` bytes at `offset`.
@@ -219,7 +258,7 @@ impl WorkQueue {
         ci: u16,
         page: &impl Mmio,
         qid: u16,
-        push: Option<PushWindow>,
+        push: Option<&PushWindow>,
         build: impl FnMut(&mut [u8]) -> Option<Result<usize, i32>>,
     ) -> (u16, Result<(), i32>) {
         let mut scratch = [0u8; MAX_WQE_SIZE];
@@ -245,7 +284,7 @@ impl WorkQueue {
         ci: u16,
         page: &impl Mmio,
         qid: u16,
-        push: Option<PushWindow>,
+        push: Option<&PushWindow>,
         n: usize,
         wqe: impl Fn(usize) -> Option<(&'a [u8], usize)>,
     ) -> Result<(), i32> {
@@ -277,15 +316,19 @@ impl WorkQueue {
         qid: u16,
         posted: u16,
         last: &[u8],
-        push: Option<PushWindow>,
+        push: Option<&PushWindow>,
     ) {
         if posted == 0 {
             return;
         }
         self.publish(buf);
         if let Some(w) = push.filter(|_| posted == 1) {
-            if doorbell::push(page, w.offset, w.size, qid, self.pi, last) {
-                return;
+            // Only one push at a time in the context's window; when another QP's push holds
+            // it, the plain doorbell announces this WQE.
+            if let Some(_window) = w.try_lock() {
+                if doorbell::push(page, w.offset, w.size, qid, self.pi, last) {
+                    return;
+                }
             }
         }
         doorbell::ring(page, QueueDb::Sq, qid, self.pi);
@@ -300,10 +343,7 @@ mod tests {
     use ferroce_hw::{QpType, WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
     const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
-    const PUSH: PushWindow = PushWindow {
-        offset: PUSH_WINDOW_OFFSET,
-        size: PUSH_WINDOW_SIZE,
-    };
+    static PUSH: PushWindow = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
 
     fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> WqCaps {
         WqCaps {
@@ -408,7 +448,7 @@ mod tests {
             assert_eq!(c.wr_id, i as u64 + 1);
         }
         assert_eq!(buf.load_u32(l.dbrec_offset), 0);
-        sq.ring_sq(&buf, &page, 7, n, &scratch[..last], Some(PUSH));
+        sq.ring_sq(&buf, &page, 7, n, &scratch[..last], Some(&PUSH));
         assert_eq!(buf.load_u32(l.dbrec_offset), 3);
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0007_0003, 32)]);
     }
@@ -424,7 +464,7 @@ mod tests {
             it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
         });
         assert_eq!((n, res), (1, Ok(())));
-        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(PUSH));
+        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(&PUSH));
         let w = page.writes.borrow();
         // 64 bytes = eight 64-bit stores into the window, then DB_PUSH with pi = 1.
         assert_eq!(w.len(), 9);
@@ -475,7 +515,7 @@ mod tests {
         assert_eq!(sq.pi(), 7);
         // Nothing posted: no doorbell at all.
         let page = FakePage::default();
-        sq.ring_sq(&buf, &page, 1, 0, &[], Some(PUSH));
+        sq.ring_sq(&buf, &page, 1, 0, &[], Some(&PUSH));
         assert!(page.writes.borrow().is_empty());
     }
 
@@ -534,10 +574,7 @@ mod batch_tests {
     use crate::wr::{WrBatch, WrFlags};
     use ferroce_hw::{QpType, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
-    const PUSH: Option<PushWindow> = Some(PushWindow {
-        offset: PUSH_WINDOW_OFFSET,
-        size: PUSH_WINDOW_SIZE,
-    });
+    static PUSH: PushWindow = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
 
     fn setup() -> (WorkQueue, DmaBuf, WrBatch) {
         let layout = RingLayout {
@@ -570,7 +607,7 @@ mod batch_tests {
         let page = FakePage::default();
         let n = sends(&mut b, 1..4);
         assert_eq!(
-            sq.post_batch(&buf, 0, &page, 9, PUSH, n, |i| b.wqe(i)),
+            sq.post_batch(&buf, 0, &page, 9, Some(&PUSH), n, |i| b.wqe(i)),
             Ok(())
         );
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0009_0003, 32)]);
@@ -582,7 +619,7 @@ mod batch_tests {
         let page = FakePage::default();
         let n = sends(&mut b, 7..8);
         assert_eq!(
-            sq.post_batch(&buf, 3, &page, 9, PUSH, n, |i| b.wqe(i)),
+            sq.post_batch(&buf, 3, &page, 9, Some(&PUSH), n, |i| b.wqe(i)),
             Ok(())
         );
         let w = page.writes.borrow();
@@ -591,7 +628,7 @@ mod batch_tests {
         // An empty batch rings nothing.
         let page = FakePage::default();
         assert_eq!(
-            sq.post_batch(&buf, 4, &page, 9, PUSH, 0, |i| b.wqe(i)),
+            sq.post_batch(&buf, 4, &page, 9, Some(&PUSH), 0, |i| b.wqe(i)),
             Ok(())
         );
         assert!(page.writes.borrow().is_empty());
@@ -665,16 +702,98 @@ mod post_tests {
         let reqs = [good, bad];
         let mut it = reqs.iter();
         let page = FakePage::default();
-        let push = Some(PushWindow {
-            offset: PUSH_WINDOW_OFFSET,
-            size: PUSH_WINDOW_SIZE,
-        });
-        let (n, res) = sq.post_send(&buf, 0, &page, 4, push, |slot| {
+        let push = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
+        let (n, res) = sq.post_send(&buf, 0, &page, 4, Some(&push), |slot| {
             it.next().map(|r| build_send_wqe(r, &limits, slot))
         });
         assert_eq!((n, res), (1, Err(EINVAL)));
         // The good WQE is announced with a plain doorbell.
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0004_0001, 32)]);
         assert_eq!(buf.load_u32(512), 1);
+    }
+}
+
+#[cfg(test)]
+mod push_tests {
+    use super::*;
+    use crate::doorbell::tests::SharedPage;
+    use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
+    use ferroce_hw::{Doorbell, QpType, DB_PUSH, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
+
+    /// Posts `n` single-WQE chains on a QP of its own (local QID `qid`, `wr_id` = `qid << 32 |
+    /// i`) through the context's one push window.
+    fn poster(page: &SharedPage, push: Option<&PushWindow>, qid: u16, n: u32) {
+        let layout = RingLayout {
+            offset: 0,
+            log_size: 4,
+            log_stride: 7,
+        };
+        let mut sq = WorkQueue::new(&layout, 2048).expect("sq");
+        let buf = DmaBuf::new(4096).expect("buf");
+        let limits = SqLimits {
+            qp_type: QpType::Rc,
+            stride: 128,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        for i in 0..n {
+            let req = SendRequest {
+                wr_id: u64::from(qid) << 32 | u64::from(i),
+                op: SendOp::Send,
+                signaled: true,
+                solicited: false,
+                fence: false,
+                payload: Payload::Sges(&[]),
+                ud: None,
+            };
+            let mut once = Some(req);
+            let ci = sq.pi();
+            let (posted, res) = sq.post_send(&buf, ci, page, qid, push, |slot| {
+                once.take().map(|r| build_send_wqe(&r, &limits, slot))
+            });
+            assert_eq!((posted, res), (1, Ok(())));
+        }
+    }
+
+    #[test]
+    fn pushes_of_two_qps_never_interleave() {
+        let page = SharedPage::default();
+        let push = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
+        std::thread::scope(|s| {
+            s.spawn(|| poster(&page, Some(&push), 1, 2000));
+            s.spawn(|| poster(&page, Some(&push), 2, 2000));
+        });
+        // Every DB_PUSH must follow exactly its own WQE's eight window words, all stored by the
+        // thread that rings it, the first one its wr_id.
+        let log = page.writes.lock().expect("log");
+        let mut window: Vec<(std::thread::ThreadId, u64)> = Vec::new();
+        let mut pushes = 0;
+        let mut rings = 0;
+        for &(who, off, value) in log.iter() {
+            if off == ferroce_hw::DB_SQ {
+                // A post that found the window busy: the plain doorbell.
+                rings += 1;
+            }
+            if (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE).contains(&off) {
+                window.push((who, value));
+            } else if off == DB_PUSH {
+                pushes += 1;
+                let db = Doorbell::decode(value as u32);
+                assert_eq!(window.len(), 8, "push {pushes}: window words {window:x?}");
+                assert!(
+                    window.iter().all(|&(w, _)| w == who),
+                    "push {pushes}: window written by two threads"
+                );
+                assert_eq!(
+                    window[0].1 >> 32,
+                    u64::from(db.qid),
+                    "push {pushes}: torn WQE"
+                );
+                window.clear();
+            }
+        }
+        assert!(window.is_empty());
+        assert!(pushes > 0);
+        assert_eq!(pushes + rings, 4000, "every WQE announced once");
     }
 }

@@ -120,6 +120,7 @@ pub(super) struct QpProgress {
 /// What the provider keeps per context.
 pub(super) struct ContextInner {
     pub(super) db: DbPage,
+    /// The push window, one for all QPs of the context (it serialises their pushes).
     pub(super) push: Option<PushWindow>,
     pub(super) limits: WqLimits,
     qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
@@ -169,10 +170,7 @@ fn limits_from(
         if offset % 8 != 0 || offset + size > sys::FERROCE_DB_PAGE_SIZE as usize {
             return Err(EPROTO);
         }
-        Some(PushWindow {
-            offset,
-            size: size.min(MAX_WQE_SIZE),
-        })
+        Some(PushWindow::new(offset, size.min(MAX_WQE_SIZE)))
     } else {
         None
     };

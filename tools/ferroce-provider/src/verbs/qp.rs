@@ -543,7 +543,7 @@ pub(super) unsafe extern "C" fn post_send(
     let ci = qp.progress.sq_ci.load(Ordering::Acquire);
     let mut cur = wr;
     let mut attempt = wr;
-    let (_, result) = sq.post_send(&qp.buf, ci, &ctx.db, qp.qid, ctx.push, |slot| {
+    let (_, result) = sq.post_send(&qp.buf, ci, &ctx.db, qp.qid, ctx.push.as_ref(), |slot| {
         // SAFETY: the application's chain: null or valid WRs.
         let w = unsafe { cur.as_ref() }?;
         attempt = cur;
@@ -701,7 +701,9 @@ unsafe extern "C" fn wr_complete(ibqp: *mut sys::ibv_qp_ex) -> c_int {
     let result = batch.finish().and_then(|n| {
         let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
         let ci = qp.progress.sq_ci.load(Ordering::Acquire);
-        sq.post_batch(&qp.buf, ci, &ctx.db, qp.qid, ctx.push, n, |i| batch.wqe(i))
+        sq.post_batch(&qp.buf, ci, &ctx.db, qp.qid, ctx.push.as_ref(), n, |i| {
+            batch.wqe(i)
+        })
     });
     batch.clear();
     drop(batch);
