@@ -8,7 +8,7 @@ use core::sync::atomic::{fence, Ordering};
 use ferroce_hw::{
     CqDbRecord, Cqe, Ring, WcStatus, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV,
     CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE,
-    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OWNER_OFFSET, CQE_SIZE,
+    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OP_REG_MR, CQE_OP_SEND, CQE_OWNER_OFFSET, CQE_SIZE,
 };
 use libc::EINVAL;
 
@@ -114,9 +114,31 @@ pub(crate) fn wc_flags(cqe: &Cqe) -> u32 {
     flags
 }
 
+/// Whether the CQE's opcode is one the interface defines. One that is not (a buggy device) is
+/// still consumed, and reported as a general error with the CQE's `wr_id`; it frees nothing in
+/// any queue (the kernel driver drops such CQEs likewise, without accounting them).
+pub(crate) fn known_opcode(cqe: &Cqe) -> bool {
+    matches!(
+        cqe.opcode,
+        CQE_OP_SEND
+            | CQE_OP_RDMA_WRITE
+            | CQE_OP_RDMA_READ
+            | CQE_OP_CMP_SWAP
+            | CQE_OP_FETCH_ADD
+            | CQE_OP_REG_MR
+            | CQE_OP_LOCAL_INV
+            | CQE_OP_RECV
+            | CQE_OP_RECV_RDMA_WITH_IMM
+    )
+}
+
 /// The work completion status of a CQE: hardware statuses are IB `ib_wc_status` values,
-/// which ibverbs shares; a status the interface does not define is a general error.
+/// which ibverbs shares; a status the interface does not define, or any status of a CQE whose
+/// opcode it does not define, is a general error.
 pub(crate) fn wc_status(cqe: &Cqe) -> sys::ibv_wc_status {
+    if !known_opcode(cqe) {
+        return sys::IBV_WC_GENERAL_ERR;
+    }
     match WcStatus::try_from(cqe.status) {
         Ok(status) => sys::ibv_wc_status::from(u8::from(status)),
         Err(_) => sys::IBV_WC_GENERAL_ERR,
@@ -164,6 +186,31 @@ mod tests {
         cq.buf().write(off, &bytes[..CQE_OWNER_OFFSET]);
         cq.buf()
             .write(off + CQE_OWNER_OFFSET, &bytes[CQE_OWNER_OFFSET..]);
+    }
+
+    #[test]
+    fn unknown_opcode_is_consumed_as_a_general_error() {
+        let mut cq = CqRing::new(4, 15).expect("cq");
+        let ring = cq.ring();
+        let bogus = Cqe {
+            wr_id: 77,
+            opcode: 0x42,
+            status: WcStatus::Success.into(),
+            byte_len: 4096,
+            owner: ring.owner(0),
+            ..Cqe::default()
+        };
+        cq.buf().write(0, &bogus.encode());
+        device_write(&cq, 1, 78);
+        // SAFETY: `ibv_wc` is plain data; all-zero is a valid value.
+        let mut wc: sys::ibv_wc = unsafe { core::mem::zeroed() };
+        let cqe = cq.poll().expect("the bogus CQE");
+        fill_wc(&cqe, &mut wc);
+        assert_eq!((wc.wr_id, wc.status), (77, sys::IBV_WC_GENERAL_ERR));
+        // Consumed: the next poll takes the CQE after it, and the record says so.
+        assert_eq!(cq.poll().map(|c| c.wr_id), Some(78));
+        cq.publish_ci();
+        assert_eq!(cq.buf().load_u32(cq.dbrec_offset()), 2);
     }
 
     #[test]
@@ -261,7 +308,7 @@ mod tests {
             (CQE_OP_CMP_SWAP, sys::IBV_WC_COMP_SWAP),
             (CQE_OP_FETCH_ADD, sys::IBV_WC_FETCH_ADD),
             (CQE_OP_RECV_RDMA_WITH_IMM, sys::IBV_WC_RECV_RDMA_WITH_IMM),
-            (ferroce_hw::CQE_OP_SEND, sys::IBV_WC_SEND),
+            (CQE_OP_SEND, sys::IBV_WC_SEND),
         ];
         for (op, want) in cases {
             let cqe = Cqe {

@@ -12,7 +12,7 @@ use libc::{EINVAL, ENOMEM};
 
 use super::context::{context, ContextInner};
 use super::{check, fail, Pod, WithDrv};
-use crate::cq::{fill_wc, is_recv, wc_flags, wc_opcode, wc_status, CqRing};
+use crate::cq::{fill_wc, is_recv, known_opcode, wc_flags, wc_opcode, wc_status, CqRing};
 use crate::doorbell;
 use crate::sys;
 use crate::wr::SpinGate;
@@ -235,6 +235,10 @@ pub(super) unsafe extern "C" fn destroy_cq(ibcq: *mut sys::ibv_cq) -> c_int {
 
 /// Frees the ring slots a CQE completes in its queue.
 fn account(ctx: &ContextInner, cqe: &Cqe) {
+    // A CQE the interface does not define names no queue we could trust.
+    if !known_opcode(cqe) {
+        return;
+    }
     let qps = ctx.qps();
     let Some(qp) = qps.get(&cqe.qpn) else {
         return;
