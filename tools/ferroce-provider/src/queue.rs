@@ -4,7 +4,8 @@
 //! doorbell (batching, push). The WQE bytes come from [`crate::wqe`].
 
 use core::mem::offset_of;
-use core::sync::atomic::{fence, AtomicBool, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ferroce_hw::{QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_WQE_SIZE};
 use libc::{EINVAL, ENOMEM};
@@ -146,6 +147,102 @@ pub(crate) fn srq_layout(max_wr: u32, max_sge: u32, dev: &WqLimits) -> Result<Qp
     })
 }
 
+/// Whether a completion that frees the slots up to `next` is plausible for a queue with
+/// producer `pi` whose completions had freed up to `ci`: it must move forward, not past `pi`
+/// (the kernel driver's rule, `qp.rs`).
+fn completion_advances(ring: Ring, pi: u16, ci: u16, next: u16) -> bool {
+    ring.used(pi, next) <= ring.used(pi, ci)
+}
+
+/// What a CQE says of its work queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completed {
+    /// WQE `wqe_index` completed; the provider posted it with this `wr_id`.
+    Recorded(u64),
+    /// WQE `wqe_index` completed; the queue (an SRQ) keeps no `wr_id` that is still valid.
+    Unrecorded,
+    /// The index is not one of the queue's outstanding WQEs (a buggy device): nothing changed.
+    Bogus,
+}
+
+/// What the CQ poller shares with the posters of one work queue: how far the provider posted,
+/// how far completions freed the ring, and the `wr_id` of each posted WQE by slot.
+#[derive(Debug)]
+pub(crate) struct QueueProgress {
+    ring: Ring,
+    /// Shared receive queue: completions of several QPs, possibly out of order.
+    shared: bool,
+    pi: AtomicU16,
+    ci: AtomicU16,
+    wr_ids: Box<[AtomicU64]>,
+}
+
+impl QueueProgress {
+    fn new(ring: Ring, shared: bool) -> Self {
+        Self {
+            ring,
+            shared,
+            pi: AtomicU16::new(0),
+            ci: AtomicU16::new(0),
+            wr_ids: (0..ring.size()).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The consumer index: the device is done with the WQEs before it.
+    pub(crate) fn ci(&self) -> u16 {
+        self.ci.load(Ordering::Acquire)
+    }
+
+    /// Notes the CQE of WQE `wqe_index` (a free-running index), by the kernel driver's rule
+    /// (`completion_advances` in its `qp.rs`): the device is done with the WQEs up to it, so
+    /// it must move the consumer forward, not past what was posted. Anything else is a buggy
+    /// device, and changes nothing (the posters never get slots the device still owns).
+    ///
+    /// An SRQ's WQEs complete out of order (in the QPs that took them), and the ring frees
+    /// them in the order the device took them: a completion must name one of the WQEs posted
+    /// in the ring's last pass, and moves the consumer if it is ahead of it. Its `wr_id`
+    /// record may be a newer WQE's by then, so the SRQ reports the CQE's.
+    pub(crate) fn complete(&self, wqe_index: u16) -> Completed {
+        let next = wqe_index.wrapping_add(1);
+        let pi = self.pi.load(Ordering::Acquire);
+        let mut ci = self.ci.load(Ordering::Acquire);
+        if self.shared {
+            if self.ring.used(pi, wqe_index) == 0
+                || self.ring.used(pi, wqe_index) > self.ring.size()
+            {
+                return Completed::Bogus;
+            }
+            let _ = self
+                .ci
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |ci| {
+                    completion_advances(self.ring, pi, ci, next).then_some(next)
+                });
+            return Completed::Unrecorded;
+        }
+        loop {
+            // Strictly forward: a second CQE for a completed WQE has no record left.
+            if next == ci || !completion_advances(self.ring, pi, ci, next) {
+                return Completed::Bogus;
+            }
+            // Read before the slot is freed: a poster may reuse it right after.
+            let wr_id = self.wr_ids[self.ring.slot(wqe_index) as usize].load(Ordering::Relaxed);
+            match self
+                .ci
+                .compare_exchange(ci, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Completed::Recorded(wr_id),
+                Err(now) => ci = now,
+            }
+        }
+    }
+
+    /// Back to the empty queue.
+    fn reset(&self) {
+        self.pi.store(0, Ordering::Release);
+        self.ci.store(0, Ordering::Release);
+    }
+}
+
 /// One work queue's producer state (SQ, RQ or SRQ); callers hold its lock.
 #[derive(Debug)]
 pub(crate) struct WorkQueue {
@@ -155,18 +252,30 @@ pub(crate) struct WorkQueue {
     pi: u16,
     /// Byte offset of this queue's producer index in the doorbell record.
     pi_offset: usize,
+    progress: Arc<QueueProgress>,
 }
 
 impl WorkQueue {
     /// The queue of `layout`; its producer index is the u32 at `pi_offset` of the buffer.
     pub(crate) fn new(layout: &RingLayout, pi_offset: usize) -> Result<Self, i32> {
+        Self::with_progress(layout, pi_offset, false)
+    }
+
+    fn with_progress(layout: &RingLayout, pi_offset: usize, shared: bool) -> Result<Self, i32> {
+        let ring = Ring::new(layout.log_size, layout.log_size).ok_or(EINVAL)?;
         Ok(Self {
-            ring: Ring::new(layout.log_size, layout.log_size).ok_or(EINVAL)?,
+            ring,
             offset: layout.offset,
             stride: 1 << layout.log_stride,
             pi: 0,
             pi_offset,
+            progress: Arc::new(QueueProgress::new(ring, shared)),
         })
+    }
+
+    /// What the CQ poller learns of this queue and tells its posters.
+    pub(crate) fn progress(&self) -> &Arc<QueueProgress> {
+        &self.progress
     }
 
     /// The SQ of a QP (producer index at `QpDbRecord::sq_pi`).
@@ -184,7 +293,7 @@ impl WorkQueue {
         } else {
             offset_of!(QpDbRecord, rq_pi)
         };
-        Self::new(ring, dbrec_offset + field)
+        Self::with_progress(ring, dbrec_offset + field, srq)
     }
 
     /// Entries.
@@ -206,6 +315,7 @@ impl WorkQueue {
     /// Back to the empty queue (the QP went to RESET, where the device restarts at 0).
     pub(crate) fn reset(&mut self, buf: &DmaBuf) {
         self.pi = 0;
+        self.progress.reset();
         buf.zero(self.offset, self.ring.size() as usize * self.stride);
         buf.store_u32(self.pi_offset, 0);
     }
@@ -234,9 +344,16 @@ impl WorkQueue {
             if self.ring.is_full(self.pi, ci) {
                 return (self.pi.wrapping_sub(start), Err(ENOMEM), last);
             }
-            let off = self.offset + self.ring.slot(self.pi) as usize * self.stride;
-            buf.write(off, slot);
+            let slot_index = self.ring.slot(self.pi) as usize;
+            buf.write(self.offset + slot_index * self.stride, slot);
+            // Send and receive WQEs start with their wr_id (`WqeCtrl`, `RecvWqeHeader`).
+            let wr_id = slot
+                .first_chunk::<8>()
+                .map_or(0, |b| u64::from_le_bytes(*b));
+            self.progress.wr_ids[slot_index].store(wr_id, Ordering::Relaxed);
             self.pi = self.pi.wrapping_add(1);
+            // Completions up to here are now plausible (the record tells the device later).
+            self.progress.pi.store(self.pi, Ordering::Release);
             last = len;
         }
         (self.pi.wrapping_sub(start), Ok(()), last)
