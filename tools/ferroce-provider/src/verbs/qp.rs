@@ -151,7 +151,11 @@ unsafe fn create(
     let rq_progress = match (unsafe { srq.as_ref() }, &rq) {
         (Some(s), _) => s.progress.clone(),
         (None, Some(rq)) => rq.progress().clone(),
-        (None, None) => return Err(EINVAL),
+        // The layout has an RQ unless there is an SRQ.
+        (None, None) => {
+            undo_fork();
+            return Err(EINVAL);
+        }
     };
     let progress = Arc::new(QpProgress {
         sq: sq.progress().clone(),
