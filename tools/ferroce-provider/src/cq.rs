@@ -4,15 +4,17 @@
 //! doorbell record with the consumer index the provider has polled up to.
 
 use core::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
 
 use ferroce_hw::{
     CqDbRecord, Cqe, Ring, WcStatus, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV,
     CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE,
-    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OWNER_OFFSET, CQE_SIZE,
+    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OP_REG_MR, CQE_OP_SEND, CQE_OWNER_OFFSET, CQE_SIZE,
 };
 use libc::EINVAL;
 
 use crate::dma::DmaBuf;
+use crate::queue::{Completed, QueueProgress};
 use crate::sys;
 
 pub(crate) use ferroce_hw::log2_ceil as ceil_log2;
@@ -114,9 +116,31 @@ pub(crate) fn wc_flags(cqe: &Cqe) -> u32 {
     flags
 }
 
+/// Whether the CQE's opcode is one the interface defines. One that is not (a buggy device) is
+/// still consumed, and reported as a general error with the CQE's `wr_id`; it frees nothing in
+/// any queue (the kernel driver drops such CQEs likewise, without accounting them).
+pub(crate) fn known_opcode(cqe: &Cqe) -> bool {
+    matches!(
+        cqe.opcode,
+        CQE_OP_SEND
+            | CQE_OP_RDMA_WRITE
+            | CQE_OP_RDMA_READ
+            | CQE_OP_CMP_SWAP
+            | CQE_OP_FETCH_ADD
+            | CQE_OP_REG_MR
+            | CQE_OP_LOCAL_INV
+            | CQE_OP_RECV
+            | CQE_OP_RECV_RDMA_WITH_IMM
+    )
+}
+
 /// The work completion status of a CQE: hardware statuses are IB `ib_wc_status` values,
-/// which ibverbs shares; a status the interface does not define is a general error.
+/// which ibverbs shares; a status the interface does not define, or any status of a CQE whose
+/// opcode it does not define, is a general error.
 pub(crate) fn wc_status(cqe: &Cqe) -> sys::ibv_wc_status {
+    if !known_opcode(cqe) {
+        return sys::IBV_WC_GENERAL_ERR;
+    }
     match WcStatus::try_from(cqe.status) {
         Ok(status) => sys::ibv_wc_status::from(u8::from(status)),
         Err(_) => sys::IBV_WC_GENERAL_ERR,
@@ -142,6 +166,26 @@ pub(crate) fn fill_wc(cqe: &Cqe, wc: &mut sys::ibv_wc) {
     wc.dlid_path_bits = 0;
 }
 
+/// Settles a CQE against the queue it completes (`queue(recv)`, the QP's SQ, or its RQ or
+/// SRQ for a receive; `None` for a QP the provider does not know): the queue learns how far
+/// the device got, and the CQE takes the `wr_id` the provider recorded for the WQE. A CQE
+/// whose WQE index the queue refuses ([`QueueProgress::complete`]) becomes a general error
+/// that frees nothing; like one with an unknown opcode it keeps the CQE's `wr_id`, there being
+/// no record to report.
+pub(crate) fn settle(cqe: &mut Cqe, queue: impl FnOnce(bool) -> Option<Arc<QueueProgress>>) {
+    if !known_opcode(cqe) {
+        return;
+    }
+    let Some(q) = queue(is_recv(cqe)) else {
+        return;
+    };
+    match q.complete(cqe.wqe_index) {
+        Completed::Recorded(wr_id) => cqe.wr_id = wr_id,
+        Completed::Unrecorded => {}
+        Completed::Bogus => cqe.status = WcStatus::GeneralErr.into(),
+    }
+}
+
 /// Whether a CQE completes a receive WQE (RQ or SRQ).
 pub(crate) fn is_recv(cqe: &Cqe) -> bool {
     cqe.opcode & 0x80 != 0
@@ -164,6 +208,103 @@ mod tests {
         cq.buf().write(off, &bytes[..CQE_OWNER_OFFSET]);
         cq.buf()
             .write(off + CQE_OWNER_OFFSET, &bytes[CQE_OWNER_OFFSET..]);
+    }
+
+    #[test]
+    fn unknown_opcode_is_consumed_as_a_general_error() {
+        let mut cq = CqRing::new(4, 15).expect("cq");
+        let ring = cq.ring();
+        let bogus = Cqe {
+            wr_id: 77,
+            opcode: 0x42,
+            status: WcStatus::Success.into(),
+            byte_len: 4096,
+            owner: ring.owner(0),
+            ..Cqe::default()
+        };
+        cq.buf().write(0, &bogus.encode());
+        device_write(&cq, 1, 78);
+        // SAFETY: `ibv_wc` is plain data; all-zero is a valid value.
+        let mut wc: sys::ibv_wc = unsafe { core::mem::zeroed() };
+        let cqe = cq.poll().expect("the bogus CQE");
+        fill_wc(&cqe, &mut wc);
+        assert_eq!((wc.wr_id, wc.status), (77, sys::IBV_WC_GENERAL_ERR));
+        // Consumed: the next poll takes the CQE after it, and the record says so.
+        assert_eq!(cq.poll().map(|c| c.wr_id), Some(78));
+        cq.publish_ci();
+        assert_eq!(cq.buf().load_u32(cq.dbrec_offset()), 2);
+    }
+
+    /// A queue of 4 with WQEs `wr_ids` posted, and its progress.
+    fn posted(srq: bool, wr_ids: &[u64]) -> (crate::queue::WorkQueue, Arc<QueueProgress>) {
+        use crate::queue::{RingLayout, WorkQueue};
+        let layout = RingLayout {
+            offset: 0,
+            log_size: 2,
+            log_stride: 6,
+        };
+        let mut wq = WorkQueue::rq(&layout, 1024, srq).expect("wq");
+        let buf = DmaBuf::new(4096).expect("buf");
+        let mut scratch = [0u8; ferroce_hw::MAX_WQE_SIZE];
+        let mut it = wr_ids.iter();
+        let (n, res, _) = wq.fill(&buf, 0, &mut scratch, |slot| {
+            it.next()
+                .map(|&id| crate::wqe::build_recv_wqe(id, &[], 1, slot))
+        });
+        assert_eq!((n as usize, res), (wr_ids.len(), Ok(())));
+        let progress = wq.progress().clone();
+        (wq, progress)
+    }
+
+    /// Settles a receive CQE of WQE `index` that claims `wr_id`; returns the completion
+    /// reported.
+    fn complete(q: &Arc<QueueProgress>, index: u16, wr_id: u64) -> (u64, sys::ibv_wc_status) {
+        let mut cqe = Cqe {
+            wr_id,
+            wqe_index: index,
+            opcode: CQE_OP_RECV,
+            status: WcStatus::Success.into(),
+            ..Cqe::default()
+        };
+        settle(&mut cqe, |recv| recv.then(|| q.clone()));
+        (cqe.wr_id, wc_status(&cqe))
+    }
+
+    #[test]
+    fn wqe_index_must_advance_within_the_posted() {
+        let (_wq, q) = posted(false, &[10, 11]);
+        let bad = (0xdead, sys::IBV_WC_GENERAL_ERR);
+        // Past the producer (2): a general error, and the queue frees nothing.
+        let got = complete(&q, 5, 0xdead);
+        assert_eq!(q.ci(), 0, "accounting moved past the producer");
+        assert_eq!(got, bad);
+        assert_eq!(complete(&q, 2, 0xdead), bad);
+        assert_eq!(q.ci(), 0);
+        // In range: the wr_id is the one posted, whatever the CQE says.
+        assert_eq!(complete(&q, 0, 0xbeef), (10, sys::IBV_WC_SUCCESS));
+        assert_eq!(q.ci(), 1);
+        // Again, or backwards: nothing left to complete there.
+        assert_eq!(complete(&q, 0, 0xdead), bad);
+        assert_eq!(complete(&q, 65535, 0xdead), bad);
+        assert_eq!(q.ci(), 1);
+        assert_eq!(complete(&q, 1, 11), (11, sys::IBV_WC_SUCCESS));
+        assert_eq!(q.ci(), 2);
+    }
+
+    #[test]
+    fn srq_completions_stay_within_the_posted() {
+        let (_wq, q) = posted(true, &[20, 21, 22]);
+        let bad = (0xdead, sys::IBV_WC_GENERAL_ERR);
+        let got = complete(&q, 3, 0xdead);
+        assert_eq!(q.ci(), 0, "accounting moved past the producer");
+        assert_eq!(got, bad);
+        assert_eq!(complete(&q, 4, 0xdead), bad);
+        assert_eq!(q.ci(), 0);
+        // QPs complete SRQ WQEs out of order: the device took 1 and 0 when it took 2.
+        assert_eq!(complete(&q, 2, 22).1, sys::IBV_WC_SUCCESS);
+        assert_eq!(q.ci(), 3);
+        assert_eq!(complete(&q, 0, 20).1, sys::IBV_WC_SUCCESS);
+        assert_eq!(q.ci(), 3);
     }
 
     #[test]
@@ -261,7 +402,7 @@ mod tests {
             (CQE_OP_CMP_SWAP, sys::IBV_WC_COMP_SWAP),
             (CQE_OP_FETCH_ADD, sys::IBV_WC_FETCH_ADD),
             (CQE_OP_RECV_RDMA_WITH_IMM, sys::IBV_WC_RECV_RDMA_WITH_IMM),
-            (ferroce_hw::CQE_OP_SEND, sys::IBV_WC_SEND),
+            (CQE_OP_SEND, sys::IBV_WC_SEND),
         ];
         for (op, want) in cases {
             let cqe = Cqe {

@@ -199,6 +199,31 @@ pub(crate) mod tests {
         }
     }
 
+    /// A doorbell page shared by threads: records every store with the thread that made it,
+    /// and yields inside window stores so that concurrent pushes would interleave.
+    #[derive(Default)]
+    pub(crate) struct SharedPage {
+        pub(crate) writes: std::sync::Mutex<Vec<(std::thread::ThreadId, usize, u64)>>,
+    }
+
+    impl Mmio for SharedPage {
+        fn write32(&self, off: usize, value: u32) {
+            let me = std::thread::current().id();
+            self.writes
+                .lock()
+                .expect("log")
+                .push((me, off, u64::from(value)));
+        }
+        fn write64(&self, off: usize, value: u64) {
+            let me = std::thread::current().id();
+            self.writes.lock().expect("log").push((me, off, value));
+            std::thread::yield_now();
+        }
+        fn read32(&self, _off: usize) -> u32 {
+            0
+        }
+    }
+
     #[test]
     fn doorbell_values() {
         let page = FakePage::default();

@@ -4,7 +4,8 @@
 //! doorbell (batching, push). The WQE bytes come from [`crate::wqe`].
 
 use core::mem::offset_of;
-use core::sync::atomic::{fence, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ferroce_hw::{QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_WQE_SIZE};
 use libc::{EINVAL, ENOMEM};
@@ -13,10 +14,49 @@ use crate::dma::{align_up, DmaBuf, PAGE_SIZE};
 use crate::doorbell::{self, Mmio, QueueDb};
 
 /// The push window of the context's doorbell page, if the device has one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// There is one window per context, shared by all its QPs: a push writes the WQE into it
+/// with several 64-bit stores and then rings `DB_PUSH`, so two pushes from different threads
+/// would tear each other's WQE. `busy` keeps them apart. A post that finds the window busy
+/// does not wait: its WQE is in the ring anyway, and it rings the plain SQ doorbell instead
+/// (as the kernel driver does).
+#[derive(Debug)]
 pub(crate) struct PushWindow {
     pub(crate) offset: usize,
     pub(crate) size: usize,
+    busy: AtomicBool,
+}
+
+impl PushWindow {
+    /// The window of `size` bytes at `offset` of the doorbell page.
+    pub(crate) const fn new(offset: usize, size: usize) -> Self {
+        Self {
+            offset,
+            size,
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// The window for one push, or `None` if another one is under way.
+    pub(crate) fn try_lock(&self) -> Option<PushGuard<'_>> {
+        self.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            // Not `then_some`: a guard made eagerly and dropped would release a window that
+            // another thread holds.
+            .then(|| PushGuard(self))
+    }
+}
+
+/// The push window, held for one push (released on drop).
+pub(crate) struct PushGuard<'a>(&'a PushWindow);
+
+impl Drop for PushGuard<'_> {
+    fn drop(&mut self) {
+        // The window stores and DB_PUSH go out before the next holder's stores.
+        doorbell::to_device_barrier();
+        self.0.busy.store(false, Ordering::Release);
+    }
 }
 
 /// Geometry of one ring: `1 << log_size` WQEs of `1 << log_stride` bytes at `offset`.
@@ -107,6 +147,102 @@ pub(crate) fn srq_layout(max_wr: u32, max_sge: u32, dev: &WqLimits) -> Result<Qp
     })
 }
 
+/// Whether a completion that frees the slots up to `next` is plausible for a queue with
+/// producer `pi` whose completions had freed up to `ci`: it must move forward, not past `pi`
+/// (the kernel driver's rule, `qp.rs`).
+fn completion_advances(ring: Ring, pi: u16, ci: u16, next: u16) -> bool {
+    ring.used(pi, next) <= ring.used(pi, ci)
+}
+
+/// What a CQE says of its work queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completed {
+    /// WQE `wqe_index` completed; the provider posted it with this `wr_id`.
+    Recorded(u64),
+    /// WQE `wqe_index` completed; the queue (an SRQ) keeps no `wr_id` that is still valid.
+    Unrecorded,
+    /// The index is not one of the queue's outstanding WQEs (a buggy device): nothing changed.
+    Bogus,
+}
+
+/// What the CQ poller shares with the posters of one work queue: how far the provider posted,
+/// how far completions freed the ring, and the `wr_id` of each posted WQE by slot.
+#[derive(Debug)]
+pub(crate) struct QueueProgress {
+    ring: Ring,
+    /// Shared receive queue: completions of several QPs, possibly out of order.
+    shared: bool,
+    pi: AtomicU16,
+    ci: AtomicU16,
+    wr_ids: Box<[AtomicU64]>,
+}
+
+impl QueueProgress {
+    fn new(ring: Ring, shared: bool) -> Self {
+        Self {
+            ring,
+            shared,
+            pi: AtomicU16::new(0),
+            ci: AtomicU16::new(0),
+            wr_ids: (0..ring.size()).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The consumer index: the device is done with the WQEs before it.
+    pub(crate) fn ci(&self) -> u16 {
+        self.ci.load(Ordering::Acquire)
+    }
+
+    /// Notes the CQE of WQE `wqe_index` (a free-running index), by the kernel driver's rule
+    /// (`completion_advances` in its `qp.rs`): the device is done with the WQEs up to it, so
+    /// it must move the consumer forward, not past what was posted. Anything else is a buggy
+    /// device, and changes nothing (the posters never get slots the device still owns).
+    ///
+    /// An SRQ's WQEs complete out of order (in the QPs that took them), and the ring frees
+    /// them in the order the device took them: a completion must name one of the WQEs posted
+    /// in the ring's last pass, and moves the consumer if it is ahead of it. Its `wr_id`
+    /// record may be a newer WQE's by then, so the SRQ reports the CQE's.
+    pub(crate) fn complete(&self, wqe_index: u16) -> Completed {
+        let next = wqe_index.wrapping_add(1);
+        let pi = self.pi.load(Ordering::Acquire);
+        let mut ci = self.ci.load(Ordering::Acquire);
+        if self.shared {
+            if self.ring.used(pi, wqe_index) == 0
+                || self.ring.used(pi, wqe_index) > self.ring.size()
+            {
+                return Completed::Bogus;
+            }
+            let _ = self
+                .ci
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |ci| {
+                    completion_advances(self.ring, pi, ci, next).then_some(next)
+                });
+            return Completed::Unrecorded;
+        }
+        loop {
+            // Strictly forward: a second CQE for a completed WQE has no record left.
+            if next == ci || !completion_advances(self.ring, pi, ci, next) {
+                return Completed::Bogus;
+            }
+            // Read before the slot is freed: a poster may reuse it right after.
+            let wr_id = self.wr_ids[self.ring.slot(wqe_index) as usize].load(Ordering::Relaxed);
+            match self
+                .ci
+                .compare_exchange(ci, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Completed::Recorded(wr_id),
+                Err(now) => ci = now,
+            }
+        }
+    }
+
+    /// Back to the empty queue.
+    fn reset(&self) {
+        self.pi.store(0, Ordering::Release);
+        self.ci.store(0, Ordering::Release);
+    }
+}
+
 /// One work queue's producer state (SQ, RQ or SRQ); callers hold its lock.
 #[derive(Debug)]
 pub(crate) struct WorkQueue {
@@ -116,18 +252,30 @@ pub(crate) struct WorkQueue {
     pi: u16,
     /// Byte offset of this queue's producer index in the doorbell record.
     pi_offset: usize,
+    progress: Arc<QueueProgress>,
 }
 
 impl WorkQueue {
     /// The queue of `layout`; its producer index is the u32 at `pi_offset` of the buffer.
     pub(crate) fn new(layout: &RingLayout, pi_offset: usize) -> Result<Self, i32> {
+        Self::with_progress(layout, pi_offset, false)
+    }
+
+    fn with_progress(layout: &RingLayout, pi_offset: usize, shared: bool) -> Result<Self, i32> {
+        let ring = Ring::new(layout.log_size, layout.log_size).ok_or(EINVAL)?;
         Ok(Self {
-            ring: Ring::new(layout.log_size, layout.log_size).ok_or(EINVAL)?,
+            ring,
             offset: layout.offset,
             stride: 1 << layout.log_stride,
             pi: 0,
             pi_offset,
+            progress: Arc::new(QueueProgress::new(ring, shared)),
         })
+    }
+
+    /// What the CQ poller learns of this queue and tells its posters.
+    pub(crate) fn progress(&self) -> &Arc<QueueProgress> {
+        &self.progress
     }
 
     /// The SQ of a QP (producer index at `QpDbRecord::sq_pi`).
@@ -145,7 +293,7 @@ impl WorkQueue {
         } else {
             offset_of!(QpDbRecord, rq_pi)
         };
-        Self::new(ring, dbrec_offset + field)
+        Self::with_progress(ring, dbrec_offset + field, srq)
     }
 
     /// Entries.
@@ -167,6 +315,7 @@ impl WorkQueue {
     /// Back to the empty queue (the QP went to RESET, where the device restarts at 0).
     pub(crate) fn reset(&mut self, buf: &DmaBuf) {
         self.pi = 0;
+        self.progress.reset();
         buf.zero(self.offset, self.ring.size() as usize * self.stride);
         buf.store_u32(self.pi_offset, 0);
     }
@@ -195,9 +344,16 @@ impl WorkQueue {
             if self.ring.is_full(self.pi, ci) {
                 return (self.pi.wrapping_sub(start), Err(ENOMEM), last);
             }
-            let off = self.offset + self.ring.slot(self.pi) as usize * self.stride;
-            buf.write(off, slot);
+            let slot_index = self.ring.slot(self.pi) as usize;
+            buf.write(self.offset + slot_index * self.stride, slot);
+            // Send and receive WQEs start with their wr_id (`WqeCtrl`, `RecvWqeHeader`).
+            let wr_id = slot
+                .first_chunk::<8>()
+                .map_or(0, |b| u64::from_le_bytes(*b));
+            self.progress.wr_ids[slot_index].store(wr_id, Ordering::Relaxed);
             self.pi = self.pi.wrapping_add(1);
+            // Completions up to here are now plausible (the record tells the device later).
+            self.progress.pi.store(self.pi, Ordering::Release);
             last = len;
         }
         (self.pi.wrapping_sub(start), Ok(()), last)
@@ -219,7 +375,7 @@ impl WorkQueue {
         ci: u16,
         page: &impl Mmio,
         qid: u16,
-        push: Option<PushWindow>,
+        push: Option<&PushWindow>,
         build: impl FnMut(&mut [u8]) -> Option<Result<usize, i32>>,
     ) -> (u16, Result<(), i32>) {
         let mut scratch = [0u8; MAX_WQE_SIZE];
@@ -245,7 +401,7 @@ impl WorkQueue {
         ci: u16,
         page: &impl Mmio,
         qid: u16,
-        push: Option<PushWindow>,
+        push: Option<&PushWindow>,
         n: usize,
         wqe: impl Fn(usize) -> Option<(&'a [u8], usize)>,
     ) -> Result<(), i32> {
@@ -277,15 +433,19 @@ impl WorkQueue {
         qid: u16,
         posted: u16,
         last: &[u8],
-        push: Option<PushWindow>,
+        push: Option<&PushWindow>,
     ) {
         if posted == 0 {
             return;
         }
         self.publish(buf);
         if let Some(w) = push.filter(|_| posted == 1) {
-            if doorbell::push(page, w.offset, w.size, qid, self.pi, last) {
-                return;
+            // Only one push at a time in the context's window; when another QP's push holds
+            // it, the plain doorbell announces this WQE.
+            if let Some(_window) = w.try_lock() {
+                if doorbell::push(page, w.offset, w.size, qid, self.pi, last) {
+                    return;
+                }
             }
         }
         doorbell::ring(page, QueueDb::Sq, qid, self.pi);
@@ -300,10 +460,7 @@ mod tests {
     use ferroce_hw::{QpType, WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
     const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
-    const PUSH: PushWindow = PushWindow {
-        offset: PUSH_WINDOW_OFFSET,
-        size: PUSH_WINDOW_SIZE,
-    };
+    static PUSH: PushWindow = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
 
     fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> WqCaps {
         WqCaps {
@@ -408,7 +565,7 @@ mod tests {
             assert_eq!(c.wr_id, i as u64 + 1);
         }
         assert_eq!(buf.load_u32(l.dbrec_offset), 0);
-        sq.ring_sq(&buf, &page, 7, n, &scratch[..last], Some(PUSH));
+        sq.ring_sq(&buf, &page, 7, n, &scratch[..last], Some(&PUSH));
         assert_eq!(buf.load_u32(l.dbrec_offset), 3);
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0007_0003, 32)]);
     }
@@ -424,7 +581,7 @@ mod tests {
             it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
         });
         assert_eq!((n, res), (1, Ok(())));
-        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(PUSH));
+        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(&PUSH));
         let w = page.writes.borrow();
         // 64 bytes = eight 64-bit stores into the window, then DB_PUSH with pi = 1.
         assert_eq!(w.len(), 9);
@@ -475,7 +632,7 @@ mod tests {
         assert_eq!(sq.pi(), 7);
         // Nothing posted: no doorbell at all.
         let page = FakePage::default();
-        sq.ring_sq(&buf, &page, 1, 0, &[], Some(PUSH));
+        sq.ring_sq(&buf, &page, 1, 0, &[], Some(&PUSH));
         assert!(page.writes.borrow().is_empty());
     }
 
@@ -534,10 +691,7 @@ mod batch_tests {
     use crate::wr::{WrBatch, WrFlags};
     use ferroce_hw::{QpType, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
-    const PUSH: Option<PushWindow> = Some(PushWindow {
-        offset: PUSH_WINDOW_OFFSET,
-        size: PUSH_WINDOW_SIZE,
-    });
+    static PUSH: PushWindow = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
 
     fn setup() -> (WorkQueue, DmaBuf, WrBatch) {
         let layout = RingLayout {
@@ -570,7 +724,7 @@ mod batch_tests {
         let page = FakePage::default();
         let n = sends(&mut b, 1..4);
         assert_eq!(
-            sq.post_batch(&buf, 0, &page, 9, PUSH, n, |i| b.wqe(i)),
+            sq.post_batch(&buf, 0, &page, 9, Some(&PUSH), n, |i| b.wqe(i)),
             Ok(())
         );
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0009_0003, 32)]);
@@ -582,7 +736,7 @@ mod batch_tests {
         let page = FakePage::default();
         let n = sends(&mut b, 7..8);
         assert_eq!(
-            sq.post_batch(&buf, 3, &page, 9, PUSH, n, |i| b.wqe(i)),
+            sq.post_batch(&buf, 3, &page, 9, Some(&PUSH), n, |i| b.wqe(i)),
             Ok(())
         );
         let w = page.writes.borrow();
@@ -591,7 +745,7 @@ mod batch_tests {
         // An empty batch rings nothing.
         let page = FakePage::default();
         assert_eq!(
-            sq.post_batch(&buf, 4, &page, 9, PUSH, 0, |i| b.wqe(i)),
+            sq.post_batch(&buf, 4, &page, 9, Some(&PUSH), 0, |i| b.wqe(i)),
             Ok(())
         );
         assert!(page.writes.borrow().is_empty());
@@ -665,16 +819,98 @@ mod post_tests {
         let reqs = [good, bad];
         let mut it = reqs.iter();
         let page = FakePage::default();
-        let push = Some(PushWindow {
-            offset: PUSH_WINDOW_OFFSET,
-            size: PUSH_WINDOW_SIZE,
-        });
-        let (n, res) = sq.post_send(&buf, 0, &page, 4, push, |slot| {
+        let push = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
+        let (n, res) = sq.post_send(&buf, 0, &page, 4, Some(&push), |slot| {
             it.next().map(|r| build_send_wqe(r, &limits, slot))
         });
         assert_eq!((n, res), (1, Err(EINVAL)));
         // The good WQE is announced with a plain doorbell.
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0004_0001, 32)]);
         assert_eq!(buf.load_u32(512), 1);
+    }
+}
+
+#[cfg(test)]
+mod push_tests {
+    use super::*;
+    use crate::doorbell::tests::SharedPage;
+    use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
+    use ferroce_hw::{Doorbell, QpType, DB_PUSH, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
+
+    /// Posts `n` single-WQE chains on a QP of its own (local QID `qid`, `wr_id` = `qid << 32 |
+    /// i`) through the context's one push window.
+    fn poster(page: &SharedPage, push: Option<&PushWindow>, qid: u16, n: u32) {
+        let layout = RingLayout {
+            offset: 0,
+            log_size: 4,
+            log_stride: 7,
+        };
+        let mut sq = WorkQueue::new(&layout, 2048).expect("sq");
+        let buf = DmaBuf::new(4096).expect("buf");
+        let limits = SqLimits {
+            qp_type: QpType::Rc,
+            stride: 128,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        for i in 0..n {
+            let req = SendRequest {
+                wr_id: u64::from(qid) << 32 | u64::from(i),
+                op: SendOp::Send,
+                signaled: true,
+                solicited: false,
+                fence: false,
+                payload: Payload::Sges(&[]),
+                ud: None,
+            };
+            let mut once = Some(req);
+            let ci = sq.pi();
+            let (posted, res) = sq.post_send(&buf, ci, page, qid, push, |slot| {
+                once.take().map(|r| build_send_wqe(&r, &limits, slot))
+            });
+            assert_eq!((posted, res), (1, Ok(())));
+        }
+    }
+
+    #[test]
+    fn pushes_of_two_qps_never_interleave() {
+        let page = SharedPage::default();
+        let push = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
+        std::thread::scope(|s| {
+            s.spawn(|| poster(&page, Some(&push), 1, 2000));
+            s.spawn(|| poster(&page, Some(&push), 2, 2000));
+        });
+        // Every DB_PUSH must follow exactly its own WQE's eight window words, all stored by the
+        // thread that rings it, the first one its wr_id.
+        let log = page.writes.lock().expect("log");
+        let mut window: Vec<(std::thread::ThreadId, u64)> = Vec::new();
+        let mut pushes = 0;
+        let mut rings = 0;
+        for &(who, off, value) in log.iter() {
+            if off == ferroce_hw::DB_SQ {
+                // A post that found the window busy: the plain doorbell.
+                rings += 1;
+            }
+            if (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE).contains(&off) {
+                window.push((who, value));
+            } else if off == DB_PUSH {
+                pushes += 1;
+                let db = Doorbell::decode(value as u32);
+                assert_eq!(window.len(), 8, "push {pushes}: window words {window:x?}");
+                assert!(
+                    window.iter().all(|&(w, _)| w == who),
+                    "push {pushes}: window written by two threads"
+                );
+                assert_eq!(
+                    window[0].1 >> 32,
+                    u64::from(db.qid),
+                    "push {pushes}: torn WQE"
+                );
+                window.clear();
+            }
+        }
+        assert!(window.is_empty());
+        assert!(pushes > 0);
+        assert_eq!(pushes + rings, 4000, "every WQE announced once");
     }
 }

@@ -4,7 +4,6 @@
 
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
-use core::sync::atomic::AtomicU16;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -13,7 +12,7 @@ use libc::{EINVAL, EPROTO};
 
 use super::{ah, check, cq, fail, mr, qp, srq, Pod, WithDrv};
 use crate::doorbell::DbPage;
-use crate::queue::PushWindow;
+use crate::queue::{PushWindow, QueueProgress};
 use crate::sys;
 use ferroce_hw::WqLimits;
 
@@ -109,17 +108,18 @@ unsafe extern "C" fn uninit_device(vdev: *mut sys::verbs_device) {
     }
 }
 
-/// Completion progress of one QP, updated by the CQ poller.
-#[derive(Debug, Default)]
+/// Completion progress of one QP's queues, updated by the CQ poller.
+#[derive(Debug)]
 pub(super) struct QpProgress {
-    pub(super) sq_ci: AtomicU16,
-    pub(super) rq_ci: AtomicU16,
-    pub(super) srq: Option<Arc<srq::SrqProgress>>,
+    pub(super) sq: Arc<QueueProgress>,
+    /// The RQ, or the SRQ the QP receives from.
+    pub(super) rq: Arc<QueueProgress>,
 }
 
 /// What the provider keeps per context.
 pub(super) struct ContextInner {
     pub(super) db: DbPage,
+    /// The push window, one for all QPs of the context (it serialises their pushes).
     pub(super) push: Option<PushWindow>,
     pub(super) limits: WqLimits,
     qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
@@ -169,10 +169,7 @@ fn limits_from(
         if offset % 8 != 0 || offset + size > sys::FERROCE_DB_PAGE_SIZE as usize {
             return Err(EPROTO);
         }
-        Some(PushWindow {
-            offset,
-            size: size.min(MAX_WQE_SIZE),
-        })
+        Some(PushWindow::new(offset, size.min(MAX_WQE_SIZE)))
     } else {
         None
     };

@@ -4,7 +4,6 @@
 //! (the completion event itself comes through the kernel's completion channel).
 
 use core::ffi::c_int;
-use core::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use ferroce_hw::Cqe;
@@ -12,7 +11,7 @@ use libc::{EINVAL, ENOMEM};
 
 use super::context::{context, ContextInner};
 use super::{check, fail, Pod, WithDrv};
-use crate::cq::{fill_wc, is_recv, wc_flags, wc_opcode, wc_status, CqRing};
+use crate::cq::{fill_wc, settle, wc_flags, wc_opcode, wc_status, CqRing};
 use crate::doorbell;
 use crate::sys;
 use crate::wr::SpinGate;
@@ -233,20 +232,14 @@ pub(super) unsafe extern "C" fn destroy_cq(ibcq: *mut sys::ibv_cq) -> c_int {
     0
 }
 
-/// Frees the ring slots a CQE completes in its queue.
-fn account(ctx: &ContextInner, cqe: &Cqe) {
-    let qps = ctx.qps();
-    let Some(qp) = qps.get(&cqe.qpn) else {
-        return;
-    };
-    let next = cqe.wqe_index.wrapping_add(1);
-    if !is_recv(cqe) {
-        qp.sq_ci.store(next, Ordering::Release);
-    } else if let Some(srq) = &qp.srq {
-        srq.completed(next);
-    } else {
-        qp.rq_ci.store(next, Ordering::Release);
-    }
+/// Settles a CQE against its queue (see [`settle`]).
+fn account(ctx: &ContextInner, cqe: &mut Cqe) {
+    let qpn = cqe.qpn;
+    settle(cqe, |recv| {
+        let qps = ctx.qps();
+        let qp = qps.get(&qpn)?;
+        Some(if recv { &qp.rq } else { &qp.sq }.clone())
+    });
 }
 
 pub(super) unsafe extern "C" fn poll_cq(
@@ -272,10 +265,10 @@ pub(super) unsafe extern "C" fn poll_cq(
     let mut ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
     let mut polled = 0;
     for slot in wcs.iter_mut() {
-        let Some(cqe) = ring.poll() else {
+        let Some(mut cqe) = ring.poll() else {
             break;
         };
-        account(ctx, &cqe);
+        account(ctx, &mut cqe);
         fill_wc(&cqe, slot);
         polled += 1;
     }
@@ -343,11 +336,11 @@ unsafe fn cq_ex<'a>(ibcq: *mut sys::ibv_cq_ex) -> Option<(&'a Cq, &'a CqEx)> {
 /// As [`cq_ex`], non-null.
 unsafe fn advance(ibcq: *mut sys::ibv_cq_ex, cq: &Cq, ex: &CqEx) -> c_int {
     let mut ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(cqe) = ring.poll() else {
+    let Some(mut cqe) = ring.poll() else {
         return libc::ENOENT;
     };
     // SAFETY: the context outlives its CQs.
-    account(unsafe { &*cq.ctx }, &cqe);
+    account(unsafe { &*cq.ctx }, &mut cqe);
     // SAFETY: per the contract; the application reads these fields after the call.
     unsafe {
         (*ibcq).status = wc_status(&cqe);

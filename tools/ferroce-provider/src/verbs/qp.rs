@@ -5,7 +5,6 @@
 
 use core::ffi::c_int;
 use core::mem::size_of;
-use core::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ferroce_hw::{QpType, Sge, WqCaps, MAX_SGE};
@@ -149,7 +148,19 @@ unsafe fn create(
     let sq_size = got.max_send_wr;
     let rq_caps = rq.as_ref().map(|_| (got.max_recv_wr, got.max_recv_sge));
     // SAFETY: a non-null SRQ of ours (libibverbs passes the application's).
-    let srq_progress = unsafe { srq.as_ref() }.map(|s| s.progress.clone());
+    let rq_progress = match (unsafe { srq.as_ref() }, &rq) {
+        (Some(s), _) => s.progress.clone(),
+        (None, Some(rq)) => rq.progress().clone(),
+        // The layout has an RQ unless there is an SRQ.
+        (None, None) => {
+            undo_fork();
+            return Err(EINVAL);
+        }
+    };
+    let progress = Arc::new(QpProgress {
+        sq: sq.progress().clone(),
+        rq: rq_progress,
+    });
     let ex = req.extended.then(|| QpEx {
         gate: SpinGate::default(),
         batch: Mutex::new(WrBatch::new(limits, sq_size as usize)),
@@ -159,10 +170,7 @@ unsafe fn create(
         buf,
         sq: Mutex::new(sq),
         rq: rq.map(Mutex::new),
-        progress: Arc::new(QpProgress {
-            srq: srq_progress,
-            ..QpProgress::default()
-        }),
+        progress,
         limits,
         rq_max_sge: rq_caps.map_or(0, |c| c.1),
         sig_all: req.sq_sig_all,
@@ -354,10 +362,8 @@ pub(super) unsafe extern "C" fn modify_qp(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .reset(&qp.buf);
-        qp.progress.sq_ci.store(0, Ordering::Release);
         if let Some(rq) = &qp.rq {
             rq.lock().unwrap_or_else(|e| e.into_inner()).reset(&qp.buf);
-            qp.progress.rq_ci.store(0, Ordering::Release);
         }
     }
     ret
@@ -540,10 +546,10 @@ pub(super) unsafe extern "C" fn post_send(
     // SAFETY: the context outlives its QPs.
     let ctx = unsafe { &*qp.ctx };
     let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
-    let ci = qp.progress.sq_ci.load(Ordering::Acquire);
+    let ci = sq.progress().ci();
     let mut cur = wr;
     let mut attempt = wr;
-    let (_, result) = sq.post_send(&qp.buf, ci, &ctx.db, qp.qid, ctx.push, |slot| {
+    let (_, result) = sq.post_send(&qp.buf, ci, &ctx.db, qp.qid, ctx.push.as_ref(), |slot| {
         // SAFETY: the application's chain: null or valid WRs.
         let w = unsafe { cur.as_ref() }?;
         attempt = cur;
@@ -578,7 +584,7 @@ pub(super) unsafe extern "C" fn post_recv(
     let result = match (&qp.rq, in_reset) {
         (Some(rq), false) => {
             let mut rq = rq.lock().unwrap_or_else(|e| e.into_inner());
-            let ci = qp.progress.rq_ci.load(Ordering::Acquire);
+            let ci = rq.progress().ci();
             // SAFETY: the application's chain.
             unsafe { post_recv_chain(&mut rq, &qp.buf, ci, qp.rq_max_sge, wr) }
         }
@@ -700,8 +706,10 @@ unsafe extern "C" fn wr_complete(ibqp: *mut sys::ibv_qp_ex) -> c_int {
     }
     let result = batch.finish().and_then(|n| {
         let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
-        let ci = qp.progress.sq_ci.load(Ordering::Acquire);
-        sq.post_batch(&qp.buf, ci, &ctx.db, qp.qid, ctx.push, n, |i| batch.wqe(i))
+        let ci = sq.progress().ci();
+        sq.post_batch(&qp.buf, ci, &ctx.db, qp.qid, ctx.push.as_ref(), n, |i| {
+            batch.wqe(i)
+        })
     });
     batch.clear();
     drop(batch);

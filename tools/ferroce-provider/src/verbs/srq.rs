@@ -3,7 +3,6 @@
 //! Shared receive queues: a ring of receive WQEs and a record (`pi`) in provider memory.
 
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ferroce_hw::{Sge, MAX_SGE};
@@ -12,29 +11,9 @@ use libc::{EINVAL, ENOMEM};
 use super::context::context;
 use super::{check, fail, Pod, WithDrv};
 use crate::dma::DmaBuf;
-use crate::queue::{srq_layout, WorkQueue};
+use crate::queue::{srq_layout, QueueProgress, WorkQueue};
 use crate::sys;
 use crate::wqe::build_recv_wqe;
-
-/// How far the device has consumed an SRQ, from its receive completions.
-#[derive(Debug)]
-pub(super) struct SrqProgress {
-    ci: AtomicU16,
-    size: u32,
-}
-
-impl SrqProgress {
-    /// WQE `next - 1` completed: the device took every WQE before `next` (it takes them in
-    /// order and reads each when it takes it), even if their completions come later.
-    pub(super) fn completed(&self, next: u16) {
-        let _ = self
-            .ci
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |ci| {
-                let ahead = u32::from(next.wrapping_sub(ci));
-                (ahead != 0 && ahead <= self.size).then_some(next)
-            });
-    }
-}
 
 /// An SRQ: libibverbs' part first.
 #[repr(C)]
@@ -42,7 +21,8 @@ pub(super) struct Srq {
     vsrq: sys::verbs_srq,
     buf: DmaBuf,
     wq: Mutex<WorkQueue>,
-    pub(super) progress: Arc<SrqProgress>,
+    /// How far the device consumed the ring, for the QPs that receive from it.
+    pub(super) progress: Arc<QueueProgress>,
     max_sge: u32,
 }
 
@@ -98,11 +78,8 @@ pub(super) unsafe extern "C" fn create_srq(
     let srq = Box::into_raw(Box::new(Srq {
         vsrq: sys::verbs_srq::zeroed(),
         buf,
+        progress: wq.progress().clone(),
         wq: Mutex::new(wq),
-        progress: Arc::new(SrqProgress {
-            ci: AtomicU16::new(0),
-            size,
-        }),
         max_sge,
     }));
     // SAFETY: `srq` is live; its `verbs_srq` starts with the `ibv_srq`.
@@ -255,7 +232,7 @@ pub(super) unsafe extern "C" fn post_srq_recv(
     // SAFETY: an SRQ of `create_srq`.
     let srq = unsafe { &*ibsrq.cast::<Srq>() };
     let mut wq = srq.wq.lock().unwrap_or_else(|e| e.into_inner());
-    let ci = srq.progress.ci.load(Ordering::Acquire);
+    let ci = srq.progress.ci();
     // SAFETY: the application's chain.
     match unsafe { post_recv_chain(&mut wq, &srq.buf, ci, srq.max_sge, wr) } {
         Ok(()) => 0,
