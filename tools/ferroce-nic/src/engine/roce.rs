@@ -12,7 +12,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::faults::{FaultControl, FaultInjector};
-use super::frame::{self, Route};
+use super::frame::{self, RoceFrame, Route};
 use super::headers::{Packet, PacketBuilder};
 use super::icrc::NetKind;
 use super::opcode::flag;
@@ -73,6 +73,17 @@ impl QpCtx {
     pub fn ack_timeout(&self) -> Option<Duration> {
         let exp = u32::from(self.attrs.timeout.min(31));
         (exp != 0).then(|| Duration::from_nanos(4096u64 << exp).max(MIN_ACK_TIMEOUT))
+    }
+
+    /// Whether frame `f` came along this (RC) QP's path: from the QP's remote GID to its own
+    /// source GID, in the RoCE version of that GID. (That its BTH named this QP is how it was
+    /// steered here.) Anything else is another host's, forged or misrouted.
+    pub fn from_peer(&self, host: &dyn EngineHost, f: &RoceFrame<'_>) -> bool {
+        let Some(sgid) = host.gid(u32::from(self.attrs.av.sgid_index)) else {
+            return false;
+        };
+        let v1 = sgid.gid_type == GID_TYPE_ROCE_V1;
+        f.sgid == self.attrs.av.dgid && f.dgid == sgid.gid && (f.kind == NetKind::V1) == v1
     }
 
     /// The route of this (RC) QP's connection.
@@ -304,6 +315,9 @@ impl RoceEngine {
         let ud_qp = qp.qp_type.is_datagram();
         if ud_packet != ud_qp || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return drop(host, "QP type or state", &self.io.trace);
+        }
+        if !ud_packet && !qp.from_peer(host, &f) {
+            return drop(host, "not from the QP's peer", &self.io.trace);
         }
         if ud_packet {
             super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
