@@ -344,8 +344,7 @@ pub fn complete(qp: &mut QpCtx, host: &mut dyn EngineHost) {
         // and flushes everything after it.
         let _ = host.complete_send(qp.qpn, w.work.index, status, byte_len);
         if status != WcStatus::Success {
-            qp.req.clear();
-            qp.state = QpState::Err;
+            qp.enter_error();
             break;
         }
     }

@@ -182,9 +182,7 @@ fn fatal_nak(
         let _ = host.complete_recv(qp.qpn, &r.work, completion);
     }
     host.qp_error(qp.qpn, event);
-    qp.state = QpState::Err;
-    qp.req.clear();
-    qp.resp.reset(epsn);
+    qp.enter_error();
 }
 
 fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {

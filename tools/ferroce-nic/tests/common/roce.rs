@@ -755,6 +755,13 @@ impl Scripted {
     /// Puts packet `b` (with `payload`) on the wire towards the node as if sent from GID
     /// `sgid` (the peer's, or another's), and runs the device.
     pub fn inject_from(&mut self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) {
+        let bytes = self.frame_from(sgid, b, payload);
+        self.wire.sink.send(&bytes);
+        self.run(4);
+    }
+
+    /// The frame carrying packet `b` (with `payload`) to the node from GID `sgid`.
+    pub fn frame_from(&self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) -> Vec<u8> {
         let route = Route {
             smac: self.peer_mac,
             dmac: self.n.mac,
@@ -770,8 +777,7 @@ impl Scripted {
         b.write(payload, &mut transport);
         let mut bytes = Vec::new();
         frame::build(&route, &transport, &mut bytes);
-        self.wire.sink.send(&bytes);
-        self.run(4);
+        bytes
     }
 
     /// Puts packet `b` on the wire as the peer.
