@@ -225,3 +225,83 @@ fn read_response_and_atomic_ack_from_another_host_are_dropped() {
         [(1, WcStatus::Success), (2, WcStatus::Success)]
     );
 }
+
+/// An RDMA READ request for `len` bytes at the node's data MR, PSN `at`.
+fn read_request(s: &Scripted, at: u32, len: u32) -> Vec<u8> {
+    let mut b = s.ack(at, 0);
+    b.aeth = None;
+    b.bth.opcode = op::RC_READ_REQUEST;
+    b.bth.ack_req = true;
+    b.reth = Some(ferroce_nic::engine::headers::Reth {
+        va: s.n.buf,
+        rkey: s.n.key,
+        len,
+    });
+    s.frame_from(s.peer_gid, &b, &[])
+}
+
+#[test]
+fn reads_beyond_max_dest_rd_atomic_are_invalid_requests() {
+    let mut s = Scripted::new(
+        MIB,
+        Conn {
+            max_dest_rd_atomic: 2,
+            ..Conn::default()
+        },
+    );
+    // Three READs arrive before the node answers any: the third has no responder resource.
+    for k in 0..3 {
+        let f = read_request(&s, psn::add(s.rq_psn, k), 100);
+        s.wire.sink.send(&f);
+    }
+    let sent = s.sent();
+    let seen: Vec<(u8, u32, Option<u8>)> = sent
+        .iter()
+        .map(|p| (p.bth.opcode, p.bth.psn, p.aeth.map(|a| a.syndrome)))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (op::RC_READ_RESPONSE_ONLY, s.rq_psn, Some(syndrome::ACK)),
+            (
+                op::RC_READ_RESPONSE_ONLY,
+                psn::add(s.rq_psn, 1),
+                Some(syndrome::ACK)
+            ),
+            (
+                op::RC_ACKNOWLEDGE,
+                psn::add(s.rq_psn, 2),
+                Some(syndrome::NAK_INVALID_REQUEST)
+            ),
+        ],
+        "two READs answered, the third NAKed"
+    );
+}
+
+#[test]
+fn read_longer_than_2_31_bytes_is_an_invalid_request() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    // An MR long enough that only the length limit refuses the READ.
+    let (buf, len) = (s.n.buf, 1u64 << 32);
+    let key = s.n.mr(buf, len, ACCESS_VALID_MASK, PD);
+    let mut b = s.ack(s.rq_psn, 0);
+    b.aeth = None;
+    b.bth.opcode = op::RC_READ_REQUEST;
+    b.bth.ack_req = true;
+    b.reth = Some(ferroce_nic::engine::headers::Reth {
+        va: buf,
+        rkey: key,
+        len: (1 << 31) + 4096,
+    });
+    s.inject(&b, &[]);
+    let sent = s.sent();
+    let first = sent
+        .first()
+        .map(|p| (p.bth.opcode, p.aeth.map(|a| a.syndrome)));
+    assert_eq!(
+        first,
+        Some((op::RC_ACKNOWLEDGE, Some(syndrome::NAK_INVALID_REQUEST))),
+        "a READ of 2^31 + 4096 bytes was not refused ({} packets sent)",
+        sent.len()
+    );
+}

@@ -187,6 +187,7 @@ pub struct Conn {
     pub rnr_retry: u8,
     pub min_rnr_timer: u8,
     pub access: u32,
+    pub max_dest_rd_atomic: u8,
 }
 
 impl Default for Conn {
@@ -199,6 +200,7 @@ impl Default for Conn {
             rnr_retry: 7,
             min_rnr_timer: 1,
             access: ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC,
+            max_dest_rd_atomic: 16,
         }
     }
 }
@@ -314,7 +316,7 @@ impl Qp {
                 hop_limit: 64,
                 dest_qpn,
                 rq_psn,
-                max_dest_rd_atomic: 16,
+                max_dest_rd_atomic: conn.max_dest_rd_atomic,
                 min_rnr_timer: conn.min_rnr_timer,
                 ..base
             },
