@@ -130,7 +130,10 @@ fn read_response_packet(
     let Some(i) = qp.req.wqes.iter().position(|w| {
         w.kind == Kind::Read && w.outstanding() && psn::within(at, w.first_psn, w.last_psn())
     }) else {
-        return; // A late duplicate.
+        if !psn::before(at, qp.req.una) {
+            out_of_window(qp, io, host, pkt, "READ response for no READ");
+        }
+        return; // Before the window: a late duplicate.
     };
     let first = qp.req.wqes[i].first_psn;
     ack_through(qp, io, psn::sub(first, 1), now);
@@ -223,7 +226,10 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
         .iter()
         .position(|w| w.kind == Kind::Atomic && w.outstanding() && w.first_psn == at)
     else {
-        return;
+        if !psn::before(at, qp.req.una) {
+            out_of_window(qp, io, host, pkt, "atomic ACK for no atomic");
+        }
+        return; // Before the window: a late duplicate.
     };
     ack_through(qp, io, psn::sub(at, 1), now);
     let original = pkt.atomic_ack.unwrap_or_default();
@@ -269,7 +275,23 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
     qp.req.progress(1, now, timeout);
 }
 
-/// Handles a response packet addressed to `qp`.
+/// Drops a response outside the requester's window, counting it.
+fn out_of_window(qp: &QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'_>, why: &str) {
+    host.count(COUNTER_DROPS, 1);
+    io.trace.event("drop", || {
+        json!({"why": why, "qpn": qp.qpn, "opcode": pkt.bth.opcode, "psn": pkt.bth.psn,
+            "una": qp.req.una, "high_psn": qp.req.high_psn})
+    });
+}
+
+/// Handles a response packet addressed to `qp` (from its peer: the engine checked the path).
+///
+/// Only a response inside the window completes work: a PSN at or past `high_psn` answers a
+/// packet never sent (a forged response, one from 2^23 PSNs ago, or an ACK of a message only
+/// part sent); an ACK before `una - 1` (the duplicate of the last one) or a NAK before `una`
+/// is stale. Those are dropped and counted. READ responses and atomic ACKs must also match an
+/// outstanding READ's requested PSNs or an outstanding atomic's PSN; late duplicates of ones
+/// already taken are dropped silently, as before.
 pub fn receive_response(
     qp: &mut QpCtx,
     io: &mut Io,
@@ -277,10 +299,23 @@ pub fn receive_response(
     pkt: &Packet<'_>,
     now: Instant,
 ) {
+    let at = pkt.bth.psn;
+    if !psn::before(at, qp.req.high_psn) {
+        return out_of_window(qp, io, host, pkt, "response beyond the last PSN sent");
+    }
     match pkt.bth.opcode {
         op::RC_ACKNOWLEDGE => {
             let syn = pkt.aeth.map_or(syndrome::ACK, |a| a.syndrome);
-            if syndrome::kind(syn) == syndrome::KIND_ACK {
+            let ack = syndrome::kind(syn) == syndrome::KIND_ACK;
+            let oldest = if ack {
+                psn::sub(qp.req.una, 1)
+            } else {
+                qp.req.una
+            };
+            if psn::before(at, oldest) {
+                return out_of_window(qp, io, host, pkt, "stale ACK or NAK");
+            }
+            if ack {
                 io.trace.event(
                     "ack",
                     || json!({"dir": "rx", "qpn": qp.qpn, "psn": pkt.bth.psn}),
@@ -309,8 +344,7 @@ pub fn complete(qp: &mut QpCtx, host: &mut dyn EngineHost) {
         // and flushes everything after it.
         let _ = host.complete_send(qp.qpn, w.work.index, status, byte_len);
         if status != WcStatus::Success {
-            qp.req.clear();
-            qp.state = QpState::Err;
+            qp.enter_error();
             break;
         }
     }

@@ -613,9 +613,14 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         let i = qp.req.cursor;
         let req = &mut qp.req;
         let Some(w) = req.wqes.get(i) else { break };
-        if w.done.is_some() {
-            req.cursor += 1;
-            continue;
+        match w.done {
+            // Failed: the QP goes to ERR when it completes; nothing after it goes out.
+            Some((status, _)) if status != WcStatus::Success => break,
+            Some(_) => {
+                req.cursor += 1;
+                continue;
+            }
+            None => {}
         }
         // A READ asked for in pieces owns the PSNs up to its end: nothing after it may go out
         // before its last piece is requested, or the responder sees a PSN gap.

@@ -27,6 +27,8 @@ use super::{EngineHost, RecvCompletion, RecvWork};
 const READ_BUDGET: u32 = 64;
 /// Out-of-sequence packets after which a sequence NAK for the same PSN is sent again.
 const NAK_REPEAT_AFTER: u32 = 16;
+/// Largest message (IBA: 2^31 bytes): a longer READ is an invalid request.
+const MAX_MESSAGE: u64 = 1 << 31;
 
 /// A SEND (or WRITE with immediate) being received into a receive WQE.
 struct Receiving {
@@ -182,9 +184,7 @@ fn fatal_nak(
         let _ = host.complete_recv(qp.qpn, &r.work, completion);
     }
     host.qp_error(qp.qpn, event);
-    qp.state = QpState::Err;
-    qp.req.clear();
-    qp.resp.reset(epsn);
+    qp.enter_error();
 }
 
 fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
@@ -626,6 +626,9 @@ impl Request<'_, '_> {
                     return RespState::ErrInvalidRequest;
                 };
                 let total = u64::from(reth.len);
+                if total > MAX_MESSAGE {
+                    return RespState::ErrInvalidRequest;
+                }
                 if total > 0
                     && self
                         .host
@@ -649,6 +652,13 @@ impl Request<'_, '_> {
     }
 
     fn chk_resource(&mut self) -> RespState {
+        // A READ or atomic beyond the responder resources the QP offers (`max_dest_rd_atomic`,
+        // 0: none; a READ holds one until its last response is sent) is an invalid request.
+        let limit = usize::from(self.qp.attrs.max_dest_rd_atomic.min(MAX_RD_ATOMIC));
+        let held = self.qp.resp.jobs.iter().filter(|j| !j.replay).count();
+        if matches!(self.kind, Kind::Read | Kind::Atomic) && held >= limit {
+            return RespState::ErrInvalidRequest;
+        }
         let consumes = matches!(self.kind, Kind::Send | Kind::Write);
         if consumes && self.pkt.info.has(flag::RWR) {
             let work = match self.host.take_recv(self.qp.qpn) {

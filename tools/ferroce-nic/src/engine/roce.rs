@@ -12,7 +12,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::faults::{FaultControl, FaultInjector};
-use super::frame::{self, Route};
+use super::frame::{self, RoceFrame, Route};
 use super::headers::{Packet, PacketBuilder};
 use super::icrc::NetKind;
 use super::opcode::flag;
@@ -37,12 +37,20 @@ const LOOPBACK_ROUNDS: usize = 8;
 pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
 
 /// One QP's transport state.
+///
+/// The device's QP object owns the QP's state; `state` mirrors it. The device tells the engine
+/// of every modify command ([`Engine::qp_modified`]), but it also moves QPs to ERR on its own
+/// (a malformed WQE, a broken receive queue, an error completion): [`QpCtx::sync`] takes that
+/// state at every entry into the engine that can act for the QP (a received frame, a poll's
+/// turn, new send work), before anything is sent, written or executed. When the engine itself
+/// finds an error, it moves the device's QP first (an error completion, `qp_error`) and then
+/// its own ([`QpCtx::enter_error`]).
 pub struct QpCtx {
     /// QP number.
     pub qpn: u32,
     /// Type.
     pub qp_type: QpType,
-    /// State, as last told.
+    /// State: the device's, as last told or synced.
     pub state: QpState,
     /// Attributes, as last told.
     pub attrs: QpAttrs,
@@ -64,6 +72,30 @@ impl QpCtx {
         }
     }
 
+    /// Enters ERR: nothing more is sent or retransmitted (the WQEs are dropped: the device
+    /// flushes them), no READ response is sent or written, no request executed.
+    pub fn enter_error(&mut self) {
+        self.state = QpState::Err;
+        self.req.clear();
+        let epsn = self.resp.epsn;
+        self.resp.reset(epsn);
+    }
+
+    /// Takes the device's QP state, which may have moved to ERR without the engine (a fatal
+    /// WQE, a broken receive queue, an error completion, a QP gone). Returns the state.
+    pub fn sync(&mut self, host: &dyn EngineHost, trace: &Tracer) -> QpState {
+        let device = host.qp_attrs(self.qpn).map(|(state, _)| state);
+        if self.state != QpState::Err && matches!(device, Some(QpState::Err) | None) {
+            let was: u8 = self.state.into();
+            trace.event(
+                "qp_error",
+                || json!({"qpn": self.qpn, "was": was, "why": "device"}),
+            );
+            self.enter_error();
+        }
+        self.state
+    }
+
     /// Path MTU in bytes (1024 if unset).
     pub fn mtu(&self) -> u32 {
         mtu_bytes(self.attrs.path_mtu).unwrap_or(1024)
@@ -73,6 +105,17 @@ impl QpCtx {
     pub fn ack_timeout(&self) -> Option<Duration> {
         let exp = u32::from(self.attrs.timeout.min(31));
         (exp != 0).then(|| Duration::from_nanos(4096u64 << exp).max(MIN_ACK_TIMEOUT))
+    }
+
+    /// Whether frame `f` came along this (RC) QP's path: from the QP's remote GID to its own
+    /// source GID, in the RoCE version of that GID. (That its BTH named this QP is how it was
+    /// steered here.) Anything else is another host's, forged or misrouted.
+    pub fn from_peer(&self, host: &dyn EngineHost, f: &RoceFrame<'_>) -> bool {
+        let Some(sgid) = host.gid(u32::from(self.attrs.av.sgid_index)) else {
+            return false;
+        };
+        let v1 = sgid.gid_type == GID_TYPE_ROCE_V1;
+        f.sgid == self.attrs.av.dgid && f.dgid == sgid.gid && (f.kind == NetKind::V1) == v1
     }
 
     /// The route of this (RC) QP's connection.
@@ -300,10 +343,14 @@ impl RoceEngine {
         let Some(qp) = self.qps.get_mut(&pkt.bth.dest_qpn) else {
             return drop(host, "no such QP", &self.io.trace);
         };
+        qp.sync(host, &self.io.trace);
         let ud_packet = pkt.info.has(flag::UD);
         let ud_qp = qp.qp_type.is_datagram();
         if ud_packet != ud_qp || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return drop(host, "QP type or state", &self.io.trace);
+        }
+        if !ud_packet && !qp.from_peer(host, &f) {
+            return drop(host, "not from the QP's peer", &self.io.trace);
         }
         if ud_packet {
             super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
@@ -311,9 +358,13 @@ impl RoceEngine {
             super::responder::receive_request(qp, &mut self.io, host, &pkt, now);
         } else if qp.state != QpState::Rtr {
             super::completer::receive_response(qp, &mut self.io, host, &pkt, now);
+            // An error the response revealed ends the QP now, not at the next poll: nothing
+            // after it is sent, and no later response is written.
+            super::completer::complete(qp, host);
         } else {
             drop(host, "response before RTS", &self.io.trace);
         }
+        qp.sync(host, &self.io.trace);
     }
 
     /// Receives the frames waiting in the loopback queue, oldest first, through the receive
@@ -343,11 +394,13 @@ impl RoceEngine {
         let qpns: Vec<u32> = self.qps.keys().copied().collect();
         for qpn in qpns {
             if let Some(qp) = self.qps.get_mut(&qpn) {
+                qp.sync(host, &self.io.trace);
                 super::responder::flush_ack(qp, &mut self.io, host);
                 super::requester::timers(qp, &mut self.io, host, now);
                 super::requester::run(qp, &mut self.io, host, now);
                 super::responder::send_read_responses(qp, &mut self.io, host);
                 super::completer::complete(qp, host);
+                qp.sync(host, &self.io.trace);
             }
             if !self.io.loopback.is_empty() {
                 self.drain_loopback(host, now);
@@ -380,7 +433,8 @@ impl Engine for RoceEngine {
             QpState::Rts if old == QpState::Rtr || old == QpState::Init => {
                 qp.req.reset(attrs);
             }
-            QpState::Err | QpState::Reset => {
+            QpState::Err => qp.enter_error(),
+            QpState::Reset => {
                 qp.req.clear();
                 qp.resp.reset(0);
             }
@@ -399,9 +453,14 @@ impl Engine for RoceEngine {
             let _ = host.complete_send(work.qpn, work.index, WcStatus::LocQpOpErr, 0);
             return;
         };
+        if qp.sync(host, &self.io.trace) == QpState::Err {
+            // The device flushes it with the rest of the QP's WQEs.
+            return;
+        }
         super::requester::post(qp, host, work);
         super::requester::run(qp, &mut self.io, host, now);
         super::completer::complete(qp, host);
+        qp.sync(host, &self.io.trace);
         if !self.io.loopback.is_empty() {
             self.drain_loopback(host, now);
         }

@@ -100,6 +100,7 @@ impl EngineHost for DeviceCore {
             }
         }
         qp.sq.ci = index.wrapping_add(1);
+        let mut written = Ok(());
         for (wqe, last) in done {
             let wc_status = if last { status } else { WcStatus::Success };
             if wqe.signaled || wc_status != WcStatus::Success {
@@ -112,16 +113,21 @@ impl EngineHost for DeviceCore {
                     status: wc_status.into(),
                     ..Cqe::default()
                 };
-                self.write_cqe(cqn, cqe)?;
+                if let Err(e) = self.write_cqe(cqn, cqe) {
+                    written = Err(e);
+                    break;
+                }
             }
         }
+        // An error moves the QP to ERR even if its CQE could not be written (the engine's QP
+        // context follows the device's state: they must not diverge).
         if status != WcStatus::Success {
             if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
                 qp.state = QpState::Err;
             }
             self.queue_work(Work::Qp(qpn));
         }
-        Ok(())
+        written
     }
 
     fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError> {

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
+use ferroce_nic::engine::frame::{self, Route};
+use ferroce_nic::engine::headers::{Aeth, Bth, Packet, PacketBuilder, Reth};
+use ferroce_nic::engine::opcode;
 use ferroce_nic::engine::roce::RoceEngine;
 use ferroce_nic::engine::wire::{back_to_back, PortEnd};
 use ferroce_nic::engine::StubLog;
@@ -184,6 +187,7 @@ pub struct Conn {
     pub rnr_retry: u8,
     pub min_rnr_timer: u8,
     pub access: u32,
+    pub max_dest_rd_atomic: u8,
 }
 
 impl Default for Conn {
@@ -196,6 +200,7 @@ impl Default for Conn {
             rnr_retry: 7,
             min_rnr_timer: 1,
             access: ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC,
+            max_dest_rd_atomic: 16,
         }
     }
 }
@@ -311,7 +316,7 @@ impl Qp {
                 hop_limit: 64,
                 dest_qpn,
                 rq_psn,
-                max_dest_rd_atomic: 16,
+                max_dest_rd_atomic: conn.max_dest_rd_atomic,
                 min_rnr_timer: conn.min_rnr_timer,
                 ..base
             },
@@ -671,4 +676,126 @@ impl Solo {
         });
         taken
     }
+}
+
+/// A frame the node sent, decoded.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub bth: Bth,
+    pub reth: Option<Reth>,
+    pub aeth: Option<Aeth>,
+    pub payload: Vec<u8>,
+}
+
+/// One node whose RC QP is connected to a peer the test plays by hand: what the node sends is
+/// taken off `wire` ([`Scripted::sent`]) and what the peer answers is built by the test
+/// ([`Scripted::inject`]), so that responses can be forged, stale or out of order.
+pub struct Scripted {
+    pub n: Node,
+    pub qp: Qp,
+    /// The far end of the node's cable: the test's side.
+    pub wire: PortEnd,
+    pub peer_mac: [u8; 6],
+    pub peer_gid: [u8; 16],
+    pub peer_qpn: u32,
+    /// The QP's first send PSN and its first expected receive PSN.
+    pub sq_psn: u32,
+    pub rq_psn: u32,
+    /// CQEs polled so far and not yet taken.
+    pub cqes: Vec<Cqe>,
+}
+
+impl Scripted {
+    /// The node (10.0.0.1) with one RC QP connected to QPN 0x77 at 10.0.0.2 (GID index 3).
+    pub fn new(buf_len: usize, conn: Conn) -> Self {
+        let (port, wire) = back_to_back();
+        let mut n = Node::new(1, buf_len, port);
+        let qp = Qp::create(&mut n, QpType::Rc);
+        let peer_mac = [0x52, 0x54, 0x00, 0x00, 0x00, 0x02];
+        let peer_gid = mapped([10, 0, 0, 2]);
+        let (peer_qpn, sq_psn, rq_psn) = (0x77, PSN_MASK - 3, 40);
+        qp.connect_to(&mut n, peer_gid, peer_mac, peer_qpn, sq_psn, rq_psn, conn);
+        Self {
+            n,
+            qp,
+            wire,
+            peer_mac,
+            peer_gid,
+            peer_qpn,
+            sq_psn,
+            rq_psn,
+            cqes: Vec::new(),
+        }
+    }
+
+    /// Runs the device `rounds` times and collects CQEs.
+    pub fn run(&mut self, rounds: usize) {
+        for _ in 0..rounds {
+            self.n.g.dev.process();
+            let new = self.n.cq.poll(&self.n.g);
+            self.cqes.extend(new);
+        }
+    }
+
+    /// Runs the device a few times and returns the packets it sent since the last call.
+    pub fn sent(&mut self) -> Vec<Sent> {
+        self.run(4);
+        let mut out = Vec::new();
+        while let Some(bytes) = self.wire.rx.pop() {
+            let f = frame::parse(&bytes).expect("a RoCE frame");
+            let p = Packet::parse(f.transport).expect("a transport packet");
+            out.push(Sent {
+                bth: p.bth,
+                reth: p.reth,
+                aeth: p.aeth,
+                payload: p.payload.to_vec(),
+            });
+        }
+        out
+    }
+
+    /// Puts packet `b` (with `payload`) on the wire towards the node as if sent from GID
+    /// `sgid` (the peer's, or another's), and runs the device.
+    pub fn inject_from(&mut self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) {
+        let bytes = self.frame_from(sgid, b, payload);
+        self.wire.sink.send(&bytes);
+        self.run(4);
+    }
+
+    /// The frame carrying packet `b` (with `payload`) to the node from GID `sgid`.
+    pub fn frame_from(&self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) -> Vec<u8> {
+        let route = Route {
+            smac: self.peer_mac,
+            dmac: self.n.mac,
+            vlan: None,
+            v1: false,
+            sgid,
+            dgid: self.n.gid(3),
+            traffic_class: 0,
+            hop_limit: 64,
+            flow_label: 0,
+        };
+        let mut transport = Vec::new();
+        b.write(payload, &mut transport);
+        let mut bytes = Vec::new();
+        frame::build(&route, &transport, &mut bytes);
+        bytes
+    }
+
+    /// Puts packet `b` on the wire as the peer.
+    pub fn inject(&mut self, b: &PacketBuilder, payload: &[u8]) {
+        self.inject_from(self.peer_gid, b, payload);
+    }
+
+    /// An ACK (or NAK: `syndrome`) of `psn` addressed to the node's QP.
+    pub fn ack(&self, psn: u32, syndrome: u8) -> PacketBuilder {
+        let mut b = PacketBuilder::new(opcode::op::RC_ACKNOWLEDGE, self.qp.qpn, psn);
+        b.aeth = Some(Aeth { syndrome, msn: 0 });
+        b
+    }
+}
+
+/// Another host's GID, for forged frames.
+pub fn stranger_gid() -> [u8; 16] {
+    mapped([10, 0, 0, 66])
 }

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The requester against a peer the test plays by hand ([`Scripted`]): responses that are
+//! forged, stale, ahead of what was sent or from another host complete nothing.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::roce::*;
+use common::CqeStatus;
+use ferroce_hw::*;
+use ferroce_nic::engine::headers::syndrome;
+use ferroce_nic::engine::opcode::op;
+use ferroce_nic::engine::psn;
+
+/// A connection whose local ACK timeout is about 1 ms (4.096 µs × 2^8).
+fn fast_timeout() -> Conn {
+    Conn {
+        timeout: 8,
+        ..Conn::default()
+    }
+}
+
+/// Runs the device for `ms` milliseconds and returns what it sent meanwhile.
+fn sent_during(s: &mut Scripted, ms: u64) -> Vec<Sent> {
+    let until = Instant::now() + Duration::from_millis(ms);
+    let mut out = Vec::new();
+    while Instant::now() < until {
+        out.extend(s.sent());
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    out
+}
+
+fn statuses(cqes: &[Cqe]) -> Vec<(u64, WcStatus)> {
+    cqes.iter().map(|c| (c.wr_id, c.wc_status())).collect()
+}
+
+/// Posts a one-packet RDMA WRITE and returns its PSN, as sent.
+fn one_write(s: &mut Scripted, wr_id: u64) -> u32 {
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    let buf = s.n.buf;
+    s.qp.post(&mut s.n, wr_id, WR_RDMA_WRITE, buf, 100, &seg, 0);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1, "one WRITE packet: {sent:?}");
+    assert_eq!(sent[0].bth.opcode, op::RC_WRITE_ONLY);
+    sent[0].bth.psn
+}
+
+#[test]
+fn ack_from_another_host_completes_nothing() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let at = one_write(&mut s, 1);
+    assert_eq!(at, s.sq_psn);
+    let drops = s.n.counter(COUNTER_DROPS);
+    let ack = s.ack(at, syndrome::ACK);
+    s.inject_from(stranger_gid(), &ack, &[]);
+    assert!(
+        s.cqes.is_empty(),
+        "an ACK from another host completed the WRITE: {:?}",
+        statuses(&s.cqes)
+    );
+    assert_eq!(s.n.counter(COUNTER_DROPS), drops + 1, "counted as a drop");
+    s.inject(&ack, &[]);
+    assert_eq!(statuses(&s.cqes), [(1, WcStatus::Success)]);
+}
+
+#[test]
+fn ack_beyond_the_last_sent_psn_completes_nothing() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let first = one_write(&mut s, 1);
+    let second = one_write(&mut s, 2);
+    assert_eq!(second, psn::add(first, 1));
+    let drops = s.n.counter(COUNTER_DROPS);
+    // Ahead of everything sent, but less than 2^23 ahead: "after" in PSN arithmetic (a
+    // forged ACK, or one left over from 2^23 PSNs ago).
+    for ahead in [2, 1000, (1 << 23) - 1] {
+        let ack = s.ack(psn::add(second, ahead), syndrome::ACK);
+        s.inject(&ack, &[]);
+        assert!(
+            s.cqes.is_empty(),
+            "an ACK {ahead} PSNs beyond the last one sent completed: {:?}",
+            statuses(&s.cqes)
+        );
+    }
+    assert_eq!(s.n.counter(COUNTER_DROPS), drops + 3, "counted as drops");
+    let ack = s.ack(second, syndrome::ACK);
+    s.inject(&ack, &[]);
+    assert_eq!(
+        statuses(&s.cqes),
+        [(1, WcStatus::Success), (2, WcStatus::Success)]
+    );
+}
+
+#[test]
+fn ack_does_not_complete_a_half_sent_message() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    let buf = s.n.buf;
+    // 100 packets at a 1024-byte MTU: more than the initial window.
+    s.qp.post(&mut s.n, 1, WR_RDMA_WRITE, buf, 100 << 10, &seg, 0);
+    let mut sent = s.sent();
+    assert!(
+        !sent.is_empty() && sent.len() < 100,
+        "sent {} packets",
+        sent.len()
+    );
+    let last_psn = psn::add(s.sq_psn, 99);
+    let ack = s.ack(last_psn, syndrome::ACK);
+    s.inject(&ack, &[]);
+    assert!(
+        s.cqes.is_empty(),
+        "an ACK for the last PSN completed a WRITE of which {} of 100 packets were sent: {:?}",
+        sent.len(),
+        statuses(&s.cqes)
+    );
+    // The real ACKs, a window at a time, complete it once every packet went out.
+    let mut psns: Vec<u32> = sent.iter().map(|p| p.bth.psn).collect();
+    for _ in 0..100 {
+        if !s.cqes.is_empty() {
+            break;
+        }
+        let Some(last) = sent.last() else {
+            s.run(4);
+            continue;
+        };
+        let ack = s.ack(last.bth.psn, syndrome::ACK);
+        s.inject(&ack, &[]);
+        sent = s.sent();
+        psns.extend(sent.iter().map(|p| p.bth.psn));
+    }
+    assert_eq!(statuses(&s.cqes), [(1, WcStatus::Success)]);
+    psns.sort_by_key(|p| psn::diff(*p, s.sq_psn));
+    psns.dedup();
+    assert_eq!(psns.len(), 100, "every packet was sent");
+}
+
+#[test]
+fn nak_outside_the_window_or_from_another_host_is_dropped() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let at = one_write(&mut s, 1);
+    let drops = s.n.counter(COUNTER_DROPS);
+    // A NAK acknowledges everything before its PSN: one far ahead must not.
+    let nak = s.ack(psn::add(at, 500), syndrome::NAK_REMOTE_ACCESS);
+    s.inject(&nak, &[]);
+    assert!(
+        s.cqes.is_empty(),
+        "a NAK beyond the window completed the WRITE: {:?}",
+        statuses(&s.cqes)
+    );
+    let nak = s.ack(at, syndrome::NAK_REMOTE_ACCESS);
+    s.inject_from(stranger_gid(), &nak, &[]);
+    assert!(
+        s.cqes.is_empty(),
+        "a NAK from another host failed the WRITE: {:?}",
+        statuses(&s.cqes)
+    );
+    assert_eq!(s.n.counter(COUNTER_DROPS), drops + 2, "counted as drops");
+    s.inject(&nak, &[]);
+    assert_eq!(statuses(&s.cqes), [(1, WcStatus::RemAccessErr)]);
+}
+
+#[test]
+fn stale_rnr_nak_does_not_stop_retransmission() {
+    let mut s = Scripted::new(MIB, fast_timeout());
+    let at = one_write(&mut s, 1);
+    // An RNR NAK for a PSN before the window (acknowledged long ago).
+    let nak = s.ack(psn::sub(at, 3), syndrome::RNR_NAK | 1);
+    s.inject(&nak, &[]);
+    let again = sent_during(&mut s, 30);
+    assert!(
+        again.iter().any(|p| p.bth.psn == at),
+        "the unacknowledged WRITE was never retransmitted after a stale RNR NAK"
+    );
+}
+
+#[test]
+fn read_response_and_atomic_ack_from_another_host_are_dropped() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let buf = s.n.buf;
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    s.qp.post(&mut s.n, 1, WR_RDMA_READ, buf, 100, &seg, 0);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].bth.opcode, op::RC_READ_REQUEST);
+    let at = sent[0].bth.psn;
+    let data = pattern(100, 7);
+    let mut b = s.ack(at, syndrome::ACK);
+    b.bth.opcode = op::RC_READ_RESPONSE_ONLY;
+    s.inject_from(stranger_gid(), &b, &data);
+    assert_eq!(
+        s.n.g.read(buf, 100),
+        vec![0; 100],
+        "a READ response from another host was written into memory"
+    );
+    assert!(s.cqes.is_empty(), "{:?}", statuses(&s.cqes));
+    s.inject(&b, &data);
+    assert_eq!(s.n.g.read(buf, 100), data);
+    assert_eq!(statuses(&s.cqes), [(1, WcStatus::Success)]);
+
+    let target = buf + 4096;
+    let seg = atomic_seg(0x10_0000, 0x1234, 0, 9);
+    s.qp.post(&mut s.n, 2, WR_ATOMIC_CMP_SWAP, target, 8, &seg, 0);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1);
+    let at = sent[0].bth.psn;
+    let mut b = s.ack(at, syndrome::ACK);
+    b.bth.opcode = op::RC_ATOMIC_ACKNOWLEDGE;
+    b.atomic_ack = Some(0x1122_3344_5566_7788);
+    s.inject_from(stranger_gid(), &b, &[]);
+    assert_eq!(
+        s.n.g.read(target, 8),
+        vec![0; 8],
+        "an atomic ACK from another host was written into memory"
+    );
+    assert_eq!(s.cqes.len(), 1, "{:?}", statuses(&s.cqes));
+    s.inject(&b, &[]);
+    assert_eq!(
+        s.n.g.read(target, 8),
+        0x1122_3344_5566_7788u64.to_le_bytes()
+    );
+    assert_eq!(
+        statuses(&s.cqes),
+        [(1, WcStatus::Success), (2, WcStatus::Success)]
+    );
+}
+
+/// An RDMA READ request for `len` bytes at the node's data MR, PSN `at`.
+fn read_request(s: &Scripted, at: u32, len: u32) -> Vec<u8> {
+    let mut b = s.ack(at, 0);
+    b.aeth = None;
+    b.bth.opcode = op::RC_READ_REQUEST;
+    b.bth.ack_req = true;
+    b.reth = Some(ferroce_nic::engine::headers::Reth {
+        va: s.n.buf,
+        rkey: s.n.key,
+        len,
+    });
+    s.frame_from(s.peer_gid, &b, &[])
+}
+
+#[test]
+fn reads_beyond_max_dest_rd_atomic_are_invalid_requests() {
+    let mut s = Scripted::new(
+        MIB,
+        Conn {
+            max_dest_rd_atomic: 2,
+            ..Conn::default()
+        },
+    );
+    // Three READs arrive before the node answers any: the third has no responder resource.
+    for k in 0..3 {
+        let f = read_request(&s, psn::add(s.rq_psn, k), 100);
+        s.wire.sink.send(&f);
+    }
+    let sent = s.sent();
+    let seen: Vec<(u8, u32, Option<u8>)> = sent
+        .iter()
+        .map(|p| (p.bth.opcode, p.bth.psn, p.aeth.map(|a| a.syndrome)))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (op::RC_READ_RESPONSE_ONLY, s.rq_psn, Some(syndrome::ACK)),
+            (
+                op::RC_READ_RESPONSE_ONLY,
+                psn::add(s.rq_psn, 1),
+                Some(syndrome::ACK)
+            ),
+            (
+                op::RC_ACKNOWLEDGE,
+                psn::add(s.rq_psn, 2),
+                Some(syndrome::NAK_INVALID_REQUEST)
+            ),
+        ],
+        "two READs answered, the third NAKed"
+    );
+}
+
+#[test]
+fn read_longer_than_2_31_bytes_is_an_invalid_request() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    // An MR long enough that only the length limit refuses the READ.
+    let (buf, len) = (s.n.buf, 1u64 << 32);
+    let key = s.n.mr(buf, len, ACCESS_VALID_MASK, PD);
+    let mut b = s.ack(s.rq_psn, 0);
+    b.aeth = None;
+    b.bth.opcode = op::RC_READ_REQUEST;
+    b.bth.ack_req = true;
+    b.reth = Some(ferroce_nic::engine::headers::Reth {
+        va: buf,
+        rkey: key,
+        len: (1 << 31) + 4096,
+    });
+    s.inject(&b, &[]);
+    let sent = s.sent();
+    let first = sent
+        .first()
+        .map(|p| (p.bth.opcode, p.aeth.map(|a| a.syndrome)));
+    assert_eq!(
+        first,
+        Some((op::RC_ACKNOWLEDGE, Some(syndrome::NAK_INVALID_REQUEST))),
+        "a READ of 2^31 + 4096 bytes was not refused ({} packets sent)",
+        sent.len()
+    );
+}
