@@ -466,6 +466,8 @@ impl Device {
             .objects_mut()
             .alloc_context()
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        // Whatever was written to the page while it had no tenant is not the new one's.
+        self.core.doorbells_mut().clear_context(ctx as usize);
         Ok(AllocCtxReply { ctx })
     }
 
@@ -480,7 +482,10 @@ impl Device {
             .map_err(|status| match status {
                 STATUS_BAD_PARAM => CmdError::field(STATUS_BAD_PARAM, 0),
                 status => CmdError::new(status),
-            })
+            })?;
+        // The QID table went with the context; its push window and doorbell notes go too.
+        self.core.doorbells_mut().clear_context(cmd.ctx as usize);
+        Ok(())
     }
 
     fn map_qid(&mut self, cmd: &MapQidCmd) -> Result<(), CmdError> {

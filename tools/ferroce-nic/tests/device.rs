@@ -1016,6 +1016,121 @@ fn qid_translation_confines_user_contexts() {
     );
 }
 
+/// A context number (doorbell page) handed to a new process carries nothing of the old one: no
+/// push window bytes, no QID mappings, no doorbell errors still waiting to be reported.
+#[test]
+fn freed_context_leaves_nothing_to_the_next_tenant() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let eqn = g.create_ceq(4, 2);
+    let cq = GuestCq::create(&mut g, eqn, 6);
+    let mut qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
+    qp.connect(&mut g);
+    let ctx = g.ok(&AllocCtxCmd::default()).ctx;
+    for local_qid in [3u32, 9] {
+        g.ok(&MapQidCmd {
+            ctx,
+            local_qid,
+            global: qp.qpn,
+            kind: QID_KIND_QP,
+            ..MapQidCmd::default()
+        });
+    }
+    let page = db_page_offset(ctx as usize);
+    // The old tenant pushes a WQE through its window...
+    let ctrl = WqeCtrl {
+        wr_id: 0x01d,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE,
+        inline_len: 8,
+        ..WqeCtrl::default()
+    };
+    let wqe = qp.put_send(&g, ctrl, &[0; 40], b"secret!!");
+    for (i, chunk) in wqe[..128].chunks(8).enumerate() {
+        g.dev
+            .bar0_write((page + PUSH_WINDOW_OFFSET + i * 8) as u64, chunk);
+    }
+    // ...and rings a doorbell the device rejects, whose report is still waiting when the
+    // context is freed (FREE_CTX executed straight away, not after a `process` round).
+    g.w32(page + DB_SQ, Doorbell { qid: 200, index: 1 }.encode());
+    let free = CmdHeader {
+        opcode: CMD_FREE_CTX,
+        ..CmdHeader::default()
+    };
+    g.dev
+        .execute(&free, &FreeCtxCmd { ctx, rsvd: 0 }.to_payload())
+        .expect("FREE_CTX");
+    let alloc = CmdHeader {
+        opcode: CMD_ALLOC_CTX,
+        ..CmdHeader::default()
+    };
+    let again = g
+        .dev
+        .execute(&alloc, &AllocCtxCmd::default().to_payload())
+        .expect("ALLOC_CTX");
+    assert_eq!(
+        again[0], ctx,
+        "the next process gets the same context number"
+    );
+
+    let window = g
+        .dev
+        .core
+        .doorbells()
+        .push_window(ctx as usize)
+        .expect("window");
+    assert!(
+        window.iter().all(|&b| b == 0),
+        "the old tenant's pushed WQE is still in the push window: {:02x?}",
+        &window[..32]
+    );
+    for local_qid in [3u16, 9] {
+        assert_eq!(
+            g.dev
+                .core
+                .objects()
+                .translate_qid(ctx as usize, local_qid, QID_KIND_QP),
+            None,
+            "local QID {local_qid} still mapped"
+        );
+    }
+    // The old local QIDs reach nothing: a send and a push doorbell are both rejected, and no WQE
+    // is fetched or pushed.
+    let (bad, fetches, pushes) = (
+        g.counters.get(COUNTER_BAD_DOORBELLS),
+        g.counters.get(COUNTER_WQE_FETCHES),
+        g.counters.get(COUNTER_WQE_PUSHES),
+    );
+    let sends = g.log.lock().expect("log").sends.len();
+    let (sq, push) = (
+        Doorbell {
+            qid: 9,
+            index: qp.sq_pi,
+        }
+        .encode(),
+        Doorbell {
+            qid: 3,
+            index: qp.sq_pi,
+        }
+        .encode(),
+    );
+    g.w32(page + DB_SQ, sq);
+    g.w32(page + DB_PUSH, push);
+    g.run();
+    assert_eq!(g.counters.get(COUNTER_BAD_DOORBELLS) - bad, 2);
+    assert_eq!(g.counters.get(COUNTER_WQE_FETCHES), fetches, "WQE fetched");
+    assert_eq!(g.counters.get(COUNTER_WQE_PUSHES), pushes, "WQE pushed");
+    assert_eq!(g.log.lock().expect("log").sends.len(), sends);
+    // Only the new tenant's two doorbell errors are reported, not the old one's.
+    let reported: Vec<(u32, u32)> = g
+        .poll_eq(EQN_ASYNC)
+        .iter()
+        .filter(|e| EventType::try_from(e.event_type) == Ok(EventType::DoorbellError))
+        .map(|e| (e.data0, e.data1))
+        .collect();
+    assert_eq!(reported, vec![(ctx, sq), (ctx, push)]);
+}
+
 #[test]
 fn counters_in_bar0_match_the_host_view() {
     let mut g = Guest::new();
