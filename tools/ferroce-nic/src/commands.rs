@@ -6,7 +6,8 @@ use ferroce_hw::*;
 
 use crate::device::Device;
 use crate::objects::{
-    check_ah, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
+    check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer,
+    Srq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -213,13 +214,7 @@ impl Device {
         if cmd.flags & !MR_FLAGS_VALID != 0 || cmd.flags == MR_FLAGS_VALID {
             return Err(CmdError::field(STATUS_BAD_PARAM, 40));
         }
-        if cmd.access & !ACCESS_VALID_MASK != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 36));
-        }
-        // IB rule: remote write or atomic requires local write.
-        if cmd.access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0
-            && cmd.access & ACCESS_LOCAL_WRITE == 0
-        {
+        if !mr_access_valid(cmd.access) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 36));
         }
         reserved_zero(cmd.rsvd.into(), 42)?;

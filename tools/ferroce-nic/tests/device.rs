@@ -1349,3 +1349,90 @@ fn fast_registration_and_invalidation() {
         STATUS_BAD_RESOURCE
     );
 }
+
+/// A REG_MR work request gets the access rules of CREATE_MR: only defined access bits, and
+/// remote write or atomic only together with local write. A refused one leaves the MR as it was.
+#[test]
+fn fast_registration_follows_the_create_mr_access_rules() {
+    let mut g = Guest::new();
+    g.bring_up();
+    // CREATE_MR refuses these (the rules REG_MR must follow).
+    for access in [
+        ACCESS_REMOTE_WRITE,
+        ACCESS_REMOTE_ATOMIC,
+        ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE,
+        ACCESS_VALID_MASK + 1,
+    ] {
+        let c = g.cmd(&CreateMrCmd {
+            pd: 1,
+            access,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            ..CreateMrCmd::default()
+        });
+        assert_eq!(c.status, STATUS_BAD_PARAM, "CREATE_MR access {access:#x}");
+    }
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let pbl = g.alloc(16, 8);
+    let page = g.alloc(4096, 4096);
+    g.write(pbl, &page.to_le_bytes());
+    let new_key = mr_key(mr_key_index(fast), 0x44);
+    let seg = RegMrSeg {
+        iova: 0x7000_0000,
+        length: 4096,
+        pbl_addr: pbl,
+        key: new_key,
+        access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE,
+        page_count: 1,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    let mut byte = [0u8; 1];
+    for access in [
+        ACCESS_REMOTE_WRITE,
+        ACCESS_REMOTE_ATOMIC,
+        ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC,
+        ACCESS_VALID_MASK + 1,
+        1 << 31,
+    ] {
+        assert!(
+            g.dev
+                .core
+                .fast_register(1, &RegMrSeg { access, ..seg })
+                .is_err(),
+            "REG_MR with access {access:#x} was accepted"
+        );
+        let mr = g
+            .dev
+            .core
+            .objects()
+            .mrs()
+            .get(mr_key_index(fast))
+            .expect("mr");
+        assert_eq!(
+            (mr.key, mr.access),
+            (fast, 0),
+            "a refused REG_MR changed the MR"
+        );
+        assert!(
+            g.dev
+                .core
+                .read_payload(1, new_key, 0x7000_0000, &mut byte, 0)
+                .is_err(),
+            "a refused REG_MR made the MR valid"
+        );
+    }
+    g.dev.core.fast_register(1, &seg).expect("register");
+    g.dev
+        .core
+        .write_payload(1, new_key, 0x7000_0010, &[0x5a], ACCESS_REMOTE_WRITE)
+        .expect("remote write into a local-write MR");
+    assert_eq!(g.read(page + 0x10, 1), [0x5a]);
+}
