@@ -21,7 +21,7 @@ use crate::dma::DmaTable;
 use crate::engine::faults::{FaultConfig, FaultControl};
 use crate::engine::roce::RoceEngine;
 use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
-use crate::interrupts::MsixController;
+use crate::interrupts::{InterruptSink, MsixController};
 use crate::port::PortStats;
 use crate::trace::Tracer;
 
@@ -167,18 +167,76 @@ impl Nic {
 }
 
 /// The vfio-user backend.
+///
+/// Everything the client sends is checked before anything changes: a refused request returns
+/// an error, which the `vfio_user` crate's server loop answers with an error reply.
 pub struct Backend {
     nic: Arc<Nic>,
     config: ConfigSpace,
+    /// Interrupts per IRQ index, as offered.
+    irq_counts: Vec<u32>,
 }
 
 impl Backend {
     /// A backend for `nic`.
     pub fn new(nic: Arc<Nic>, msix_vectors: u16) -> Self {
+        let mut irq_counts: Vec<u32> = irq_infos(msix_vectors).iter().map(|i| i.count).collect();
+        if let Some(msix) = irq_counts.get_mut(VFIO_PCI_MSIX_IRQ_INDEX as usize) {
+            // No more than the controller has.
+            *msix = (*msix).min(u32::from(nic.msix.vectors()));
+        }
         Self {
             nic,
             config: ConfigSpace::new(msix_vectors),
+            irq_counts,
         }
+    }
+
+    /// Checks a SET_IRQS request as a VFIO device does: one action and one data type and no
+    /// other flag bits, `start..start + count` inside the index's interrupts, `count == 0` only
+    /// to disable them all, file descriptors only with `DATA_EVENTFD` and then one per interrupt.
+    fn check_set_irqs(
+        &self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: usize,
+    ) -> Result<(), std::io::Error> {
+        let refuse = |why: &str| {
+            refused(format_args!(
+                "SET_IRQS index {index} flags {flags:#x} start {start} count {count} fds {fds}: {why}"
+            ))
+        };
+        if flags & !(VFIO_IRQ_SET_DATA_TYPE_MASK | VFIO_IRQ_SET_ACTION_TYPE_MASK) != 0 {
+            return Err(refuse("undefined flag bits"));
+        }
+        let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
+        let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
+        if !matches!(data, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_DATA_EVENTFD) {
+            return Err(refuse("not exactly one supported data type"));
+        }
+        if !matches!(
+            action,
+            VFIO_IRQ_SET_ACTION_MASK | VFIO_IRQ_SET_ACTION_UNMASK | VFIO_IRQ_SET_ACTION_TRIGGER
+        ) {
+            return Err(refuse("not exactly one action"));
+        }
+        let max = self.irq_counts.get(index as usize).copied().unwrap_or(0);
+        if start >= max || count > max - start {
+            return Err(refuse("outside the interrupts of the index"));
+        }
+        let disable_all = action == VFIO_IRQ_SET_ACTION_TRIGGER && data == VFIO_IRQ_SET_DATA_NONE;
+        if count == 0 && (start != 0 || !disable_all) {
+            return Err(refuse("count 0 only disables"));
+        }
+        if action != VFIO_IRQ_SET_ACTION_TRIGGER && data != VFIO_IRQ_SET_DATA_NONE {
+            return Err(refuse("masking takes no data"));
+        }
+        if fds != 0 && (data != VFIO_IRQ_SET_DATA_EVENTFD || fds != count as usize) {
+            return Err(refuse("file descriptors do not match count"));
+        }
+        Ok(())
     }
 
     /// After a client disconnects: forget its memory and interrupts, reset the device.
@@ -193,6 +251,12 @@ impl Backend {
 
 fn einval() -> std::io::Error {
     std::io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+/// A refused client request: logged, and `EINVAL` for the error reply.
+fn refused(what: std::fmt::Arguments<'_>) -> std::io::Error {
+    tracing::warn!("vfio-user: refused {what}");
+    einval()
 }
 
 impl ServerBackend for Backend {
@@ -306,29 +370,29 @@ impl ServerBackend for Backend {
         fds: Vec<File>,
     ) -> Result<(), std::io::Error> {
         tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
+        self.check_set_irqs(index, flags, start, count, fds.len())?;
         if index != VFIO_PCI_MSIX_IRQ_INDEX {
-            // INTx, MSI, ERR and REQ are offered or not at all; nothing is raised on them.
+            // INTx is offered but never raised; the other indexes offer no interrupts.
             return Ok(());
         }
+        // From here `start + count` is at most the number of vectors.
         let msix = &self.nic.msix;
         let data_none = flags & VFIO_IRQ_SET_DATA_NONE != 0;
-        if flags & VFIO_IRQ_SET_ACTION_TRIGGER != 0 {
-            if flags & VFIO_IRQ_SET_DATA_EVENTFD != 0 {
-                // One fd per vector; vectors without one are disabled.
+        match flags & VFIO_IRQ_SET_ACTION_TYPE_MASK {
+            VFIO_IRQ_SET_ACTION_TRIGGER if !data_none => {
+                // One fd per vector, or none at all to disable the vectors.
                 let mut fds = fds.into_iter();
                 msix.set_eventfds(start, (0..count).map(|_| fds.next()).collect());
-            } else if data_none && count == 0 {
-                msix.clear_eventfds();
-            } else if data_none {
+            }
+            VFIO_IRQ_SET_ACTION_TRIGGER if count == 0 => msix.clear_eventfds(),
+            VFIO_IRQ_SET_ACTION_TRIGGER => {
                 let device = self.nic.lock();
-                for vector in start..start.saturating_add(count).min(u32::from(u16::MAX)) {
+                for vector in start..start + count {
                     device.core.raise(vector as u16);
                 }
             }
-        } else if flags & VFIO_IRQ_SET_ACTION_MASK != 0 {
-            msix.set_masked(start, count, true);
-        } else if flags & VFIO_IRQ_SET_ACTION_UNMASK != 0 {
-            msix.set_masked(start, count, false);
+            VFIO_IRQ_SET_ACTION_MASK => msix.set_masked(start, count, true),
+            _ => msix.set_masked(start, count, false),
         }
         Ok(())
     }

@@ -269,3 +269,207 @@ fn qemu_like_client_end_to_end() {
     assert_eq!(qemu.r32(REG_FATAL_CODE), FATAL_CMDQ_DMA);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// --- Hostile clients -----------------------------------------------------------------------
+//
+// The backend is driven directly (as the `vfio_user` crate's server loop calls it): every
+// refused request must return an error, which the crate turns into an error reply, and must
+// leave the device as it was. The last test checks the error replies on a real socket.
+
+use ferroce_nic::interrupts::{InterruptSink, IrqOutcome};
+use ferroce_nic::server::Backend;
+use std::sync::Arc;
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, ServerBackend};
+
+const VECTORS: u16 = 8;
+
+fn backend() -> (Arc<Nic>, Backend) {
+    let nic = Nic::new(DeviceConfig {
+        msix_vectors: VECTORS,
+        ..DeviceConfig::default()
+    });
+    let backend = Backend::new(nic.clone(), VECTORS);
+    (nic, backend)
+}
+
+/// Vector 1 wired to an eventfd and delivering, as a booted guest has it.
+fn wire_vector1(nic: &Nic, backend: &mut Backend) -> File {
+    let fd = eventfd();
+    let reader = fd.try_clone().expect("clone");
+    backend
+        .set_irqs(
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+            1,
+            1,
+            vec![fd],
+        )
+        .expect("wire vector 1");
+    nic.msix.set_control(true, false);
+    assert_eq!(nic.msix.raise(1), IrqOutcome::Delivered);
+    assert!(wait_for_event(&reader, Duration::from_secs(1)));
+    reader
+}
+
+#[test]
+fn hostile_set_irqs_are_refused_and_change_nothing() {
+    let (nic, mut backend) = backend();
+    let vector1 = wire_vector1(&nic, &mut backend);
+    let trigger = VFIO_IRQ_SET_ACTION_TRIGGER;
+    let (none, eventfd_data) = (VFIO_IRQ_SET_DATA_NONE, VFIO_IRQ_SET_DATA_EVENTFD);
+    let (mask, unmask) = (VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_ACTION_UNMASK);
+    let msix = VFIO_PCI_MSIX_IRQ_INDEX;
+    // (what, index, flags, start, count, fds)
+    let cases: Vec<(&str, u32, u32, u32, u32, usize)> = vec![
+        (
+            "eventfds past the last vector",
+            msix,
+            eventfd_data | trigger,
+            1,
+            8,
+            0,
+        ),
+        (
+            "start past the last vector",
+            msix,
+            eventfd_data | trigger,
+            8,
+            1,
+            1,
+        ),
+        (
+            "start + count wraps",
+            msix,
+            eventfd_data | trigger,
+            1,
+            u32::MAX,
+            0,
+        ),
+        ("more fds than count", msix, eventfd_data | trigger, 1, 1, 2),
+        (
+            "fewer fds than count",
+            msix,
+            eventfd_data | trigger,
+            0,
+            2,
+            1,
+        ),
+        ("fds without DATA_EVENTFD", msix, none | trigger, 1, 1, 1),
+        (
+            "two data types",
+            msix,
+            none | eventfd_data | trigger,
+            1,
+            1,
+            1,
+        ),
+        ("no data type", msix, trigger, 1, 1, 0),
+        ("two actions", msix, eventfd_data | trigger | mask, 1, 1, 1),
+        ("no action", msix, none, 1, 1, 0),
+        (
+            "undefined flag bits",
+            msix,
+            eventfd_data | trigger | 1 << 8,
+            1,
+            1,
+            1,
+        ),
+        (
+            "software trigger past the vectors",
+            msix,
+            none | trigger,
+            0,
+            u32::MAX,
+            0,
+        ),
+        ("mask past the vectors", msix, none | mask, 1, u32::MAX, 0),
+        (
+            "mask with start past the vectors",
+            msix,
+            none | mask,
+            8,
+            1,
+            0,
+        ),
+        ("unmask past the vectors", msix, none | unmask, 7, 2, 0),
+        ("mask by eventfd", msix, eventfd_data | mask, 1, 1, 1),
+        ("count 0 with start", msix, none | trigger, 1, 0, 0),
+        ("count 0 masking", msix, none | mask, 0, 0, 0),
+        (
+            "INTx past its one line",
+            VFIO_PCI_INTX_IRQ_INDEX,
+            eventfd_data | trigger,
+            0,
+            2,
+            2,
+        ),
+        (
+            "INTx start 1",
+            VFIO_PCI_INTX_IRQ_INDEX,
+            none | unmask,
+            1,
+            1,
+            0,
+        ),
+        (
+            "MSI (not offered)",
+            VFIO_PCI_MSI_IRQ_INDEX,
+            eventfd_data | trigger,
+            0,
+            1,
+            1,
+        ),
+        (
+            "ERR (not offered)",
+            VFIO_PCI_ERR_IRQ_INDEX,
+            eventfd_data | trigger,
+            0,
+            1,
+            1,
+        ),
+        (
+            "REQ (not offered)",
+            VFIO_PCI_REQ_IRQ_INDEX,
+            none | trigger,
+            0,
+            0,
+            0,
+        ),
+    ];
+    for (what, index, flags, start, count, fds) in cases {
+        let fds: Vec<File> = (0..fds).map(|_| eventfd()).collect();
+        let result = backend.set_irqs(index, flags, start, count, fds);
+        assert!(
+            result.is_err(),
+            "{what}: SET_IRQS index {index} flags {flags:#x} start {start} count {count} accepted"
+        );
+        // Nothing changed: vector 1 is still wired, unmasked and delivering.
+        assert_eq!(nic.msix.raise(1), IrqOutcome::Delivered, "{what}");
+        assert!(wait_for_event(&vector1, Duration::from_secs(1)), "{what}");
+        assert_eq!(nic.msix.pending_bits(), 0, "{what}");
+    }
+    // What QEMU sends is still accepted: INTx wiring and unmask, an MSI-X mask round trip and
+    // disabling every vector.
+    let intx = VFIO_PCI_INTX_IRQ_INDEX;
+    backend
+        .set_irqs(intx, eventfd_data | trigger, 0, 1, vec![eventfd()])
+        .expect("INTx eventfd");
+    backend
+        .set_irqs(intx, none | unmask, 0, 1, vec![])
+        .expect("INTx unmask");
+    backend
+        .set_irqs(msix, none | mask, 1, 1, vec![])
+        .expect("mask");
+    assert_eq!(nic.msix.raise(1), IrqOutcome::Pending);
+    backend
+        .set_irqs(msix, none | unmask, 1, 1, vec![])
+        .expect("unmask");
+    assert!(wait_for_event(&vector1, Duration::from_secs(1)));
+    backend
+        .set_irqs(msix, eventfd_data | trigger, 0, 2, vec![])
+        .expect("disable vectors 0 and 1");
+    assert_eq!(nic.msix.raise(1), IrqOutcome::Pending);
+    backend
+        .set_irqs(msix, none | trigger, 0, 0, vec![])
+        .expect("disable all");
+}
