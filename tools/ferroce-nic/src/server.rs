@@ -259,6 +259,35 @@ fn refused(what: std::fmt::Arguments<'_>) -> std::io::Error {
     einval()
 }
 
+/// Checks a region access: config space (any length inside it: QEMU reads all of it at once)
+/// or BAR0 (one MMIO access of 1, 2, 4 or 8 bytes inside it); no other region.
+fn check_region_access(
+    dir: &str,
+    region: u32,
+    offset: u64,
+    len: usize,
+) -> Result<(), std::io::Error> {
+    let (size, mmio) = match region {
+        VFIO_PCI_CONFIG_REGION_INDEX => (CONFIG_SIZE as u64, false),
+        VFIO_PCI_BAR0_REGION_INDEX => (ferroce_hw::BAR0_SIZE as u64, true),
+        _ => return Err(refused(format_args!("{dir} of region {region}"))),
+    };
+    let inside = offset
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= size);
+    let length_ok = if mmio {
+        matches!(len, 1 | 2 | 4 | 8)
+    } else {
+        len > 0
+    };
+    if !inside || !length_ok {
+        return Err(refused(format_args!(
+            "{dir} of {len} bytes at {offset:#x} of region {region} ({size:#x} bytes)"
+        )));
+    }
+    Ok(())
+}
+
 impl ServerBackend for Backend {
     fn region_read(
         &mut self,
@@ -266,10 +295,10 @@ impl ServerBackend for Backend {
         offset: u64,
         data: &mut [u8],
     ) -> Result<(), std::io::Error> {
+        check_region_access("read", region, offset, data.len())?;
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.read(offset, data),
-            VFIO_PCI_BAR0_REGION_INDEX => self.nic.lock().bar0_read(offset, data),
-            _ => return Err(einval()),
+            _ => self.nic.lock().bar0_read(offset, data),
         }
         Ok(())
     }
@@ -280,6 +309,7 @@ impl ServerBackend for Backend {
         offset: u64,
         data: &[u8],
     ) -> Result<(), std::io::Error> {
+        check_region_access("write", region, offset, data.len())?;
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => {
                 if let Some((enabled, masked)) = self.config.write(offset, data) {
@@ -287,11 +317,10 @@ impl ServerBackend for Backend {
                     self.nic.msix.set_control(enabled, masked);
                 }
             }
-            VFIO_PCI_BAR0_REGION_INDEX => {
+            _ => {
                 self.nic.lock().bar0_write(offset, data);
                 self.nic.doorbell.ring();
             }
-            _ => return Err(einval()),
         }
         Ok(())
     }

@@ -473,3 +473,58 @@ fn hostile_set_irqs_are_refused_and_change_nothing() {
         .set_irqs(msix, none | trigger, 0, 0, vec![])
         .expect("disable all");
 }
+
+#[test]
+fn hostile_region_accesses_are_refused() {
+    let (nic, mut backend) = backend();
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    let config = VFIO_PCI_CONFIG_REGION_INDEX;
+    let bar_size = BAR0_SIZE as u64;
+    backend
+        .region_write(bar0, REG_SCRATCH as u64, &0x1234_5678u32.to_le_bytes())
+        .expect("scratch");
+    let writes = nic.counters.get(COUNTER_MMIO_WRITES);
+    // (what, region, offset, length)
+    let cases: Vec<(&str, u32, u64, usize)> = vec![
+        ("BAR0 zero length", bar0, REG_SCRATCH as u64, 0),
+        ("BAR0 three bytes", bar0, REG_SCRATCH as u64, 3),
+        ("BAR0 sixteen bytes", bar0, REG_SCRATCH as u64, 16),
+        ("BAR0 a megabyte", bar0, 0, 1 << 20),
+        ("BAR0 past the end", bar0, bar_size - 2, 4),
+        ("BAR0 at the end", bar0, bar_size, 4),
+        ("BAR0 offset wraps", bar0, u64::MAX - 1, 4),
+        ("config zero length", config, 0, 0),
+        ("config past the end", config, 0xfe, 4),
+        ("config at the end", config, 0x100, 1),
+        ("config a megabyte", config, 0, 1 << 20),
+        ("config offset wraps", config, u64::MAX, 2),
+        ("BAR1", VFIO_PCI_BAR1_REGION_INDEX, 0, 4),
+        ("ROM", VFIO_PCI_ROM_REGION_INDEX, 0, 4),
+    ];
+    for (what, region, offset, len) in cases {
+        let mut data = vec![0xa5u8; len];
+        assert!(
+            backend.region_read(region, offset, &mut data).is_err(),
+            "{what}: read of {len} bytes at {offset:#x} accepted"
+        );
+        assert!(
+            backend.region_write(region, offset, &data).is_err(),
+            "{what}: write of {len} bytes at {offset:#x} accepted"
+        );
+    }
+    assert_eq!(
+        nic.counters.get(COUNTER_MMIO_WRITES),
+        writes,
+        "refused writes reached the device"
+    );
+    assert_eq!(nic.lock().core.read_reg(REG_SCRATCH), 0x1234_5678);
+    // Whole config space (QEMU reads it at realize), and every MMIO width.
+    let mut space = vec![0u8; 256];
+    backend.region_read(config, 0, &mut space).expect("config");
+    for len in [1usize, 2, 4, 8] {
+        let mut data = vec![0u8; len];
+        backend
+            .region_read(bar0, REG_SCRATCH as u64, &mut data)
+            .expect("MMIO read");
+    }
+}
