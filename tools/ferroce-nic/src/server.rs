@@ -345,15 +345,16 @@ impl ServerBackend for Backend {
         self.nic.trace.event("dma_map", || {
             serde_json::json!({"iova": address, "size": size, "fd": fd.is_some(), "writable": writable})
         });
-        if let Err(e) = self
-            .nic
+        if !DmaMapFlags::READ_WRITE.contains(flags) {
+            return Err(refused(format_args!("DMA_MAP flags {:#x}", flags.bits())));
+        }
+        self.nic
             .dma
             .map(address, size, offset, fd.as_ref(), readable, writable)
-        {
-            // QEMU cannot do anything about it; the device sees DMA errors for that range.
-            tracing::warn!("{e}");
-        }
-        Ok(())
+            .map_err(|e| {
+                tracing::warn!("vfio-user: refused DMA_MAP: {e}");
+                std::io::Error::from_raw_os_error(e.errno())
+            })
     }
 
     fn dma_unmap(
@@ -362,12 +363,23 @@ impl ServerBackend for Backend {
         address: u64,
         size: u64,
     ) -> Result<(), std::io::Error> {
+        let all = flags == DmaUnmapFlags::UNMAP_ALL;
+        if !(flags.is_empty() || all) || (all && (address != 0 || size != 0)) {
+            // Dirty page tracking is not offered; UNMAP_ALL comes without a range.
+            return Err(refused(format_args!(
+                "DMA_UNMAP flags {:#x} iova {address:#x} size {size:#x}",
+                flags.bits()
+            )));
+        }
         // Device work must not race with the unmap: take the device lock first.
         let _device = self.nic.lock();
-        let removed = if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
+        let removed = if all {
             self.nic.dma.unmap_all()
         } else {
-            self.nic.dma.unmap(address, size)
+            self.nic.dma.unmap(address, size).map_err(|e| {
+                tracing::warn!("vfio-user: refused DMA_UNMAP: {e}");
+                std::io::Error::from_raw_os_error(e.errno())
+            })?
         };
         tracing::info!(
             iova = format_args!("{address:#x}"),

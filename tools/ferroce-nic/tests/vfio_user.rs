@@ -475,6 +475,179 @@ fn hostile_set_irqs_are_refused_and_change_nothing() {
 }
 
 #[test]
+fn hostile_dma_maps_and_unmaps_are_refused_and_change_nothing() {
+    let (nic, mut backend) = backend();
+    let ram = memfd(MEM_SIZE);
+    let rw = DmaMapFlags::READ_WRITE;
+    let map = |backend: &mut Backend, flags, offset, iova, size, fd: Option<&File>| {
+        let fd = fd.map(|f| f.try_clone().expect("clone"));
+        backend.dma_map(flags, offset, iova, size, fd)
+    };
+    map(&mut backend, rw, 0, IOVA, MEM_SIZE, Some(&ram)).expect("map RAM");
+    let before = format!("{:?}", nic.dma.regions());
+    let page = 0x1000;
+    // (what, flags, file offset, iova, size, with fd)
+    let cases: Vec<(&str, DmaMapFlags, u64, u64, u64, bool)> = vec![
+        ("zero size", rw, 0, 0x100_0000, 0, true),
+        (
+            "iova + size wraps",
+            rw,
+            0,
+            u64::MAX - 0xfff,
+            2 * page,
+            false,
+        ),
+        (
+            "iova + size wraps, with fd",
+            rw,
+            0,
+            u64::MAX - 0xfff,
+            2 * page,
+            true,
+        ),
+        ("size past the file", rw, 0, 0x100_0000, 2 * MEM_SIZE, true),
+        ("huge size", rw, 0, 0x1000_0000, 1 << 62, true),
+        (
+            "offset past the file",
+            rw,
+            2 * MEM_SIZE,
+            0x100_0000,
+            page,
+            true,
+        ),
+        (
+            "offset + size wraps",
+            rw,
+            u64::MAX - 0xfff,
+            0x100_0000,
+            2 * page,
+            true,
+        ),
+        ("overlapping the start", rw, 0, IOVA - page, 2 * page, true),
+        (
+            "overlapping the end",
+            rw,
+            0,
+            IOVA + MEM_SIZE - page,
+            2 * page,
+            true,
+        ),
+        ("inside", rw, 0, IOVA + page, page, true),
+        (
+            "the same range read-only",
+            DmaMapFlags::READ,
+            0,
+            IOVA,
+            MEM_SIZE,
+            true,
+        ),
+        ("the same range without fd", rw, 0, IOVA, MEM_SIZE, false),
+        (
+            "the same range, another offset",
+            rw,
+            page,
+            IOVA,
+            MEM_SIZE - page,
+            true,
+        ),
+        (
+            "covering it",
+            rw,
+            0,
+            IOVA - page,
+            MEM_SIZE + 2 * page,
+            false,
+        ),
+        ("no access", DmaMapFlags::empty(), 0, 0x100_0000, page, true),
+        (
+            "undefined flag bits",
+            DmaMapFlags::from_bits_retain(1 << 7 | 3),
+            0,
+            0x100_0000,
+            page,
+            true,
+        ),
+    ];
+    for (what, flags, offset, iova, size, with_fd) in cases {
+        let result = map(
+            &mut backend,
+            flags,
+            offset,
+            iova,
+            size,
+            with_fd.then_some(&ram),
+        );
+        assert!(
+            result.is_err(),
+            "{what}: DMA_MAP iova {iova:#x} size {size:#x} offset {offset:#x} accepted"
+        );
+        assert_eq!(format!("{:?}", nic.dma.regions()), before, "{what}");
+    }
+    let none = DmaUnmapFlags::empty();
+    // (what, flags, iova, size)
+    let cases: Vec<(&str, DmaUnmapFlags, u64, u64)> = vec![
+        ("zero size inside the region", none, IOVA + page, 0),
+        ("iova + size wraps", none, u64::MAX - 0xfff, 2 * page),
+        ("the first half", none, IOVA, MEM_SIZE / 2),
+        ("the second half", none, IOVA + MEM_SIZE / 2, MEM_SIZE),
+        ("a page inside", none, IOVA + page, page),
+        (
+            "UNMAP_ALL with a range",
+            DmaUnmapFlags::UNMAP_ALL,
+            IOVA,
+            MEM_SIZE,
+        ),
+        (
+            "dirty page tracking",
+            DmaUnmapFlags::GET_DIRTY_PAGE_INFO,
+            IOVA,
+            MEM_SIZE,
+        ),
+        (
+            "undefined flag bits",
+            DmaUnmapFlags::from_bits_retain(1 << 9),
+            IOVA,
+            MEM_SIZE,
+        ),
+    ];
+    for (what, flags, iova, size) in cases {
+        assert!(
+            backend.dma_unmap(flags, iova, size).is_err(),
+            "{what}: DMA_UNMAP iova {iova:#x} size {size:#x} accepted"
+        );
+        assert_eq!(format!("{:?}", nic.dma.regions()), before, "{what}");
+    }
+    // A repeat of the same map is accepted (as libvfio-user does) and changes nothing; the same
+    // range from another file is refused.
+    map(&mut backend, rw, 0, IOVA, MEM_SIZE, Some(&ram)).expect("repeated map");
+    assert_eq!(format!("{:?}", nic.dma.regions()), before);
+    let other = memfd(MEM_SIZE);
+    assert!(map(&mut backend, rw, 0, IOVA, MEM_SIZE, Some(&other)).is_err());
+    assert_eq!(format!("{:?}", nic.dma.regions()), before);
+    // What QEMU does still works: a second, fd-less region beside the first (ROM), unmapping a
+    // range with nothing in it, unmapping exactly what was mapped, and UNMAP_ALL.
+    map(
+        &mut backend,
+        DmaMapFlags::READ,
+        0,
+        IOVA + MEM_SIZE,
+        page,
+        None,
+    )
+    .expect("map ROM");
+    backend
+        .dma_unmap(none, 0x4000_0000, page)
+        .expect("unmap a hole");
+    assert_eq!(nic.dma.regions().len(), 2);
+    backend.dma_unmap(none, IOVA, MEM_SIZE).expect("unmap RAM");
+    assert_eq!(nic.dma.regions().len(), 1);
+    backend
+        .dma_unmap(DmaUnmapFlags::UNMAP_ALL, 0, 0)
+        .expect("unmap all");
+    assert!(nic.dma.regions().is_empty());
+}
+
+#[test]
 fn hostile_region_accesses_are_refused() {
     let (nic, mut backend) = backend();
     let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
@@ -527,4 +700,79 @@ fn hostile_region_accesses_are_refused() {
             .region_read(bar0, REG_SCRATCH as u64, &mut data)
             .expect("MMIO read");
     }
+}
+
+/// Raw vfio-user messages (the crate's client ignores error replies): a hostile SET_IRQS, DMA_UNMAP
+/// and REGION_READ each get a reply with the error flag, and the connection goes on.
+#[test]
+fn hostile_messages_get_error_replies_over_the_socket() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    let dir = std::env::temp_dir().join(format!("ferroce-vfio-raw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let socket: PathBuf = dir.join("nic.sock");
+    let nic = Nic::new(DeviceConfig::default());
+    {
+        let nic = nic.clone();
+        let socket = socket.clone();
+        std::thread::spawn(move || serve(nic, &socket, 8));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut stream = loop {
+        match UnixStream::connect(&socket) {
+            Ok(stream) => break stream,
+            Err(e) if Instant::now() > deadline => panic!("connect: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    const REPLY: u32 = 1;
+    const ERROR: u32 = 1 << 5;
+    let mut id = 0u16;
+    let mut send = |stream: &mut UnixStream, command: u16, body: &[u8]| -> u32 {
+        id += 1;
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&id.to_le_bytes());
+        msg.extend_from_slice(&command.to_le_bytes());
+        msg.extend_from_slice(&(16 + body.len() as u32).to_le_bytes());
+        msg.extend_from_slice(&0u32.to_le_bytes());
+        msg.extend_from_slice(&0u32.to_le_bytes());
+        msg.extend_from_slice(body);
+        stream.write_all(&msg).expect("send");
+        let mut reply = [0u8; 16];
+        stream.read_exact(&mut reply).expect("reply");
+        assert_eq!(u16::from_le_bytes([reply[0], reply[1]]), id);
+        let flags = u32::from_le_bytes(reply[8..12].try_into().expect("4"));
+        let size = u32::from_le_bytes(reply[4..8].try_into().expect("4")) as usize;
+        let mut rest = vec![0u8; size.saturating_sub(16)];
+        stream.read_exact(&mut rest).expect("reply body");
+        flags
+    };
+    let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    // SET_IRQS (8): argsz, flags, index, start, count — vectors 4..=11 of 8.
+    let set_irqs = words(&[
+        20,
+        VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK,
+        VFIO_PCI_MSIX_IRQ_INDEX,
+        4,
+        8,
+    ]);
+    assert_eq!(send(&mut stream, 8, &set_irqs), REPLY | ERROR, "SET_IRQS");
+    // DMA_UNMAP (3): argsz, flags, address, size — a wrapping range.
+    let mut unmap = words(&[24, 0]);
+    unmap.extend_from_slice(&(u64::MAX - 0xfff).to_le_bytes());
+    unmap.extend_from_slice(&0x2000u64.to_le_bytes());
+    assert_eq!(send(&mut stream, 3, &unmap), REPLY | ERROR, "DMA_UNMAP");
+    // REGION_READ (9): offset, region, count — 64 KiB of BAR0 in one access.
+    let mut read = (REG_SCRATCH as u64).to_le_bytes().to_vec();
+    read.extend_from_slice(&words(&[VFIO_PCI_BAR0_REGION_INDEX, 1 << 16]));
+    assert_eq!(send(&mut stream, 9, &read), REPLY | ERROR, "REGION_READ");
+    // The connection still serves: a 4-byte read of the ID register.
+    let mut read = (REG_ID as u64).to_le_bytes().to_vec();
+    read.extend_from_slice(&words(&[VFIO_PCI_BAR0_REGION_INDEX, 4]));
+    assert_eq!(send(&mut stream, 9, &read), REPLY, "REGION_READ of REG_ID");
+    let _ = std::fs::remove_dir_all(&dir);
 }
