@@ -6,7 +6,8 @@ use ferroce_hw::*;
 
 use crate::device::Device;
 use crate::objects::{
-    check_ah, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer, Srq,
+    check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer,
+    Srq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -213,13 +214,7 @@ impl Device {
         if cmd.flags & !MR_FLAGS_VALID != 0 || cmd.flags == MR_FLAGS_VALID {
             return Err(CmdError::field(STATUS_BAD_PARAM, 40));
         }
-        if cmd.access & !ACCESS_VALID_MASK != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 36));
-        }
-        // IB rule: remote write or atomic requires local write.
-        if cmd.access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0
-            && cmd.access & ACCESS_LOCAL_WRITE == 0
-        {
+        if !mr_access_valid(cmd.access) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 36));
         }
         reserved_zero(cmd.rsvd.into(), 42)?;
@@ -466,6 +461,8 @@ impl Device {
             .objects_mut()
             .alloc_context()
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        // Whatever was written to the page while it had no tenant is not the new one's.
+        self.core.doorbells_mut().clear_context(ctx as usize);
         Ok(AllocCtxReply { ctx })
     }
 
@@ -480,7 +477,10 @@ impl Device {
             .map_err(|status| match status {
                 STATUS_BAD_PARAM => CmdError::field(STATUS_BAD_PARAM, 0),
                 status => CmdError::new(status),
-            })
+            })?;
+        // The QID table went with the context; its push window and doorbell notes go too.
+        self.core.doorbells_mut().clear_context(cmd.ctx as usize);
+        Ok(())
     }
 
     fn map_qid(&mut self, cmd: &MapQidCmd) -> Result<(), CmdError> {

@@ -2,12 +2,15 @@
 
 //! The DMA_MAP table: guest memory regions QEMU shares with us as file descriptors.
 //!
-//! QEMU maps guest RAM in pieces split around the PC holes and remaps them during boot, and maps
-//! ROM/flash without a file descriptor. The table keeps every region, replaces overlapping ones on
-//! remap, maps read-only regions read-only, and reports fd-less regions as inaccessible (the NIC
-//! never needs them).
+//! QEMU maps guest RAM in pieces split around the PC holes and remaps them during boot (an unmap,
+//! then a map), and maps ROM/flash without a file descriptor. The table keeps every region, maps
+//! read-only regions read-only, and reports fd-less regions as inaccessible (the NIC never needs
+//! them). Like a VFIO IOMMU it refuses a map that overlaps a mapped region (a repeat of the same
+//! map is accepted, as libvfio-user does) and an unmap that would cut one in two; and it holds at
+//! most [`MAX_DMA_REGIONS`].
 
 use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::sync::RwLock;
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -27,7 +30,7 @@ pub enum MapError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// Size zero, or the range wraps.
+    /// Size zero, the range or the file range wraps, or neither readable nor writable.
     #[error("invalid DMA region {iova:#x} (+{size:#x})")]
     Invalid {
         /// Guest address.
@@ -35,13 +38,78 @@ pub enum MapError {
         /// Size.
         size: u64,
     },
+    /// The range overlaps a mapped region.
+    #[error("DMA region {iova:#x} (+{size:#x}) overlaps a mapped one")]
+    Overlap {
+        /// Guest address.
+        iova: u64,
+        /// Size.
+        size: u64,
+    },
+    /// The file is smaller than the file range (accesses past its end would raise SIGBUS).
+    #[error("DMA region {iova:#x} (+{size:#x}) at file offset {offset:#x} is past the file's {file_size:#x} bytes")]
+    PastFile {
+        /// Guest address.
+        iova: u64,
+        /// Size.
+        size: u64,
+        /// File offset.
+        offset: u64,
+        /// File size.
+        file_size: u64,
+    },
+    /// [`MAX_DMA_REGIONS`] are mapped.
+    #[error("DMA region {iova:#x} (+{size:#x}): {MAX_DMA_REGIONS} regions are mapped already")]
+    TooMany {
+        /// Guest address.
+        iova: u64,
+        /// Size.
+        size: u64,
+    },
+    /// An unmap that starts or ends inside a mapped region.
+    #[error("DMA unmap {iova:#x} (+{size:#x}) would cut a mapped region")]
+    Partial {
+        /// Guest address.
+        iova: u64,
+        /// Size.
+        size: u64,
+    },
 }
+
+impl MapError {
+    /// The errno for the vfio-user error reply.
+    pub fn errno(&self) -> i32 {
+        match self {
+            MapError::Mmap { source, .. } => source.raw_os_error().unwrap_or(libc::EINVAL),
+            MapError::Overlap { .. } => libc::EEXIST,
+            MapError::TooMany { .. } => libc::ENOSPC,
+            MapError::Invalid { .. } | MapError::PastFile { .. } | MapError::Partial { .. } => {
+                libc::EINVAL
+            }
+        }
+    }
+}
+
+/// Most DMA regions mapped at once (QEMU maps a handful: RAM pieces, ROMs, flash).
+pub const MAX_DMA_REGIONS: usize = 1024;
 
 struct DmaRegion {
     iova: u64,
     size: u64,
     /// `None` for regions QEMU mapped without a file descriptor.
     map: Option<MmapRaw>,
+    writable: bool,
+    /// What the DMA_MAP asked for (a repeat of it is accepted).
+    request: MapRequest,
+}
+
+/// The parameters of a DMA_MAP, to recognise a repeated one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct MapRequest {
+    file_offset: u64,
+    /// Device and inode of the file.
+    file: Option<(u64, u64)>,
+    readable: bool,
     writable: bool,
 }
 
@@ -76,7 +144,9 @@ impl DmaTable {
         Self::default()
     }
 
-    /// Adds a region (DMA_MAP), replacing any region it overlaps.
+    /// Adds a region (DMA_MAP). Nothing changes if it is refused: size zero, a wrapping range,
+    /// neither readable nor writable, a file range past the end of the file, an overlap with a
+    /// mapped region, or too many regions.
     pub fn map(
         &self,
         iova: u64,
@@ -86,10 +156,41 @@ impl DmaTable {
         readable: bool,
         writable: bool,
     ) -> Result<(), MapError> {
-        if size == 0 || iova.checked_add(size).is_none() {
-            return Err(MapError::Invalid { iova, size });
+        let invalid = MapError::Invalid { iova, size };
+        if size == 0 || iova.checked_add(size).is_none() || !(readable || writable) {
+            return Err(invalid);
         }
         let len = usize::try_from(size).map_err(|_| MapError::Invalid { iova, size })?;
+        let mut request = MapRequest {
+            file_offset,
+            file: None,
+            readable,
+            writable,
+        };
+        if let Some(file) = file {
+            let file_end = file_offset.checked_add(size).ok_or(invalid)?;
+            let meta = file
+                .metadata()
+                .map_err(|source| MapError::Mmap { iova, size, source })?;
+            // Regular files (memfds, hugetlbfs, /dev/shm) have a size to check; other mappable
+            // descriptors are left to mmap.
+            if meta.is_file() && file_end > meta.len() {
+                return Err(MapError::PastFile {
+                    iova,
+                    size,
+                    offset: file_offset,
+                    file_size: meta.len(),
+                });
+            }
+            request.file = Some((meta.dev(), meta.ino()));
+        }
+        {
+            let regions = self.regions.read().unwrap_or_else(|e| e.into_inner());
+            if Self::is_repeat(&regions, iova, size, request) {
+                return Ok(());
+            }
+            Self::check_free(&regions, iova, size)?;
+        }
         let map = match file {
             Some(file) if readable || writable => {
                 let mut options = MmapOptions::new();
@@ -107,7 +208,12 @@ impl DmaTable {
             _ => None,
         };
         let mut regions = self.regions.write().unwrap_or_else(|e| e.into_inner());
-        self.remove_locked(&mut regions, iova, size);
+        // Again under the write lock (maps come from one thread, but the table does not rely
+        // on it); the mapping is dropped if the range was taken meanwhile.
+        if Self::is_repeat(&regions, iova, size, request) {
+            return Ok(());
+        }
+        Self::check_free(&regions, iova, size)?;
         let writable = writable && map.is_some();
         let at = regions.partition_point(|r| r.iova < iova);
         regions.insert(
@@ -117,22 +223,51 @@ impl DmaTable {
                 size,
                 map,
                 writable,
+                request,
             },
         );
         Ok(())
     }
 
-    fn remove_locked(&self, regions: &mut Vec<DmaRegion>, iova: u64, size: u64) -> usize {
-        let end = iova.saturating_add(size);
-        let before = regions.len();
-        regions.retain(|r| !(r.iova < end && iova < r.end()));
-        before - regions.len()
+    /// Whether exactly this region is mapped already, from the same file range with the same
+    /// access (a repeated DMA_MAP, which libvfio-user accepts too).
+    fn is_repeat(regions: &[DmaRegion], iova: u64, size: u64, request: MapRequest) -> bool {
+        regions
+            .iter()
+            .any(|r| r.iova == iova && r.size == size && r.request == request)
     }
 
-    /// Removes all regions overlapping `[iova, iova + size)` (DMA_UNMAP); returns how many.
-    pub fn unmap(&self, iova: u64, size: u64) -> usize {
+    /// Refuses `[iova, iova + size)` (not wrapping) if it overlaps a region or the table is full.
+    fn check_free(regions: &[DmaRegion], iova: u64, size: u64) -> Result<(), MapError> {
+        let end = iova + size;
+        if regions.iter().any(|r| r.iova < end && iova < r.end()) {
+            return Err(MapError::Overlap { iova, size });
+        }
+        if regions.len() >= MAX_DMA_REGIONS {
+            return Err(MapError::TooMany { iova, size });
+        }
+        Ok(())
+    }
+
+    /// Removes the regions inside `[iova, iova + size)` (DMA_UNMAP) and returns how many (0 for a
+    /// range with nothing mapped). Nothing changes if it is refused: size zero, a wrapping range,
+    /// or a range that starts or ends inside a region (regions are unmapped whole, as mapped).
+    pub fn unmap(&self, iova: u64, size: u64) -> Result<usize, MapError> {
+        let end = iova
+            .checked_add(size)
+            .filter(|_| size != 0)
+            .ok_or(MapError::Invalid { iova, size })?;
         let mut regions = self.regions.write().unwrap_or_else(|e| e.into_inner());
-        self.remove_locked(&mut regions, iova, size)
+        let overlaps = |r: &DmaRegion| r.iova < end && iova < r.end();
+        if regions
+            .iter()
+            .any(|r| overlaps(r) && (r.iova < iova || r.end() > end))
+        {
+            return Err(MapError::Partial { iova, size });
+        }
+        let before = regions.len();
+        regions.retain(|r| !overlaps(r));
+        Ok(before - regions.len())
     }
 
     /// Removes every region.
@@ -279,8 +414,13 @@ mod tests {
             table.read(u64::MAX - 1, &mut buf),
             Err(DmaError::Overflow { .. })
         ));
-        // Remap replaces the overlapped region.
+        // A map over a mapped region is refused; a remap is an unmap, then a map.
         let other = memfd(0x1000);
+        assert!(matches!(
+            table.map(0x2000, 0x1000, 0, Some(&other), true, false),
+            Err(MapError::Overlap { .. })
+        ));
+        assert_eq!(table.unmap(0x2000, 0x1000).expect("unmap high"), 1);
         table
             .map(0x2000, 0x1000, 0, Some(&other), true, false)
             .expect("remap ro");
@@ -291,7 +431,12 @@ mod tests {
             table.write(0x2000, &buf),
             Err(DmaError::ReadOnly { .. })
         ));
-        assert_eq!(table.unmap(0x0, 0x3000), 2);
+        // Regions go whole: cutting one is refused.
+        assert!(matches!(
+            table.unmap(0x1000, 0x2000),
+            Err(MapError::Partial { .. })
+        ));
+        assert_eq!(table.unmap(0x0, 0x3000).expect("unmap RAM"), 2);
         assert_eq!(table.unmap_all(), 1);
     }
 }

@@ -49,6 +49,23 @@ impl Doorbells {
         }
     }
 
+    /// Zeroes the push window of context `ctx` (its number goes to another tenant).
+    fn clear_push_window(&mut self, ctx: usize) {
+        if let Some(window) = self.push.windows.get_mut(ctx) {
+            window.fill(0);
+        }
+    }
+
+    /// Forgets everything the decoder holds for context `ctx`, so that the next tenant of the
+    /// context number (FREE_CTX, then ALLOC_CTX of the same doorbell page) sees nothing of the
+    /// previous one.
+    pub fn clear_context(&mut self, ctx: usize) {
+        self.clear_push_window(ctx);
+        // A rejected doorbell of the old tenant reported after the new one got the page would
+        // be blamed on the new one.
+        self.bad.retain(|&(c, _)| c as usize != ctx);
+    }
+
     /// The push window of context `ctx`.
     pub fn push_window(&self, ctx: usize) -> Option<&[u8; PUSH_WINDOW_SIZE]> {
         self.push.windows.get(ctx)

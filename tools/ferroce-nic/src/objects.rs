@@ -700,6 +700,14 @@ pub struct Mr {
     pub fast_reg_max_pages: Option<u32>,
 }
 
+/// Whether `access` is a valid set of `ACCESS_*` bits for an MR, by CREATE_MR or by a REG_MR
+/// work request: only defined bits, and (IB rule) remote write or atomic only with local write.
+pub fn mr_access_valid(access: u32) -> bool {
+    access & !ACCESS_VALID_MASK == 0
+        && (access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) == 0
+            || access & ACCESS_LOCAL_WRITE != 0)
+}
+
 /// Why an MR access was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrError {

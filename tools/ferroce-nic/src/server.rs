@@ -21,7 +21,7 @@ use crate::dma::DmaTable;
 use crate::engine::faults::{FaultConfig, FaultControl};
 use crate::engine::roce::RoceEngine;
 use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
-use crate::interrupts::MsixController;
+use crate::interrupts::{InterruptSink, MsixController};
 use crate::port::PortStats;
 use crate::trace::Tracer;
 
@@ -167,18 +167,76 @@ impl Nic {
 }
 
 /// The vfio-user backend.
+///
+/// Everything the client sends is checked before anything changes: a refused request returns
+/// an error, which the `vfio_user` crate's server loop answers with an error reply.
 pub struct Backend {
     nic: Arc<Nic>,
     config: ConfigSpace,
+    /// Interrupts per IRQ index, as offered.
+    irq_counts: Vec<u32>,
 }
 
 impl Backend {
     /// A backend for `nic`.
     pub fn new(nic: Arc<Nic>, msix_vectors: u16) -> Self {
+        let mut irq_counts: Vec<u32> = irq_infos(msix_vectors).iter().map(|i| i.count).collect();
+        if let Some(msix) = irq_counts.get_mut(VFIO_PCI_MSIX_IRQ_INDEX as usize) {
+            // No more than the controller has.
+            *msix = (*msix).min(u32::from(nic.msix.vectors()));
+        }
         Self {
             nic,
             config: ConfigSpace::new(msix_vectors),
+            irq_counts,
         }
+    }
+
+    /// Checks a SET_IRQS request as a VFIO device does: one action and one data type and no
+    /// other flag bits, `start..start + count` inside the index's interrupts, `count == 0` only
+    /// to disable them all, file descriptors only with `DATA_EVENTFD` and then one per interrupt.
+    fn check_set_irqs(
+        &self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: usize,
+    ) -> Result<(), std::io::Error> {
+        let refuse = |why: &str| {
+            refused(format_args!(
+                "SET_IRQS index {index} flags {flags:#x} start {start} count {count} fds {fds}: {why}"
+            ))
+        };
+        if flags & !(VFIO_IRQ_SET_DATA_TYPE_MASK | VFIO_IRQ_SET_ACTION_TYPE_MASK) != 0 {
+            return Err(refuse("undefined flag bits"));
+        }
+        let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
+        let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
+        if !matches!(data, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_DATA_EVENTFD) {
+            return Err(refuse("not exactly one supported data type"));
+        }
+        if !matches!(
+            action,
+            VFIO_IRQ_SET_ACTION_MASK | VFIO_IRQ_SET_ACTION_UNMASK | VFIO_IRQ_SET_ACTION_TRIGGER
+        ) {
+            return Err(refuse("not exactly one action"));
+        }
+        let max = self.irq_counts.get(index as usize).copied().unwrap_or(0);
+        if start >= max || count > max - start {
+            return Err(refuse("outside the interrupts of the index"));
+        }
+        let disable_all = action == VFIO_IRQ_SET_ACTION_TRIGGER && data == VFIO_IRQ_SET_DATA_NONE;
+        if count == 0 && (start != 0 || !disable_all) {
+            return Err(refuse("count 0 only disables"));
+        }
+        if action != VFIO_IRQ_SET_ACTION_TRIGGER && data != VFIO_IRQ_SET_DATA_NONE {
+            return Err(refuse("masking takes no data"));
+        }
+        if fds != 0 && (data != VFIO_IRQ_SET_DATA_EVENTFD || fds != count as usize) {
+            return Err(refuse("file descriptors do not match count"));
+        }
+        Ok(())
     }
 
     /// After a client disconnects: forget its memory and interrupts, reset the device.
@@ -195,6 +253,41 @@ fn einval() -> std::io::Error {
     std::io::Error::from_raw_os_error(libc::EINVAL)
 }
 
+/// A refused client request: logged, and `EINVAL` for the error reply.
+fn refused(what: std::fmt::Arguments<'_>) -> std::io::Error {
+    tracing::warn!("vfio-user: refused {what}");
+    einval()
+}
+
+/// Checks a region access: config space (any length inside it: QEMU reads all of it at once)
+/// or BAR0 (one MMIO access of 1, 2, 4 or 8 bytes inside it); no other region.
+fn check_region_access(
+    dir: &str,
+    region: u32,
+    offset: u64,
+    len: usize,
+) -> Result<(), std::io::Error> {
+    let (size, mmio) = match region {
+        VFIO_PCI_CONFIG_REGION_INDEX => (CONFIG_SIZE as u64, false),
+        VFIO_PCI_BAR0_REGION_INDEX => (ferroce_hw::BAR0_SIZE as u64, true),
+        _ => return Err(refused(format_args!("{dir} of region {region}"))),
+    };
+    let inside = offset
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= size);
+    let length_ok = if mmio {
+        matches!(len, 1 | 2 | 4 | 8)
+    } else {
+        len > 0
+    };
+    if !inside || !length_ok {
+        return Err(refused(format_args!(
+            "{dir} of {len} bytes at {offset:#x} of region {region} ({size:#x} bytes)"
+        )));
+    }
+    Ok(())
+}
+
 impl ServerBackend for Backend {
     fn region_read(
         &mut self,
@@ -202,10 +295,10 @@ impl ServerBackend for Backend {
         offset: u64,
         data: &mut [u8],
     ) -> Result<(), std::io::Error> {
+        check_region_access("read", region, offset, data.len())?;
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.read(offset, data),
-            VFIO_PCI_BAR0_REGION_INDEX => self.nic.lock().bar0_read(offset, data),
-            _ => return Err(einval()),
+            _ => self.nic.lock().bar0_read(offset, data),
         }
         Ok(())
     }
@@ -216,6 +309,7 @@ impl ServerBackend for Backend {
         offset: u64,
         data: &[u8],
     ) -> Result<(), std::io::Error> {
+        check_region_access("write", region, offset, data.len())?;
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => {
                 if let Some((enabled, masked)) = self.config.write(offset, data) {
@@ -223,11 +317,10 @@ impl ServerBackend for Backend {
                     self.nic.msix.set_control(enabled, masked);
                 }
             }
-            VFIO_PCI_BAR0_REGION_INDEX => {
+            _ => {
                 self.nic.lock().bar0_write(offset, data);
                 self.nic.doorbell.ring();
             }
-            _ => return Err(einval()),
         }
         Ok(())
     }
@@ -252,15 +345,16 @@ impl ServerBackend for Backend {
         self.nic.trace.event("dma_map", || {
             serde_json::json!({"iova": address, "size": size, "fd": fd.is_some(), "writable": writable})
         });
-        if let Err(e) = self
-            .nic
+        if !DmaMapFlags::READ_WRITE.contains(flags) {
+            return Err(refused(format_args!("DMA_MAP flags {:#x}", flags.bits())));
+        }
+        self.nic
             .dma
             .map(address, size, offset, fd.as_ref(), readable, writable)
-        {
-            // QEMU cannot do anything about it; the device sees DMA errors for that range.
-            tracing::warn!("{e}");
-        }
-        Ok(())
+            .map_err(|e| {
+                tracing::warn!("vfio-user: refused DMA_MAP: {e}");
+                std::io::Error::from_raw_os_error(e.errno())
+            })
     }
 
     fn dma_unmap(
@@ -269,12 +363,23 @@ impl ServerBackend for Backend {
         address: u64,
         size: u64,
     ) -> Result<(), std::io::Error> {
+        let all = flags == DmaUnmapFlags::UNMAP_ALL;
+        if !(flags.is_empty() || all) || (all && (address != 0 || size != 0)) {
+            // Dirty page tracking is not offered; UNMAP_ALL comes without a range.
+            return Err(refused(format_args!(
+                "DMA_UNMAP flags {:#x} iova {address:#x} size {size:#x}",
+                flags.bits()
+            )));
+        }
         // Device work must not race with the unmap: take the device lock first.
         let _device = self.nic.lock();
-        let removed = if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
+        let removed = if all {
             self.nic.dma.unmap_all()
         } else {
-            self.nic.dma.unmap(address, size)
+            self.nic.dma.unmap(address, size).map_err(|e| {
+                tracing::warn!("vfio-user: refused DMA_UNMAP: {e}");
+                std::io::Error::from_raw_os_error(e.errno())
+            })?
         };
         tracing::info!(
             iova = format_args!("{address:#x}"),
@@ -306,29 +411,29 @@ impl ServerBackend for Backend {
         fds: Vec<File>,
     ) -> Result<(), std::io::Error> {
         tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
+        self.check_set_irqs(index, flags, start, count, fds.len())?;
         if index != VFIO_PCI_MSIX_IRQ_INDEX {
-            // INTx, MSI, ERR and REQ are offered or not at all; nothing is raised on them.
+            // INTx is offered but never raised; the other indexes offer no interrupts.
             return Ok(());
         }
+        // From here `start + count` is at most the number of vectors.
         let msix = &self.nic.msix;
         let data_none = flags & VFIO_IRQ_SET_DATA_NONE != 0;
-        if flags & VFIO_IRQ_SET_ACTION_TRIGGER != 0 {
-            if flags & VFIO_IRQ_SET_DATA_EVENTFD != 0 {
-                // One fd per vector; vectors without one are disabled.
+        match flags & VFIO_IRQ_SET_ACTION_TYPE_MASK {
+            VFIO_IRQ_SET_ACTION_TRIGGER if !data_none => {
+                // One fd per vector, or none at all to disable the vectors.
                 let mut fds = fds.into_iter();
                 msix.set_eventfds(start, (0..count).map(|_| fds.next()).collect());
-            } else if data_none && count == 0 {
-                msix.clear_eventfds();
-            } else if data_none {
+            }
+            VFIO_IRQ_SET_ACTION_TRIGGER if count == 0 => msix.clear_eventfds(),
+            VFIO_IRQ_SET_ACTION_TRIGGER => {
                 let device = self.nic.lock();
-                for vector in start..start.saturating_add(count).min(u32::from(u16::MAX)) {
+                for vector in start..start + count {
                     device.core.raise(vector as u16);
                 }
             }
-        } else if flags & VFIO_IRQ_SET_ACTION_MASK != 0 {
-            msix.set_masked(start, count, true);
-        } else if flags & VFIO_IRQ_SET_ACTION_UNMASK != 0 {
-            msix.set_masked(start, count, false);
+            VFIO_IRQ_SET_ACTION_MASK => msix.set_masked(start, count, true),
+            _ => msix.set_masked(start, count, false),
         }
         Ok(())
     }

@@ -1016,6 +1016,121 @@ fn qid_translation_confines_user_contexts() {
     );
 }
 
+/// A context number (doorbell page) handed to a new process carries nothing of the old one: no
+/// push window bytes, no QID mappings, no doorbell errors still waiting to be reported.
+#[test]
+fn freed_context_leaves_nothing_to_the_next_tenant() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let eqn = g.create_ceq(4, 2);
+    let cq = GuestCq::create(&mut g, eqn, 6);
+    let mut qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
+    qp.connect(&mut g);
+    let ctx = g.ok(&AllocCtxCmd::default()).ctx;
+    for local_qid in [3u32, 9] {
+        g.ok(&MapQidCmd {
+            ctx,
+            local_qid,
+            global: qp.qpn,
+            kind: QID_KIND_QP,
+            ..MapQidCmd::default()
+        });
+    }
+    let page = db_page_offset(ctx as usize);
+    // The old tenant pushes a WQE through its window...
+    let ctrl = WqeCtrl {
+        wr_id: 0x01d,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE,
+        inline_len: 8,
+        ..WqeCtrl::default()
+    };
+    let wqe = qp.put_send(&g, ctrl, &[0; 40], b"secret!!");
+    for (i, chunk) in wqe[..128].chunks(8).enumerate() {
+        g.dev
+            .bar0_write((page + PUSH_WINDOW_OFFSET + i * 8) as u64, chunk);
+    }
+    // ...and rings a doorbell the device rejects, whose report is still waiting when the
+    // context is freed (FREE_CTX executed straight away, not after a `process` round).
+    g.w32(page + DB_SQ, Doorbell { qid: 200, index: 1 }.encode());
+    let free = CmdHeader {
+        opcode: CMD_FREE_CTX,
+        ..CmdHeader::default()
+    };
+    g.dev
+        .execute(&free, &FreeCtxCmd { ctx, rsvd: 0 }.to_payload())
+        .expect("FREE_CTX");
+    let alloc = CmdHeader {
+        opcode: CMD_ALLOC_CTX,
+        ..CmdHeader::default()
+    };
+    let again = g
+        .dev
+        .execute(&alloc, &AllocCtxCmd::default().to_payload())
+        .expect("ALLOC_CTX");
+    assert_eq!(
+        again[0], ctx,
+        "the next process gets the same context number"
+    );
+
+    let window = g
+        .dev
+        .core
+        .doorbells()
+        .push_window(ctx as usize)
+        .expect("window");
+    assert!(
+        window.iter().all(|&b| b == 0),
+        "the old tenant's pushed WQE is still in the push window: {:02x?}",
+        &window[..32]
+    );
+    for local_qid in [3u16, 9] {
+        assert_eq!(
+            g.dev
+                .core
+                .objects()
+                .translate_qid(ctx as usize, local_qid, QID_KIND_QP),
+            None,
+            "local QID {local_qid} still mapped"
+        );
+    }
+    // The old local QIDs reach nothing: a send and a push doorbell are both rejected, and no WQE
+    // is fetched or pushed.
+    let (bad, fetches, pushes) = (
+        g.counters.get(COUNTER_BAD_DOORBELLS),
+        g.counters.get(COUNTER_WQE_FETCHES),
+        g.counters.get(COUNTER_WQE_PUSHES),
+    );
+    let sends = g.log.lock().expect("log").sends.len();
+    let (sq, push) = (
+        Doorbell {
+            qid: 9,
+            index: qp.sq_pi,
+        }
+        .encode(),
+        Doorbell {
+            qid: 3,
+            index: qp.sq_pi,
+        }
+        .encode(),
+    );
+    g.w32(page + DB_SQ, sq);
+    g.w32(page + DB_PUSH, push);
+    g.run();
+    assert_eq!(g.counters.get(COUNTER_BAD_DOORBELLS) - bad, 2);
+    assert_eq!(g.counters.get(COUNTER_WQE_FETCHES), fetches, "WQE fetched");
+    assert_eq!(g.counters.get(COUNTER_WQE_PUSHES), pushes, "WQE pushed");
+    assert_eq!(g.log.lock().expect("log").sends.len(), sends);
+    // Only the new tenant's two doorbell errors are reported, not the old one's.
+    let reported: Vec<(u32, u32)> = g
+        .poll_eq(EQN_ASYNC)
+        .iter()
+        .filter(|e| EventType::try_from(e.event_type) == Ok(EventType::DoorbellError))
+        .map(|e| (e.data0, e.data1))
+        .collect();
+    assert_eq!(reported, vec![(ctx, sq), (ctx, push)]);
+}
+
 #[test]
 fn counters_in_bar0_match_the_host_view() {
     let mut g = Guest::new();
@@ -1233,4 +1348,91 @@ fn fast_registration_and_invalidation() {
         .status,
         STATUS_BAD_RESOURCE
     );
+}
+
+/// A REG_MR work request gets the access rules of CREATE_MR: only defined access bits, and
+/// remote write or atomic only together with local write. A refused one leaves the MR as it was.
+#[test]
+fn fast_registration_follows_the_create_mr_access_rules() {
+    let mut g = Guest::new();
+    g.bring_up();
+    // CREATE_MR refuses these (the rules REG_MR must follow).
+    for access in [
+        ACCESS_REMOTE_WRITE,
+        ACCESS_REMOTE_ATOMIC,
+        ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE,
+        ACCESS_VALID_MASK + 1,
+    ] {
+        let c = g.cmd(&CreateMrCmd {
+            pd: 1,
+            access,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            ..CreateMrCmd::default()
+        });
+        assert_eq!(c.status, STATUS_BAD_PARAM, "CREATE_MR access {access:#x}");
+    }
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let pbl = g.alloc(16, 8);
+    let page = g.alloc(4096, 4096);
+    g.write(pbl, &page.to_le_bytes());
+    let new_key = mr_key(mr_key_index(fast), 0x44);
+    let seg = RegMrSeg {
+        iova: 0x7000_0000,
+        length: 4096,
+        pbl_addr: pbl,
+        key: new_key,
+        access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE,
+        page_count: 1,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    let mut byte = [0u8; 1];
+    for access in [
+        ACCESS_REMOTE_WRITE,
+        ACCESS_REMOTE_ATOMIC,
+        ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC,
+        ACCESS_VALID_MASK + 1,
+        1 << 31,
+    ] {
+        assert!(
+            g.dev
+                .core
+                .fast_register(1, &RegMrSeg { access, ..seg })
+                .is_err(),
+            "REG_MR with access {access:#x} was accepted"
+        );
+        let mr = g
+            .dev
+            .core
+            .objects()
+            .mrs()
+            .get(mr_key_index(fast))
+            .expect("mr");
+        assert_eq!(
+            (mr.key, mr.access),
+            (fast, 0),
+            "a refused REG_MR changed the MR"
+        );
+        assert!(
+            g.dev
+                .core
+                .read_payload(1, new_key, 0x7000_0000, &mut byte, 0)
+                .is_err(),
+            "a refused REG_MR made the MR valid"
+        );
+    }
+    g.dev.core.fast_register(1, &seg).expect("register");
+    g.dev
+        .core
+        .write_payload(1, new_key, 0x7000_0010, &[0x5a], ACCESS_REMOTE_WRITE)
+        .expect("remote write into a local-write MR");
+    assert_eq!(g.read(page + 0x10, 1), [0x5a]);
 }

@@ -269,3 +269,510 @@ fn qemu_like_client_end_to_end() {
     assert_eq!(qemu.r32(REG_FATAL_CODE), FATAL_CMDQ_DMA);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// --- Hostile clients -----------------------------------------------------------------------
+//
+// The backend is driven directly (as the `vfio_user` crate's server loop calls it): every
+// refused request must return an error, which the crate turns into an error reply, and must
+// leave the device as it was. The last test checks the error replies on a real socket.
+
+use ferroce_nic::interrupts::{InterruptSink, IrqOutcome};
+use ferroce_nic::server::Backend;
+use std::sync::Arc;
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, ServerBackend};
+
+const VECTORS: u16 = 8;
+
+fn backend() -> (Arc<Nic>, Backend) {
+    let nic = Nic::new(DeviceConfig {
+        msix_vectors: VECTORS,
+        ..DeviceConfig::default()
+    });
+    let backend = Backend::new(nic.clone(), VECTORS);
+    (nic, backend)
+}
+
+/// Vector 1 wired to an eventfd and delivering, as a booted guest has it.
+fn wire_vector1(nic: &Nic, backend: &mut Backend) -> File {
+    let fd = eventfd();
+    let reader = fd.try_clone().expect("clone");
+    backend
+        .set_irqs(
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+            1,
+            1,
+            vec![fd],
+        )
+        .expect("wire vector 1");
+    nic.msix.set_control(true, false);
+    assert_eq!(nic.msix.raise(1), IrqOutcome::Delivered);
+    assert!(wait_for_event(&reader, Duration::from_secs(1)));
+    reader
+}
+
+#[test]
+fn hostile_set_irqs_are_refused_and_change_nothing() {
+    let (nic, mut backend) = backend();
+    let vector1 = wire_vector1(&nic, &mut backend);
+    let trigger = VFIO_IRQ_SET_ACTION_TRIGGER;
+    let (none, eventfd_data) = (VFIO_IRQ_SET_DATA_NONE, VFIO_IRQ_SET_DATA_EVENTFD);
+    let (mask, unmask) = (VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_ACTION_UNMASK);
+    let msix = VFIO_PCI_MSIX_IRQ_INDEX;
+    // (what, index, flags, start, count, fds)
+    let cases: Vec<(&str, u32, u32, u32, u32, usize)> = vec![
+        (
+            "eventfds past the last vector",
+            msix,
+            eventfd_data | trigger,
+            1,
+            8,
+            0,
+        ),
+        (
+            "start past the last vector",
+            msix,
+            eventfd_data | trigger,
+            8,
+            1,
+            1,
+        ),
+        (
+            "start + count wraps",
+            msix,
+            eventfd_data | trigger,
+            1,
+            u32::MAX,
+            0,
+        ),
+        ("more fds than count", msix, eventfd_data | trigger, 1, 1, 2),
+        (
+            "fewer fds than count",
+            msix,
+            eventfd_data | trigger,
+            0,
+            2,
+            1,
+        ),
+        ("fds without DATA_EVENTFD", msix, none | trigger, 1, 1, 1),
+        (
+            "two data types",
+            msix,
+            none | eventfd_data | trigger,
+            1,
+            1,
+            1,
+        ),
+        ("no data type", msix, trigger, 1, 1, 0),
+        ("two actions", msix, eventfd_data | trigger | mask, 1, 1, 1),
+        ("no action", msix, none, 1, 1, 0),
+        (
+            "undefined flag bits",
+            msix,
+            eventfd_data | trigger | 1 << 8,
+            1,
+            1,
+            1,
+        ),
+        (
+            "software trigger past the vectors",
+            msix,
+            none | trigger,
+            0,
+            u32::MAX,
+            0,
+        ),
+        ("mask past the vectors", msix, none | mask, 1, u32::MAX, 0),
+        (
+            "mask with start past the vectors",
+            msix,
+            none | mask,
+            8,
+            1,
+            0,
+        ),
+        ("unmask past the vectors", msix, none | unmask, 7, 2, 0),
+        ("mask by eventfd", msix, eventfd_data | mask, 1, 1, 1),
+        ("count 0 with start", msix, none | trigger, 1, 0, 0),
+        ("count 0 masking", msix, none | mask, 0, 0, 0),
+        (
+            "INTx past its one line",
+            VFIO_PCI_INTX_IRQ_INDEX,
+            eventfd_data | trigger,
+            0,
+            2,
+            2,
+        ),
+        (
+            "INTx start 1",
+            VFIO_PCI_INTX_IRQ_INDEX,
+            none | unmask,
+            1,
+            1,
+            0,
+        ),
+        (
+            "MSI (not offered)",
+            VFIO_PCI_MSI_IRQ_INDEX,
+            eventfd_data | trigger,
+            0,
+            1,
+            1,
+        ),
+        (
+            "ERR (not offered)",
+            VFIO_PCI_ERR_IRQ_INDEX,
+            eventfd_data | trigger,
+            0,
+            1,
+            1,
+        ),
+        (
+            "REQ (not offered)",
+            VFIO_PCI_REQ_IRQ_INDEX,
+            none | trigger,
+            0,
+            0,
+            0,
+        ),
+    ];
+    for (what, index, flags, start, count, fds) in cases {
+        let fds: Vec<File> = (0..fds).map(|_| eventfd()).collect();
+        let result = backend.set_irqs(index, flags, start, count, fds);
+        assert!(
+            result.is_err(),
+            "{what}: SET_IRQS index {index} flags {flags:#x} start {start} count {count} accepted"
+        );
+        // Nothing changed: vector 1 is still wired, unmasked and delivering.
+        assert_eq!(nic.msix.raise(1), IrqOutcome::Delivered, "{what}");
+        assert!(wait_for_event(&vector1, Duration::from_secs(1)), "{what}");
+        assert_eq!(nic.msix.pending_bits(), 0, "{what}");
+    }
+    // What QEMU sends is still accepted: INTx wiring and unmask, an MSI-X mask round trip and
+    // disabling every vector.
+    let intx = VFIO_PCI_INTX_IRQ_INDEX;
+    backend
+        .set_irqs(intx, eventfd_data | trigger, 0, 1, vec![eventfd()])
+        .expect("INTx eventfd");
+    backend
+        .set_irqs(intx, none | unmask, 0, 1, vec![])
+        .expect("INTx unmask");
+    backend
+        .set_irqs(msix, none | mask, 1, 1, vec![])
+        .expect("mask");
+    assert_eq!(nic.msix.raise(1), IrqOutcome::Pending);
+    backend
+        .set_irqs(msix, none | unmask, 1, 1, vec![])
+        .expect("unmask");
+    assert!(wait_for_event(&vector1, Duration::from_secs(1)));
+    backend
+        .set_irqs(msix, eventfd_data | trigger, 0, 2, vec![])
+        .expect("disable vectors 0 and 1");
+    assert_eq!(nic.msix.raise(1), IrqOutcome::Pending);
+    backend
+        .set_irqs(msix, none | trigger, 0, 0, vec![])
+        .expect("disable all");
+}
+
+#[test]
+fn hostile_dma_maps_and_unmaps_are_refused_and_change_nothing() {
+    let (nic, mut backend) = backend();
+    let ram = memfd(MEM_SIZE);
+    let rw = DmaMapFlags::READ_WRITE;
+    let map = |backend: &mut Backend, flags, offset, iova, size, fd: Option<&File>| {
+        let fd = fd.map(|f| f.try_clone().expect("clone"));
+        backend.dma_map(flags, offset, iova, size, fd)
+    };
+    map(&mut backend, rw, 0, IOVA, MEM_SIZE, Some(&ram)).expect("map RAM");
+    let before = format!("{:?}", nic.dma.regions());
+    let page = 0x1000;
+    // (what, flags, file offset, iova, size, with fd)
+    let cases: Vec<(&str, DmaMapFlags, u64, u64, u64, bool)> = vec![
+        ("zero size", rw, 0, 0x100_0000, 0, true),
+        (
+            "iova + size wraps",
+            rw,
+            0,
+            u64::MAX - 0xfff,
+            2 * page,
+            false,
+        ),
+        (
+            "iova + size wraps, with fd",
+            rw,
+            0,
+            u64::MAX - 0xfff,
+            2 * page,
+            true,
+        ),
+        ("size past the file", rw, 0, 0x100_0000, 2 * MEM_SIZE, true),
+        ("huge size", rw, 0, 0x1000_0000, 1 << 62, true),
+        (
+            "offset past the file",
+            rw,
+            2 * MEM_SIZE,
+            0x100_0000,
+            page,
+            true,
+        ),
+        (
+            "offset + size wraps",
+            rw,
+            u64::MAX - 0xfff,
+            0x100_0000,
+            2 * page,
+            true,
+        ),
+        ("overlapping the start", rw, 0, IOVA - page, 2 * page, true),
+        (
+            "overlapping the end",
+            rw,
+            0,
+            IOVA + MEM_SIZE - page,
+            2 * page,
+            true,
+        ),
+        ("inside", rw, 0, IOVA + page, page, true),
+        (
+            "the same range read-only",
+            DmaMapFlags::READ,
+            0,
+            IOVA,
+            MEM_SIZE,
+            true,
+        ),
+        ("the same range without fd", rw, 0, IOVA, MEM_SIZE, false),
+        (
+            "the same range, another offset",
+            rw,
+            page,
+            IOVA,
+            MEM_SIZE - page,
+            true,
+        ),
+        (
+            "covering it",
+            rw,
+            0,
+            IOVA - page,
+            MEM_SIZE + 2 * page,
+            false,
+        ),
+        ("no access", DmaMapFlags::empty(), 0, 0x100_0000, page, true),
+        (
+            "undefined flag bits",
+            DmaMapFlags::from_bits_retain(1 << 7 | 3),
+            0,
+            0x100_0000,
+            page,
+            true,
+        ),
+    ];
+    for (what, flags, offset, iova, size, with_fd) in cases {
+        let result = map(
+            &mut backend,
+            flags,
+            offset,
+            iova,
+            size,
+            with_fd.then_some(&ram),
+        );
+        assert!(
+            result.is_err(),
+            "{what}: DMA_MAP iova {iova:#x} size {size:#x} offset {offset:#x} accepted"
+        );
+        assert_eq!(format!("{:?}", nic.dma.regions()), before, "{what}");
+    }
+    let none = DmaUnmapFlags::empty();
+    // (what, flags, iova, size)
+    let cases: Vec<(&str, DmaUnmapFlags, u64, u64)> = vec![
+        ("zero size inside the region", none, IOVA + page, 0),
+        ("iova + size wraps", none, u64::MAX - 0xfff, 2 * page),
+        ("the first half", none, IOVA, MEM_SIZE / 2),
+        ("the second half", none, IOVA + MEM_SIZE / 2, MEM_SIZE),
+        ("a page inside", none, IOVA + page, page),
+        (
+            "UNMAP_ALL with a range",
+            DmaUnmapFlags::UNMAP_ALL,
+            IOVA,
+            MEM_SIZE,
+        ),
+        (
+            "dirty page tracking",
+            DmaUnmapFlags::GET_DIRTY_PAGE_INFO,
+            IOVA,
+            MEM_SIZE,
+        ),
+        (
+            "undefined flag bits",
+            DmaUnmapFlags::from_bits_retain(1 << 9),
+            IOVA,
+            MEM_SIZE,
+        ),
+    ];
+    for (what, flags, iova, size) in cases {
+        assert!(
+            backend.dma_unmap(flags, iova, size).is_err(),
+            "{what}: DMA_UNMAP iova {iova:#x} size {size:#x} accepted"
+        );
+        assert_eq!(format!("{:?}", nic.dma.regions()), before, "{what}");
+    }
+    // A repeat of the same map is accepted (as libvfio-user does) and changes nothing; the same
+    // range from another file is refused.
+    map(&mut backend, rw, 0, IOVA, MEM_SIZE, Some(&ram)).expect("repeated map");
+    assert_eq!(format!("{:?}", nic.dma.regions()), before);
+    let other = memfd(MEM_SIZE);
+    assert!(map(&mut backend, rw, 0, IOVA, MEM_SIZE, Some(&other)).is_err());
+    assert_eq!(format!("{:?}", nic.dma.regions()), before);
+    // What QEMU does still works: a second, fd-less region beside the first (ROM), unmapping a
+    // range with nothing in it, unmapping exactly what was mapped, and UNMAP_ALL.
+    map(
+        &mut backend,
+        DmaMapFlags::READ,
+        0,
+        IOVA + MEM_SIZE,
+        page,
+        None,
+    )
+    .expect("map ROM");
+    backend
+        .dma_unmap(none, 0x4000_0000, page)
+        .expect("unmap a hole");
+    assert_eq!(nic.dma.regions().len(), 2);
+    backend.dma_unmap(none, IOVA, MEM_SIZE).expect("unmap RAM");
+    assert_eq!(nic.dma.regions().len(), 1);
+    backend
+        .dma_unmap(DmaUnmapFlags::UNMAP_ALL, 0, 0)
+        .expect("unmap all");
+    assert!(nic.dma.regions().is_empty());
+}
+
+#[test]
+fn hostile_region_accesses_are_refused() {
+    let (nic, mut backend) = backend();
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    let config = VFIO_PCI_CONFIG_REGION_INDEX;
+    let bar_size = BAR0_SIZE as u64;
+    backend
+        .region_write(bar0, REG_SCRATCH as u64, &0x1234_5678u32.to_le_bytes())
+        .expect("scratch");
+    let writes = nic.counters.get(COUNTER_MMIO_WRITES);
+    // (what, region, offset, length)
+    let cases: Vec<(&str, u32, u64, usize)> = vec![
+        ("BAR0 zero length", bar0, REG_SCRATCH as u64, 0),
+        ("BAR0 three bytes", bar0, REG_SCRATCH as u64, 3),
+        ("BAR0 sixteen bytes", bar0, REG_SCRATCH as u64, 16),
+        ("BAR0 a megabyte", bar0, 0, 1 << 20),
+        ("BAR0 past the end", bar0, bar_size - 2, 4),
+        ("BAR0 at the end", bar0, bar_size, 4),
+        ("BAR0 offset wraps", bar0, u64::MAX - 1, 4),
+        ("config zero length", config, 0, 0),
+        ("config past the end", config, 0xfe, 4),
+        ("config at the end", config, 0x100, 1),
+        ("config a megabyte", config, 0, 1 << 20),
+        ("config offset wraps", config, u64::MAX, 2),
+        ("BAR1", VFIO_PCI_BAR1_REGION_INDEX, 0, 4),
+        ("ROM", VFIO_PCI_ROM_REGION_INDEX, 0, 4),
+    ];
+    for (what, region, offset, len) in cases {
+        let mut data = vec![0xa5u8; len];
+        assert!(
+            backend.region_read(region, offset, &mut data).is_err(),
+            "{what}: read of {len} bytes at {offset:#x} accepted"
+        );
+        assert!(
+            backend.region_write(region, offset, &data).is_err(),
+            "{what}: write of {len} bytes at {offset:#x} accepted"
+        );
+    }
+    assert_eq!(
+        nic.counters.get(COUNTER_MMIO_WRITES),
+        writes,
+        "refused writes reached the device"
+    );
+    assert_eq!(nic.lock().core.read_reg(REG_SCRATCH), 0x1234_5678);
+    // Whole config space (QEMU reads it at realize), and every MMIO width.
+    let mut space = vec![0u8; 256];
+    backend.region_read(config, 0, &mut space).expect("config");
+    for len in [1usize, 2, 4, 8] {
+        let mut data = vec![0u8; len];
+        backend
+            .region_read(bar0, REG_SCRATCH as u64, &mut data)
+            .expect("MMIO read");
+    }
+}
+
+/// Raw vfio-user messages (the crate's client ignores error replies): a hostile SET_IRQS, DMA_UNMAP
+/// and REGION_READ each get a reply with the error flag, and the connection goes on.
+#[test]
+fn hostile_messages_get_error_replies_over_the_socket() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    let dir = std::env::temp_dir().join(format!("ferroce-vfio-raw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let socket: PathBuf = dir.join("nic.sock");
+    let nic = Nic::new(DeviceConfig::default());
+    {
+        let nic = nic.clone();
+        let socket = socket.clone();
+        std::thread::spawn(move || serve(nic, &socket, 8));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut stream = loop {
+        match UnixStream::connect(&socket) {
+            Ok(stream) => break stream,
+            Err(e) if Instant::now() > deadline => panic!("connect: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    const REPLY: u32 = 1;
+    const ERROR: u32 = 1 << 5;
+    let mut id = 0u16;
+    let mut send = |stream: &mut UnixStream, command: u16, body: &[u8]| -> u32 {
+        id += 1;
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&id.to_le_bytes());
+        msg.extend_from_slice(&command.to_le_bytes());
+        msg.extend_from_slice(&(16 + body.len() as u32).to_le_bytes());
+        msg.extend_from_slice(&0u32.to_le_bytes());
+        msg.extend_from_slice(&0u32.to_le_bytes());
+        msg.extend_from_slice(body);
+        stream.write_all(&msg).expect("send");
+        let mut reply = [0u8; 16];
+        stream.read_exact(&mut reply).expect("reply");
+        assert_eq!(u16::from_le_bytes([reply[0], reply[1]]), id);
+        let flags = u32::from_le_bytes(reply[8..12].try_into().expect("4"));
+        let size = u32::from_le_bytes(reply[4..8].try_into().expect("4")) as usize;
+        let mut rest = vec![0u8; size.saturating_sub(16)];
+        stream.read_exact(&mut rest).expect("reply body");
+        flags
+    };
+    let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    // SET_IRQS (8): argsz, flags, index, start, count — vectors 4..=11 of 8.
+    let set_irqs = words(&[
+        20,
+        VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK,
+        VFIO_PCI_MSIX_IRQ_INDEX,
+        4,
+        8,
+    ]);
+    assert_eq!(send(&mut stream, 8, &set_irqs), REPLY | ERROR, "SET_IRQS");
+    // DMA_UNMAP (3): argsz, flags, address, size — a wrapping range.
+    let mut unmap = words(&[24, 0]);
+    unmap.extend_from_slice(&(u64::MAX - 0xfff).to_le_bytes());
+    unmap.extend_from_slice(&0x2000u64.to_le_bytes());
+    assert_eq!(send(&mut stream, 3, &unmap), REPLY | ERROR, "DMA_UNMAP");
+    // REGION_READ (9): offset, region, count — 64 KiB of BAR0 in one access.
+    let mut read = (REG_SCRATCH as u64).to_le_bytes().to_vec();
+    read.extend_from_slice(&words(&[VFIO_PCI_BAR0_REGION_INDEX, 1 << 16]));
+    assert_eq!(send(&mut stream, 9, &read), REPLY | ERROR, "REGION_READ");
+    // The connection still serves: a 4-byte read of the ID register.
+    let mut read = (REG_ID as u64).to_le_bytes().to_vec();
+    read.extend_from_slice(&words(&[VFIO_PCI_BAR0_REGION_INDEX, 4]));
+    assert_eq!(send(&mut stream, 9, &read), REPLY, "REGION_READ of REG_ID");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,7 +9,7 @@ use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
-use crate::objects::{BufferMap, Mr, MrBacking, MrError};
+use crate::objects::{mr_access_valid, BufferMap, Mr, MrBacking, MrError};
 
 impl DeviceCore {
     fn mr_for_key(&self, key: u32) -> Result<&Mr, HostError> {
@@ -218,7 +218,8 @@ impl EngineHost for DeviceCore {
         if mr.pd != pd {
             return Err(HostError::Protection(MrError::BadPd));
         }
-        if seg.access & !ACCESS_VALID_MASK != 0
+        // The access rules of CREATE_MR.
+        if !mr_access_valid(seg.access)
             || seg.rsvd != [0; 3]
             || seg.page_count == 0
             || seg.page_count > max_pages
