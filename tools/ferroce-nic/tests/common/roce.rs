@@ -799,3 +799,39 @@ impl Scripted {
 pub fn stranger_gid() -> [u8; 16] {
     mapped([10, 0, 0, 66])
 }
+
+/// A connection whose local ACK timeout is about 1 ms (4.096 µs × 2^8).
+pub fn fast_timeout() -> Conn {
+    Conn {
+        timeout: 8,
+        ..Conn::default()
+    }
+}
+
+/// Runs the device of `s` for `ms` milliseconds and returns what it sent meanwhile.
+pub fn sent_during(s: &mut Scripted, ms: u64) -> Vec<Sent> {
+    let until = Instant::now() + Duration::from_millis(ms);
+    let mut out = Vec::new();
+    while Instant::now() < until {
+        out.extend(s.sent());
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    out
+}
+
+/// (wr_id, status) of each CQE.
+pub fn statuses(cqes: &[Cqe]) -> Vec<(u64, WcStatus)> {
+    use super::CqeStatus;
+    cqes.iter().map(|c| (c.wr_id, c.wc_status())).collect()
+}
+
+/// Posts a one-packet RDMA WRITE on the scripted QP and returns its PSN, as sent.
+pub fn one_write(s: &mut Scripted, wr_id: u64) -> u32 {
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    let buf = s.n.buf;
+    s.qp.post(&mut s.n, wr_id, WR_RDMA_WRITE, buf, 100, &seg, 0);
+    let sent = s.sent();
+    assert_eq!(sent.len(), 1, "one WRITE packet: {sent:?}");
+    assert_eq!(sent[0].bth.opcode, opcode::op::RC_WRITE_ONLY);
+    sent[0].bth.psn
+}
