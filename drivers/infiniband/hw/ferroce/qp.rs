@@ -176,8 +176,10 @@ pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sg
         };
     }
     let sges = hw_sges.get(..sges.len()).ok_or(EINVAL)?;
-    let mut wqe = [0u8; hw::MAX_WQE_SIZE];
-    let slot = wqe.get_mut(..ring.stride()).ok_or(EINVAL)?;
+    // The largest receive WQE; a smaller stride bounds it further (the builder checks both).
+    let mut wqe = [0u8; hw::RecvWqeHeader::SIZE + hw::MAX_SGE as usize * hw::Sge::SIZE];
+    let stride = ring.stride().min(wqe.len());
+    let slot = wqe.get_mut(..stride).ok_or(EINVAL)?;
     let len = hw::build_recv_wqe(wr.wr_id(), sges, max_sge, slot).map_err(|_| EINVAL)?;
     ring.write(index, &wqe[..len])
 }
