@@ -14,6 +14,7 @@ use ferroce_hw::*;
 use serde_json::{json, Value};
 
 use crate::device::Device;
+use crate::lies::Lie;
 use crate::server::Nic;
 
 /// Longest command line accepted.
@@ -21,7 +22,7 @@ const MAX_LINE: u64 = 4096;
 
 /// The commands, for help texts.
 pub const COMMANDS: &str = "counters | gids | objects | status | stall on|off | hang on|off | \
-bogus-version on|off | bogus-cqe on|off | port up|down | fatal | trace start PATH | trace stop | \
+bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | \
 fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
 fault direction both|tx|rx | fault off";
 
@@ -151,7 +152,9 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
             Ok(json!({
                 "status": device.core.status(), "fatal_code": device.core.regs().fatal_code(),
                 "stall": host.stall.load(Ordering::Relaxed), "hang": host.hang.load(Ordering::Relaxed),
-                "bogus_version": host.bogus_version.load(Ordering::Relaxed), "bogus_cqe": host.bogus_cqe.load(Ordering::Relaxed),
+                "bogus_version": host.bogus_version.load(Ordering::Relaxed),
+                "lie": host.lies.armed().map(|(lie, left)| json!({"kind": lie.name(), "left": left})),
+                "lies_told": host.lies.told(),
                 "port_state": device.core.port().state(), "mac": mac_text(&device.core.config().mac),
                 "port": {
                     "to_engine": nic.port_stats.to_engine.load(Ordering::Relaxed),
@@ -161,12 +164,27 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 },
             }))
         }
-        "stall" | "hang" | "bogus-version" | "bogus-cqe" => {
+        "lie" => {
+            let lie = match arg {
+                Some("off") => None,
+                Some(name) => Some(Lie::parse(name).ok_or_else(|| {
+                    let kinds: Vec<&str> = Lie::ALL.iter().map(|l| l.name()).collect();
+                    format!("unknown lie {name:?}; kinds: {}", kinds.join(" "))
+                })?),
+                None => return Err("expected lie KIND [COUNT] | lie off".into()),
+            };
+            let count = match words.next() {
+                Some(n) => n.parse::<u32>().map_err(|e| format!("count {n:?}: {e}"))?,
+                None => 1,
+            };
+            host.lies.arm(lie, count);
+            Ok(json!({ "lie": lie.map(Lie::name), "count": count, "told": host.lies.told() }))
+        }
+        "stall" | "hang" | "bogus-version" => {
             let flag = match command {
                 "stall" => &host.stall,
                 "hang" => &host.hang,
-                "bogus-version" => &host.bogus_version,
-                _ => &host.bogus_cqe,
+                _ => &host.bogus_version,
             };
             let on = on_off(arg)?;
             flag.store(on, Ordering::Relaxed);

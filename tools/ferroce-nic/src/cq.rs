@@ -5,7 +5,7 @@
 
 use ferroce_hw::*;
 
-use crate::device::{DeviceCore, HostControls};
+use crate::device::DeviceCore;
 use crate::objects::{CmdError, Cq, CqArm, RingBuffer};
 
 impl DeviceCore {
@@ -112,12 +112,7 @@ impl DeviceCore {
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
-        if HostControls::get(&self.host().bogus_cqe) {
-            cqe.opcode = 0x7f;
-            cqe.status = 0xee;
-            cqe.wr_id ^= 0xdead_beef_dead_beef;
-            cqe.byte_len = u32::MAX;
-        }
+        self.lie_about_cqe(cqn, &mut cqe);
         cqe.owner = ring.owner(pi);
         let bytes = cqe.encode();
         let Some(cq) = self.objects().cqs().get(cqn) else {

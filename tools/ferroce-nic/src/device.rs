@@ -73,8 +73,8 @@ pub struct HostControls {
     pub hang: AtomicBool,
     /// Report a bogus interface version.
     pub bogus_version: AtomicBool,
-    /// Write bogus CQEs.
-    pub bogus_cqe: AtomicBool,
+    /// Well-formed lies in CQEs and EQEs.
+    pub lies: crate::lies::Lies,
 }
 
 impl HostControls {

@@ -93,7 +93,14 @@ impl DeviceCore {
 
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
     /// or not writable.
-    pub fn post_eqe(&mut self, eqn: u32, mut eqe: Eqe) -> bool {
+    pub fn post_eqe(&mut self, eqn: u32, eqe: Eqe) -> bool {
+        if let Some(lie) = self.lie_about_eqe(&eqe) {
+            self.write_eqe(eqn, lie);
+        }
+        self.write_eqe(eqn, eqe)
+    }
+
+    fn write_eqe(&mut self, eqn: u32, mut eqe: Eqe) -> bool {
         let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
             return false;
         };

@@ -22,6 +22,7 @@ pub mod doorbell;
 pub mod engine;
 pub mod eq;
 pub mod interrupts;
+pub mod lies;
 pub mod memory;
 pub mod objects;
 pub mod port;

@@ -34,7 +34,7 @@ enum Command {
         #[arg(long)]
         control: PathBuf,
         /// Command and arguments: counters | gids | objects | status | stall on|off |
-        /// hang on|off | bogus-version on|off | bogus-cqe on|off | port up|down | fatal |
+        /// hang on|off | bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal |
         /// trace start PATH | trace stop | fault | fault drop|duplicate|reorder|corrupt RATE |
         /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off.
         #[arg(required = true, num_args = 1..)]
@@ -65,9 +65,9 @@ struct ServeArgs {
     /// Start reporting a bogus interface version.
     #[arg(long)]
     bogus_version: bool,
-    /// Start writing bogus CQEs.
-    #[arg(long)]
-    bogus_cqe: bool,
+    /// Lie in every CQE or EQE of this kind (well-formed falsehoods the driver must catch).
+    #[arg(long, value_enum)]
+    lie: Option<ferroce_nic::lies::Lie>,
     /// Start with the port down.
     #[arg(long)]
     port_down: bool,
@@ -169,7 +169,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     nic.host
         .bogus_version
         .store(args.bogus_version, Ordering::Relaxed);
-    nic.host.bogus_cqe.store(args.bogus_cqe, Ordering::Relaxed);
+    nic.host.lies.arm(args.lie, u32::MAX);
     if args.port_down {
         nic.lock().set_initial_port_state(false);
     }

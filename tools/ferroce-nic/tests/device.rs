@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use ferroce_hw::*;
 use ferroce_nic::engine::{EngineHost, RecvCompletion, StubRecord};
+use ferroce_nic::lies::Lie;
 use ferroce_nic::memory::GuestMemory;
 
 #[test]
@@ -1187,10 +1188,10 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     g.host.bogus_version.store(true, Ordering::Relaxed);
     assert_ne!(if_version_major(g.r32(REG_IF_VERSION)), IF_VERSION_MAJOR);
     g.host.bogus_version.store(false, Ordering::Relaxed);
-    // Bogus CQEs.
+    // A lie in one CQE: an undefined opcode and status.
     let eqn = g.create_ceq(4, 2);
     let mut cq = GuestCq::create(&mut g, eqn, 4);
-    g.host.bogus_cqe.store(true, Ordering::Relaxed);
+    g.host.lies.arm(Some(Lie::CqeOpcode), 1);
     g.dev
         .core
         .write_cqe(
@@ -1201,10 +1202,27 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
             },
         )
         .expect("cqe");
+    g.dev
+        .core
+        .write_cqe(
+            cq.cqn,
+            Cqe {
+                wr_id: 2,
+                ..Cqe::default()
+            },
+        )
+        .expect("cqe");
     let got = cq.poll(&g);
-    assert_eq!(got.len(), 1, "still a valid owner bit");
-    assert_ne!(got[0].wr_id, 1);
-    assert_eq!(got[0].status, 0xee);
+    assert_eq!(got.len(), 2, "still a valid owner bit");
+    assert_eq!(
+        (got[0].wr_id, got[0].opcode, got[0].status),
+        (1, 0x7f, 0xee)
+    );
+    assert_eq!(
+        (got[1].wr_id, got[1].opcode, got[1].status),
+        (2, 0, 0),
+        "told once"
+    );
     // Injected fatal error: status, async event, and no more command processing.
     g.dev.core.request_fatal();
     g.run();

@@ -25,7 +25,9 @@ use kernel::{
 };
 
 use crate::{
+    checks::BadCqe,
     hw,
+    qp::Claim,
     queue::{
         DbRecord,
         DmaRing,
@@ -35,6 +37,9 @@ use crate::{
     regs,
     verbs::RoceDevice,
 };
+
+// `clean` moves a CQE's body, the bytes before its owner byte.
+const _: () = assert!(hw::CQE_OWNER_OFFSET == hw::CQE_SIZE - 1);
 
 /// The driver's part of a CQ.
 pub(crate) struct CqData {
@@ -170,7 +175,8 @@ impl CqData {
         })
     }
 
-    /// Moves CQEs into `out`, then publishes the new consumer index in the record.
+    /// Moves the CQEs the driver accepts ([`CqData::accept`]) into `out`, drops the others, then
+    /// publishes the new consumer index in the record.
     pub(crate) fn poll(
         &self,
         dev: &rdma::Device<RoceDevice>,
@@ -186,24 +192,87 @@ impl CqData {
         while !out.is_full() && ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)? {
             *ci = ci.wrapping_add(1);
             let cqe = hw::Cqe::decode(&bytes);
-            let Some(wc) = work_completion(&cqe) else {
-                pr_warn!(
-                    "ferroce: CQ {}: bogus CQE (opcode {:#x}, status {})\n",
-                    self.cqn,
-                    cqe.opcode,
-                    cqe.status
-                );
-                continue;
-            };
-            // The QP learns how far the device got in its queues.
-            // (and an SRQ, that a receive WQE was used).
-            if let Some(srqn) = dev.qps().with(cqe.qpn, |qp| qp.completed(&cqe)).flatten() {
-                dev.srqs().with(srqn, |srq| srq.completed());
+            match self.accept(dev, &cqe) {
+                Ok(wc) => {
+                    let _ = out.push(&wc);
+                }
+                Err(why) => RoceDevice::refuse_cqe(dev, self.cqn, &cqe, why),
             }
-            // A CQE of a QP that is gone (or a bogus number) is dropped.
-            let _ = out.push(&wc);
         }
         if *ci != start {
+            dbrec.write(0, u32::from(*ci))?;
+        }
+        Ok(())
+    }
+
+    /// The work completion of `cqe`, if the driver believes it: its values are defined, it
+    /// names a kernel QP completing on this CQ, and it completes a WQE posted there and not
+    /// completed yet, agreeing with it (`wr_id`, opcode, length). The QP (or SRQ) then
+    /// learns how far the device got in its queue.
+    fn accept(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        cqe: &hw::Cqe,
+    ) -> Result<WorkCompletion, BadCqe> {
+        let mut wc = work_completion(cqe).ok_or(BadCqe::Undefined)?;
+        let claim = dev
+            .qps()
+            .with(cqe.qpn, |qp| qp.claim(self.cqn, cqe))
+            .ok_or(BadCqe::UnknownQp)??;
+        let len = match claim {
+            Claim::Own { len } => len,
+            Claim::Srq(srqn) => dev
+                .srqs()
+                .with(srqn, |srq| srq.claim(cqe))
+                .ok_or(BadCqe::ForeignQp)??,
+        };
+        // An error completion's length means nothing; it never exceeds the WQE's either.
+        wc.byte_len = wc.byte_len.min(len);
+        Ok(wc)
+    }
+
+    /// Removes the CQEs of QP `qpn`, just destroyed in the device, from the ring (as mlx5's
+    /// `cq_clean`): the CQEs after them move up over the gap and the consumer index moves past
+    /// it, so that the next QP with that number never gets them. Receive WQEs they took from
+    /// SRQ `srqn` are freed in it. User CQs are the process's to clean.
+    pub(crate) fn clean(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        qpn: u32,
+        srqn: Option<u32>,
+    ) -> Result {
+        let CqMem::Kernel { ring, dbrec, ci } = &self.mem else {
+            return Ok(());
+        };
+        let mut ci = ci.lock();
+        let geometry = ring.ring();
+        let mut bytes = [0u8; hw::CQE_SIZE];
+        // The CQEs written so far: the device writes no more of this QP's, and writes others'
+        // only after these.
+        let mut end = *ci;
+        while geometry.used(end, *ci) < geometry.size()
+            && ring.read_owned(end, hw::CQE_OWNER_OFFSET, &mut bytes)?
+        {
+            end = end.wrapping_add(1);
+        }
+        let mut freed: u16 = 0;
+        let mut index = end;
+        while index != *ci {
+            index = index.wrapping_sub(1);
+            ring.read_owned(index, hw::CQE_OWNER_OFFSET, &mut bytes)?;
+            let cqe = hw::Cqe::decode(&bytes);
+            if cqe.qpn == qpn {
+                freed += 1;
+                if let Some(srqn) = srqn.filter(|_| cqe.opcode & hw::CQE_OP_RECV != 0) {
+                    dev.srqs().with(srqn, |srq| srq.discard(cqe.wqe_index));
+                }
+            } else if freed > 0 {
+                // The slot it moves to holds a CQE of this pass already: keep its owner byte.
+                ring.write(index.wrapping_add(freed), &bytes[..hw::CQE_OWNER_OFFSET])?;
+            }
+        }
+        if freed > 0 {
+            *ci = ci.wrapping_add(freed);
             dbrec.write(0, u32::from(*ci))?;
         }
         Ok(())

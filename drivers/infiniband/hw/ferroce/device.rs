@@ -635,9 +635,9 @@ impl<'bound> FerroceDevice<'bound> {
             eqs.cmd_eq.eqn()
         );
         let rdma = RdmaPort::register(pdev, &cmdq, &bar, &ceqs, &caps, port.mac, &state)?;
-        eqs.async_eq
-            .dispatcher()
-            .set_ib_events(IbEvents::new(rdma.ib.handle())?);
+        let events = IbEvents::new(rdma.ib.handle())?;
+        rdma.ib.device().set_ib_events(events.clone());
+        eqs.async_eq.dispatcher().set_ib_events(events);
         for eq in ceqs.eqs.iter() {
             eq.dispatcher().set_device(rdma.ib.handle());
         }

@@ -827,7 +827,15 @@ impl EqDispatch for CompletionEvents {
         self.completions.fetch_add(1, Relaxed);
         if let Some(handle) = self.device.as_ref() {
             // A CQ that is gone (or a bogus number) gets nothing.
-            handle.with_atomic(|dev| dev.cqs().with(eqe.data0, |cq| cq.notify_completion()));
+            handle.with_atomic(|dev| {
+                if dev
+                    .cqs()
+                    .with(eqe.data0, |cq| cq.notify_completion())
+                    .is_none()
+                {
+                    dev.checks().bad_event("CQ", eqe.data0);
+                }
+            });
         }
         true
     }

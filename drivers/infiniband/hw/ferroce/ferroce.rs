@@ -15,7 +15,8 @@
 //! - [`state`]: the device's port and health, with one owner;
 //! - [`verbs`]: the RDMA device and its verbs; [`netdev`]: the companion netdev;
 //! - the verbs objects: [`ah`], [`cq`], [`mr`] (and PDs), [`qp`], [`srq`], [`ucontext`];
-//! - [`queue`]: rings, doorbell records and user queue memory they share.
+//! - [`queue`]: rings, doorbell records and user queue memory they share;
+//! - [`checks`]: what the driver does with device values it does not believe.
 
 #![forbid(unsafe_code)]
 
@@ -27,6 +28,7 @@ use kernel::{
 };
 
 mod ah;
+mod checks;
 mod cmdq;
 mod commands;
 mod cq;

@@ -2,7 +2,8 @@
 
 //! Device-level events for ib_core's consumers, deferred from the async EQ's interrupt handler
 //! to process context (ib_core's event dispatch sleeps); object events (QP, CQ, SRQ) go to
-//! their consumers at once.
+//! their consumers at once. Broken QPs (a CQE the driver refused) are moved to ERR from here
+//! too, as that takes a command.
 
 use kernel::{
     prelude::*,
@@ -16,7 +17,9 @@ use kernel::{
             Atomic,
             Relaxed, //
         },
+        new_spinlock_irq,
         Arc,
+        SpinLockIrq, //
     },
     workqueue::{
         self,
@@ -29,8 +32,29 @@ use kernel::{
 
 use crate::{
     netdev::report_state,
+    qp,
     verbs::RoceDevice, //
 };
+
+/// Broken QPs waiting for their move to ERR; more at once than this are unlikely and only
+/// logged (those QPs stay broken: the driver delivers none of their refused CQEs).
+const MAX_BROKEN: usize = 32;
+
+/// The QPNs of broken QPs not yet moved to ERR.
+#[derive(Clone, Copy)]
+struct BrokenQps {
+    qpns: [u32; MAX_BROKEN],
+    len: usize,
+    lost: u32,
+}
+
+impl BrokenQps {
+    const EMPTY: Self = Self {
+        qpns: [0; MAX_BROKEN],
+        len: 0,
+        lost: 0,
+    };
+}
 
 /// Device-level events from the NIC's async EQ for ib_core's consumers. The EQ handler runs in
 /// interrupt context and ib_core's dispatch sleeps, so the handler only records the event and
@@ -44,6 +68,9 @@ pub(crate) struct IbEvents {
     fatal_news: Atomic<bool>,
     /// The NIC's port changed (its state is in [`crate::state::DeviceState`]).
     port_news: Atomic<bool>,
+    /// QPs to move to ERR.
+    #[pin]
+    broken: SpinLockIrq<BrokenQps>,
 }
 
 impl_has_work! {
@@ -58,6 +85,7 @@ impl IbEvents {
                 device,
                 fatal_news: Atomic::new(false),
                 port_news: Atomic::new(false),
+                broken <- new_spinlock_irq!(BrokenQps::EMPTY, "ferroce::IbEvents::broken"),
             }),
             GFP_KERNEL,
         )
@@ -73,26 +101,52 @@ impl IbEvents {
     /// Delivers an event of QP `qpn` to its consumer (callable from interrupt context: QP
     /// event handlers may be called there). A QP that is gone gets nothing.
     pub(crate) fn qp_event(&self, qpn: u32, event: rdma::QpEvent) {
-        self.device
-            .with_atomic(|dev| dev.qps().with(qpn, |qp| qp.dispatch_event(event)));
+        self.device.with_atomic(|dev| {
+            if dev.qps().with(qpn, |qp| qp.dispatch_event(event)).is_none() {
+                dev.checks().bad_event("QP", qpn);
+            }
+        });
     }
 
     /// Reports a dead CQ (`IB_EVENT_CQ_ERR`) to its consumer (callable from interrupt context).
     pub(crate) fn cq_error(&self, cqn: u32) {
-        self.device
-            .with_atomic(|dev| dev.cqs().with(cqn, |cq| cq.dispatch_error()));
+        self.device.with_atomic(|dev| {
+            if dev.cqs().with(cqn, |cq| cq.dispatch_error()).is_none() {
+                dev.checks().bad_event("CQ", cqn);
+            }
+        });
     }
 
     /// Delivers an event of SRQ `srqn` to its consumer (callable from interrupt context).
     pub(crate) fn srq_event(&self, srqn: u32, event: rdma::SrqEvent) {
         self.device.with_atomic(|dev| {
-            dev.srqs().with(srqn, |srq| {
+            let known = dev.srqs().with(srqn, |srq| {
                 if event == rdma::SrqEvent::LimitReached {
                     srq.limit_reached();
                 }
                 srq.dispatch_event(event)
-            })
+            });
+            if known.is_none() {
+                dev.checks().bad_event("SRQ", srqn);
+            }
         });
+    }
+
+    /// Queues kernel QP `qpn`, found broken, for its move to ERR (callable from interrupt
+    /// context).
+    pub(crate) fn qp_broken(self: &Arc<Self>, qpn: u32) {
+        {
+            let mut broken = self.broken.lock();
+            let len = broken.len;
+            match broken.qpns.get_mut(len) {
+                Some(slot) => {
+                    *slot = qpn;
+                    broken.len += 1;
+                }
+                None => broken.lost += 1,
+            }
+        }
+        let _ = workqueue::system().enqueue(self.clone());
     }
 
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
@@ -107,6 +161,20 @@ impl WorkItem for IbEvents {
     type Pointer = Arc<IbEvents>;
 
     fn run(this: Arc<IbEvents>) {
+        let broken = core::mem::replace(&mut *this.broken.lock(), BrokenQps::EMPTY);
+        if broken.lost > 0 {
+            pr_warn!(
+                "ferroce: {} broken QPs could not be queued for ERR\n",
+                broken.lost
+            );
+        }
+        if broken.len > 0 {
+            this.device.with(|dev| {
+                for &qpn in broken.qpns.iter().take(broken.len) {
+                    qp::move_broken_to_err(dev, qpn);
+                }
+            });
+        }
         if this.port_news.xchg(false, Relaxed) {
             this.device.with(|dev| {
                 if let Some(ndev) = dev.companion() {

@@ -32,6 +32,7 @@ use kernel::{
 };
 
 use crate::{
+    checks::BadCqe,
     hw,
     queue::{
         DbRecord,
@@ -39,6 +40,7 @@ use crate::{
         OutBuf,
         UserQueue,
         UserQueueMem, //
+        WrTable,
     },
     regs,
     verbs::RoceDevice,
@@ -55,7 +57,24 @@ pub(crate) struct QpData {
     signal_all: bool,
     /// State as last set by `modify_qp` (a [`hw::QpState`] encoding).
     state: Atomic<u32>,
+    /// The CQs of its send and receive completions.
+    send_cqn: u32,
+    recv_cqn: u32,
+    /// The device wrote a CQE for this QP that the driver does not believe; the QP is on its
+    /// way to ERR.
+    broken: Atomic<bool>,
     mem: QpMem,
+}
+
+/// Whose WQE a CQE completes, once [`QpData::claim`] accepted it.
+pub(crate) enum Claim {
+    /// One of the QP's own, which had room for `len` bytes.
+    Own {
+        /// The most bytes the WQE can have moved.
+        len: u32,
+    },
+    /// A receive WQE of SRQ `srqn`, which checks it.
+    Srq(u32),
 }
 
 /// Where a QP's rings are and who posts to them.
@@ -75,25 +94,36 @@ struct KernelQueues {
     /// The receive ring; `None` with an SRQ.
     rq: Option<DmaRing>,
     dbrec: DbRecord,
-    /// Producer index of the send queue, and the serialisation of posters.
-    sq_pi: Pin<KBox<SpinLockIrq<u16>>>,
-    /// Producer index of the receive queue.
-    rq_pi: Pin<KBox<SpinLockIrq<u16>>>,
+    /// The send queue's producer side; the lock serialises posters.
+    sq_prod: Pin<KBox<SpinLockIrq<Producer>>>,
+    /// The receive queue's.
+    rq_prod: Pin<KBox<SpinLockIrq<Producer>>>,
     /// How far the device consumed the queues, from completions.
     sq_ci: Atomic<u32>,
     rq_ci: Atomic<u32>,
+}
+
+/// The producer side of a kernel work queue: its index and what was posted where.
+struct Producer {
+    pi: u16,
+    wrs: WrTable,
+}
+
+impl Producer {
+    /// The producer side of `ring` (none: a QP whose receives come from an SRQ).
+    fn new(ring: Option<&DmaRing>) -> Result<Self> {
+        let wrs = match ring {
+            Some(ring) => WrTable::new(ring.ring())?,
+            None => WrTable::none()?,
+        };
+        Ok(Self { pi: 0, wrs })
+    }
 }
 
 impl Numbered for QpData {
     fn number(&self) -> u32 {
         self.qpn
     }
-}
-
-/// Whether a completion that frees the slots up to `next` is plausible for a queue with
-/// producer `pi` whose completions had freed up to `ci`: it must move forward, not past `pi`.
-fn completion_advances(ring: hw::Ring, pi: u16, ci: u16, next: u16) -> bool {
-    ring.used(pi, next) <= ring.used(pi, ci)
 }
 
 /// The hardware interface's view of what a consumer asks for.
@@ -165,7 +195,12 @@ fn user_geometry(
 
 /// Writes the receive WQE of `wr` into slot `index` of `ring` (an RQ or an SRQ), built by the
 /// interface's builder.
-pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sge: u32) -> Result {
+pub(crate) fn write_recv_wqe(
+    ring: &DmaRing,
+    index: u16,
+    wr: &RecvWr<'_>,
+    max_sge: u32,
+) -> Result<hw::Posted> {
     let sges = wr.sges()?;
     let mut hw_sges = [hw::Sge::default(); hw::MAX_SGE as usize];
     for (out, sge) in hw_sges.iter_mut().zip(sges.iter()) {
@@ -181,7 +216,8 @@ pub(crate) fn write_recv_wqe(ring: &DmaRing, index: u16, wr: &RecvWr<'_>, max_sg
     let stride = ring.stride().min(wqe.len());
     let slot = wqe.get_mut(..stride).ok_or(EINVAL)?;
     let len = hw::build_recv_wqe(wr.wr_id(), sges, max_sge, slot).map_err(|_| EINVAL)?;
-    ring.write(index, &wqe[..len])
+    ring.write(index, &wqe[..len])?;
+    Ok(hw::Posted::recv(wr.wr_id(), sges))
 }
 
 /// Whether a QPN the device returned can be right: GSI is QP 1, RC and UD QPs are numbered
@@ -191,6 +227,30 @@ fn qpn_plausible(qp_type: hw::QpType, qpn: u32) -> bool {
         hw::QpType::Gsi => qpn == hw::GSI_QPN,
         hw::QpType::Rc | hw::QpType::Ud => (hw::FIRST_QPN..=hw::QPN_MASK).contains(&qpn),
     }
+}
+
+/// Moves kernel QP `qpn`, which the driver found broken (a CQE it refused), to ERR in the
+/// device, which flushes its WQEs, and reports `IB_EVENT_QP_FATAL` to its consumer. Runs in
+/// process context ([`crate::ib_events::IbEvents`]); QP destruction waits for it, so `qpn`
+/// cannot name a newer QP meanwhile.
+pub(crate) fn move_broken_to_err(dev: &rdma::Device<RoceDevice>, qpn: u32) {
+    let _repair = dev.qp_repair().lock();
+    if dev.qps().with(qpn, |qp| qp.is_broken()) != Some(true) {
+        return;
+    }
+    let moved = dev.cmdq().exec(&hw::ModifyQpCmd {
+        qpn,
+        attr_mask: hw::QP_ATTR_STATE,
+        new_state: hw::QpState::Err.into(),
+        ..Default::default()
+    });
+    if let Err(e) = moved {
+        pr_warn!("ferroce: QP {}: moving it to ERR failed: {:?}\n", qpn, e);
+    }
+    dev.qps().with(qpn, |qp| {
+        qp.set_error();
+        qp.dispatch_event(rdma::QpEvent::Fatal);
+    });
 }
 
 /// What kind of QP a create call asks for, checked against what the device has.
@@ -287,6 +347,10 @@ impl QpData {
             None => None,
         };
         let dbrec = DbRecord::new(dev.parent())?;
+        let sq_prod = Producer::new(Some(&sq))?;
+        let sq_prod = KBox::pin_init(new_spinlock_irq!(sq_prod, "ferroce::qp::sq"), GFP_KERNEL)?;
+        let rq_prod = Producer::new(rq.as_ref())?;
+        let rq_prod = KBox::pin_init(new_spinlock_irq!(rq_prod, "ferroce::qp::rq"), GFP_KERNEL)?;
         let completion = dev.cmdq().exec(&kind.create_cmd(
             pd,
             &rings,
@@ -305,12 +369,15 @@ impl QpData {
             sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
             state: Atomic::new(u8::from(hw::QpState::Reset).into()),
+            send_cqn: kind.send_cqn,
+            recv_cqn: kind.recv_cqn,
+            broken: Atomic::new(false),
             mem: QpMem::Kernel(KernelQueues {
                 sq,
                 rq,
                 dbrec,
-                sq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::sq"), GFP_KERNEL)?,
-                rq_pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::qp::rq"), GFP_KERNEL)?,
+                sq_prod,
+                rq_prod,
                 sq_ci: Atomic::new(0),
                 rq_ci: Atomic::new(0),
             }),
@@ -388,6 +455,9 @@ impl QpData {
             sq_limits: sq_limits(qp_type, &rings, &caps),
             signal_all: init.signal_all(),
             state: Atomic::new(u8::from(hw::QpState::Reset).into()),
+            send_cqn: kind.send_cqn,
+            recv_cqn: kind.recv_cqn,
+            broken: Atomic::new(false),
             mem: QpMem::User { _queue: queue },
         };
         if let Err(e) = udata.write(&uapi::ferroce_create_qp_resp { qpn, db_qid }) {
@@ -469,10 +539,11 @@ impl QpData {
         let state = dev.cmdq().exec(&cmd)?.state;
         self.set_state(state);
         if state == hw::QpState::Reset {
-            // The device emptied the queues.
+            // The device emptied the queues: what the QP did before is forgotten.
+            self.broken.store(false, Relaxed);
             if let QpMem::Kernel(kq) = &self.mem {
-                *kq.sq_pi.lock() = 0;
-                *kq.rq_pi.lock() = 0;
+                kq.sq_prod.lock().pi = 0;
+                kq.rq_prod.lock().pi = 0;
                 kq.sq_ci.store(0, Relaxed);
                 kq.rq_ci.store(0, Relaxed);
                 kq.dbrec.write(0, 0)?;
@@ -512,37 +583,75 @@ impl QpData {
         Ok(())
     }
 
-    /// Notes a CQE of this QP: the device is done with the WQEs up to its index. An index
-    /// outside the posted, not yet completed WQEs (a buggy device) is ignored rather than
-    /// handing the device slots it still owns. A receive completion of a QP with an SRQ
-    /// returns the SRQ's number: its WQE came from there.
-    pub(crate) fn completed(&self, cqe: &hw::Cqe) -> Option<u32> {
-        let next = cqe.wqe_index.wrapping_add(1);
+    /// Claims a CQE the device wrote to CQ `cqn` for this QP. It must complete a WQE that was
+    /// posted and is not completed yet, in the queue of this QP that completes on `cqn`, and
+    /// agree with what was posted there; the device is then done with the WQEs up to its
+    /// index. Nothing in the queues changes for a CQE that is refused. A receive of a QP with
+    /// an SRQ is the SRQ's to check.
+    pub(crate) fn claim(&self, cqn: u32, cqe: &hw::Cqe) -> Result<Claim, BadCqe> {
         let QpMem::Kernel(kq) = &self.mem else {
-            return None;
+            return Err(BadCqe::ForeignQp);
         };
-        let (ring, pi, ci) = if cqe.opcode & hw::CQE_OP_RECV != 0 {
+        let recv = cqe.opcode & hw::CQE_OP_RECV != 0;
+        if cqn != if recv { self.recv_cqn } else { self.send_cqn } {
+            return Err(BadCqe::ForeignQp);
+        }
+        let (ring, prod, ci) = if recv {
             match &kq.rq {
-                Some(rq) => (rq.ring(), *kq.rq_pi.lock(), &kq.rq_ci),
-                None => return self.srqn,
+                Some(rq) => (rq.ring(), &kq.rq_prod, &kq.rq_ci),
+                None => return self.srqn.map(Claim::Srq).ok_or(BadCqe::ForeignQp),
             }
         } else {
-            (kq.sq.ring(), *kq.sq_pi.lock(), &kq.sq_ci)
+            (kq.sq.ring(), &kq.sq_prod, &kq.sq_ci)
         };
-        if completion_advances(ring, pi, ci.load(Relaxed) as u16, next) {
-            ci.store(u32::from(next), Relaxed);
+        let prod = prod.lock();
+        if !ring.outstanding(prod.pi, ci.load(Relaxed) as u16, cqe.wqe_index) {
+            return Err(BadCqe::WqeIndex);
         }
-        None
+        let posted = prod.wrs.get(cqe.wqe_index).ok_or(BadCqe::WqeIndex)?;
+        posted.check(cqe).map_err(BadCqe::Mismatch)?;
+        ci.store(u32::from(cqe.wqe_index.wrapping_add(1)), Relaxed);
+        Ok(Claim::Own { len: posted.len })
+    }
+
+    /// Marks the QP broken (the device wrote a CQE for it that the driver refused); returns
+    /// whether it was not broken before, and so needs moving to ERR.
+    pub(crate) fn set_broken(&self) -> bool {
+        !self.broken.xchg(true, Relaxed)
+    }
+
+    /// Whether the QP is broken and to be moved to ERR.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken.load(Relaxed)
+    }
+
+    /// Notes that the device moved the QP to ERR.
+    pub(crate) fn set_error(&self) {
+        self.set_state(hw::QpState::Err);
+    }
+
+    /// Whether a process owns the QP (its completions never reach the kernel's CQs).
+    pub(crate) fn is_user(&self) -> bool {
+        matches!(self.mem, QpMem::User { .. })
+    }
+
+    /// The SRQ its receives come from, if any.
+    pub(crate) fn srqn(&self) -> Option<u32> {
+        self.srqn
+    }
+
+    /// The CQs the QP completes on (send, receive).
+    pub(crate) fn cqns(&self) -> (u32, u32) {
+        (self.send_cqn, self.recv_cqn)
     }
 
     /// Builds the WQE of `wr` into `wqe` (one stride slot) with the interface's builder;
-    /// returns its length.
+    /// returns its length and what its CQE must agree with.
     fn build_send_wqe(
         &self,
-        dev: &rdma::Device<RoceDevice>,
         wr: &SendWr<'_, RoceDevice>,
         wqe: &mut [u8],
-    ) -> Result<usize> {
+    ) -> Result<(usize, hw::Posted)> {
         // Immediate data travels as the consumer stored it (big-endian in memory).
         let wire_imm = |imm: u32| u32::from_le_bytes(imm.to_ne_bytes());
         let mut ud = None;
@@ -552,7 +661,9 @@ impl QpData {
             SendOp::SendWithInv { rkey } => hw::SendOp::SendWithInv(rkey),
             SendOp::UdSend { dest, imm } => {
                 ud = Some(dest.ah.segment(dest.remote_qpn, dest.remote_qkey));
-                imm.map_or(hw::SendOp::Send, |imm| hw::SendOp::SendWithImm(wire_imm(imm)))
+                imm.map_or(hw::SendOp::Send, |imm| {
+                    hw::SendOp::SendWithImm(wire_imm(imm))
+                })
             }
             SendOp::RdmaWrite { remote, imm: None } => hw::SendOp::Write {
                 remote_addr: remote.addr,
@@ -621,8 +732,8 @@ impl QpData {
             payload,
             ud,
         };
-        let _ = dev;
-        hw::build_send_wqe(&request, &self.sq_limits, wqe).map_err(|_| EINVAL)
+        let len = hw::build_send_wqe(&request, &self.sq_limits, wqe).map_err(|_| EINVAL)?;
+        Ok((len, hw::Posted::send(&request)))
     }
 
     /// Posts a chain of send requests with one doorbell.
@@ -646,44 +757,49 @@ impl QpData {
                 bad: first,
             });
         };
-        let mut pi = kq.sq_pi.lock();
-        let start = *pi;
+        let mut prod = kq.sq_prod.lock();
+        let start = prod.pi;
         let mut wqe = [0u8; hw::MAX_WQE_SIZE];
         let mut next = Some(first);
         let mut result = Ok(());
         let mut last_len = 0;
         while let Some(wr) = next {
             let ring = kq.sq.ring();
+            let pi = prod.pi;
             let posted = (|| {
-                if ring.is_full(*pi, kq.sq_ci.load(Relaxed) as u16) {
+                if ring.is_full(pi, kq.sq_ci.load(Relaxed) as u16) {
                     return Err(ENOMEM);
                 }
                 // One stride is all a WQE may use (`build_send_wqe` checks).
                 let slot = wqe.get_mut(..kq.sq.stride()).ok_or(EINVAL)?;
-                let len = self.build_send_wqe(dev, &wr, slot)?;
-                kq.sq.write(*pi, &wqe[..len])?;
-                Ok(len)
+                let (len, posted) = self.build_send_wqe(&wr, slot)?;
+                kq.sq.write(pi, &wqe[..len])?;
+                Ok((len, posted))
             })();
             match posted {
-                Ok(len) => last_len = len,
+                Ok((len, posted)) => {
+                    last_len = len;
+                    prod.wrs.set(pi, posted);
+                }
                 Err(error) => {
                     result = Err(PostError { error, bad: wr });
                     break;
                 }
             }
-            *pi = pi.wrapping_add(1);
+            prod.pi = pi.wrapping_add(1);
             next = wr.next();
         }
-        if *pi != start {
+        let pi = prod.pi;
+        if pi != start {
             // The record first, then one doorbell for the whole chain; a single small WQE
             // goes through the push window instead.
             let qid = self.qpn as u16;
-            let rung = kq.dbrec.write(0, u32::from(*pi)).and_then(|()| {
-                if pi.wrapping_sub(start) == 1 && dev.push_wqe(qid, *pi, &wqe[..last_len])? {
+            let rung = kq.dbrec.write(0, u32::from(pi)).and_then(|()| {
+                if pi.wrapping_sub(start) == 1 && dev.push_wqe(qid, pi, &wqe[..last_len])? {
                     return Ok(());
                 }
                 dev.bar()
-                    .with(|bar| bar.write_reg(regs::DB_SQ::zeroed().with_qid(qid).with_pi(*pi)))
+                    .with(|bar| bar.write_reg(regs::DB_SQ::zeroed().with_qid(qid).with_pi(pi)))
             });
             if let Err(error) = rung {
                 return Err(PostError { error, bad: first });
@@ -709,27 +825,32 @@ impl QpData {
                 bad: first,
             });
         };
-        let mut pi = kq.rq_pi.lock();
-        let start = *pi;
+        let mut prod = kq.rq_prod.lock();
+        let start = prod.pi;
         let mut next = Some(first);
         let mut result = Ok(());
         while let Some(wr) = next {
-            let posted = if rq.ring().is_full(*pi, kq.rq_ci.load(Relaxed) as u16) {
+            let pi = prod.pi;
+            let posted = if rq.ring().is_full(pi, kq.rq_ci.load(Relaxed) as u16) {
                 Err(ENOMEM)
             } else {
-                write_recv_wqe(rq, *pi, &wr, self.caps.max_recv_sge)
+                write_recv_wqe(rq, pi, &wr, self.caps.max_recv_sge)
             };
-            if let Err(error) = posted {
-                result = Err(PostError { error, bad: wr });
-                break;
+            match posted {
+                Ok(posted) => prod.wrs.set(pi, posted),
+                Err(error) => {
+                    result = Err(PostError { error, bad: wr });
+                    break;
+                }
             }
-            *pi = pi.wrapping_add(1);
+            prod.pi = pi.wrapping_add(1);
             next = wr.next();
         }
-        if *pi != start {
-            let rung = kq.dbrec.write(4, u32::from(*pi)).and_then(|()| {
+        let pi = prod.pi;
+        if pi != start {
+            let rung = kq.dbrec.write(4, u32::from(pi)).and_then(|()| {
                 dev.bar().with(|bar| {
-                    bar.write_reg(regs::DB_RQ::zeroed().with_qid(self.qpn as u16).with_pi(*pi))
+                    bar.write_reg(regs::DB_RQ::zeroed().with_qid(self.qpn as u16).with_pi(pi))
                 })
             });
             if let Err(error) = rung {
@@ -821,15 +942,55 @@ mod tests {
     }
 
     #[test]
-    fn completions_only_move_forward_within_the_posted() -> Result {
+    fn completions_name_posted_wqes_only() -> Result {
         let ring = hw::Ring::new(4, hw::MAX_LOG_QUEUE).ok_or(EINVAL)?;
-        // Posted 65534..=1 (wrapping), completed up to 65534.
-        assert!(completion_advances(ring, 2, 65534, 65535));
-        assert!(completion_advances(ring, 2, 65534, 2));
-        // Past the producer, or backwards: a buggy device.
-        assert!(!completion_advances(ring, 2, 65534, 3));
-        assert!(!completion_advances(ring, 2, 65534, 65533));
+        // Posted 65534..=1 (wrapping), none completed.
+        for index in [65534, 65535, 0, 1] {
+            assert!(ring.outstanding(2, 65534, index));
+        }
+        // The producer's next slot, or one completed before: not the device's to report.
+        assert!(!ring.outstanding(2, 65534, 2));
+        assert!(!ring.outstanding(2, 65534, 65533));
+        assert!(!ring.outstanding(2, 2, 1));
         Ok(())
+    }
+
+    #[test]
+    fn a_cqe_must_agree_with_its_wqe() {
+        let sge = hw::Sge {
+            addr: 0x1000,
+            length: 100,
+            lkey: 1,
+        };
+        let posted = hw::Posted::recv(7, &[sge]);
+        let cqe = |wr_id, opcode, byte_len, status: hw::WcStatus| hw::Cqe {
+            wr_id,
+            opcode,
+            byte_len,
+            status: status.into(),
+            ..Default::default()
+        };
+        let ok = hw::WcStatus::Success;
+        assert_eq!(posted.check(&cqe(7, hw::CQE_OP_RECV, 100, ok)), Ok(()));
+        assert_eq!(
+            posted.check(&cqe(7, hw::CQE_OP_RECV_RDMA_WITH_IMM, 0, ok)),
+            Ok(())
+        );
+        assert_eq!(
+            posted.check(&cqe(8, hw::CQE_OP_RECV, 1, ok)),
+            Err(hw::CqeMismatch::WrId)
+        );
+        assert_eq!(
+            posted.check(&cqe(7, hw::CQE_OP_RECV, 101, ok)),
+            Err(hw::CqeMismatch::ByteLen)
+        );
+        assert_eq!(
+            posted.check(&cqe(7, hw::CQE_OP_SEND, 1, ok)),
+            Err(hw::CqeMismatch::Opcode)
+        );
+        // A flush says nothing of length or opcode, but names the WR.
+        let flush = hw::WcStatus::WrFlushErr;
+        assert_eq!(posted.check(&cqe(7, 0, u32::MAX, flush)), Ok(()));
     }
 
     #[test]

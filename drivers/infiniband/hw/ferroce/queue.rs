@@ -111,6 +111,65 @@ impl DmaRing {
     }
 }
 
+/// What was posted in each slot of a kernel work queue, with the index it was posted at: the
+/// device's CQEs are checked against it ([`hw::Posted::check`]) and must name a slot that holds
+/// a WQE of theirs.
+pub(crate) struct WrTable {
+    ring: hw::Ring,
+    slots: KVVec<Option<(u16, hw::Posted)>>,
+}
+
+impl WrTable {
+    /// A table for the slots of `ring`.
+    pub(crate) fn new(ring: hw::Ring) -> Result<Self> {
+        let slots = KVVec::from_elem(None, usize::try_from(ring.size())?, GFP_KERNEL)?;
+        Ok(Self { ring, slots })
+    }
+
+    /// An empty table (a QP whose receives come from an SRQ).
+    pub(crate) fn none() -> Result<Self> {
+        Ok(Self {
+            ring: hw::Ring::new(0, 0).ok_or(EINVAL)?,
+            slots: KVVec::new(),
+        })
+    }
+
+    fn slot(&self, index: u16) -> usize {
+        self.ring.slot(index) as usize
+    }
+
+    /// Notes that `posted` went into the slot of `index`.
+    pub(crate) fn set(&mut self, index: u16, posted: hw::Posted) {
+        let slot = self.slot(index);
+        if let Some(entry) = self.slots.get_mut(slot) {
+            *entry = Some((index, posted));
+        }
+    }
+
+    /// Whether the slot of `index` is free (nothing posted there is waiting for its CQE).
+    pub(crate) fn is_free(&self, index: u16) -> bool {
+        matches!(self.slots.get(self.slot(index)), Some(None))
+    }
+
+    /// What was posted at `index`, if its slot still holds it.
+    pub(crate) fn get(&self, index: u16) -> Option<hw::Posted> {
+        match self.slots.get(self.slot(index)) {
+            Some(Some((at, posted))) if *at == index => Some(*posted),
+            _ => None,
+        }
+    }
+
+    /// Takes what was posted at `index` out of its slot, freeing it.
+    pub(crate) fn take(&mut self, index: u16) -> Option<hw::Posted> {
+        let posted = self.get(index)?;
+        let slot = self.slot(index);
+        if let Some(entry) = self.slots.get_mut(slot) {
+            *entry = None;
+        }
+        Some(posted)
+    }
+}
+
 /// An 8-byte doorbell record on its own 64-byte line.
 pub(crate) struct DbRecord {
     buf: Coherent<[u8]>,

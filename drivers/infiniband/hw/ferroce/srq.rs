@@ -26,13 +26,15 @@ use kernel::{
 };
 
 use crate::{
+    checks::BadCqe,
     hw,
-    qp,
+    qp, //
     queue::{
         DbRecord,
         DmaRing,
         UserQueue,
         UserQueueMem, //
+        WrTable,
     },
     regs,
     verbs::RoceDevice,
@@ -64,12 +66,19 @@ enum SrqMem {
 struct KernelSrq {
     ring: DmaRing,
     dbrec: DbRecord,
-    /// Producer index, and the serialisation of posters.
-    pi: Pin<KBox<SpinLockIrq<u16>>>,
+    /// The producer side; the lock serialises posters.
+    prod: Pin<KBox<SpinLockIrq<SrqProducer>>>,
     /// Receive completions seen (wrapping at 2^16). The device copies WQEs out of the ring in
     /// ring order when it takes them, so every completed WQE's slot (and possibly more) is
     /// free: counting completions is a safe consumer index.
     completed: Atomic<u32>,
+}
+
+/// The producer index of an SRQ and what was posted where. QPs complete the SRQ's WQEs in any
+/// order: a slot is posted to again only once its WQE completed.
+struct SrqProducer {
+    pi: u16,
+    wrs: WrTable,
 }
 
 impl Numbered for SrqData {
@@ -97,6 +106,16 @@ impl SrqData {
         }
         let ring = DmaRing::new(dev.parent(), shape.log_size, shape.log_stride)?;
         let dbrec = DbRecord::new(dev.parent())?;
+        let prod = KBox::pin_init(
+            new_spinlock_irq!(
+                SrqProducer {
+                    pi: 0,
+                    wrs: WrTable::new(ring.ring())?,
+                },
+                "ferroce::srq"
+            ),
+            GFP_KERNEL,
+        )?;
         let completion = dev.cmdq().exec(&hw::CreateSrqCmd {
             ring: ring.desc(),
             dbrec_addr: dbrec.dma_address(),
@@ -114,7 +133,7 @@ impl SrqData {
             mem: SrqMem::Kernel(KernelSrq {
                 ring,
                 dbrec,
-                pi: KBox::pin_init(new_spinlock_irq!(0, "ferroce::srq"), GFP_KERNEL)?,
+                prod,
                 completed: Atomic::new(0),
             }),
         };
@@ -145,11 +164,7 @@ impl SrqData {
         }
         let shape = hw::WqRing::new(req.log_size, req.log_stride, &limits).map_err(|_| EINVAL)?;
         let (size, max_sge) = (shape.entries(), shape.recv_sges(&limits));
-        if attr.max_wr == 0
-            || attr.max_wr > size
-            || attr.max_sge > max_sge
-            || attr.limit >= size
-        {
+        if attr.max_wr == 0 || attr.max_wr > size || attr.max_sge > max_sge || attr.limit >= size {
             return Err(EINVAL);
         }
         let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
@@ -223,16 +238,33 @@ impl SrqData {
         self.limit.store(0, Relaxed);
     }
 
-    /// Notes a receive completion of a WQE of this SRQ.
-    pub(crate) fn completed(&self) {
+    /// Claims a receive CQE of one of the SRQ's QPs: it must complete a WQE posted at its index
+    /// and not completed yet, and agree with it. Returns the most bytes the WQE had room for.
+    pub(crate) fn claim(&self, cqe: &hw::Cqe) -> Result<u32, BadCqe> {
         let SrqMem::Kernel(k) = &self.mem else {
-            return;
+            return Err(BadCqe::ForeignQp);
         };
-        let pi = *k.pi.lock();
+        let mut prod = k.prod.lock();
+        let posted = prod.wrs.get(cqe.wqe_index).ok_or(BadCqe::WqeIndex)?;
+        posted.check(cqe).map_err(BadCqe::Mismatch)?;
+        Self::release(k, &mut prod, cqe.wqe_index);
+        Ok(posted.len)
+    }
+
+    /// Frees the WQE at `index` without a completion (its QP was destroyed with the CQE
+    /// still in a CQ).
+    pub(crate) fn discard(&self, index: u16) {
+        if let SrqMem::Kernel(k) = &self.mem {
+            Self::release(k, &mut k.prod.lock(), index);
+        }
+    }
+
+    fn release(k: &KernelSrq, prod: &mut SrqProducer, index: u16) {
+        if prod.wrs.take(index).is_none() {
+            return;
+        }
         let ci = k.completed.load(Relaxed) as u16;
-        // More completions than posted WQEs would be a buggy device: ignore them rather than
-        // hand it slots it still owns.
-        if k.ring.ring().used(pi, ci) > 0 {
+        if k.ring.ring().used(prod.pi, ci) > 0 {
             k.completed.store(u32::from(ci.wrapping_add(1)), Relaxed);
         }
     }
@@ -249,30 +281,38 @@ impl SrqData {
                 bad: first,
             });
         };
-        let mut pi = k.pi.lock();
-        let start = *pi;
+        let mut prod = k.prod.lock();
+        let start = prod.pi;
         let mut next = Some(first);
         let mut result = Ok(());
         while let Some(wr) = next {
-            let posted = if k.ring.ring().is_full(*pi, k.completed.load(Relaxed) as u16) {
+            let pi = prod.pi;
+            // Full by count, or the slot's WQE (taken out of order) has not completed.
+            let full = k.ring.ring().is_full(pi, k.completed.load(Relaxed) as u16)
+                || !prod.wrs.is_free(pi);
+            let posted = if full {
                 Err(ENOMEM)
             } else {
-                qp::write_recv_wqe(&k.ring, *pi, &wr, self.max_sge)
+                qp::write_recv_wqe(&k.ring, pi, &wr, self.max_sge)
             };
-            if let Err(error) = posted {
-                result = Err(PostError { error, bad: wr });
-                break;
+            match posted {
+                Ok(posted) => prod.wrs.set(pi, posted),
+                Err(error) => {
+                    result = Err(PostError { error, bad: wr });
+                    break;
+                }
             }
-            *pi = pi.wrapping_add(1);
+            prod.pi = pi.wrapping_add(1);
             next = wr.next();
         }
-        if *pi != start {
-            let rung = k.dbrec.write(0, u32::from(*pi)).and_then(|()| {
+        let pi = prod.pi;
+        if pi != start {
+            let rung = k.dbrec.write(0, u32::from(pi)).and_then(|()| {
                 dev.bar().with(|bar| {
                     bar.write_reg(
                         regs::DB_SRQ::zeroed()
                             .with_qid(self.srqn as u16)
-                            .with_pi(*pi),
+                            .with_pi(pi),
                     )
                 })
             });

@@ -46,6 +46,7 @@ use kernel::{
         new_spinlock_irq,
         Arc,
         Mutex,
+        SetOnce,
         SpinLockIrq, //
     },
     uapi,
@@ -53,11 +54,17 @@ use kernel::{
 
 use crate::{
     ah::AhData,
+    checks::{
+        self,
+        BadCqe,
+        DeviceChecks, //
+    },
     cmdq::Cmdq,
     commands::PORT,
     cq::CqData,
     device::Caps,
     hw,
+    ib_events::IbEvents,
     mr::{
         MrData,
         PdData, //
@@ -104,16 +111,22 @@ struct Limits {
 }
 
 /// The NIC's counters as ib_core shows them (`hw_counters/`, `rdma statistic`), in BAR0 order.
-static HW_COUNTERS: [StatDesc; hw::NUM_COUNTERS] = {
+/// Then the driver's own ([`checks::COUNTER_NAMES`]).
+static HW_COUNTERS: [StatDesc; NUM_HW_COUNTERS] = {
     const UNNAMED: StatDesc = StatDesc::new(c"");
-    let mut descs = [UNNAMED; hw::NUM_COUNTERS];
+    let mut descs = [UNNAMED; NUM_HW_COUNTERS];
     let mut i = 0;
-    while i < hw::NUM_COUNTERS {
-        descs[i] = StatDesc::new(hw::COUNTER_NAMES[i]);
+    while i < NUM_HW_COUNTERS {
+        descs[i] = StatDesc::new(if i < hw::NUM_COUNTERS {
+            hw::COUNTER_NAMES[i]
+        } else {
+            checks::COUNTER_NAMES[i - hw::NUM_COUNTERS]
+        });
         i += 1;
     }
     descs
 };
+const NUM_HW_COUNTERS: usize = hw::NUM_COUNTERS + checks::NUM_COUNTERS;
 
 /// The driver's data of its RDMA device (`ferroce%d`).
 #[pin_data]
@@ -143,6 +156,13 @@ pub(crate) struct RoceDevice {
     netdev: Mutex<Option<ARef<NetDevice>>>,
     /// The device's port and health, shared with the event and command queues.
     state: Arc<DeviceState>,
+    /// What the device got wrong.
+    checks: DeviceChecks,
+    /// Held while a broken QP is moved to ERR, and by QP destruction.
+    #[pin]
+    qp_repair: Mutex<()>,
+    /// Where work for process context goes, once registered.
+    ib_events: SetOnce<Arc<IbEvents>>,
 }
 
 impl RoceDevice {
@@ -195,7 +215,48 @@ impl RoceDevice {
             mac,
             netdev <- new_mutex!(None, "ferroce::netdev"),
             state,
+            checks: DeviceChecks::new(),
+            qp_repair <- new_mutex!((), "ferroce::qp_repair"),
+            ib_events: SetOnce::new(),
         })
+    }
+
+    /// Sends work for process context (broken QPs) to `events` from now on.
+    pub(crate) fn set_ib_events(&self, events: Arc<IbEvents>) {
+        self.ib_events.populate(events);
+    }
+
+    /// Held while a broken QP is moved to ERR ([`crate::qp::move_broken_to_err`]).
+    pub(crate) fn qp_repair(&self) -> &Mutex<()> {
+        &self.qp_repair
+    }
+
+    /// Drops a CQE of CQ `cqn` the driver does not believe, counting and reporting it. The QP
+    /// it names, if it is a kernel QP completing on that CQ, can no longer be trusted to
+    /// complete its work: it goes to ERR.
+    pub(crate) fn refuse_cqe(dev: &rdma::Device<Self>, cqn: u32, cqe: &hw::Cqe, why: BadCqe) {
+        dev.checks.bad_cqe(cqn, cqe, why);
+        let newly_broken = dev
+            .qps()
+            .with(cqe.qpn, |qp| {
+                let (send, recv) = qp.cqns();
+                !qp.is_user() && (send == cqn || recv == cqn) && qp.set_broken()
+            })
+            .unwrap_or(false);
+        if newly_broken {
+            match dev.ib_events.as_ref() {
+                Some(events) => events.qp_broken(cqe.qpn),
+                None => pr_warn!(
+                    "ferroce: QP {} is broken; it cannot be moved to ERR\n",
+                    cqe.qpn
+                ),
+            }
+        }
+    }
+
+    /// What the device got wrong.
+    pub(crate) fn checks(&self) -> &DeviceChecks {
+        &self.checks
     }
 
     /// The command queue.
@@ -348,7 +409,9 @@ impl rdma::Operations for RoceDevice {
             return Err(EINVAL);
         }
         let (state, mtu) = match dev.companion() {
-            Some(ndev) if ndev.is_running() && ndev.has_carrier() && dev.state().nic_port_active() => {
+            Some(ndev)
+                if ndev.is_running() && ndev.has_carrier() && dev.state().nic_port_active() =>
+            {
                 (PortState::Active, ib_mtu(ndev.mtu()))
             }
             Some(ndev) => (PortState::Down, ib_mtu(ndev.mtu())),
@@ -429,9 +492,13 @@ impl rdma::Operations for RoceDevice {
     const HW_COUNTERS: &'static [StatDesc] = &HW_COUNTERS;
 
     fn get_hw_stats(dev: &rdma::Device<Self>, _port: u32, values: &mut [u64]) -> Result {
-        // The counters are plain BAR0 registers; one read each, as `rdma statistic` is rare.
+        let (nic, driver) = values.split_at_mut(hw::NUM_COUNTERS.min(values.len()));
+        for (value, count) in driver.iter_mut().zip(dev.checks.values()) {
+            *value = count;
+        }
+        // The NIC's are plain BAR0 registers; one read each, as `rdma statistic` is rare.
         dev.bar.with(|bar| {
-            for (index, value) in values.iter_mut().enumerate() {
+            for (index, value) in nic.iter_mut().enumerate() {
                 *value = bar.try_read64(hw::counter_offset(index))?;
             }
             Ok(())
@@ -490,7 +557,30 @@ impl rdma::Operations for RoceDevice {
     }
 
     fn destroy_qp(qp: &rdma::Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
-        qp.destroy(qp.device())
+        let dev = qp.device();
+        // A move of this QP to ERR finishes first: until the device destroyed it, its number
+        // names no other QP.
+        let _repair = dev.qp_repair.lock();
+        qp.destroy(dev)?;
+        // Its CQEs go with it.
+        let (send, recv) = qp.cqns();
+        for cqn in [Some(send), (recv != send).then_some(recv)]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(Err(e)) = dev
+                .cqs()
+                .with(cqn, |cq| cq.clean(dev, qp.qp_num(), qp.srqn()))
+            {
+                pr_warn!(
+                    "ferroce: CQ {}: removing the CQEs of QP {} failed: {:?}\n",
+                    cqn,
+                    qp.qp_num(),
+                    e
+                );
+            }
+        }
+        Ok(())
     }
 
     fn post_send<'a>(

@@ -532,6 +532,116 @@ static int kv_push(void)
 	return kv_write_phase("push", KV_SLOT_PUSH, 1, false, 0x33);
 }
 
+/*
+ * The NIC lies in one CQE of a chain of signalled WRITEs (the scenario arms
+ * the lie with `hostctl nic lie KIND`). Whatever the driver delivers must be
+ * true: each wr_id one that was posted, at most once, of QP qa, with no more
+ * bytes than posted. A lie about qa itself moves it to ERR: it gets
+ * IB_EVENT_QP_FATAL. Polls until every WR completed or a short deadline, and
+ * reports what came back; the QP is not usable afterwards (teardown, setup).
+ */
+#define KV_DISTRUST_MS	3000
+
+struct kv_distrust_bufs {
+	struct ib_rdma_wr wrs[KV_CHAIN];
+	struct ib_sge sges[KV_CHAIN];
+	struct ib_wc wc[KV_CHAIN + 1];
+};
+
+static int kv_distrust_run(struct kv_distrust_bufs *b);
+
+static int kv_distrust(void)
+{
+	struct kv_distrust_bufs *b = kzalloc(sizeof(*b), GFP_KERNEL);
+	int ret;
+
+	if (!b) {
+		kv_report("distrust FAIL out of memory");
+		return -ENOMEM;
+	}
+	ret = kv_distrust_run(b);
+	kfree(b);
+	return ret;
+}
+
+static int kv_distrust_run(struct kv_distrust_bufs *b)
+{
+	struct ib_rdma_wr *wrs = b->wrs;
+	struct ib_sge *sges = b->sges;
+	struct ib_wc *wc = b->wc;
+	const struct ib_send_wr *bad = NULL;
+	DECLARE_BITMAP(seen, KV_CHAIN);
+	unsigned long deadline = jiffies + msecs_to_jiffies(KV_DISTRUST_MS);
+	int events = atomic_read(&kv_qp_events);
+	int i, ret, got = 0, success = 0, flushed = 0, errors = 0;
+	int strangers = 0, twice = 0, foreign = 0, too_long = 0;
+
+	if (!kv.qa) {
+		kv_report("distrust FAIL not set up");
+		return -ENODEV;
+	}
+	bitmap_zero(seen, KV_CHAIN);
+	for (i = 0; i < KV_CHAIN; i++) {
+		sges[i].addr = kv.src.dma + (KV_SLOT_CHAIN + i) * KV_SLOT;
+		sges[i].length = KV_SLOT;
+		sges[i].lkey = kv.pd->local_dma_lkey;
+		wrs[i].wr.wr_id = KV_SLOT_CHAIN + i;
+		wrs[i].wr.next = i + 1 < KV_CHAIN ? &wrs[i + 1].wr : NULL;
+		wrs[i].wr.sg_list = &sges[i];
+		wrs[i].wr.num_sge = 1;
+		wrs[i].wr.opcode = IB_WR_RDMA_WRITE;
+		wrs[i].wr.send_flags = IB_SEND_SIGNALED;
+		wrs[i].remote_addr = kv.dst.dma + (KV_SLOT_CHAIN + i) * KV_SLOT;
+		wrs[i].rkey = kv.pd->unsafe_global_rkey;
+	}
+	ret = ib_post_send(kv.qa, &wrs[0].wr, &bad);
+	if (ret) {
+		kv_report("distrust FAIL ib_post_send: %d", ret);
+		return ret;
+	}
+	while (got < KV_CHAIN && !time_after(jiffies, deadline)) {
+		ret = ib_poll_cq(kv.cq, KV_CHAIN + 1, wc);
+		if (ret < 0) {
+			kv_report("distrust FAIL ib_poll_cq: %d", ret);
+			return ret;
+		}
+		for (i = 0; i < ret; i++) {
+			u64 n = wc[i].wr_id - KV_SLOT_CHAIN;
+
+			got++;
+			if (wc[i].status == IB_WC_SUCCESS)
+				success++;
+			else if (wc[i].status == IB_WC_WR_FLUSH_ERR)
+				flushed++;
+			else
+				errors++;
+			if (wc[i].qp != kv.qa)
+				foreign++;
+			if (wc[i].status == IB_WC_SUCCESS && wc[i].byte_len > KV_SLOT)
+				too_long++;
+			if (wc[i].wr_id < KV_SLOT_CHAIN || n >= KV_CHAIN)
+				strangers++;
+			else if (test_and_set_bit(n, seen))
+				twice++;
+		}
+		if (!ret)
+			usleep_range(50, 200);
+	}
+	/* The QP's move to ERR runs from a work item: give it the rest of the time. */
+	wait_event_timeout(kv_events, atomic_read(&kv_qp_events) != events,
+			   max_t(long, (long)(deadline - jiffies), 1));
+	if (strangers || twice || foreign || too_long) {
+		kv_report("distrust FAIL delivered=%d strangers=%d twice=%d foreign=%d too_long=%d",
+			  got, strangers, twice, foreign, too_long);
+		return -EIO;
+	}
+	kv_report("distrust ok posted=%d delivered=%d success=%d flushed=%d errors=%d strangers=0 twice=0 qp_fatal=%d",
+		  KV_CHAIN, got, success, flushed, errors,
+		  atomic_read(&kv_qp_events) != events &&
+		  READ_ONCE(kv_qp_last_event) == IB_EVENT_QP_FATAL);
+	return 0;
+}
+
 /* Signalled WRITEs overflow a CQ nobody polls: the NIC kills it with CQ_ERROR. */
 static int kv_cqoverrun(void)
 {
@@ -821,6 +931,7 @@ static const struct {
 	{ "push", kv_push },
 	{ "cqoverrun", kv_cqoverrun },
 	{ "srq", kv_srq },
+	{ "distrust", kv_distrust },
 	{ "teardown", kv_teardown_phase },
 };
 
@@ -861,7 +972,7 @@ static const struct kernel_param_ops kv_run_ops = {
 	.set = kv_run_set,
 };
 module_param_cb(run, &kv_run_ops, NULL, 0200);
-MODULE_PARM_DESC(run, "write a phase name to run it: setup chain inline push cqoverrun srq teardown");
+MODULE_PARM_DESC(run, "write a phase name to run it: setup chain inline push cqoverrun srq distrust teardown");
 
 static const struct kernel_param_ops kv_result_ops = {
 	.get = kv_result_get,

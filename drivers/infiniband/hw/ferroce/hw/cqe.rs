@@ -82,7 +82,6 @@ pub const CQE_OP_RECV: u8 = 0x80;
 pub const CQE_OP_RECV_RDMA_WITH_IMM: u8 = 0x81;
 
 /// The CQE opcode for a completed send WQE opcode.
-#[cfg(userspace)] // The device writes CQEs.
 pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {
     match wr_opcode {
         WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => CQE_OP_RDMA_WRITE,
@@ -92,6 +91,83 @@ pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {
         WR_REG_MR => CQE_OP_REG_MR,
         WR_LOCAL_INV => CQE_OP_LOCAL_INV,
         _ => CQE_OP_SEND,
+    }
+}
+
+/// What the poster of a WQE remembers of it, to check the CQE the device writes for it: the
+/// driver and the provider keep one per ring slot and trust no CQE that disagrees.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Posted {
+    /// The consumer's `wr_id` (the CQE must carry it back unchanged).
+    pub wr_id: u64,
+    /// The `CQE_OP_*` a successful completion has (any receive opcode for a receive).
+    pub opcode: u8,
+    /// Most bytes a successful completion can report: the payload of a send, READ or atomic
+    /// (8), the buffers of a receive.
+    pub len: u32,
+}
+
+/// How a CQE disagrees with the WQE it claims to complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CqeMismatch {
+    /// Not the `wr_id` that was posted.
+    WrId,
+    /// An opcode of another kind of work request.
+    Opcode,
+    /// More bytes than the WQE had room for.
+    ByteLen,
+}
+
+impl Posted {
+    /// A send queue WQE built from `req`.
+    pub fn send(req: &SendRequest<'_>) -> Self {
+        let payload = match req.payload {
+            Payload::Sges(sges) => sges.iter().fold(0u32, |n, s| n.saturating_add(s.length)),
+            Payload::Inline(pieces) => pieces.iter().fold(0u32, |n, p| {
+                n.saturating_add(u32::try_from(p.len()).unwrap_or(u32::MAX))
+            }),
+        };
+        let len = match req.op {
+            SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. } => 8,
+            _ => payload,
+        };
+        Self {
+            wr_id: req.wr_id,
+            opcode: cqe_opcode_for_send(req.op.opcode()),
+            len,
+        }
+    }
+
+    /// A receive WQE with buffers `sges` (in an RQ or an SRQ).
+    pub fn recv(wr_id: u64, sges: &[Sge]) -> Self {
+        Self {
+            wr_id,
+            opcode: CQE_OP_RECV,
+            len: sges.iter().fold(0u32, |n, s| n.saturating_add(s.length)),
+        }
+    }
+
+    /// Whether `cqe` can be the completion of this WQE. Error completions (flushes among them)
+    /// carry the `wr_id` but no meaningful opcode or length.
+    pub fn check(&self, cqe: &Cqe) -> Result<(), CqeMismatch> {
+        if cqe.wr_id != self.wr_id {
+            return Err(CqeMismatch::WrId);
+        }
+        if cqe.status != WcStatus::Success as u8 {
+            return Ok(());
+        }
+        let opcode_ok = if self.opcode & CQE_OP_RECV != 0 {
+            matches!(cqe.opcode, CQE_OP_RECV | CQE_OP_RECV_RDMA_WITH_IMM)
+        } else {
+            cqe.opcode == self.opcode
+        };
+        if !opcode_ok {
+            return Err(CqeMismatch::Opcode);
+        }
+        if cqe.byte_len > self.len {
+            return Err(CqeMismatch::ByteLen);
+        }
+        Ok(())
     }
 }
 

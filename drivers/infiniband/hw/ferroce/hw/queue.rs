@@ -64,6 +64,13 @@ impl Ring {
         pi.wrapping_sub(ci) as u32
     }
 
+    /// Whether `index` names an entry the producer posted and the consumer has not completed:
+    /// one of `ci .. pi`. A completion for any other index is not the device's to report.
+    pub const fn outstanding(&self, pi: u16, ci: u16, index: u16) -> bool {
+        let ahead = pi.wrapping_sub(index) as u32;
+        ahead >= 1 && ahead <= self.used(pi, ci)
+    }
+
     /// Whether no entry is outstanding.
     #[cfg(userspace)] // Checks of the device side.
     pub const fn is_empty(&self, pi: u16, ci: u16) -> bool {

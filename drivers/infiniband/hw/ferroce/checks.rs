@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the driver does with values from the device that it does not believe: it counts them
+//! (the `driver_*` counters after the NIC's own in `hw_counters/`), reports them in the kernel
+//! log with a limit on the rate, and never passes them on to a consumer.
+
+use kernel::{
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
+};
+
+use crate::hw;
+
+/// The driver's counters, after the device's in ib_core's `hw_counters/`.
+pub(crate) const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [c"driver_bad_cqes", c"driver_bad_events"];
+/// Number of driver counters.
+pub(crate) const NUM_COUNTERS: usize = 2;
+
+/// Why a CQE was not delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BadCqe {
+    /// An opcode, status or header type the interface does not define.
+    Undefined,
+    /// No QP of the device has the number.
+    UnknownQp,
+    /// The QP is a process's, or its queue of this kind completes on another CQ.
+    ForeignQp,
+    /// The WQE index names no WQE that was posted and is not completed.
+    WqeIndex,
+    /// The CQE disagrees with the WQE at its index.
+    Mismatch(hw::CqeMismatch),
+}
+
+impl BadCqe {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Undefined => "undefined opcode or status",
+            Self::UnknownQp => "no such QP",
+            Self::ForeignQp => "QP of another CQ or of a process",
+            Self::WqeIndex => "WQE index outside the posted WQEs",
+            Self::Mismatch(hw::CqeMismatch::WrId) => "wr_id not the posted one",
+            Self::Mismatch(hw::CqeMismatch::Opcode) => "opcode not the posted one",
+            Self::Mismatch(hw::CqeMismatch::ByteLen) => "byte_len beyond the posted buffers",
+        }
+    }
+}
+
+/// Reports of one kind that go to the log in full; after these, only every power of two.
+const REPORTS_IN_FULL: u64 = 10;
+
+/// Counts of what the device got wrong, shared by every queue of the device.
+pub(crate) struct DeviceChecks {
+    bad_cqes: Atomic<u64>,
+    bad_events: Atomic<u64>,
+}
+
+impl DeviceChecks {
+    pub(crate) const fn new() -> Self {
+        Self {
+            bad_cqes: Atomic::new(0),
+            bad_events: Atomic::new(0),
+        }
+    }
+
+    /// The counters in [`COUNTER_NAMES`] order.
+    pub(crate) fn values(&self) -> [u64; NUM_COUNTERS] {
+        [self.bad_cqes.load(Relaxed), self.bad_events.load(Relaxed)]
+    }
+
+    /// Counts a CQE the driver dropped and reports it (rate-limited). Callable in any context.
+    pub(crate) fn bad_cqe(&self, cqn: u32, cqe: &hw::Cqe, why: BadCqe) {
+        let n = self.bad_cqes.fetch_add(1, Relaxed) + 1;
+        if reported(n) {
+            pr_warn!(
+                "ferroce: CQ {}: dropped a CQE the device wrote ({}): QP {} index {} opcode {:#x} status {} byte_len {} ({} so far)\n",
+                cqn,
+                why.describe(),
+                cqe.qpn,
+                cqe.wqe_index,
+                cqe.opcode,
+                cqe.status,
+                cqe.byte_len,
+                n
+            );
+        }
+    }
+
+    /// Counts an event for an object that does not exist and reports it (rate-limited).
+    pub(crate) fn bad_event(&self, kind: &str, number: u32) {
+        let n = self.bad_events.fetch_add(1, Relaxed) + 1;
+        if reported(n) {
+            pr_warn!(
+                "ferroce: dropped an event of {} {}, which does not exist ({} so far)\n",
+                kind,
+                number,
+                n
+            );
+        }
+    }
+}
+
+/// Whether the `n`th report (from 1) of a kind goes to the log: the first few, then every power
+/// of two, so that a device writing garbage at full speed cannot flood it.
+fn reported(n: u64) -> bool {
+    n <= REPORTS_IN_FULL || n.is_power_of_two()
+}
+
+#[kunit_tests(ferroce_checks)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_thin_out() {
+        let logged = (1..=1_000_000u64).filter(|&n| reported(n)).count();
+        // 10 in full, then 16, 32, ... 2^19.
+        assert_eq!(logged, 10 + 16);
+    }
+}

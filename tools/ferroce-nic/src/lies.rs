@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! A device that lies, for testing the driver: switches that make the model write CQEs and EQEs
+//! that are well formed (they decode, their opcodes and statuses exist) but are not true. A
+//! driver must detect each one, count it and keep it from its consumers
+//! (ferroce-hw.rst, "What the driver checks").
+//!
+//! A lie is armed for a number of entries (`lie KIND [COUNT]` on the control socket, or
+//! `serve --lie KIND`), then the device tells the truth again.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use ferroce_hw::*;
+
+use crate::device::DeviceCore;
+
+/// The kinds of lie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[repr(u8)]
+pub enum Lie {
+    /// A CQE opcode and status the interface does not define.
+    CqeOpcode = 1,
+    /// A CQE naming another QP: one that completes on another CQ, or none at all.
+    CqeQpn,
+    /// A CQE whose `wr_id` is not the one posted (to the kernel, a pointer to anywhere).
+    CqeWrId,
+    /// A successful CQE reporting more bytes than the WQE had room for.
+    CqeByteLen,
+    /// A CQE for a WQE index nothing was posted at.
+    CqeWqeIndex,
+    /// Before every completion or object event, an event for an object that does not exist.
+    EqeObject,
+}
+
+impl Lie {
+    /// Every kind, in the order of their names.
+    pub const ALL: [Lie; 6] = [
+        Lie::CqeOpcode,
+        Lie::CqeQpn,
+        Lie::CqeWrId,
+        Lie::CqeByteLen,
+        Lie::CqeWqeIndex,
+        Lie::EqeObject,
+    ];
+
+    /// The name the control socket and `serve --lie` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lie::CqeOpcode => "cqe-opcode",
+            Lie::CqeQpn => "cqe-qpn",
+            Lie::CqeWrId => "cqe-wr-id",
+            Lie::CqeByteLen => "cqe-byte-len",
+            Lie::CqeWqeIndex => "cqe-wqe-index",
+            Lie::EqeObject => "eqe-object",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Lie> {
+        Lie::ALL.into_iter().find(|l| l.name() == name)
+    }
+
+    fn from_raw(raw: u8) -> Option<Lie> {
+        Lie::ALL.into_iter().find(|&l| l as u8 == raw)
+    }
+
+    fn is_cqe(self) -> bool {
+        self != Lie::EqeObject
+    }
+}
+
+/// The number an [`Lie::EqeObject`] event names (no object has it: numbers are below 2^24).
+pub const UNKNOWN_OBJECT: u32 = 0x00ff_fff0;
+
+/// The armed lie, shared with the control socket.
+#[derive(Default)]
+pub struct Lies {
+    /// `Lie as u8`, 0 for none.
+    kind: AtomicU8,
+    /// Entries still to lie about.
+    remaining: AtomicU32,
+    /// Lies told since start.
+    told: AtomicU64,
+}
+
+impl Lies {
+    /// Arms `lie` for the next `count` entries it applies to (`None`: disarms).
+    pub fn arm(&self, lie: Option<Lie>, count: u32) {
+        self.remaining.store(count, Ordering::Relaxed);
+        self.kind
+            .store(lie.map_or(0, |l| l as u8), Ordering::Relaxed);
+    }
+
+    /// The armed lie and the entries it still applies to (none once they are told).
+    pub fn armed(&self) -> Option<(Lie, u32)> {
+        let lie = Lie::from_raw(self.kind.load(Ordering::Relaxed))?;
+        let left = self.remaining.load(Ordering::Relaxed);
+        (left > 0).then_some((lie, left))
+    }
+
+    /// Lies told since start.
+    pub fn told(&self) -> u64 {
+        self.told.load(Ordering::Relaxed)
+    }
+
+    /// Takes one lie that `applies` to the entry being written, if one is armed.
+    fn take(&self, applies: impl Fn(Lie) -> bool) -> Option<Lie> {
+        let lie = Lie::from_raw(self.kind.load(Ordering::Relaxed)).filter(|&l| applies(l))?;
+        self.remaining
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .ok()?;
+        self.told.fetch_add(1, Ordering::Relaxed);
+        Some(lie)
+    }
+}
+
+impl DeviceCore {
+    /// Falsifies `cqe`, about to be written to CQ `cqn`, if a CQE lie is armed.
+    pub(crate) fn lie_about_cqe(&self, cqn: u32, cqe: &mut Cqe) {
+        let Some(lie) = self.host().lies.take(Lie::is_cqe) else {
+            return;
+        };
+        match lie {
+            Lie::CqeOpcode => {
+                cqe.opcode = 0x7f;
+                cqe.status = 0xee;
+            }
+            Lie::CqeQpn => cqe.qpn = self.foreign_qpn(cqn, cqe.qpn),
+            Lie::CqeWrId => cqe.wr_id ^= 0xdead_beef_0000_0000,
+            Lie::CqeByteLen => {
+                cqe.status = WcStatus::Success.into();
+                cqe.byte_len = u32::MAX;
+            }
+            Lie::CqeWqeIndex => cqe.wqe_index ^= 0x8000,
+            Lie::EqeObject => {}
+        }
+        self.trace().event("lie", || {
+            serde_json::json!({"lie": lie.name(), "cqn": cqn, "qpn": cqe.qpn, "index": cqe.wqe_index})
+        });
+    }
+
+    /// A copy of `eqe` naming an object that does not exist, if an EQE lie is armed and `eqe`
+    /// names an object (a CQ's completion, a QP, CQ or SRQ event).
+    pub(crate) fn lie_about_eqe(&self, eqe: &Eqe) -> Option<Eqe> {
+        let names_object = matches!(
+            EventType::from_raw(eqe.event_type),
+            Some(
+                EventType::Completion
+                    | EventType::QpFatal
+                    | EventType::QpReqErr
+                    | EventType::QpAccessErr
+                    | EventType::QpLastWqeReached
+                    | EventType::SqDrained
+                    | EventType::CommEst
+                    | EventType::CqError
+                    | EventType::SrqLimit
+                    | EventType::SrqErr
+            )
+        );
+        if !names_object {
+            return None;
+        }
+        self.host().lies.take(|l| l == Lie::EqeObject)?;
+        Some(Eqe {
+            data0: UNKNOWN_OBJECT,
+            ..*eqe
+        })
+    }
+
+    /// A QP number for a lie about a CQE of QP `qpn` on CQ `cqn`: a live QP that completes on
+    /// other CQs, or a number no QP has.
+    fn foreign_qpn(&self, cqn: u32, qpn: u32) -> u32 {
+        self.objects()
+            .qps()
+            .iter()
+            .find(|(n, qp)| *n != qpn && qp.sq_cqn != cqn && qp.rq_cqn != cqn)
+            .map_or(UNKNOWN_OBJECT, |(n, _)| n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lie_is_told_as_often_as_armed() {
+        let lies = Lies::default();
+        assert_eq!(lies.take(|_| true), None);
+        lies.arm(Some(Lie::CqeWrId), 2);
+        assert_eq!(lies.take(|l| l == Lie::EqeObject), None, "not an EQE lie");
+        assert_eq!(lies.take(Lie::is_cqe), Some(Lie::CqeWrId));
+        assert_eq!(lies.take(Lie::is_cqe), Some(Lie::CqeWrId));
+        assert_eq!(lies.take(Lie::is_cqe), None);
+        assert_eq!(lies.told(), 2);
+        assert_eq!(lies.armed(), None, "all told");
+        lies.arm(None, 5);
+        assert_eq!(lies.take(|_| true), None);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for lie in Lie::ALL {
+            assert_eq!(Lie::parse(lie.name()), Some(lie));
+        }
+    }
+}

@@ -1,0 +1,28 @@
+# ferroce.ko against a NIC that lies (host control "lie KIND 1"): one well-formed lie per
+# kind under kernel-verbs traffic (ferroce_kverbs_test), the driver's counters read around
+# each; then the same traffic with the lies off.
+. /ferroce/lib.sh
+step modprobe 30 modprobe ferroce
+wait_for_gid ferroce0 3
+step load 30 modprobe ferroce_kverbs_test
+for lie in cqe-opcode cqe-qpn cqe-wr-id cqe-byte-len cqe-wqe-index; do
+	step "$lie-setup" 60 sh /scenario/phase.sh setup
+	step "$lie-before" 15 hw_counters ferroce0
+	step "$lie-arm" 15 hostctl nic lie "$lie" 1
+	step "$lie" 60 sh /scenario/phase.sh distrust
+	step "$lie-after" 15 hw_counters ferroce0
+	step "$lie-teardown" 60 sh /scenario/phase.sh teardown
+done
+# Events for objects that do not exist, before the SRQ's limit event.
+step eqe-object-setup 60 sh /scenario/phase.sh setup
+step eqe-object-before 15 hw_counters ferroce0
+step eqe-object-arm 15 hostctl nic lie eqe-object 1
+step eqe-object 60 sh /scenario/phase.sh srq
+step eqe-object-after 15 hw_counters ferroce0
+step lies-told 15 hostctl nic status
+# The truth again: the same traffic works.
+step truth 60 sh /scenario/phase.sh chain
+step teardown 60 sh /scenario/phase.sh teardown
+step unload 30 rmmod ferroce_kverbs_test
+step unload-ferroce 30 rmmod ferroce
+step dmesg 5 dmesg

@@ -1,0 +1,146 @@
+"""ferroce.ko against a NIC that lies: well-formed CQEs and EQEs that are not true.
+
+One VM. For each kind of lie (ferroce-hw.rst, "Host control"), the NIC tells one while
+ferroce_kverbs_test's chain of 32 signalled RDMA WRITEs completes (its "distrust" phase). The
+driver must drop the lie, count it in driver_bad_cqes, and deliver nothing that is not true:
+every wr_id one that was posted, at most once, of the QP that posted it, no more bytes than
+posted. A lie about the QP moves it to ERR (IB_EVENT_QP_FATAL). Events for objects that do not
+exist are counted in driver_bad_events and the real event still arrives. With the lies off,
+the same traffic works, and the kernel log has no warning.
+"""
+
+import re
+
+from harness import CheckFailed, Run, Scenario, Vm
+
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=300)
+
+CHAIN = 32
+TROUBLE = re.compile(r"^\[\s*\d+\.\d+\] .*\b(BUG:|WARNING:|Oops|Kernel panic|KASAN:|UBSAN:|"
+                     r"new suspected memory leaks|possible recursive locking|circular locking|"
+                     r"sleeping function called from invalid context|general protection fault|"
+                     r"Call Trace:)", re.M)
+
+
+def counters(run: Run, step: str) -> dict[str, int]:
+    values = {}
+    for line in run.vm("a").step(step).output.splitlines():
+        m = re.fullmatch(r"(\w+) (\d+)", line.strip())
+        if m:
+            values[m.group(1)] = int(m.group(2))
+    if "driver_bad_cqes" not in values:
+        raise CheckFailed(f"step {step}: no driver counters in hw_counters:\n{run.vm('a').step(step).output}")
+    return values
+
+
+def delta(run: Run, lie: str, name: str) -> int:
+    return counters(run, f"{lie}-after")[name] - counters(run, f"{lie}-before")[name]
+
+
+def phase_result(run: Run, step: str, phase: str) -> str:
+    out = run.vm("a").step(step)
+    m = re.search(rf"^{phase} (ok|FAIL).*$", out.output, re.M)
+    if not m:
+        raise CheckFailed(f"step {step} printed no result (rc={out.rc}):\n{out.output}")
+    if m.group(1) != "ok" or out.rc != 0:
+        raise CheckFailed(f"{m.group(0)} (rc={out.rc})")
+    return m.group(0)
+
+
+def caught(run: Run, lie: str, qp_fatal: int) -> str:
+    """The lie was told, dropped and counted once; what came back is true."""
+    vm = run.vm("a")
+    vm.step(f"{lie}-setup").ok()
+    told = vm.step(f"{lie}-arm").json("told")
+    result = phase_result(run, lie, "distrust")
+    fields = dict(re.findall(r"(\w+)=(\d+)", result))
+    delivered = int(fields["delivered"])
+    if delivered >= CHAIN:
+        raise CheckFailed(f"{lie}: all {CHAIN} completions delivered, the lie among them: {result}")
+    if int(fields["qp_fatal"]) != qp_fatal:
+        raise CheckFailed(f"{lie}: qp_fatal={fields['qp_fatal']}, expected {qp_fatal}: {result}")
+    bad = delta(run, lie, "driver_bad_cqes")
+    if bad != 1:
+        raise CheckFailed(f"{lie}: driver_bad_cqes grew by {bad}, expected 1 ({result})")
+    vm.step(f"{lie}-teardown").ok()
+    return f"{result}; driver_bad_cqes +1 (NIC lies told before: {told})"
+
+
+@scenario.check
+def setup(run: Run) -> str:
+    vm = run.vm("a")
+    vm.step("modprobe").ok()
+    return vm.step("load").ok()
+
+
+@scenario.check
+def undefined_opcode_dropped(run: Run) -> str:
+    return caught(run, "cqe-opcode", qp_fatal=1)
+
+
+@scenario.check
+def foreign_qpn_dropped(run: Run) -> str:
+    # The CQE names a QP of other CQs: the driver cannot tell whose it was, so no QP is moved.
+    return caught(run, "cqe-qpn", qp_fatal=0)
+
+
+@scenario.check
+def forged_wr_id_dropped(run: Run) -> str:
+    return caught(run, "cqe-wr-id", qp_fatal=1)
+
+
+@scenario.check
+def oversized_byte_len_dropped(run: Run) -> str:
+    return caught(run, "cqe-byte-len", qp_fatal=1)
+
+
+@scenario.check
+def unposted_wqe_index_dropped(run: Run) -> str:
+    return caught(run, "cqe-wqe-index", qp_fatal=1)
+
+
+@scenario.check
+def unknown_object_events_counted(run: Run) -> str:
+    vm = run.vm("a")
+    vm.step("eqe-object-setup").ok()
+    vm.step("eqe-object-arm").ok()
+    result = phase_result(run, "eqe-object", "srq")
+    bad = delta(run, "eqe-object", "driver_bad_events")
+    if bad != 1:
+        raise CheckFailed(f"eqe-object: driver_bad_events grew by {bad}, expected 1 ({result})")
+    return f"{result}; driver_bad_events +1"
+
+
+@scenario.check
+def every_lie_was_told(run: Run) -> str:
+    status = run.vm("a").step("lies-told").json()
+    if status.get("lies_told") != 6 or status.get("lie") is not None:
+        raise CheckFailed(f"NIC status: lies_told={status.get('lies_told')} lie={status.get('lie')}, expected 6 and none armed")
+    return "lies_told=6, none armed"
+
+
+@scenario.check
+def truth_works(run: Run) -> str:
+    vm = run.vm("a")
+    result = phase_result(run, "truth", "chain")
+    if f"completed={CHAIN} " not in result:
+        raise CheckFailed(result)
+    vm.step("teardown").ok()
+    vm.step("unload").ok()
+    vm.step("unload-ferroce").ok()
+    return result
+
+
+@scenario.check
+def kernel_log(run: Run) -> str:
+    log = run.vm("a").step("dmesg").output
+    trouble = [m.group(0) for m in TROUBLE.finditer(log)]
+    if trouble:
+        raise CheckFailed("kernel log:\n" + "\n".join(trouble[:20]))
+    dropped = re.findall(r"ferroce: CQ \d+: dropped a CQE the device wrote \(([^)]*)\)", log)
+    if len(dropped) != 5:
+        raise CheckFailed(f"{len(dropped)} 'dropped a CQE' reports, expected 5: {dropped}")
+    events = re.findall(r"ferroce: dropped an event of \w+ \d+, which does not exist", log)
+    if len(events) != 1:
+        raise CheckFailed(f"{len(events)} unknown-object event reports, expected 1")
+    return "; ".join(dropped)
