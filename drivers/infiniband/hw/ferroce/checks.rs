@@ -14,10 +14,15 @@ use kernel::{
 
 use crate::hw;
 
-/// The driver's counters, after the device's in ib_core's `hw_counters/`.
-pub(crate) const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [c"driver_bad_cqes", c"driver_bad_events"];
+/// The driver's counters, after the device's in ib_core's `hw_counters/`: CQEs refused, events
+/// for objects that do not exist, and CQEs of destroyed QPs removed from their CQs.
+pub(crate) const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
+    c"driver_bad_cqes",
+    c"driver_bad_events",
+    c"driver_cleaned_cqes",
+];
 /// Number of driver counters.
-pub(crate) const NUM_COUNTERS: usize = 2;
+pub(crate) const NUM_COUNTERS: usize = 3;
 
 /// Why a CQE was not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,10 +56,12 @@ impl BadCqe {
 /// Reports of one kind that go to the log in full; after these, only every power of two.
 const REPORTS_IN_FULL: u64 = 10;
 
-/// Counts of what the device got wrong, shared by every queue of the device.
+/// Counts of what the device got wrong (and of CQEs the driver removed), shared by every queue
+/// of the device.
 pub(crate) struct DeviceChecks {
     bad_cqes: Atomic<u64>,
     bad_events: Atomic<u64>,
+    cleaned_cqes: Atomic<u64>,
 }
 
 impl DeviceChecks {
@@ -62,12 +69,22 @@ impl DeviceChecks {
         Self {
             bad_cqes: Atomic::new(0),
             bad_events: Atomic::new(0),
+            cleaned_cqes: Atomic::new(0),
         }
     }
 
     /// The counters in [`COUNTER_NAMES`] order.
     pub(crate) fn values(&self) -> [u64; NUM_COUNTERS] {
-        [self.bad_cqes.load(Relaxed), self.bad_events.load(Relaxed)]
+        [
+            self.bad_cqes.load(Relaxed),
+            self.bad_events.load(Relaxed),
+            self.cleaned_cqes.load(Relaxed),
+        ]
+    }
+
+    /// Counts `n` CQEs of a destroyed QP removed from a CQ.
+    pub(crate) fn cleaned_cqes(&self, n: u16) {
+        self.cleaned_cqes.fetch_add(u64::from(n), Relaxed);
     }
 
     /// Counts a CQE the driver dropped and reports it (rate-limited). Callable in any context.

@@ -274,6 +274,7 @@ impl CqData {
         if freed > 0 {
             *ci = ci.wrapping_add(freed);
             dbrec.write(0, u32::from(*ci))?;
+            dev.checks().cleaned_cqes(freed);
         }
         Ok(())
     }

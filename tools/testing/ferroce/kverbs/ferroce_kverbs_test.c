@@ -61,6 +61,7 @@
 #define KV_SLOT_PUSH	(KV_SLOT_INLINE + KV_INLINE_WRS)
 #define KV_SLOT_OVERRUN	(KV_SLOT_PUSH + 1)
 #define KV_SLOT_SRQ	(KV_SLOT_OVERRUN + 16)
+#define KV_SLOT_REUSE	(KV_SLOT_SRQ + KV_SRQ_WR)
 
 static char *device = "ferroce0";
 module_param(device, charp, 0444);
@@ -90,6 +91,8 @@ static struct {
 	struct ib_srq *srq;
 	struct ib_qp *qs, *qr;		/* srq: qs sends to qr, which receives from srq */
 	struct kv_buf rbuf;
+	struct ib_cq *reuse_cq;		/* reuse: qd, qe and qf complete here */
+	struct ib_qp *qd, *qe, *qf;	/* reuse: each connected to itself */
 	char result[256];
 } kv;
 
@@ -304,7 +307,8 @@ static bool kv_check_wcs(struct ib_wc *wc, int n, enum ib_wc_opcode opcode,
 
 static void kv_teardown(void)
 {
-	struct ib_qp **qps[] = { &kv.qa, &kv.qb, &kv.qc, &kv.qs, &kv.qr };
+	struct ib_qp **qps[] = { &kv.qa, &kv.qb, &kv.qc, &kv.qs, &kv.qr,
+				 &kv.qd, &kv.qe, &kv.qf };
 	int i, ret;
 
 	for (i = 0; i < ARRAY_SIZE(qps); i++) {
@@ -322,6 +326,10 @@ static void kv_teardown(void)
 	if (kv.small_cq) {
 		ib_destroy_cq(kv.small_cq);
 		kv.small_cq = NULL;
+	}
+	if (kv.reuse_cq) {
+		ib_destroy_cq(kv.reuse_cq);
+		kv.reuse_cq = NULL;
 	}
 	if (kv.cq) {
 		ib_destroy_cq(kv.cq);
@@ -642,6 +650,146 @@ static int kv_distrust_run(struct kv_distrust_bufs *b)
 	return 0;
 }
 
+/* The reuse phase arms its CQ only to learn that a CQE is waiting. */
+static void kv_reuse_comp(struct ib_cq *cq, void *context)
+{
+}
+
+/* A self-connected QP on the reuse CQ. */
+static struct ib_qp *kv_reuse_qp(void)
+{
+	struct ib_qp *qp = kv_create_qp(kv.reuse_cq, NULL, 4, 0);
+	int ret;
+
+	if (IS_ERR(qp))
+		return qp;
+	ret = kv_connect(qp, qp->qp_num);
+	if (ret) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(ret);
+	}
+	return qp;
+}
+
+/* One signalled RDMA WRITE of slot `slot` on qp, with wr_id `slot`. */
+static int kv_write_one(struct ib_qp *qp, int slot)
+{
+	struct ib_sge sge = {
+		.addr = kv.src.dma + slot * KV_SLOT,
+		.length = KV_SLOT,
+		.lkey = kv.pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_id = slot,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.remote_addr = kv.dst.dma + slot * KV_SLOT,
+		.rkey = kv.pd->unsafe_global_rkey,
+	};
+
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+/*
+ * A QP destroyed with its CQE still in its CQ: the next QP, which gets its
+ * number, must never receive that CQE, and the CQEs of other QPs behind it
+ * must still arrive. qd writes once; once its CQE is in the CQ (the arm says
+ * one is waiting) qe writes once; then qd is destroyed and qf created. Only
+ * qe's completion may be polled.
+ */
+static int kv_reuse(void)
+{
+	struct ib_cq_init_attr cq_attr = { .cqe = 16 };
+	unsigned long deadline;
+	struct ib_wc wc[4];
+	u32 qpn;
+	int ret, got = 0, stale = 0;
+
+	if (!kv.pd || kv.reuse_cq) {
+		kv_report("reuse FAIL %s", kv.pd ? "already run" : "not set up");
+		return -EBUSY;
+	}
+	kv.reuse_cq = ib_create_cq(kv.dev, kv_reuse_comp, kv_cq_event, NULL, &cq_attr);
+	if (IS_ERR(kv.reuse_cq)) {
+		ret = PTR_ERR(kv.reuse_cq);
+		kv.reuse_cq = NULL;
+		kv_report("reuse FAIL ib_create_cq: %d", ret);
+		return ret;
+	}
+	kv.qd = kv_reuse_qp();
+	kv.qe = IS_ERR(kv.qd) ? NULL : kv_reuse_qp();
+	if (IS_ERR(kv.qd) || IS_ERR(kv.qe)) {
+		ret = PTR_ERR(IS_ERR(kv.qd) ? kv.qd : kv.qe);
+		kv.qd = IS_ERR(kv.qd) ? NULL : kv.qd;
+		kv.qe = IS_ERR_OR_NULL(kv.qe) ? NULL : kv.qe;
+		kv_report("reuse FAIL creating the QPs: %d", ret);
+		return ret;
+	}
+	ret = kv_write_one(kv.qd, KV_SLOT_REUSE);
+	if (ret) {
+		kv_report("reuse FAIL ib_post_send on qd: %d", ret);
+		return ret;
+	}
+	deadline = jiffies + msecs_to_jiffies(KV_TIMEOUT_MS);
+	while (ib_req_notify_cq(kv.reuse_cq, IB_CQ_NEXT_COMP |
+				IB_CQ_REPORT_MISSED_EVENTS) <= 0) {
+		if (time_after(jiffies, deadline)) {
+			kv_report("reuse FAIL qd's CQE not written in %d ms", KV_TIMEOUT_MS);
+			return -ETIMEDOUT;
+		}
+		usleep_range(500, 1000);
+	}
+	ret = kv_write_one(kv.qe, KV_SLOT_REUSE + 1);
+	if (ret) {
+		kv_report("reuse FAIL ib_post_send on qe: %d", ret);
+		return ret;
+	}
+	/* Most likely qe's CQE is behind qd's when qd goes. */
+	msleep(200);
+	qpn = kv.qd->qp_num;
+	ib_destroy_qp(kv.qd);
+	kv.qd = NULL;
+	kv.qf = kv_reuse_qp();
+	if (IS_ERR(kv.qf)) {
+		ret = PTR_ERR(kv.qf);
+		kv.qf = NULL;
+		kv_report("reuse FAIL creating qf: %d", ret);
+		return ret;
+	}
+	deadline = jiffies + msecs_to_jiffies(KV_TIMEOUT_MS);
+	while (got < 1 && !time_after(jiffies, deadline)) {
+		ret = ib_poll_cq(kv.reuse_cq, ARRAY_SIZE(wc) - got, wc + got);
+		if (ret < 0) {
+			kv_report("reuse FAIL ib_poll_cq: %d", ret);
+			return ret;
+		}
+		got += ret;
+		if (!ret)
+			usleep_range(50, 200);
+	}
+	/* Anything more would be stale. */
+	msleep(50);
+	ret = ib_poll_cq(kv.reuse_cq, ARRAY_SIZE(wc) - got, wc + got);
+	got += max(ret, 0);
+	for (ret = 0; ret < got; ret++)
+		if (wc[ret].qp != kv.qe || wc[ret].wr_id != KV_SLOT_REUSE + 1 ||
+		    wc[ret].status != IB_WC_SUCCESS)
+			stale++;
+	if (got != 1 || stale) {
+		kv_report("reuse FAIL polled=%d stale=%d (first: wr_id %llu qpn %u status %d) reused=%d",
+			  got, stale, got ? wc[0].wr_id : 0,
+			  got ? wc[0].qp->qp_num : 0, got ? wc[0].status : -1,
+			  kv.qf->qp_num == qpn);
+		return -EIO;
+	}
+	kv_report("reuse ok reused=%d polled=1 stale=0", kv.qf->qp_num == qpn);
+	return 0;
+}
+
 /* Signalled WRITEs overflow a CQ nobody polls: the NIC kills it with CQ_ERROR. */
 static int kv_cqoverrun(void)
 {
@@ -932,6 +1080,7 @@ static const struct {
 	{ "cqoverrun", kv_cqoverrun },
 	{ "srq", kv_srq },
 	{ "distrust", kv_distrust },
+	{ "reuse", kv_reuse },
 	{ "teardown", kv_teardown_phase },
 };
 
@@ -972,7 +1121,7 @@ static const struct kernel_param_ops kv_run_ops = {
 	.set = kv_run_set,
 };
 module_param_cb(run, &kv_run_ops, NULL, 0200);
-MODULE_PARM_DESC(run, "write a phase name to run it: setup chain inline push cqoverrun srq distrust teardown");
+MODULE_PARM_DESC(run, "write a phase name to run it: setup chain inline push cqoverrun srq distrust reuse teardown");
 
 static const struct kernel_param_ops kv_result_ops = {
 	.get = kv_result_get,

@@ -12,6 +12,9 @@ for phase in chain inline push; do
 done
 step cqoverrun 60 sh /scenario/phase.sh cqoverrun
 step srq 60 sh /scenario/phase.sh srq
+step reuse-before 15 hw_counters ferroce0
+step reuse 60 sh /scenario/phase.sh reuse
+step reuse-after 15 hw_counters ferroce0
 step rdma-statistic 10 rdma statistic show link ferroce0/1
 step teardown 60 sh /scenario/phase.sh teardown
 step unload 30 rmmod ferroce_kverbs_test

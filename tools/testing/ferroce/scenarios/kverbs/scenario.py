@@ -140,6 +140,18 @@ def srq_limit_event(run: Run) -> str:
 
 
 @scenario.check
+def reused_qpn_gets_no_stale_cqe(run: Run) -> str:
+    """A QP destroyed with its CQE in the CQ: the driver removes the CQE (cq_clean), the next QP
+    with that number polls nothing of it, and the CQE of another QP behind it still arrives."""
+    result = phase_result(run, "reuse", r"reused=1 polled=1 stale=0")
+    cleaned = delta(run, "reuse", "driver_cleaned_cqes")
+    refused = delta(run, "reuse", "driver_bad_cqes")
+    if cleaned != 1 or refused != 0:
+        raise CheckFailed(f"reuse: driver_cleaned_cqes +{cleaned} (expected 1), driver_bad_cqes +{refused} (expected 0)")
+    return f"{result}; driver_cleaned_cqes +1"
+
+
+@scenario.check
 def unload_clean(run: Run) -> str:
     vm = run.vm("a")
     result = phase_result(run, "teardown", r"")
