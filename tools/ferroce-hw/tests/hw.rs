@@ -263,3 +263,99 @@ fn bar0_map_is_consistent() {
     assert_eq!(mtu_bytes(MTU_4096), Some(4096));
     assert_eq!(mtu_bytes(0), None);
 }
+
+/// A CQ ring in memory, written as the device writes it.
+struct TestCq {
+    ring: Ring,
+    slots: Vec<[u8; CQE_SIZE]>,
+}
+
+impl TestCq {
+    fn new(log_size: u32) -> Self {
+        let ring = Ring::new(log_size, MAX_LOG_QUEUE).expect("ring");
+        Self {
+            ring,
+            slots: vec![[0; CQE_SIZE]; ring.size() as usize],
+        }
+    }
+
+    fn write(&mut self, index: u16, qpn: u32, wr_id: u64) {
+        let cqe = Cqe {
+            qpn,
+            wr_id,
+            owner: self.ring.owner(index),
+            ..Cqe::default()
+        };
+        self.slots[self.ring.slot(index) as usize] = cqe.encode();
+    }
+
+    fn read(&self, index: u16) -> Option<[u8; CQE_SIZE]> {
+        let bytes = self.slots[self.ring.slot(index) as usize];
+        self.ring
+            .entry_valid(index, bytes[CQE_OWNER_OFFSET])
+            .then_some(bytes)
+    }
+
+    /// The (qpn, wr_id) of the valid CQEs from `ci` on.
+    fn valid(&self, mut ci: u16) -> Vec<(u32, u64)> {
+        let mut out = Vec::new();
+        while let Some(bytes) = self.read(ci) {
+            let cqe = Cqe::decode(&bytes);
+            out.push((cqe.qpn, cqe.wr_id));
+            ci = ci.wrapping_add(1);
+        }
+        out
+    }
+
+    fn clean(&mut self, ci: u16, qpn: u32) -> u16 {
+        let snapshot = self.slots.clone();
+        let ring = self.ring;
+        let mut writes = Vec::new();
+        let freed = clean_cqes(
+            ring,
+            ci,
+            |i| {
+                let bytes = snapshot[ring.slot(i) as usize];
+                ring.entry_valid(i, bytes[CQE_OWNER_OFFSET])
+                    .then_some(bytes)
+            },
+            |cqe| cqe.qpn == qpn,
+            |i, body| writes.push((i, body.to_vec())),
+        );
+        // Each move goes to an index at or above the one read, and reads go downwards: reading
+        // a snapshot and applying the moves afterwards is what a ring in place sees.
+        for (i, body) in writes {
+            self.slots[ring.slot(i) as usize][..CQE_OWNER_OFFSET].copy_from_slice(&body);
+        }
+        freed
+    }
+}
+
+#[test]
+fn cleaning_a_cq_removes_one_qps_cqes_and_keeps_the_others_in_order() {
+    let mut cq = TestCq::new(3);
+    // Consumer at 65533: the CQEs straddle the 16-bit wrap and a pass of the ring.
+    let ci = 65533u16;
+    let written = [(5, 1), (6, 2), (5, 3), (5, 4), (6, 5), (7, 6)];
+    for (n, &(qpn, wr_id)) in written.iter().enumerate() {
+        cq.write(ci.wrapping_add(n as u16), qpn, wr_id);
+    }
+    let freed = cq.clean(ci, 5);
+    assert_eq!(freed, 3);
+    assert_eq!(cq.valid(ci.wrapping_add(freed)), [(6, 2), (6, 5), (7, 6)]);
+    // Nothing of QP 5's is left to poll, and cleaning again removes nothing.
+    assert_eq!(cq.clean(ci.wrapping_add(freed), 5), 0);
+    // An empty CQ, or one without the QP's CQEs, is left alone.
+    assert_eq!(TestCq::new(2).clean(0, 5), 0);
+    assert_eq!(cq.clean(ci.wrapping_add(freed), 9), 0);
+}
+
+#[test]
+fn a_full_cq_is_cleaned_too() {
+    let mut cq = TestCq::new(2);
+    for i in 0..4u16 {
+        cq.write(i, if i % 2 == 0 { 5 } else { 6 }, u64::from(i));
+    }
+    assert_eq!(cq.clean(0, 6), 2);
+    assert_eq!(cq.valid(2), [(5, 0), (5, 2)]);
+}

@@ -77,6 +77,39 @@ impl CqRing {
         Some(Cqe::decode(&bytes))
     }
 
+    /// Removes the CQEs of QP `qpn`, just destroyed, from the ring ([`ferroce_hw::clean_cqes`]):
+    /// a QP created next with that number never polls them. `removed` sees each one (receive
+    /// WQEs they took from an SRQ are freed there). Publishes the new consumer index.
+    pub(crate) fn clean(&mut self, qpn: u32, mut removed: impl FnMut(&Cqe)) -> u16 {
+        let (ring, buf) = (self.ring, &self.buf);
+        let freed = ferroce_hw::clean_cqes(
+            ring,
+            self.ci,
+            |index| {
+                let off = ring.slot(index) as usize * CQE_SIZE;
+                if !ring.entry_valid(index, buf.load_acquire_u8(off + CQE_OWNER_OFFSET)) {
+                    return None;
+                }
+                let mut bytes = [0u8; CQE_SIZE];
+                buf.read(off, &mut bytes);
+                Some(bytes)
+            },
+            |cqe| {
+                let ours = cqe.qpn == qpn;
+                if ours {
+                    removed(cqe);
+                }
+                ours
+            },
+            |index, body| buf.write(ring.slot(index) as usize * CQE_SIZE, body),
+        );
+        if freed > 0 {
+            self.ci = self.ci.wrapping_add(freed);
+            self.publish_ci();
+        }
+        freed
+    }
+
     /// Publishes the consumer index in the doorbell record (after the CQEs were read).
     pub(crate) fn publish_ci(&self) {
         fence(Ordering::Release);
@@ -208,6 +241,35 @@ mod tests {
         cq.buf().write(off, &bytes[..CQE_OWNER_OFFSET]);
         cq.buf()
             .write(off + CQE_OWNER_OFFSET, &bytes[CQE_OWNER_OFFSET..]);
+    }
+
+    /// Writes a CQE of QP `qpn` at `index`.
+    fn device_write_qp(cq: &CqRing, index: u16, qpn: u32, wr_id: u64) {
+        let ring = cq.ring();
+        let cqe = Cqe {
+            wr_id,
+            qpn,
+            owner: ring.owner(index),
+            ..Cqe::default()
+        };
+        cq.buf()
+            .write(ring.slot(index) as usize * CQE_SIZE, &cqe.encode());
+    }
+
+    #[test]
+    fn a_destroyed_qps_cqes_are_cleaned_out() {
+        let mut cq = CqRing::new(8, 15).expect("cq");
+        for (i, (qpn, wr_id)) in [(9, 1), (10, 2), (9, 3), (10, 4)].into_iter().enumerate() {
+            device_write_qp(&cq, i as u16, qpn, wr_id);
+        }
+        let mut seen = Vec::new();
+        assert_eq!(cq.clean(9, |cqe| seen.push(cqe.wr_id)), 2);
+        assert_eq!(seen, [3, 1]);
+        // The record says the two are consumed; QP 10's CQEs follow in order.
+        assert_eq!(cq.buf().load_u32(cq.dbrec_offset()), 2);
+        let left: Vec<(u32, u64)> =
+            std::iter::from_fn(|| cq.poll().map(|c| (c.qpn, c.wr_id))).collect();
+        assert_eq!(left, [(10, 2), (10, 4)]);
     }
 
     #[test]

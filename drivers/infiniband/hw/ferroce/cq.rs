@@ -38,9 +38,6 @@ use crate::{
     verbs::RoceDevice,
 };
 
-// `clean` moves a CQE's body, the bytes before its owner byte.
-const _: () = assert!(hw::CQE_OWNER_OFFSET == hw::CQE_SIZE - 1);
-
 /// The driver's part of a CQ.
 pub(crate) struct CqData {
     cqn: u32,
@@ -245,32 +242,31 @@ impl CqData {
             return Ok(());
         };
         let mut ci = ci.lock();
-        let geometry = ring.ring();
-        let mut bytes = [0u8; hw::CQE_SIZE];
-        // The CQEs written so far: the device writes no more of this QP's, and writes others'
-        // only after these.
-        let mut end = *ci;
-        while geometry.used(end, *ci) < geometry.size()
-            && ring.read_owned(end, hw::CQE_OWNER_OFFSET, &mut bytes)?
-        {
-            end = end.wrapping_add(1);
-        }
-        let mut freed: u16 = 0;
-        let mut index = end;
-        while index != *ci {
-            index = index.wrapping_sub(1);
-            ring.read_owned(index, hw::CQE_OWNER_OFFSET, &mut bytes)?;
-            let cqe = hw::Cqe::decode(&bytes);
-            if cqe.qpn == qpn {
-                freed += 1;
-                if let Some(srqn) = srqn.filter(|_| cqe.opcode & hw::CQE_OP_RECV != 0) {
+        let mut written = Ok(());
+        let freed = hw::clean_cqes(
+            ring.ring(),
+            *ci,
+            |index| {
+                let mut bytes = [0u8; hw::CQE_SIZE];
+                match ring.read_owned(index, hw::CQE_OWNER_OFFSET, &mut bytes) {
+                    Ok(true) => Some(bytes),
+                    _ => None,
+                }
+            },
+            |cqe| {
+                let ours = cqe.qpn == qpn;
+                if let Some(srqn) = srqn.filter(|_| ours && cqe.opcode & hw::CQE_OP_RECV != 0) {
                     dev.srqs().with(srqn, |srq| srq.discard(cqe.wqe_index));
                 }
-            } else if freed > 0 {
-                // The slot it moves to holds a CQE of this pass already: keep its owner byte.
-                ring.write(index.wrapping_add(freed), &bytes[..hw::CQE_OWNER_OFFSET])?;
-            }
-        }
+                ours
+            },
+            |index, body| {
+                if written.is_ok() {
+                    written = ring.write(index, body);
+                }
+            },
+        );
+        written?;
         if freed > 0 {
             *ci = ci.wrapping_add(freed);
             dbrec.write(0, u32::from(*ci))?;

@@ -232,6 +232,23 @@ pub(super) unsafe extern "C" fn destroy_cq(ibcq: *mut sys::ibv_cq) -> c_int {
     0
 }
 
+/// Removes the CQEs of destroyed QP `qpn` from CQ `ibcq` ([`CqRing::clean`]).
+///
+/// # Safety
+///
+/// `ibcq` is null or a live CQ of ours.
+pub(super) unsafe fn clean(ibcq: *mut sys::ibv_cq, qpn: u32, removed: impl FnMut(&Cqe)) {
+    if ibcq.is_null() {
+        return;
+    }
+    // SAFETY: per the contract; `ibcq` starts our `Cq`.
+    let cq = unsafe { &*ibcq.cast::<Cq>() };
+    cq.ring
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clean(qpn, removed);
+}
+
 /// Settles a CQE against its queue (see [`settle`]).
 fn account(ctx: &ContextInner, cqe: &mut Cqe) {
     let qpn = cqe.qpn;

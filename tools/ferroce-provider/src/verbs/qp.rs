@@ -14,6 +14,7 @@ use super::ah::Ah;
 use super::context::{context, ContextInner, QpProgress};
 use super::srq::{post_recv_chain, Srq};
 use super::{check, fail, Pod, WithDrv};
+use crate::cq::is_recv;
 use crate::dma::DmaBuf;
 use crate::queue::{qp_layout, WorkQueue};
 use crate::sys;
@@ -400,10 +401,26 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ibv_qp) -> c_int {
     if ret != 0 {
         return ret;
     }
+    // SAFETY: as above; libibverbs set the CQs at create.
+    let (send_cq, recv_cq) = unsafe { ((*ibqp).send_cq, (*ibqp).recv_cq) };
     // SAFETY: the kernel object is gone; `ibqp` starts our boxed `Qp`.
     let qp = unsafe { Box::from_raw(ibqp.cast::<Qp>()) };
     // SAFETY: the context outlives its QPs.
     unsafe { &*qp.ctx }.qps().remove(&qpn);
+    // Its CQEs go with it; receive WQEs they took from an SRQ go back to it.
+    for ibcq in [send_cq, recv_cq] {
+        // SAFETY: the CQs of a QP outlive it (libibverbs refuses to destroy them first).
+        unsafe {
+            super::cq::clean(ibcq, qpn, |cqe| {
+                if is_recv(cqe) && qp.rq.is_none() {
+                    let _ = qp.progress.rq.complete(cqe.wqe_index);
+                }
+            })
+        };
+        if recv_cq == send_cq {
+            break;
+        }
+    }
     // SAFETY: marked by `create_qp`.
     unsafe { sys::ibv_dofork_range(qp.buf.as_ptr().cast(), qp.buf.len()) };
     0

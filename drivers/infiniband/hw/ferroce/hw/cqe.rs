@@ -51,8 +51,9 @@ hw_layout! {
     }
 }
 
-/// Offset of the CQE owner byte.
+/// Offset of the CQE owner byte: the last.
 pub const CQE_OWNER_OFFSET: usize = 63;
+const _: () = assert!(CQE_OWNER_OFFSET == Cqe::SIZE - 1);
 /// Offset of the EQE owner byte.
 pub const EQE_OWNER_OFFSET: usize = 15;
 /// Offset of the command completion owner byte.
@@ -169,6 +170,39 @@ impl Posted {
         }
         Ok(())
     }
+}
+
+/// Removes the CQEs that `remove` picks from the CQEs written after consumer index `ci` (as
+/// mlx5's `cq_clean`, for a QP just destroyed): the CQEs after them move up over the gap, so the
+/// consumer index moves past it by the number returned. `read(i)` is the CQE at index `i` if the
+/// device wrote it in this pass (its owner byte says so); `write_body(i, body)` writes the bytes
+/// before the owner byte at index `i`, which holds a CQE of this pass already and keeps its
+/// owner byte. The device must write no CQE `remove` picks meanwhile; it may append others.
+pub fn clean_cqes(
+    ring: Ring,
+    ci: u16,
+    mut read: impl FnMut(u16) -> Option<[u8; CQE_SIZE]>,
+    mut remove: impl FnMut(&Cqe) -> bool,
+    mut write_body: impl FnMut(u16, &[u8]),
+) -> u16 {
+    let mut end = ci;
+    while ring.used(end, ci) < ring.size() && read(end).is_some() {
+        end = end.wrapping_add(1);
+    }
+    let mut freed: u16 = 0;
+    let mut index = end;
+    while index != ci {
+        index = index.wrapping_sub(1);
+        let Some(bytes) = read(index) else {
+            break;
+        };
+        if remove(&Cqe::decode(&bytes)) {
+            freed += 1;
+        } else if freed > 0 {
+            write_body(index.wrapping_add(freed), &bytes[..CQE_OWNER_OFFSET]);
+        }
+    }
+    freed
 }
 
 // CQE flags.

@@ -72,6 +72,16 @@ def toolroot_mounted(run: Run) -> str:
 
 
 @scenario.check
+def reused_qpn_gets_no_stale_cqe(run: Run) -> str:
+    """The provider removes a destroyed QP's CQEs from its CQ (reuse.py); rxe, same program."""
+    vm = run.vm("a")
+    vm.step("reuse-copy").ok()
+    ferroce = vm.step("reuse-ferroce").expect(r"^reuse ok reused=1 polled=1 stale=0 orphans=0$").group(0)
+    rxe = vm.step("reuse-rxe").expect(r"^reuse ok .*$").group(0)
+    return f"ferroce: {ferroce}; rxe: {rxe}"
+
+
+@scenario.check
 def suite_on_ferroce(run: Run) -> str:
     return summary(run.vm("a").step("pyverbs-ferroce"), crashes_fail=True)
 
