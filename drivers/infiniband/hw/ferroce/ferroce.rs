@@ -16,7 +16,8 @@
 //! - [`verbs`]: the RDMA device and its verbs; [`netdev`]: the companion netdev;
 //! - the verbs objects: [`ah`], [`cq`], [`mr`] (and PDs), [`qp`], [`srq`], [`ucontext`];
 //! - [`queue`]: rings, doorbell records and user queue memory they share;
-//! - [`checks`]: what the driver does with device values it does not believe.
+//! - [`checks`]: what the driver does with device values it does not believe;
+//! - [`ids`]: PD tags and MR key variants, which never repeat while they can reach old state.
 
 #![forbid(unsafe_code)]
 
@@ -40,6 +41,7 @@ mod eq;
 )]
 mod hw;
 mod ib_events;
+mod ids;
 mod mr;
 mod netdev;
 mod qp;

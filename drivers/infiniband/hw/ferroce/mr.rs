@@ -20,12 +20,33 @@ use kernel::{
     },
 };
 
-use crate::{hw, queue::PageList, verbs::RoceDevice};
+use crate::{hw, ids::MrKeys, queue::PageList, verbs::RoceDevice};
 
 /// Pages of user MRs are described to the device in 4 KiB units.
 const USER_LOG_PAGE_SIZE: u32 = 12;
 
 /// The driver's part of a PD: its number, which QPs, MRs and AHs carry.
+/// Tries at making an MR whose key is fresh before giving up (each fails once in 256).
+const KEY_TRIES: usize = 4;
+
+/// Creates the MR of `cmd` with a random key variant, so that the key is not the last one of
+/// its slot (a stale rkey must not reach the new MR); returns its key.
+fn create(dev: &rdma::Device<RoceDevice>, mut cmd: hw::CreateMrCmd) -> Result<u32> {
+    for _ in 0..KEY_TRIES {
+        cmd.key_variant = MrKeys::variant();
+        let key = dev.cmdq().exec(&cmd)?.key;
+        let fresh = dev.mr_keys().lock().accept(key, cmd.key_variant);
+        if let Ok(true) = fresh {
+            return Ok(key);
+        }
+        // The slot's last key again (or one the device made up): not this one.
+        dev.cmdq()
+            .exec_destroy(&hw::DestroyMrCmd { key, rsvd: 0 })?;
+        fresh?;
+    }
+    Err(EAGAIN)
+}
+
 pub(crate) struct PdData {
     pdn: u32,
 }
@@ -73,13 +94,16 @@ impl MrData {
         pd: &rdma::Pd<RoceDevice>,
         access: u32,
     ) -> Result<NewMr<Self>> {
-        let completion = dev.cmdq().exec(&hw::CreateMrCmd {
-            pd: pd.number(),
-            access: access & hw::ACCESS_VALID_MASK,
-            flags: hw::MR_FLAG_ALL_MEMORY,
-            ..Default::default()
-        })?;
-        Ok(Self::new_mr(completion.key, None, None))
+        let key = create(
+            dev,
+            hw::CreateMrCmd {
+                pd: pd.number(),
+                access: access & hw::ACCESS_VALID_MASK,
+                flags: hw::MR_FLAG_ALL_MEMORY,
+                ..Default::default()
+            },
+        )?;
+        Ok(Self::new_mr(key, None, None))
     }
 
     /// A fast-registration MR for up to `max_pages` pages.
@@ -96,13 +120,16 @@ impl MrData {
             return Err(EINVAL);
         }
         let pages = PageList::new(dev.parent(), max_pages)?;
-        let completion = dev.cmdq().exec(&hw::CreateMrCmd {
-            pd: pd.number(),
-            flags: hw::MR_FLAG_FAST_REG,
-            max_pages,
-            ..Default::default()
-        })?;
-        Ok(Self::new_mr(completion.key, Some(pages), None))
+        let key = create(
+            dev,
+            hw::CreateMrCmd {
+                pd: pd.number(),
+                flags: hw::MR_FLAG_FAST_REG,
+                max_pages,
+                ..Default::default()
+            },
+        )?;
+        Ok(Self::new_mr(key, Some(pages), None))
     }
 
     /// An MR over `length` bytes of the calling process at `start`, addressed from `iova`
@@ -137,20 +164,23 @@ impl MrData {
         if filled != count {
             return Err(EIO);
         }
-        let completion = dev.cmdq().exec(&hw::CreateMrCmd {
-            iova,
-            length,
-            pages: hw::BufDesc {
-                addr: pages.dma_address(),
-                page_count: count,
-                log_page_size: USER_LOG_PAGE_SIZE as u8,
-                rsvd: [0; 3],
+        let key = create(
+            dev,
+            hw::CreateMrCmd {
+                iova,
+                length,
+                pages: hw::BufDesc {
+                    addr: pages.dma_address(),
+                    page_count: count,
+                    log_page_size: USER_LOG_PAGE_SIZE as u8,
+                    rsvd: [0; 3],
+                },
+                pd: pd.number(),
+                access,
+                ..Default::default()
             },
-            pd: pd.number(),
-            access,
-            ..Default::default()
-        })?;
-        Ok(Self::new_mr(completion.key, None, Some((umem, pages))))
+        )?;
+        Ok(Self::new_mr(key, None, Some((umem, pages))))
     }
 
     /// Destroys the MR in the device.

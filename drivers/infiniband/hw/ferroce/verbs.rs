@@ -38,10 +38,6 @@ use kernel::{
     },
     sync::{
         aref::ARef,
-        atomic::{
-            Atomic,
-            Relaxed, //
-        },
         new_mutex,
         new_spinlock_irq,
         Arc,
@@ -65,6 +61,10 @@ use crate::{
     device::Caps,
     hw,
     ib_events::IbEvents,
+    ids::{
+        MrKeys,
+        NumberPool, //
+    },
     mr::{
         MrData,
         PdData, //
@@ -146,8 +146,12 @@ pub(crate) struct RoceDevice {
     /// The kernel's push window (doorbell page 0), one WQE at a time.
     #[pin]
     push_window: SpinLockIrq<()>,
-    /// The next PD number (the device only compares PD numbers).
-    next_pdn: Atomic<u32>,
+    /// PD tags (the device only compares them), none in use twice.
+    #[pin]
+    pd_tags: Mutex<NumberPool>,
+    /// The last key variant of each MR slot, so that no slot gets its last key again.
+    #[pin]
+    mr_keys: Mutex<MrKeys>,
     limits: Limits,
     /// MAC of the companion Ethernet function, as the NIC reports it.
     mac: [u8; 6],
@@ -210,7 +214,9 @@ impl RoceDevice {
             completion_eqns,
             wqe_push,
             push_window <- new_spinlock_irq!((), "ferroce::push_window"),
-            next_pdn: Atomic::new(1),
+            // Tag 0 is no PD's.
+            pd_tags <- new_mutex!(NumberPool::new(1, limits.max_mr)?, "ferroce::pd_tags"),
+            mr_keys <- new_mutex!(MrKeys::new(limits.max_mr)?, "ferroce::mr_keys"),
             limits,
             mac,
             netdev <- new_mutex!(None, "ferroce::netdev"),
@@ -317,6 +323,11 @@ impl RoceDevice {
     /// What every work queue is bounded by (depth, SGEs, inline data).
     pub(crate) fn wq_limits(&self) -> hw::WqLimits {
         self.limits.wq
+    }
+
+    /// The last key variant of each MR slot.
+    pub(crate) fn mr_keys(&self) -> &Mutex<MrKeys> {
+        &self.mr_keys
     }
 
     /// Pages per fast-registration MR.
@@ -506,7 +517,12 @@ impl rdma::Operations for RoceDevice {
     }
 
     fn alloc_pd(dev: &rdma::Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<PdData> {
-        Ok(PdData::new(dev.next_pdn.fetch_add(1, Relaxed)))
+        Ok(PdData::new(dev.pd_tags.lock().take().ok_or(ENOMEM)?))
+    }
+
+    fn dealloc_pd(pd: &rdma::Pd<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        pd.device().pd_tags.lock().give_back(pd.number());
+        Ok(())
     }
 
     fn create_cq(

@@ -1,7 +1,7 @@
 """KUnit: every #[kunit_tests] suite of the abstractions and the driver passes.
 
 The kernel crate's suites (rust_rdma_device, rust_net_device) run at boot; the driver's
-(ferroce_verbs, ferroce_cmdq, ferroce_qp, ferroce_checks) when ferroce.ko loads. Their KTAP results are read from dmesg.
+(ferroce_verbs, ferroce_cmdq, ferroce_qp, ferroce_checks, ferroce_ids) when ferroce.ko loads. Their KTAP results are read from dmesg.
 """
 
 import re
@@ -40,4 +40,4 @@ def abstraction_suites(run: Run) -> str:
 @scenario.check
 def driver_suites(run: Run) -> str:
     run.vm("a").step("modprobe").ok()
-    return suites(run, "module-suites", ["ferroce_verbs", "ferroce_cmdq", "ferroce_qp", "ferroce_checks"])
+    return suites(run, "module-suites", ["ferroce_verbs", "ferroce_cmdq", "ferroce_qp", "ferroce_checks", "ferroce_ids"])

@@ -8,9 +8,12 @@ step toolroot 120 toolroot_setup
 # Debian ships the suite compressed, as documentation.
 step tests-copy 120 sh -c 'cp -r /newroot/usr/share/doc/rdma-core/tests /tmp/tests && gunzip /tmp/tests/*.gz && ls /tmp/tests/*.py | wc -l'
 # A destroyed QP's CQE never reaches the next QP with its number (provider cq_clean).
-step reuse-copy 5 cp /scenario/stale-cqe /tmp/stale-cqe
+# ... nor a deregistered MR's rkey the MR after it (MR key variants).
+step reuse-copy 5 cp /scenario/stale-cqe /scenario/stale-rkey /tmp/
 step reuse-ferroce 60 in_toolroot python3 /tmp/stale-cqe ferroce0 3
 step reuse-rxe 60 in_toolroot python3 /tmp/stale-cqe rxe0 1
+step rkey-ferroce 60 in_toolroot python3 /tmp/stale-rkey ferroce0 3
+step rkey-rxe 60 in_toolroot python3 /tmp/stale-rkey rxe0 1
 step pyverbs-ferroce 2400 pyverbs_suite ferroce0 3
 step pyverbs-rxe 2400 pyverbs_suite rxe0 1
 step nic-counters 15 hostctl nic counters

@@ -6,6 +6,10 @@ Each test module runs in its own process (guest/lib.sh: pyverbs_suite; the mlx5,
 modules are left out, as they skip everything on other devices). On ferroce no module
 may crash or hang and the kernel must stay clean; the passed/failed/skipped figures of both
 devices are recorded, and so are the tests rxe passes and ferroce does not.
+
+Before the suite, two programs of ours on both devices: stale-cqe (a destroyed QP's CQE never
+reaches the next QP with its number) and stale-rkey (no MR gets the key of the one before it in
+its slot; a stale rkey gets a remote access error).
 """
 
 import re
@@ -78,6 +82,15 @@ def reused_qpn_gets_no_stale_cqe(run: Run) -> str:
     vm.step("reuse-copy").ok()
     ferroce = vm.step("reuse-ferroce").expect(r"^reuse ok reused=1 polled=1 stale=0 orphans=0$").group(0)
     rxe = vm.step("reuse-rxe").expect(r"^reuse ok .*$").group(0)
+    return f"ferroce: {ferroce}; rxe: {rxe}"
+
+
+@scenario.check
+def stale_rkey_reaches_no_new_mr(run: Run) -> str:
+    """Each MR key differs from the last one of its slot; a stale rkey is NAK'd (stale-rkey)."""
+    vm = run.vm("a")
+    ferroce = vm.step("rkey-ferroce").expect(r"^rkey ok cycles=8 same_slot=8 fresh=8 .*$").group(0)
+    rxe = vm.step("rkey-rxe").expect(r"^rkey ok .*$").group(0)
     return f"ferroce: {ferroce}; rxe: {rxe}"
 
 
