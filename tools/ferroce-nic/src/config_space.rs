@@ -13,6 +13,8 @@ pub const MSIX_CAP_OFFSET: usize = 0x40;
 const PCI_CAP_ID_MSIX: u8 = 0x11;
 const PCI_STATUS_CAP_LIST: u16 = 1 << 4;
 const MSIX_CTRL_ENABLE: u8 = 0x80;
+/// Bus Master Enable in the command register's low byte.
+const COMMAND_BUS_MASTER: u8 = 1 << 2;
 const MSIX_CTRL_FUNCTION_MASK: u8 = 0x40;
 
 /// Config space with a write mask.
@@ -95,6 +97,11 @@ impl ConfigSpace {
             }
         }
         touched_msix.then(|| self.msix_control())
+    }
+
+    /// The command register's Bus Master Enable.
+    pub fn bus_master(&self) -> bool {
+        self.bytes[0x04] & COMMAND_BUS_MASTER != 0
     }
 
     /// MSI-X (enable, function mask).

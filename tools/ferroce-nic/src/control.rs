@@ -155,6 +155,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 "bogus_version": host.bogus_version.load(Ordering::Relaxed),
                 "lie": host.lies.armed().map(|(lie, left)| json!({"kind": lie.name(), "left": left})),
                 "lies_told": host.lies.told(),
+                "bus_master": nic.dma.bus_master(), "dma_blocked": nic.dma.blocked(),
                 "port_state": device.core.port().state(), "mac": mac_text(&device.core.config().mac),
                 "port": {
                     "to_engine": nic.port_stats.to_engine.load(Ordering::Relaxed),

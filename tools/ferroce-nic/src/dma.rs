@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -133,15 +134,58 @@ pub struct RegionInfo {
 }
 
 /// The table of DMA regions.
-#[derive(Default)]
 pub struct DmaTable {
     regions: RwLock<Vec<DmaRegion>>,
+    /// The PCI command register's Bus Master Enable: while it is clear the function reaches no
+    /// memory, as a PCIe function must not.
+    bus_master: AtomicBool,
+    /// DMA attempts refused because bus mastering was off.
+    blocked: AtomicU64,
+}
+
+impl Default for DmaTable {
+    fn default() -> Self {
+        Self {
+            regions: RwLock::new(Vec::new()),
+            // A table without a config space in front of it (tests) is always mastering; the
+            // server follows the command register.
+            bus_master: AtomicBool::new(true),
+            blocked: AtomicU64::new(0),
+        }
+    }
 }
 
 impl DmaTable {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Follows the command register's Bus Master Enable.
+    pub fn set_bus_master(&self, on: bool) {
+        self.bus_master.store(on, Ordering::Release);
+    }
+
+    /// Whether bus mastering is on.
+    pub fn bus_master(&self) -> bool {
+        self.bus_master.load(Ordering::Acquire)
+    }
+
+    /// DMA attempts refused because bus mastering was off.
+    pub fn blocked(&self) -> u64 {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    /// Refuses any access while bus mastering is off, counting it.
+    fn check_master(&self, addr: u64, len: usize) -> Result<(), DmaError> {
+        if self.bus_master() {
+            return Ok(());
+        }
+        self.blocked.fetch_add(1, Ordering::Relaxed);
+        Err(DmaError::BusMasterOff {
+            addr,
+            len: len as u64,
+        })
     }
 
     /// Adds a region (DMA_MAP). Nothing changes if it is refused: size zero, a wrapping range,
@@ -332,6 +376,7 @@ impl DmaTable {
 impl GuestMemory for DmaTable {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
         let len = buf.len();
+        self.check_master(addr, len)?;
         self.for_each_piece(addr, len, false, |map, offset, range| {
             let dst = &mut buf[range];
             // SAFETY: `offset + dst.len()` lies inside the mapping (checked against the region's
@@ -344,6 +389,7 @@ impl GuestMemory for DmaTable {
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        self.check_master(addr, data.len())?;
         self.for_each_piece(addr, data.len(), true, |map, offset, range| {
             let src = &data[range];
             // SAFETY: as in `read`; the region is mapped writable (checked above).

@@ -21,6 +21,14 @@ pub enum DmaError {
         /// Address of the read-only region.
         addr: u64,
     },
+    /// Bus mastering is off (the PCI command register's Bus Master Enable is clear).
+    #[error("DMA at {addr:#x} (+{len:#x}) while bus mastering is off")]
+    BusMasterOff {
+        /// Start address.
+        addr: u64,
+        /// Length.
+        len: u64,
+    },
     /// The range wraps around the address space.
     #[error("DMA range at {addr:#x} (+{len:#x}) overflows")]
     Overflow {

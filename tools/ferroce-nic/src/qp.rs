@@ -416,7 +416,6 @@ impl DeviceCore {
             }
             None => {
                 let mut bytes = vec![0u8; stride];
-                self.counters().inc(COUNTER_WQE_FETCHES);
                 if buf
                     .map
                     .read(self.mem(), buf.offset(index), &mut bytes)
@@ -426,6 +425,8 @@ impl DeviceCore {
                     self.qp_fatal(qpn, WQE_ERR_DMA);
                     return None;
                 }
+                // Fetched: the device has the WQE.
+                self.counters().inc(COUNTER_WQE_FETCHES);
                 (bytes, false)
             }
         };
@@ -473,10 +474,10 @@ impl DeviceCore {
     /// Reads a receive WQE at `index` of `buf`.
     fn read_recv_wqe(&mut self, buf: &RingBuffer, index: u16) -> Result<(u64, Vec<Sge>), u8> {
         let mut bytes = vec![0u8; buf.stride as usize];
-        self.counters().inc(COUNTER_WQE_FETCHES);
         buf.map
             .read(self.mem(), buf.offset(index), &mut bytes)
             .map_err(|_| WQE_ERR_DMA)?;
+        self.counters().inc(COUNTER_WQE_FETCHES);
         let header = RecvWqeHeader::read_from(&bytes).ok_or(WQE_ERR_DMA)?;
         validate_recv_wqe(&header, bytes.len()).map_err(|e| e.code())?;
         let sges = (0..usize::from(header.num_sge))

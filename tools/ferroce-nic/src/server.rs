@@ -185,6 +185,8 @@ impl Backend {
             // No more than the controller has.
             *msix = (*msix).min(u32::from(nic.msix.vectors()));
         }
+        // The command register starts clear: no DMA until the driver turns bus mastering on.
+        nic.dma.set_bus_master(false);
         Self {
             nic,
             config: ConfigSpace::new(msix_vectors),
@@ -245,6 +247,7 @@ impl Backend {
         self.nic.msix.clear_eventfds();
         self.nic.msix.set_control(false, false);
         self.config.reset();
+        self.nic.dma.set_bus_master(false);
         self.nic.lock().reset();
     }
 }
@@ -315,6 +318,14 @@ impl ServerBackend for Backend {
                 if let Some((enabled, masked)) = self.config.write(offset, data) {
                     tracing::debug!(enabled, masked, "MSI-X control");
                     self.nic.msix.set_control(enabled, masked);
+                }
+                let master = self.config.bus_master();
+                if master != self.nic.dma.bus_master() {
+                    tracing::debug!(master, "bus master enable");
+                    self.nic
+                        .trace
+                        .event("bus_master", || serde_json::json!({"on": master}));
+                    self.nic.dma.set_bus_master(master);
                 }
             }
             _ => {
@@ -397,6 +408,7 @@ impl ServerBackend for Backend {
     fn reset(&mut self) -> Result<(), std::io::Error> {
         tracing::info!("device reset");
         self.config.reset();
+        self.nic.dma.set_bus_master(false);
         self.nic.msix.set_control(false, false);
         self.nic.lock().reset();
         Ok(())

@@ -140,6 +140,10 @@ fn qemu_like_client_end_to_end() {
     qemu.client
         .region_write(VFIO_PCI_CONFIG_REGION_INDEX, 0x43, &[0x80])
         .expect("msix enable");
+    // Memory space and bus mastering on (pci_enable_device_mem, pci_set_master).
+    qemu.client
+        .region_write(VFIO_PCI_CONFIG_REGION_INDEX, 0x04, &[0x06])
+        .expect("bus master enable");
 
     // Bring-up through BAR0.
     assert_eq!(qemu.r32(REG_ID), ID_MAGIC);
@@ -277,6 +281,7 @@ fn qemu_like_client_end_to_end() {
 // leave the device as it was. The last test checks the error replies on a real socket.
 
 use ferroce_nic::interrupts::{InterruptSink, IrqOutcome};
+use ferroce_nic::memory::GuestMemory;
 use ferroce_nic::server::Backend;
 use std::sync::Arc;
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, ServerBackend};
@@ -775,4 +780,40 @@ fn hostile_messages_get_error_replies_over_the_socket() {
     read.extend_from_slice(&words(&[VFIO_PCI_BAR0_REGION_INDEX, 4]));
     assert_eq!(send(&mut stream, 9, &read), REPLY, "REGION_READ of REG_ID");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn no_dma_while_bus_mastering_is_off() {
+    let (nic, mut backend) = backend();
+    let ram = memfd(MEM_SIZE);
+    backend
+        .dma_map(
+            DmaMapFlags::READ | DmaMapFlags::WRITE,
+            0,
+            IOVA,
+            MEM_SIZE,
+            Some(ram.try_clone().expect("clone")),
+        )
+        .expect("dma map");
+    let mut byte = [0u8; 1];
+    // The command register starts clear, as at reset: the device reaches no memory.
+    assert!(!nic.dma.bus_master());
+    assert!(nic.dma.read(IOVA, &mut byte).is_err());
+    assert_eq!(nic.dma.blocked(), 1);
+    // The driver turns bus mastering on, then off again (a dead device's memory is freed).
+    backend
+        .region_write(VFIO_PCI_CONFIG_REGION_INDEX, 0x04, &[0x06])
+        .expect("command register");
+    assert!(nic.dma.read(IOVA, &mut byte).is_ok());
+    backend
+        .region_write(VFIO_PCI_CONFIG_REGION_INDEX, 0x04, &[0x02])
+        .expect("command register");
+    assert!(nic.dma.write(IOVA, &[1]).is_err());
+    assert_eq!(nic.dma.blocked(), 2);
+    // A reset clears it too.
+    backend
+        .region_write(VFIO_PCI_CONFIG_REGION_INDEX, 0x04, &[0x06])
+        .expect("command register");
+    backend.reset().expect("reset");
+    assert!(!nic.dma.bus_master());
 }

@@ -569,7 +569,7 @@ impl<'bound> FerroceDevice<'bound> {
         reset.reset()?;
         let caps = Caps::read(dev, &bar, major, minor)?;
         caps.log(dev);
-        let state = DeviceState::new()?;
+        let state = DeviceState::new(pdev)?;
         let eqs = EventQueues::new(bound, &bar, caps.num_msix, state.clone())?;
         let cmdq = Cmdq::new(
             bound,

@@ -3,10 +3,16 @@
 //! What the driver knows of the device's state, with one owner: the NIC's port, the port state
 //! ib_core was last told, and the function's health. The async EQ learns it, the command queue
 //! consults it (a device that reported a fatal error gets no more commands), the verbs report it.
+//!
+//! A device that died (a fatal error, or a command that timed out) may still be running: its
+//! bus mastering goes off at once, before any memory it knew is freed (destroys of its objects
+//! then succeed without it). Only a new bind, which resets the function, turns it on again.
 
 use kernel::{
+    pci,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{
             Atomic,
             Relaxed, //
@@ -28,20 +34,38 @@ pub(crate) struct DeviceState {
     fatal: Atomic<u32>,
     /// A command timed out or the device stopped answering.
     unresponsive: Atomic<bool>,
+    /// Bus mastering was turned off.
+    dma_stopped: Atomic<bool>,
+    /// The function, whose bus mastering goes off when it dies.
+    pdev: ARef<pci::Device>,
 }
 
 impl DeviceState {
-    /// The state of a function just reset: port down, healthy.
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// The state of function `pdev` just reset: port down, healthy.
+    pub(crate) fn new(pdev: &pci::Device) -> Result<Arc<Self>> {
         Ok(Arc::new(
             Self {
                 nic_port: Atomic::new(false),
                 reported_active: Atomic::new(false),
                 fatal: Atomic::new(hw::FATAL_NONE),
                 unresponsive: Atomic::new(false),
+                dma_stopped: Atomic::new(false),
+                pdev: pdev.into(),
             },
             GFP_KERNEL,
         )?)
+    }
+
+    /// Turns the dead device's bus mastering off (once), so that nothing it still does reaches
+    /// memory. Callable from interrupt context.
+    fn stop_dma(&self) {
+        if !self.dma_stopped.xchg(true, Relaxed) {
+            self.pdev.clear_master();
+            dev_err!(
+                self.pdev.as_ref(),
+                "bus mastering off: the device is dead; its memory is freed without it\n"
+            );
+        }
     }
 
     /// Whether the NIC's own port is up (the netdev's link is the other half of "active").
@@ -69,6 +93,7 @@ impl DeviceState {
             code
         };
         self.fatal.store(code, Relaxed);
+        self.stop_dma();
     }
 
     /// The fatal error the device reported, if any.
@@ -82,6 +107,7 @@ impl DeviceState {
     /// Records that the device stopped answering commands.
     pub(crate) fn set_unresponsive(&self) {
         self.unresponsive.store(true, Relaxed);
+        self.stop_dma();
     }
 
     /// Whether the device no longer executes commands: it reported a fatal error or stopped

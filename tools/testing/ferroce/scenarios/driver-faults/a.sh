@@ -33,5 +33,23 @@ step rmmod-after-hang 30 rmmod ferroce
 step probe-4 30 modprobe ferroce
 step rmmod-4 30 rmmod ferroce
 
+# Stalled while kernel objects die: WRITEs posted, then everything destroyed and freed while
+# the NIC takes nothing; resumed, it must reach none of that memory (bus mastering is off).
+step probe-5 30 modprobe ferroce
+wait_for_gid ferroce0 3
+step kv-load 30 modprobe ferroce_kverbs_test
+step kv-setup 60 sh /scenario/phase.sh setup
+step stall-objects 15 hostctl nic stall on
+step kv-post 60 sh /scenario/phase.sh distrust
+step kv-teardown 60 sh /scenario/phase.sh teardown
+step kv-unload 30 rmmod ferroce_kverbs_test
+step stalled-counters 15 hostctl nic counters
+step resume 15 hostctl nic stall off
+step resumed-status 15 sh -c '. /ferroce/lib.sh; sleep 1; hostctl nic status'
+step resumed-counters 15 hostctl nic counters
+step rmmod-5 30 rmmod ferroce
+step probe-6 30 modprobe ferroce
+step rmmod-6 30 rmmod ferroce
+
 step dmesg 5 sh -c 'dmesg | grep ferroce'
 step counters 15 hostctl nic counters

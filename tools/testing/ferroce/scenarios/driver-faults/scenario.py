@@ -114,11 +114,36 @@ def hung_device(run: Run) -> str:
 @scenario.check
 def recovers(run: Run) -> None:
     log = run.vm("a").step("dmesg").output
-    # probe-1, probe-2, probe-3, probe-4: the stalled and hung probes fail.
-    if ready_count(log) != 4:
-        raise CheckFailed(f"{ready_count(log)} successful probes, expected 4")
+    # probe-1 .. probe-6: the stalled and hung probes fail.
+    if ready_count(log) != 6:
+        raise CheckFailed(f"{ready_count(log)} successful probes, expected 6")
     stopped = len(re.findall(DEV + r"stopped \(", log))
-    if stopped != 4:
-        raise CheckFailed(f"{stopped} unbinds logged, expected 4")
+    if stopped != 6:
+        raise CheckFailed(f"{stopped} unbinds logged, expected 6")
     if "bogus" in log:
         raise CheckFailed("bogus values reported")
+
+
+@scenario.check
+def dead_device_reaches_no_freed_memory(run: Run) -> str:
+    """WRITEs posted to a stalled NIC, then every object destroyed and freed (the first destroy
+    times out): the driver turned bus mastering off, and the resumed NIC reached none of it."""
+    vm = run.vm("a")
+    for name in ["probe-5", "kv-load", "kv-setup", "stall-objects", "kv-post", "kv-teardown",
+                 "kv-unload", "resume", "rmmod-5", "probe-6", "rmmod-6"]:
+        vm.step(name).ok()
+    status = vm.step("resumed-status").json()
+    before = vm.step("stalled-counters").json("counters")
+    after = vm.step("resumed-counters").json("counters")
+    moved = {k: after[k] - before[k] for k in ("wqe_fetches", "cqes", "payload_dma_reads",
+                                                "payload_dma_writes", "eqes") if after[k] != before[k]}
+    if status.get("bus_master") is not False:
+        raise CheckFailed(f"bus mastering still on after the device died: {status.get('bus_master')}")
+    if not status.get("dma_blocked"):
+        raise CheckFailed("the resumed NIC attempted no DMA: the test proves nothing")
+    if moved:
+        raise CheckFailed(f"the resumed NIC reached memory the driver had freed: {moved}")
+    log = vm.step("dmesg").output
+    if not re.search(DEV + r"bus mastering off: the device is dead", log, re.M):
+        raise CheckFailed("no report of bus mastering going off")
+    return f"bus_master off, dma_blocked {status['dma_blocked']}, no WQE fetch, CQE, EQE or payload DMA after the resume"
