@@ -523,6 +523,32 @@ fn bad_inline_address_vector_completes_with_an_error() {
     }
 }
 
+/// The VLAN a UD send goes out on is its source GID entry's (the driver's, from the netdev),
+/// never the one an inline address vector names: a process cannot send on a VLAN it has no
+/// GID on.
+#[test]
+fn an_address_vector_cannot_pick_the_vlan() {
+    let (mut a, mut b, mut qa, mut qb, _) = datagram_pair(QpType::Ud, 0x1111, 3);
+    let av = UdAvSeg {
+        vlan: 123,
+        ..av_to(&b, 3, qb.qpn, 0x1111)
+    };
+    let (src, dst) = (a.buf, b.buf);
+    qb.post_recv(&mut b, 7, dst, 2048);
+    qa.post_av(&mut a, 1, WR_SEND, src, 10, &av, 0, 0);
+    pump(&mut a, &mut b, 4);
+    assert_eq!(
+        a.cq.poll(&a.g).first().map(|c| c.wc_status()),
+        Some(WcStatus::Success)
+    );
+    let cb = b.cq.poll(&b.g);
+    assert_eq!(
+        cb.iter().map(|c| (c.wr_id, c.vlan)).collect::<Vec<_>>(),
+        [(7, VLAN_NONE)],
+        "untagged, as GID 3 is"
+    );
+}
+
 /// `WQE_FLAG_AV` is for UD and GSI QPs only: on an RC QP the WQE is malformed, the QP goes to
 /// ERR with a `QP_FATAL` / `WQE_ERR_BAD_QP_TYPE` event, and nothing is sent.
 #[test]

@@ -547,7 +547,6 @@ fn send_datagram(
         ah.sgid_index,
         ah.dgid,
         ah.dmac,
-        ah.vlan,
         ah.traffic_class,
         ah.hop_limit,
         flow_label,

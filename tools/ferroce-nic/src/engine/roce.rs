@@ -125,7 +125,6 @@ impl QpCtx {
             self.attrs.av.sgid_index,
             self.attrs.av.dgid,
             self.attrs.av.dmac,
-            self.attrs.av.vlan,
             self.attrs.av.traffic_class,
             self.attrs.av.hop_limit,
             if self.attrs.av.flow_label != 0 {
@@ -137,20 +136,20 @@ impl QpCtx {
     }
 }
 
-/// The route from source GID `sgid_index` to `dgid` via next hop `dmac`.
-#[allow(clippy::too_many_arguments)]
+/// The route from source GID `sgid_index` to `dgid` via next hop `dmac`; `None` if the port
+/// has no such GID. The VLAN (and the MAC and RoCE version) are the GID entry's, which the
+/// driver programmed: whatever VLAN an address vector names, a consumer cannot pick another.
 pub fn route_for(
     host: &dyn EngineHost,
     sgid_index: u8,
     dgid: [u8; 16],
     dmac: [u8; 6],
-    vlan: u16,
     traffic_class: u8,
     hop_limit: u8,
     flow_label: u32,
 ) -> Option<Route> {
     let sgid = host.gid(u32::from(sgid_index))?;
-    let vlan = if vlan != VLAN_NONE { vlan } else { sgid.vlan };
+    let vlan = sgid.vlan;
     Some(Route {
         smac: sgid.mac,
         dmac,

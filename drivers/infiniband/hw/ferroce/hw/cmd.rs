@@ -407,7 +407,7 @@ hw_layout! {
         pub dgid: [u8; 16],
         /// Destination (next hop) MAC.
         pub dmac: [u8; 6],
-        /// VLAN ID or [`VLAN_NONE`].
+        /// VLAN ID or [`VLAN_NONE`], for the record: the device uses the source GID entry's.
         pub vlan: u16,
         /// Source GID index.
         pub sgid_index: u8,

@@ -256,7 +256,8 @@ hw_layout! {
         pub dgid: [u8; 16],
         /// Destination MAC (the next hop's: the gateway's across subnets).
         pub dmac: [u8; 6],
-        /// VLAN ID, or [`VLAN_NONE`].
+        /// VLAN ID, or [`VLAN_NONE`], for the record: the device sends with the VLAN of the
+        /// source GID's entry.
         pub vlan: u16,
         /// Flow label (20 bits); also selects the UDP source port.
         pub flow_label: u32,

@@ -121,7 +121,8 @@ hw_layout! {
         pub dgid: [u8; 16],
         /// Destination (next hop) MAC.
         pub dmac: [u8; 6],
-        /// VLAN ID or [`VLAN_NONE`].
+        /// VLAN ID or [`VLAN_NONE`], for the record: the device sends with the VLAN of the
+        /// source GID's entry (`CMD_SET_GID`), so that a process cannot pick one.
         pub vlan: u16,
         /// Destination QPN.
         pub remote_qpn: u32,
