@@ -185,10 +185,25 @@ impl DeviceCore {
         }
     }
 
-    /// Reports doorbell errors collected by the decoder (device thread).
+    /// Reports doorbell errors collected by the decoder (device thread). A process ringing
+    /// garbage must not fill the async EQ, which carries the port's and the device's own events:
+    /// an error is reported only while the EQ is at most half full, and otherwise only counted
+    /// (`bad_doorbells`, as every rejected doorbell is).
     pub fn report_bad_doorbells(&mut self) {
         while let Some((ctx, value)) = self.doorbells_mut().take_bad() {
-            self.post_async_event(EventType::DoorbellError, 0, ctx, value);
+            let room = self
+                .objects()
+                .eqs()
+                .get(EQN_ASYNC)
+                .is_some_and(|eq| eq.buf.ring.used(eq.pi, eq.ci) < eq.buf.ring.size() / 2);
+            if room {
+                self.post_async_event(EventType::DoorbellError, 0, ctx, value);
+            } else {
+                self.trace().event(
+                    "doorbell_error_unreported",
+                    || serde_json::json!({"ctx": ctx, "value": value}),
+                );
+            }
         }
     }
 }

@@ -1454,3 +1454,44 @@ fn fast_registration_follows_the_create_mr_access_rules() {
         .expect("remote write into a local-write MR");
     assert_eq!(g.read(page + 0x10, 1), [0x5a]);
 }
+
+/// A process ringing garbage at full speed cannot fill the async EQ: doorbell errors are reported
+/// only while it is at most half full (all are counted), and the port's events still get through.
+#[test]
+fn garbage_doorbells_cannot_overrun_the_async_eq() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let bad = g.counters.get(COUNTER_BAD_DOORBELLS);
+    for i in 0..1000u32 {
+        // No such register on the kernel's doorbell page.
+        g.w32(db_page_offset(0) + 0x20, i);
+    }
+    g.run();
+    assert_eq!(g.counters.get(COUNTER_BAD_DOORBELLS) - bad, 1000);
+    let overruns = |g: &Guest| {
+        g.dev
+            .core
+            .objects()
+            .eqs()
+            .get(EQN_ASYNC)
+            .map(|eq| eq.overruns)
+    };
+    assert_eq!(overruns(&g), Some(0));
+    // The port goes down: its event has room.
+    g.dev.core.request_port_state(false);
+    g.run();
+    let events = g.poll_eq(EQN_ASYNC);
+    let kinds = |kind: EventType| {
+        events
+            .iter()
+            .filter(|e| EventType::try_from(e.event_type) == Ok(kind))
+            .count()
+    };
+    assert!(
+        kinds(EventType::DoorbellError) <= 32,
+        "{}",
+        kinds(EventType::DoorbellError)
+    );
+    assert_eq!(kinds(EventType::PortDown), 1);
+    assert_eq!(overruns(&g), Some(0));
+}

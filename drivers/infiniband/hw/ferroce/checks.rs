@@ -20,9 +20,10 @@ pub(crate) const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"driver_bad_cqes",
     c"driver_bad_events",
     c"driver_cleaned_cqes",
+    c"driver_doorbell_errors",
 ];
 /// Number of driver counters.
-pub(crate) const NUM_COUNTERS: usize = 3;
+pub(crate) const NUM_COUNTERS: usize = 4;
 
 /// Why a CQE was not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,7 @@ pub(crate) struct DeviceChecks {
     bad_cqes: Atomic<u64>,
     bad_events: Atomic<u64>,
     cleaned_cqes: Atomic<u64>,
+    doorbell_errors: Atomic<u64>,
 }
 
 impl DeviceChecks {
@@ -70,6 +72,7 @@ impl DeviceChecks {
             bad_cqes: Atomic::new(0),
             bad_events: Atomic::new(0),
             cleaned_cqes: Atomic::new(0),
+            doorbell_errors: Atomic::new(0),
         }
     }
 
@@ -79,6 +82,7 @@ impl DeviceChecks {
             self.bad_cqes.load(Relaxed),
             self.bad_events.load(Relaxed),
             self.cleaned_cqes.load(Relaxed),
+            self.doorbell_errors.load(Relaxed),
         ]
     }
 
@@ -100,6 +104,21 @@ impl DeviceChecks {
                 cqe.opcode,
                 cqe.status,
                 cqe.byte_len,
+                n
+            );
+        }
+    }
+
+    /// Counts a doorbell the device rejected (a process's: it hurts only its own queues) and
+    /// notes it in the log (rate-limited: a process ringing garbage cannot flood it).
+    pub(crate) fn doorbell_error(&self, dev: &kernel::device::Device, ctx: u32, value: u32) {
+        let n = self.doorbell_errors.fetch_add(1, Relaxed) + 1;
+        if reported(n) {
+            dev_info!(
+                dev,
+                "doorbell {:#010x} of context {} rejected ({} so far)\n",
+                value,
+                ctx,
                 n
             );
         }

@@ -632,12 +632,7 @@ impl AsyncEvents {
             AsyncEvent::DoorbellError { ctx, value } => {
                 // A process's bad doorbell hurts only its own queues: worth a note, not a
                 // kernel warning.
-                dev_info!(
-                    dev,
-                    "doorbell {:#010x} of context {} rejected\n",
-                    value,
-                    ctx
-                );
+                self.device_state.checks().doorbell_error(dev, ctx, value);
             }
         }
     }

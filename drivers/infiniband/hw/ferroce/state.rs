@@ -21,7 +21,7 @@ use kernel::{
     },
 };
 
-use crate::hw;
+use crate::{checks::DeviceChecks, hw};
 
 /// The device's state, made at probe and shared (`Arc`) by the command queue, the async event
 /// queue and the RDMA device; each field has one writer.
@@ -38,6 +38,8 @@ pub(crate) struct DeviceState {
     dma_stopped: Atomic<bool>,
     /// The function, whose bus mastering goes off when it dies.
     pdev: ARef<pci::Device>,
+    /// What the device got wrong, counted.
+    checks: DeviceChecks,
 }
 
 impl DeviceState {
@@ -51,6 +53,7 @@ impl DeviceState {
                 unresponsive: Atomic::new(false),
                 dma_stopped: Atomic::new(false),
                 pdev: pdev.into(),
+                checks: DeviceChecks::new(),
             },
             GFP_KERNEL,
         )?)
@@ -66,6 +69,11 @@ impl DeviceState {
                 "bus mastering off: the device is dead; its memory is freed without it\n"
             );
         }
+    }
+
+    /// What the device got wrong, counted (the `driver_*` hardware counters).
+    pub(crate) fn checks(&self) -> &DeviceChecks {
+        &self.checks
     }
 
     /// Whether the NIC's own port is up (the netdev's link is the other half of "active").

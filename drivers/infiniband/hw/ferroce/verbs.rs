@@ -160,8 +160,6 @@ pub(crate) struct RoceDevice {
     netdev: Mutex<Option<ARef<NetDevice>>>,
     /// The device's port and health, shared with the event and command queues.
     state: Arc<DeviceState>,
-    /// What the device got wrong.
-    checks: DeviceChecks,
     /// Held while a broken QP is moved to ERR, and by QP destruction.
     #[pin]
     qp_repair: Mutex<()>,
@@ -221,7 +219,6 @@ impl RoceDevice {
             mac,
             netdev <- new_mutex!(None, "ferroce::netdev"),
             state,
-            checks: DeviceChecks::new(),
             qp_repair <- new_mutex!((), "ferroce::qp_repair"),
             ib_events: SetOnce::new(),
         })
@@ -241,7 +238,7 @@ impl RoceDevice {
     /// it names, if it is a kernel QP completing on that CQ, can no longer be trusted to
     /// complete its work: it goes to ERR.
     pub(crate) fn refuse_cqe(dev: &rdma::Device<Self>, cqn: u32, cqe: &hw::Cqe, why: BadCqe) {
-        dev.checks.bad_cqe(cqn, cqe, why);
+        dev.checks().bad_cqe(cqn, cqe, why);
         let newly_broken = dev
             .qps()
             .with(cqe.qpn, |qp| {
@@ -262,7 +259,7 @@ impl RoceDevice {
 
     /// What the device got wrong.
     pub(crate) fn checks(&self) -> &DeviceChecks {
-        &self.checks
+        self.state.checks()
     }
 
     /// The command queue.
@@ -504,7 +501,7 @@ impl rdma::Operations for RoceDevice {
 
     fn get_hw_stats(dev: &rdma::Device<Self>, _port: u32, values: &mut [u64]) -> Result {
         let (nic, driver) = values.split_at_mut(hw::NUM_COUNTERS.min(values.len()));
-        for (value, count) in driver.iter_mut().zip(dev.checks.values()) {
+        for (value, count) in driver.iter_mut().zip(dev.checks().values()) {
             *value = count;
         }
         // The NIC's are plain BAR0 registers; one read each, as `rdma statistic` is rare.

@@ -325,6 +325,10 @@ int main(void)
 	*(volatile uint32_t *)(cq_buf + PAGE) = 0xabcd;
 	db[DB_CQ_ARM / 4] = cq_qid << 16;
 	printf("pushed a garbage WQE and wrote hostile doorbell records\n");
+	/* A flood: the kernel's log and the device's async EQ must both survive it. */
+	for (i = 0; i < 20000; i++)
+		db[0x20 / 4] = i;
+	printf("rang 20000 garbage doorbells\n");
 	usleep(200 * 1000);
 
 	printf("%d failed\n", failures);
