@@ -21,6 +21,11 @@ use crate::objects::{CmdError, InflightSend, Qp, RingBuffer, WorkQueue};
 /// Most send WQEs fetched for one QP per service round (then it is queued again).
 const FETCH_BUDGET: usize = 64;
 
+/// Most send WQEs of one QP the device holds (fetched, not completed): the engine keeps a copy
+/// of each until it completes, so this bounds a QP's memory in the device (at most this many
+/// strides) however deep its ring. The rest wait in the ring; completions make room.
+pub const MAX_HELD_SENDS: usize = 128;
+
 /// Largest PSN, QPN and similar 24-bit fields.
 const MASK_24: u32 = 0x00ff_ffff;
 
@@ -391,7 +396,7 @@ impl DeviceCore {
     /// the QP went to ERR).
     fn fetch_send_wqe(&mut self, qpn: u32) -> Option<SendWork> {
         let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
-        if qp.sq.fetch == qp.sq.pi {
+        if qp.sq.fetch == qp.sq.pi || qp.inflight.len() >= MAX_HELD_SENDS {
             return None;
         }
         let index = qp.sq.fetch;

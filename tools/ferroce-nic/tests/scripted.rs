@@ -268,3 +268,51 @@ fn read_longer_than_2_31_bytes_is_an_invalid_request() {
         sent.len()
     );
 }
+
+/// However deep the ring, the device holds a bounded number of a QP's send WQEs (each a copy it
+/// keeps until completion); the rest wait in the ring and go out as completions make room.
+#[test]
+fn the_device_holds_a_bounded_number_of_send_wqes() {
+    const POSTED: u64 = 200;
+    let mut s = Scripted::new(MIB, Conn::default());
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    let buf = s.n.buf;
+    for wr_id in 0..POSTED {
+        s.qp.post(&mut s.n, wr_id, WR_RDMA_WRITE, buf, 100, &seg, 0);
+    }
+    let held = |s: &Scripted| {
+        s.n.g
+            .dev
+            .core
+            .objects()
+            .qps()
+            .get(s.qp.qpn)
+            .map_or(0, |qp| qp.inflight.len())
+    };
+    let mut most = 0;
+    for _ in 0..1000 {
+        let sent = s.sent();
+        most = most.max(held(&s));
+        if let Some(last) = sent
+            .iter()
+            .map(|p| p.bth.psn)
+            .max_by_key(|&p| psn::diff(p, s.sq_psn))
+        {
+            let ack = s.ack(last, syndrome::ACK);
+            s.inject(&ack, &[]);
+        }
+        if s.cqes.len() as u64 == POSTED {
+            break;
+        }
+    }
+    assert!(
+        most <= ferroce_nic::qp::MAX_HELD_SENDS,
+        "the device held {most} WQEs of one QP"
+    );
+    let wr_ids: Vec<u64> = s.cqes.iter().map(|c| c.wr_id).collect();
+    assert_eq!(
+        wr_ids,
+        (0..POSTED).collect::<Vec<_>>(),
+        "every WRITE completed, in order"
+    );
+}

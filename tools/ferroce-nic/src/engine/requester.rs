@@ -587,6 +587,36 @@ fn send_datagram(
     WcStatus::Success
 }
 
+/// What the WQEs before the one `run` looks at hold it to: kept up to date as `run` moves along
+/// (each WQE is added once), so that a pass over `n` WQEs costs `O(n)`, not `O(n²)`. The WQEs
+/// before the cursor do not change while `run` goes (it changes only the one it looks at).
+#[derive(Default)]
+struct Earlier {
+    /// WQEs accounted for: `wqes[..len]`.
+    len: usize,
+    /// A READ asked for in pieces, not all requested yet: it owns the PSNs up to its end.
+    unrequested_read: bool,
+    /// A READ or atomic not done (a fenced WQE waits for them all).
+    pending_response: bool,
+    /// READs and atomics on the wire and not done (bounded by `max_rd_atomic`).
+    responses_outstanding: usize,
+}
+
+impl Earlier {
+    /// Accounts for the WQEs up to (not including) `i`.
+    fn up_to(&mut self, wqes: &VecDeque<ReqWqe>, i: usize) {
+        for e in wqes.range(self.len.min(i)..i) {
+            self.unrequested_read |=
+                e.kind == Kind::Read && e.outstanding() && e.read_end < e.npkts;
+            self.pending_response |= e.needs_response() && e.done.is_none();
+            if e.needs_response() && e.outstanding() {
+                self.responses_outstanding += 1;
+            }
+        }
+        self.len = self.len.max(i);
+    }
+}
+
 /// Sends what the window, fences and RD/atomic limits allow.
 pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
     if qp.state != QpState::Rts {
@@ -608,9 +638,11 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
     };
     let timeout = qp.ack_timeout();
     let mut budget = TX_BUDGET;
+    let mut earlier = Earlier::default();
     while budget > 0 && qp.req.cursor < qp.req.wqes.len() {
         let i = qp.req.cursor;
         let req = &mut qp.req;
+        earlier.up_to(&req.wqes, i);
         let Some(w) = req.wqes.get(i) else { break };
         match w.done {
             // Failed: the QP goes to ERR when it completes; nothing after it goes out.
@@ -623,9 +655,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         }
         // A READ asked for in pieces owns the PSNs up to its end: nothing after it may go out
         // before its last piece is requested, or the responder sees a PSN gap.
-        let unrequested_read =
-            |e: &ReqWqe| e.kind == Kind::Read && e.outstanding() && e.read_end < e.npkts;
-        if req.wqes.iter().take(i).any(unrequested_read) {
+        if earlier.unrequested_read {
             break;
         }
         if !w.started {
@@ -649,17 +679,10 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                 }
                 _ => {}
             }
-            let earlier = || req.wqes.iter().take(i);
-            if w.work.ctrl.flags & WQE_FLAG_FENCE != 0
-                && earlier().any(|e| e.needs_response() && e.done.is_none())
-            {
+            if w.work.ctrl.flags & WQE_FLAG_FENCE != 0 && earlier.pending_response {
                 break;
             }
-            if w.needs_response()
-                && earlier()
-                    .filter(|e| e.needs_response() && e.outstanding())
-                    .count()
-                    >= usize::from(req.max_rd_atomic)
+            if w.needs_response() && earlier.responses_outstanding >= usize::from(req.max_rd_atomic)
             {
                 break;
             }

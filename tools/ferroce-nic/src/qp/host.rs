@@ -100,6 +100,8 @@ impl EngineHost for DeviceCore {
             }
         }
         qp.sq.ci = index.wrapping_add(1);
+        // Room for WQEs still in the ring (see `MAX_HELD_SENDS`).
+        let more = qp.sq.fetch != qp.sq.pi;
         let mut written = Ok(());
         for (wqe, last) in done {
             let wc_status = if last { status } else { WcStatus::Success };
@@ -125,6 +127,8 @@ impl EngineHost for DeviceCore {
             if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
                 qp.state = QpState::Err;
             }
+            self.queue_work(Work::Qp(qpn));
+        } else if more {
             self.queue_work(Work::Qp(qpn));
         }
         written
