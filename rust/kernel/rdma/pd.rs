@@ -110,6 +110,18 @@ pub(crate) unsafe extern "C" fn alloc_ucontext<T: Operations>(
     })
 }
 
+/// `disassociate_ucontext`: the device goes away while the process has the context open.
+///
+/// # Safety
+///
+/// `ctx` is a context `alloc_ucontext` set up and `dealloc_ucontext` did not tear down yet.
+pub(crate) unsafe extern "C" fn disassociate_ucontext<T: Operations>(
+    ctx: *mut bindings::ib_ucontext,
+) {
+    // SAFETY: By the function's contract the context's data is initialised.
+    T::disassociate_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
+}
+
 pub(crate) unsafe extern "C" fn dealloc_ucontext<T: Operations>(ctx: *mut bindings::ib_ucontext) {
     // SAFETY: `ctx` was set up by `alloc_ucontext`.
     T::dealloc_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });

@@ -683,6 +683,12 @@ impl rdma::Operations for RoceDevice {
         ctx.free(ctx.device());
     }
 
+    fn disassociate_ucontext(_ctx: &rdma::Ucontext<Self>) {
+        // Nothing of ours to do: ib_core zapped the doorbell and push window mappings (made
+        // with `rdma_user_mmap_io()`), and it destroys the process's objects and then the
+        // context (FREE_CTX clears the device's part) through the usual verbs.
+    }
+
     fn mmap(
         _ctx: &rdma::Ucontext<Self>,
         entry: &rdma::MmapEntry<Self>,

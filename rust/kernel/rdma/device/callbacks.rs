@@ -304,6 +304,11 @@ impl<T: Operations> Callbacks<T> {
             } else {
                 None
             },
+            disassociate_ucontext: if T::HAS_DISASSOCIATE_UCONTEXT {
+                Some(crate::rdma::pd::disassociate_ucontext::<T>)
+            } else {
+                None
+            },
             size_ib_ucontext: Ucontext::<T>::ALLOC_SIZE,
             mmap: if T::HAS_MMAP {
                 Some(crate::rdma::mmap::mmap::<T>)

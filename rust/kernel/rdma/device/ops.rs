@@ -251,6 +251,14 @@ pub trait Operations: Sized + Send + Sync + 'static {
     /// Tears a user context down; everything the process created is gone already.
     fn dealloc_ucontext(_ctx: &Ucontext<Self>) {}
 
+    /// Cuts a context off its device while the process still has it open (the device is going
+    /// away: unbind, hot unplug). ib_core has zapped the process's mappings (all made through
+    /// [`MmapRequest`](crate::rdma::MmapRequest), `rdma_user_mmap_io()`), reports
+    /// `IB_EVENT_DEVICE_FATAL` to the process, and destroys its objects and the context after this
+    /// returns. Implementing it, even empty, lets the device unregister without waiting for every
+    /// process to close it.
+    fn disassociate_ucontext(_ctx: &Ucontext<Self>) {}
+
     /// Maps `entry` into the process (`mmap()` on the uverbs file at the entry's offset).
     fn mmap(
         _ctx: &Ucontext<Self>,

@@ -9,6 +9,11 @@
  * indexes out of range, unknown registers, a garbage push window) and corrupts its doorbell
  * records. It exits without destroying anything, as a crashed process would: the kernel
  * must clean up. One line per case; the exit status is the number of failed cases.
+ *
+ * "ferroce_hostile hold" instead opens a context with a PD, a CQ and the doorbell page
+ * mapped, prints "holding", and waits on the context's async event file: when the device goes
+ * away (rmmod) ib_core must cut the context off (disassociate_ucontext) and report
+ * IB_EVENT_DEVICE_FATAL. It prints the event and exits 0 for that one, 1 otherwise.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +34,8 @@
 #define DB_RQ 0x004
 #define DB_CQ_ARM 0x00c
 #define DB_PUSH 0x010
+/* enum ib_event_type (kernel) = enum ibv_event_type (libibverbs): not in the uapi headers. */
+#define IB_EVENT_DEVICE_FATAL 8
 
 static int failures;
 static int uverbs_fd;
@@ -157,7 +164,57 @@ static int create_srq(uint32_t pd, uint32_t max_wr, uint32_t limit,
 		       resp_len);
 }
 
-int main(void)
+/* Holds a context until the device goes away; see the top of the file. */
+static int hold(void)
+{
+	struct {
+		struct ib_uverbs_get_context_resp core;
+		struct ferroce_alloc_ucontext_resp drv;
+	} ctx_resp = { 0 };
+	struct ib_uverbs_get_context get_ctx = { .response = (uintptr_t)&ctx_resp };
+	struct ib_uverbs_alloc_pd_resp pd_resp = { 0 };
+	struct ib_uverbs_alloc_pd alloc_pd = { .response = (uintptr_t)&pd_resp };
+	struct ib_uverbs_async_event_desc event = { 0 };
+	struct cq_resp cq_resp;
+	uint8_t *cq_buf = queue_memory(2 * PAGE);
+	struct ferroce_create_cq_req cq_req = {
+		.buf_addr = (uintptr_t)cq_buf, .buf_size = 2 * PAGE, .log_size = 6,
+		.dbrec_offset = PAGE,
+	};
+	void *db;
+	ssize_t got;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	uverbs_fd = open_uverbs("ferroce0");
+	if (uverbs_fd < 0 || !cq_buf) {
+		perror("ferroce0");
+		return 100;
+	}
+	if (command(IB_USER_VERBS_CMD_GET_CONTEXT, &get_ctx, sizeof(get_ctx), NULL, 0,
+		    sizeof(ctx_resp)) ||
+	    command(IB_USER_VERBS_CMD_ALLOC_PD, &alloc_pd, sizeof(alloc_pd), NULL, 0,
+		    sizeof(pd_resp)) ||
+	    create_cq(&cq_req, 64, &cq_resp)) {
+		perror("setting up the context");
+		return 100;
+	}
+	db = mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, uverbs_fd, ctx_resp.drv.db_mmap_offset);
+	if (db == MAP_FAILED) {
+		perror("mmap doorbell page");
+		return 100;
+	}
+	printf("holding\n");
+	got = read(ctx_resp.core.async_fd, &event, sizeof(event));
+	if (got != sizeof(event)) {
+		perror("reading the async event file");
+		return 1;
+	}
+	printf("event %u%s\n", event.event_type,
+	       event.event_type == IB_EVENT_DEVICE_FATAL ? " IB_EVENT_DEVICE_FATAL" : "");
+	return event.event_type == IB_EVENT_DEVICE_FATAL ? 0 : 1;
+}
+
+int main(int argc, char **argv)
 {
 	struct {
 		struct ib_uverbs_get_context_resp core;
@@ -178,6 +235,8 @@ int main(void)
 	uint32_t pd, cq, qp_qid, cq_qid;
 	int i;
 
+	if (argc > 1 && !strcmp(argv[1], "hold"))
+		return hold();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uverbs_fd = open_uverbs("ferroce0");
 	if (uverbs_fd < 0) {

@@ -14,3 +14,7 @@ retry pingpong-after 60 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18900
 wait
 step pingpong-server 5 cat /tmp/server.out
 step rmmod 30 rmmod ferroce
+# Unplug under a process: rmmod with a context open, 20 times (disassociate_ucontext).
+step unplug 240 sh /scenario/unplug.sh 20
+step dmesg-unplug 10 sh -c 'dmesg | grep -iE "warning|bug:|oops|leak" || true'
+step modules-gone 5 sh -c '! grep "^ferroce " /proc/modules'

@@ -92,3 +92,25 @@ def no_kernel_warning(run: Run) -> str:
         raise CheckFailed("\n".join(bad))
     notes = [line for line in log.splitlines() if "rejected" in line]
     return f"{len(notes)} rejected-doorbell notes, no warning"
+
+
+@scenario.check
+def unplug_under_a_process(run: Run) -> str:
+    """rmmod with a process holding a context, 20 times: rmmod does not wait for the process
+    (disassociate_ucontext), which gets IB_EVENT_DEVICE_FATAL and exits; the kernel stays clean."""
+    vm = run.vm("a")
+    step = vm.step("unplug")
+    step.expect(r"^unplug cycles: 20, failed: 0$")
+    cycles = re.findall(r"^cycle \d+: rmmod rc=0 in ([\d.]+) s; process rc=0: event 8 IB_EVENT_DEVICE_FATAL$",
+                        step.output, re.M)
+    if len(cycles) != 20:
+        raise CheckFailed(f"{len(cycles)} clean cycles of 20:\n{step.output}")
+    slowest = max(float(t) for t in cycles)
+    # Removal waits for no process; a command timeout (2 s) is the most any step of it may take.
+    if slowest >= 2 * 2.0:
+        raise CheckFailed(f"an rmmod under a process took {slowest} s")
+    bad = vm.step("dmesg-unplug").output.strip()
+    if bad:
+        raise CheckFailed("kernel log:\n" + bad)
+    vm.step("modules-gone").ok()
+    return f"20 cycles, slowest rmmod {slowest:.2f} s, every process got IB_EVENT_DEVICE_FATAL"
