@@ -20,7 +20,7 @@
 #include <linux/types.h>
 
 /* Increased on every incompatible change; the provider refuses other versions. */
-#define FERROCE_UVERBS_ABI_VERSION 1
+#define FERROCE_UVERBS_ABI_VERSION 2
 
 /* Bytes of the doorbell page mapped at ferroce_alloc_ucontext_resp.db_mmap_offset. */
 #define FERROCE_DB_PAGE_SIZE 4096
@@ -104,12 +104,14 @@ struct ferroce_create_srq_resp {
 #define FERROCE_UD_AV_SIZE 40
 
 /*
- * AH: the address vector, resolved by the kernel (destination MAC, including the
- * gateway's across subnets), in the hardware's UdAvSeg layout with remote_qpn and
- * remote_qkey zero; the provider fills those two per WQE and sends with the AV flag.
+ * AH: the device's number of the AH the kernel created (CMD_CREATE_AH) from the address
+ * vector it resolved and checked (a source GID of the port, the destination MAC, the
+ * gateway's across subnets). A process's UD QPs name destinations by these numbers only
+ * (UdSeg): the device refuses a WQE with an inline address vector on them.
  */
 struct ferroce_create_ah_resp {
-	__u8 av[FERROCE_UD_AV_SIZE];
+	__u32 ah;
+	__u32 reserved;
 };
 
 #endif /* FERROCE_ABI_USER_H */

@@ -11,6 +11,7 @@ use crate::{
         Device,
         GidAttr,
         Operations,
+        Pd,
         Udata, //
     },
 };
@@ -105,18 +106,19 @@ pub(crate) unsafe extern "C" fn create_ah<T: Operations>(
     udata: *mut bindings::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: ib_core set `device` and passes a valid `init` with a valid `ah_attr`, and a
-        // valid or NULL `udata`.
-        let (dev, av, flags, mut udata) = unsafe {
+        // SAFETY: ib_core set `device` and `pd` (a live PD of ours, which outlives the AH) and
+        // passes a valid `init` with a valid `ah_attr`, and a valid or NULL `udata`.
+        let (dev, pd, av, flags, mut udata) = unsafe {
             (
                 Device::<T>::from_raw((*ah).device),
+                Pd::<T>::from_raw((*ah).pd),
                 AddressVector::from_raw((*init).ah_attr),
                 (*init).flags,
                 Udata::from_raw(udata),
             )
         };
         let sleepable = flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
-        let data = T::create_ah(dev, &av, sleepable, udata.as_mut())?;
+        let data = T::create_ah(dev, pd, &av, sleepable, udata.as_mut())?;
         // SAFETY: ib_core allocated `Ah::<T>::ALLOC_SIZE` bytes and the data is not set yet.
         unsafe { Ah::<T>::write_data(ah, data) };
         Ok(0)

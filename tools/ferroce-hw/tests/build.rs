@@ -316,12 +316,23 @@ fn ud_sends_carry_the_address_vector() {
     };
     let sges = [sge(1)];
     let mut r = req(SendOp::SendWithImm(9), Payload::Sges(&sges));
-    r.ud = Some(av);
+    r.ud = Some(UdAddress::Av(av));
     let mut out = [0u8; 256];
     assert_eq!(send(&r, &UD, &mut out), Ok(80));
     let c = ctrl(&out);
     assert_eq!(c.flags, WQE_FLAG_SIGNALED | WQE_FLAG_AV);
     assert_eq!(UdAvSeg::read_from(&out[24..]), Some(av));
+    // By AH number (a process's QPs): no AV flag, the UD segment instead.
+    let seg = UdSeg {
+        ah: 9,
+        remote_qpn: 0x22,
+        remote_qkey: 0x1111_1111,
+        ..UdSeg::default()
+    };
+    r.ud = Some(UdAddress::Handle(seg));
+    assert_eq!(send(&r, &UD, &mut out), Ok(80));
+    assert_eq!(ctrl(&out).flags, WQE_FLAG_SIGNALED);
+    assert_eq!(UdSeg::read_from(&out[24..]), Some(seg));
     // UD: no address, or an RDMA opcode, is refused.
     r.ud = None;
     assert_eq!(send(&r, &UD, &mut out), Err(()));
@@ -332,7 +343,7 @@ fn ud_sends_carry_the_address_vector() {
         },
         Payload::Sges(&sges),
     );
-    w.ud = Some(av);
+    w.ud = Some(UdAddress::Av(av));
     assert_eq!(send(&w, &UD, &mut out), Err(()));
     // An RC QP ignores no address vector: the AV flag is never set there.
     assert!(send(&w, &RC, &mut out).is_ok());

@@ -412,7 +412,11 @@ impl DeviceCore {
             Some(p) if p.index == index => qp.pushed.pop_front().map(|p| p.bytes),
             _ => None,
         };
-        let (qp_type, buf) = (qp.qp_type, qp.sq.buf.clone());
+        let (qp_type, buf, ah_handles) = (
+            qp.qp_type,
+            qp.sq.buf.clone(),
+            qp.flags & QP_FLAG_AH_HANDLES != 0,
+        );
         let (bytes, was_pushed) = match pushed {
             Some(mut bytes) => {
                 bytes.truncate(stride);
@@ -442,6 +446,11 @@ impl DeviceCore {
         let ctrl = WqeCtrl::read_from(&bytes)?;
         if let Err(e) = validate_send_wqe(&ctrl, qp_type, stride) {
             self.qp_fatal(qpn, e.code());
+            return None;
+        }
+        // A process's UD QP names destinations by the kernel's AHs only.
+        if ah_handles && ctrl.flags & WQE_FLAG_AV != 0 {
+            self.qp_fatal(qpn, WQE_ERR_BAD_QP_TYPE);
             return None;
         }
         let mut seg = [0u8; 40];

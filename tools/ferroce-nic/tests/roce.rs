@@ -549,6 +549,57 @@ fn an_address_vector_cannot_pick_the_vlan() {
     );
 }
 
+/// A process's UD QP (`QP_FLAG_AH_HANDLES`, set by the kernel) names destinations by the
+/// kernel's AHs only: a WQE with an inline address vector, which the process could fill with any
+/// source GID, is malformed; nothing is sent and the QP goes to ERR. By AH number it sends.
+#[test]
+fn a_process_qp_takes_no_inline_address_vector() {
+    let (pa, pb) = ferroce_nic::engine::wire::back_to_back();
+    let mut a = Node::new(1, MIB, pa);
+    let mut b = Node::new(2, MIB, pb);
+    let mut qa = Qp::create_with_flags(&mut a, QpType::Ud, QP_FLAG_AH_HANDLES);
+    let mut qb = Qp::create(&mut b, QpType::Ud);
+    qa.activate_ud(&mut a, 0x1111);
+    qb.activate_ud(&mut b, 0x1111);
+    let ah =
+        a.g.ok(&CreateAhCmd {
+            pd: PD,
+            dgid: b.gid(3),
+            dmac: b.mac,
+            vlan: VLAN_NONE,
+            sgid_index: 3,
+            hop_limit: 64,
+            ..CreateAhCmd::default()
+        })
+        .ah;
+    let (src, dst) = (a.buf, b.buf);
+    qb.post_recv(&mut b, 7, dst, 2048);
+    let ud = UdSeg {
+        ah,
+        remote_qpn: qb.qpn,
+        remote_qkey: 0x1111,
+        ..UdSeg::default()
+    };
+    qa.post(&mut a, 1, WR_SEND, src, 10, &ud.encode(), 0);
+    pump(&mut a, &mut b, 4);
+    assert_eq!(
+        a.cq.poll(&a.g).first().map(|c| c.wc_status()),
+        Some(WcStatus::Success)
+    );
+    assert_eq!(b.cq.poll(&b.g).len(), 1);
+    let tx = a.counter(COUNTER_TX_PACKETS);
+    let av = av_to(&b, 0, qb.qpn, 0x1111);
+    qb.post_recv(&mut b, 8, dst, 2048);
+    qa.post_av(&mut a, 2, WR_SEND, src, 10, &av, 0, 0);
+    pump(&mut a, &mut b, 4);
+    assert_eq!(a.counter(COUNTER_TX_PACKETS), tx, "nothing sent");
+    assert!(b.cq.poll(&b.g).is_empty());
+    assert_eq!(
+        a.g.dev.core.objects().qps().get(qa.qpn).map(|q| q.state),
+        Some(QpState::Err)
+    );
+}
+
 /// `WQE_FLAG_AV` is for UD and GSI QPs only: on an RC QP the WQE is malformed, the QP goes to
 /// ERR with a `QP_FATAL` / `WQE_ERR_BAD_QP_TYPE` event, and nothing is sent.
 #[test]

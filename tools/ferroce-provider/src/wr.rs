@@ -12,7 +12,7 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use ferroce_hw::{Sge, UdAvSeg, MAX_SGE, MAX_WQE_SIZE};
+use ferroce_hw::{Sge, UdAddress, MAX_SGE, MAX_WQE_SIZE};
 use libc::{EINVAL, ENOMEM};
 
 use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
@@ -60,7 +60,7 @@ struct Open {
     wr_id: u64,
     op: SendOp,
     flags: WrFlags,
-    ud: Option<UdAvSeg>,
+    ud: Option<UdAddress>,
     data: Data,
 }
 
@@ -143,13 +143,13 @@ impl WrBatch {
         self.open.as_mut()
     }
 
-    /// `wr_set_ud_addr`: the address vector with the remote QPN and Q_Key filled in, or
-    /// `None` for an unusable AH.
-    pub(crate) fn set_ud(&mut self, av: Option<UdAvSeg>) {
-        match av {
-            Some(av) => {
+    /// `wr_set_ud_addr`: the destination (an AH and the remote QPN and Q_Key), or `None` for
+    /// an unusable AH.
+    pub(crate) fn set_ud(&mut self, dest: Option<UdAddress>) {
+        match dest {
+            Some(dest) => {
                 if let Some(open) = self.open_mut() {
-                    open.ud = Some(av);
+                    open.ud = Some(dest);
                 }
             }
             None => self.fail(EINVAL),
@@ -240,8 +240,8 @@ impl WrBatch {
 mod tests {
     use super::*;
     use ferroce_hw::{
-        wqe_sge, QpType, WqeCtrl, WQE_FLAG_AV, WQE_FLAG_INLINE, WQE_FLAG_SIGNALED, WR_RDMA_WRITE,
-        WR_SEND, WR_SEND_WITH_IMM,
+        wqe_sge, QpType, UdSeg, WqeCtrl, WQE_FLAG_AV, WQE_FLAG_INLINE, WQE_FLAG_SIGNALED,
+        WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM,
     };
     use libc::EOPNOTSUPP;
     use std::sync::Arc;
@@ -380,21 +380,21 @@ mod tests {
         b.set_sges(&[sge(1)]);
         assert_eq!(b.finish(), Err(EINVAL));
         b.clear();
-        let av = UdAvSeg {
+        // A process's QPs name the kernel's AHs by number, never an inline vector.
+        let seg = UdSeg {
+            ah: 7,
             remote_qpn: 0x33,
             remote_qkey: 0x11,
-            ..UdAvSeg::default()
+            ..UdSeg::default()
         };
+        let av = UdAddress::Handle(seg);
         b.begin(1, SIG, Ok(SendOp::Send));
         b.set_ud(Some(av));
         b.set_sges(&[sge(1)]);
         assert_eq!(b.finish(), Ok(1));
         let (w, _) = b.wqe(0).expect("wqe");
-        assert_eq!(
-            WqeCtrl::read_from(w).expect("ctrl").flags & WQE_FLAG_AV,
-            WQE_FLAG_AV
-        );
-        assert_eq!(UdAvSeg::read_from(&w[24..]), Some(av));
+        assert_eq!(WqeCtrl::read_from(w).expect("ctrl").flags & WQE_FLAG_AV, 0);
+        assert_eq!(UdSeg::read_from(&w[24..]), Some(seg));
         b.clear();
         b.begin(1, SIG, Ok(SendOp::Send));
         b.set_ud(None);

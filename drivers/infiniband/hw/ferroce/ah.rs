@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Address handles. They live in the driver only: a UD send WQE carries the whole address
-//! vector (`hw::UdAvSeg`), so creating one needs no command and never sleeps, as ib_cm needs.
+//! Address handles. A kernel AH lives in the driver only: the kernel's UD send WQEs carry the
+//! whole address vector (`hw::UdAvSeg`), so creating one needs no command and never sleeps, as
+//! ib_cm needs. A process's AH is also created in the device (`CMD_CREATE_AH`, from the vector
+//! the kernel resolved and checked): its UD QPs can name destinations only by such handles.
 
 use kernel::{prelude::*, rdma::AddressVector};
 
-use crate::hw;
+use crate::{cmdq::Cmdq, hw};
 
 /// The driver's part of an AH: the destination, as the UD segment will carry it.
 pub(crate) struct AhData {
@@ -16,6 +18,8 @@ pub(crate) struct AhData {
     sgid_index: u8,
     hop_limit: u8,
     traffic_class: u8,
+    /// The device's number of a process's AH.
+    handle: Option<u32>,
 }
 
 impl AhData {
@@ -42,7 +46,35 @@ impl AhData {
             sgid_index: av.sgid_index(),
             hop_limit: av.hop_limit(),
             traffic_class: av.traffic_class(),
+            handle: None,
         })
+    }
+
+    /// Creates the AH in the device too, in PD `pd`, for a process; returns its number.
+    pub(crate) fn create_in_device(&mut self, cmdq: &Cmdq, pd: u32) -> Result<u32> {
+        let handle = cmdq
+            .exec(&hw::CreateAhCmd {
+                pd,
+                flow_label: self.flow_label,
+                dgid: self.dgid,
+                dmac: self.dmac,
+                vlan: self.vlan,
+                sgid_index: self.sgid_index,
+                hop_limit: self.hop_limit,
+                traffic_class: self.traffic_class,
+                ..Default::default()
+            })?
+            .ah;
+        self.handle = Some(handle);
+        Ok(handle)
+    }
+
+    /// Destroys the device's part of a process's AH.
+    pub(crate) fn destroy(&self, cmdq: &Cmdq) -> Result {
+        match self.handle {
+            Some(ah) => cmdq.exec_destroy(&hw::DestroyAhCmd { ah, rsvd: 0 }),
+            None => Ok(()),
+        }
     }
 }
 

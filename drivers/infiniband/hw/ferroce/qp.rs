@@ -256,6 +256,8 @@ pub(crate) fn move_broken_to_err(dev: &rdma::Device<RoceDevice>, qpn: u32) {
 /// What kind of QP a create call asks for, checked against what the device has.
 struct QpKind {
     qp_type: hw::QpType,
+    /// A process's QP: its UD sends name AHs by handle only.
+    user: bool,
     srqn: Option<u32>,
     send_cqn: u32,
     recv_cqn: u32,
@@ -280,6 +282,7 @@ impl QpKind {
         }
         Ok(Self {
             qp_type,
+            user: !kernel,
             srqn,
             send_cqn: init.send_cq().ok_or(EINVAL)?.number(),
             recv_cqn: init.recv_cq().ok_or(EINVAL)?.number(),
@@ -312,6 +315,10 @@ impl QpKind {
             rq_log_stride: u8::try_from(rings.rq.map_or(0, |rq| rq.log_stride))?,
             flags: if signal_all {
                 hw::QP_FLAG_SIGNAL_ALL
+            } else {
+                0
+            } | if self.user && self.qp_type == hw::QpType::Ud {
+                hw::QP_FLAG_AH_HANDLES
             } else {
                 0
             },
@@ -660,7 +667,9 @@ impl QpData {
             SendOp::Send { imm: Some(imm) } => hw::SendOp::SendWithImm(wire_imm(imm)),
             SendOp::SendWithInv { rkey } => hw::SendOp::SendWithInv(rkey),
             SendOp::UdSend { dest, imm } => {
-                ud = Some(dest.ah.segment(dest.remote_qpn, dest.remote_qkey));
+                ud = Some(hw::UdAddress::Av(
+                    dest.ah.segment(dest.remote_qpn, dest.remote_qkey),
+                ));
                 imm.map_or(hw::SendOp::Send, |imm| {
                     hw::SendOp::SendWithImm(wire_imm(imm))
                 })

@@ -655,21 +655,31 @@ impl rdma::Operations for RoceDevice {
 
     fn create_ah(
         dev: &rdma::Device<Self>,
+        pd: &rdma::Pd<Self>,
         av: &AddressVector<'_>,
         _sleepable: bool,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<AhData> {
-        let ah = AhData::new(av, dev.limits.gid_table_len)?;
+        let mut ah = AhData::new(av, dev.limits.gid_table_len)?;
         if let Some(udata) = udata {
-            // The process sends with the address vector itself (`WQE_FLAG_AV`): it gets the
-            // resolved vector, with the per-WQE destination QPN and Q_Key left zero.
-            let mut resp = uapi::ferroce_create_ah_resp {
-                av: [0; uapi::FERROCE_UD_AV_SIZE as usize],
-            };
-            resp.av = ah.segment(0, 0).encode();
-            udata.write(&resp)?;
+            // A process names destinations by the device's AH numbers only (its UD QPs have
+            // `QP_FLAG_AH_HANDLES`): the device gets the vector checked here.
+            let handle = ah.create_in_device(&dev.cmdq, pd.number())?;
+            let written = udata.write(&uapi::ferroce_create_ah_resp {
+                ah: handle,
+                reserved: 0,
+            });
+            if let Err(e) = written {
+                let _ = ah.destroy(&dev.cmdq);
+                return Err(e);
+            }
         }
         Ok(ah)
+    }
+
+    fn destroy_ah(ah: &rdma::Ah<Self>, _sleepable: bool) -> Result {
+        // Only a process's AHs are in the device, and their destruction may sleep.
+        ah.destroy(&ah.device().cmdq)
     }
 
     fn alloc_ucontext(

@@ -189,10 +189,11 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates an address handle. Unless `sleepable`, this runs in atomic context and must not
-    /// sleep (ib_cm creates AHs under spinlocks).
+    /// Creates an address handle in `pd`. Unless `sleepable`, this runs in atomic context and
+    /// must not sleep (ib_cm creates AHs under spinlocks); a process's (`udata`) always may.
     fn create_ah(
         _dev: &Device<Self>,
+        _pd: &Pd<Self>,
         _av: &AddressVector<'_>,
         _sleepable: bool,
         _udata: Option<&mut Udata<'_>>,

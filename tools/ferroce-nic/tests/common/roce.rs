@@ -207,6 +207,11 @@ impl Default for Conn {
 
 impl Qp {
     pub fn create(node: &mut Node, qp_type: QpType) -> Self {
+        Self::create_with_flags(node, qp_type, 0)
+    }
+
+    /// A QP with `CreateQpCmd::flags` `flags` (`QP_FLAG_*`).
+    pub fn create_with_flags(node: &mut Node, qp_type: QpType, flags: u8) -> Self {
         let (sq_log, stride_log, rq_log) = (8u8, 9u8, 8u8);
         let g = &mut node.g;
         let sq = g.alloc(1 << (sq_log + stride_log), 4096);
@@ -232,6 +237,7 @@ impl Qp {
                 sq_log_stride: stride_log,
                 rq_log_size: rq_log,
                 rq_log_stride: 6,
+                flags,
                 ..CreateQpCmd::default()
             })
             .qpn;

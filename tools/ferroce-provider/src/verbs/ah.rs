@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! Address handles: the kernel resolves the address vector (destination MAC, also across
-//! subnets) and returns it in the hardware's `UdAvSeg` layout; UD WQEs carry a copy.
+//! Address handles: the kernel resolves and checks the address vector (destination MAC, also
+//! across subnets) and creates the AH in the device; UD WQEs name it by the device's number
+//! (`UdSeg`), the only form the device takes on a process's QPs.
 
 use core::ffi::c_int;
 
-use ferroce_hw::UdAvSeg;
+use ferroce_hw::{UdAddress, UdSeg};
 use libc::EPROTO;
 
 use super::{check, fail, Pod, WithDrv};
@@ -15,8 +16,20 @@ use crate::sys;
 #[repr(C)]
 pub(super) struct Ah {
     ibah: sys::ibv_ah,
-    /// The address vector with `remote_qpn` and `remote_qkey` zero.
-    pub(super) av: UdAvSeg,
+    /// The device's number of the AH.
+    handle: u32,
+}
+
+impl Ah {
+    /// Where a UD send to `remote_qpn` (with `remote_qkey`) through this AH goes.
+    pub(super) fn dest(&self, remote_qpn: u32, remote_qkey: u32) -> UdAddress {
+        UdAddress::Handle(UdSeg {
+            ah: self.handle,
+            remote_qpn,
+            remote_qkey,
+            ..UdSeg::default()
+        })
+    }
 }
 
 type CreateAhResp = WithDrv<sys::ib_uverbs_create_ah_resp, sys::ferroce_create_ah_resp>;
@@ -27,23 +40,22 @@ pub(super) unsafe extern "C" fn create_ah(
 ) -> *mut sys::ibv_ah {
     let ah = Box::into_raw(Box::new(Ah {
         ibah: sys::ibv_ah::zeroed(),
-        av: UdAvSeg::default(),
+        handle: 0,
     }));
     let mut resp = CreateAhResp::new(sys::ferroce_create_ah_resp::zeroed());
     // SAFETY: `ah` is live and `ibah` its first field; the response is sized.
     let ret =
         unsafe { sys::ibv_cmd_create_ah(pd, ah.cast(), attr, &mut resp.core, CreateAhResp::SIZE) };
-    let av = check(ret).and_then(|()| {
-        let av = UdAvSeg::decode(&resp.drv.av);
-        if av.rsvd != 0 || av.remote_qpn != 0 || av.remote_qkey != 0 {
+    let handle = check(ret).and_then(|()| {
+        if resp.drv.reserved != 0 {
             return Err(EPROTO);
         }
-        Ok(av)
+        Ok(resp.drv.ah)
     });
-    match av {
-        Ok(av) => {
+    match handle {
+        Ok(handle) => {
             // SAFETY: `ah` is live and not yet shared.
-            unsafe { (*ah).av = av };
+            unsafe { (*ah).handle = handle };
             ah.cast()
         }
         Err(e) => {

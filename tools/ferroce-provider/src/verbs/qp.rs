@@ -496,10 +496,7 @@ unsafe fn build_from_wr(qp: &Qp, w: &sys::ibv_send_wr, slot: &mut [u8]) -> Resul
         let ud = unsafe { w.wr.ud };
         // SAFETY: per the contract, a non-null AH of ours.
         let ah = unsafe { ud.ah.cast::<Ah>().as_ref() }.ok_or(EINVAL)?;
-        let mut av = ah.av;
-        av.remote_qpn = ud.remote_qpn;
-        av.remote_qkey = ud.remote_qkey;
-        Some(av)
+        Some(ah.dest(ud.remote_qpn, ud.remote_qkey))
     } else {
         None
     };
@@ -929,14 +926,9 @@ unsafe extern "C" fn wr_set_ud_addr(
     remote_qkey: u32,
 ) {
     // SAFETY: as in `wr_start`; a non-null AH is one of ours.
-    let av = unsafe { ah.cast::<Ah>().as_ref() }.map(|ah| {
-        let mut av = ah.av;
-        av.remote_qpn = remote_qpn;
-        av.remote_qkey = remote_qkey;
-        av
-    });
+    let dest = unsafe { ah.cast::<Ah>().as_ref() }.map(|ah| ah.dest(remote_qpn, remote_qkey));
     // SAFETY: as in `wr_start`.
-    unsafe { with_batch(ibqp, |_, batch| batch.set_ud(av)) };
+    unsafe { with_batch(ibqp, |_, batch| batch.set_ud(dest)) };
 }
 
 /// Operations the hardware does not have: `create_qp_ex` refuses their flags, and these

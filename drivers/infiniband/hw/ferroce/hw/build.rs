@@ -109,6 +109,18 @@ pub enum Payload<'a> {
     Inline(&'a [&'a [u8]]),
 }
 
+/// The destination of a UD send.
+#[derive(Clone, Copy, Debug)]
+pub enum UdAddress {
+    /// The address vector itself, with `remote_qpn` and `remote_qkey` filled in (`WQE_FLAG_AV`;
+    /// the kernel's QPs).
+    Av(UdAvSeg),
+    /// An AH the kernel created in the device (`CMD_CREATE_AH`), with the destination QP and
+    /// Q_Key: the only form a QP with [`QP_FLAG_AH_HANDLES`] takes.
+    #[cfg(userspace)] // The provider's: the kernel's QPs send with the vector.
+    Handle(UdSeg),
+}
+
 /// A send work request, checked against the QP by [`build_send_wqe`].
 #[derive(Clone, Copy, Debug)]
 pub struct SendRequest<'a> {
@@ -124,8 +136,8 @@ pub struct SendRequest<'a> {
     pub fence: bool,
     /// The data.
     pub payload: Payload<'a>,
-    /// UD: the address vector with `remote_qpn` and `remote_qkey` filled in.
-    pub ud: Option<UdAvSeg>,
+    /// UD: where the datagram goes.
+    pub ud: Option<UdAddress>,
 }
 
 /// What a send queue accepts.
@@ -168,7 +180,7 @@ pub fn build_send_wqe(
     if req.fence {
         flags |= WQE_FLAG_FENCE;
     }
-    if ud {
+    if ud && matches!(req.ud, Some(UdAddress::Av(_))) {
         flags |= WQE_FLAG_AV;
     }
     let (num_sge, inline_len) = match req.payload {
@@ -237,7 +249,9 @@ pub fn build_send_wqe(
     }
 
     let seg = match (req.op, req.ud) {
-        (_, Some(av)) if ud => av.encode(),
+        (_, Some(UdAddress::Av(av))) if ud => av.encode(),
+        #[cfg(userspace)]
+        (_, Some(UdAddress::Handle(seg))) if ud => seg.encode(),
         (
             SendOp::Write { remote_addr, rkey }
             | SendOp::WriteWithImm {

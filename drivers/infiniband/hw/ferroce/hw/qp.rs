@@ -29,9 +29,13 @@ pub const FIRST_QPN: u32 = 2;
 
 /// `CreateQpCmd::flags`: every send WQE generates a CQE (`IB_SIGNAL_ALL_WR`).
 pub const QP_FLAG_SIGNAL_ALL: u8 = 1 << 0;
+/// `CreateQpCmd::flags`: UD send WQEs must name an AH by handle (`UdSeg`); one with an inline
+/// address vector (`WQE_FLAG_AV`) is malformed. The kernel sets it on a process's QPs, whose
+/// destinations it checked when it created their AHs.
+pub const QP_FLAG_AH_HANDLES: u8 = 1 << 1;
 /// `CreateQpCmd::flags`: defined bits.
 #[cfg(userspace)] // The device checks commands.
-pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL;
+pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL | QP_FLAG_AH_HANDLES;
 
 hw_layout! {
     /// `CMD_CREATE_QP` payload. The QP starts in RESET.
