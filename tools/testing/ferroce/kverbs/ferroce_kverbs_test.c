@@ -428,6 +428,33 @@ fail:
 }
 
 /*
+ * Fills wrs[0..n) (and their sges) with a chain of signalled RDMA WRITEs of KV_SLOT bytes from
+ * src to dst at slots first.., wr_id = slot; inline ones carry the data's kernel address.
+ */
+static void kv_chain_writes(struct ib_rdma_wr *wrs, struct ib_sge *sges, int first, int n,
+			    bool inline_data)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		/* Inline data is read by the CPU at post time: a kernel address. */
+		sges[i].addr = inline_data ? (uintptr_t)kv_slot(&kv.src, first + i) :
+					     kv.src.dma + (first + i) * KV_SLOT;
+		sges[i].length = KV_SLOT;
+		sges[i].lkey = kv.pd->local_dma_lkey;
+		wrs[i].wr.wr_id = first + i;
+		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
+		wrs[i].wr.sg_list = &sges[i];
+		wrs[i].wr.num_sge = 1;
+		wrs[i].wr.opcode = IB_WR_RDMA_WRITE;
+		wrs[i].wr.send_flags = IB_SEND_SIGNALED |
+				       (inline_data ? IB_SEND_INLINE : 0);
+		wrs[i].remote_addr = kv.dst.dma + (first + i) * KV_SLOT;
+		wrs[i].rkey = kv.pd->unsafe_global_rkey;
+	}
+}
+
+/*
  * Posts n RDMA WRITEs of KV_SLOT bytes from src to dst at slot first..,
  * all signalled, as one chain (a single ib_post_send()), then polls their
  * n completions and compares the data.
@@ -458,22 +485,7 @@ static int kv_write_phase(const char *phase, int first, int n, bool inline_data,
 	memset(kv_slot(&kv.dst, first), 0, n * KV_SLOT);
 	ib_dma_sync_single_for_device(kv.dev, kv.src.dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
 	ib_dma_sync_single_for_device(kv.dev, kv.dst.dma, KV_BUF_SIZE, DMA_BIDIRECTIONAL);
-	for (i = 0; i < n; i++) {
-		/* Inline data is read by the CPU at post time: a kernel address. */
-		sges[i].addr = inline_data ? (uintptr_t)kv_slot(&kv.src, first + i) :
-					     kv.src.dma + (first + i) * KV_SLOT;
-		sges[i].length = KV_SLOT;
-		sges[i].lkey = kv.pd->local_dma_lkey;
-		wrs[i].wr.wr_id = first + i;
-		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
-		wrs[i].wr.sg_list = &sges[i];
-		wrs[i].wr.num_sge = 1;
-		wrs[i].wr.opcode = IB_WR_RDMA_WRITE;
-		wrs[i].wr.send_flags = IB_SEND_SIGNALED |
-				       (inline_data ? IB_SEND_INLINE : 0);
-		wrs[i].remote_addr = kv.dst.dma + (first + i) * KV_SLOT;
-		wrs[i].rkey = kv.pd->unsafe_global_rkey;
-	}
+	kv_chain_writes(wrs, sges, first, n, inline_data);
 
 	ret = ib_post_send(kv.qa, &wrs[0].wr, &bad);
 	if (ret) {
@@ -589,19 +601,7 @@ static int kv_distrust_run(struct kv_distrust_bufs *b)
 		return -ENODEV;
 	}
 	bitmap_zero(seen, KV_CHAIN);
-	for (i = 0; i < KV_CHAIN; i++) {
-		sges[i].addr = kv.src.dma + (KV_SLOT_CHAIN + i) * KV_SLOT;
-		sges[i].length = KV_SLOT;
-		sges[i].lkey = kv.pd->local_dma_lkey;
-		wrs[i].wr.wr_id = KV_SLOT_CHAIN + i;
-		wrs[i].wr.next = i + 1 < KV_CHAIN ? &wrs[i + 1].wr : NULL;
-		wrs[i].wr.sg_list = &sges[i];
-		wrs[i].wr.num_sge = 1;
-		wrs[i].wr.opcode = IB_WR_RDMA_WRITE;
-		wrs[i].wr.send_flags = IB_SEND_SIGNALED;
-		wrs[i].remote_addr = kv.dst.dma + (KV_SLOT_CHAIN + i) * KV_SLOT;
-		wrs[i].rkey = kv.pd->unsafe_global_rkey;
-	}
+	kv_chain_writes(wrs, sges, KV_SLOT_CHAIN, KV_CHAIN, false);
 	ret = ib_post_send(kv.qa, &wrs[0].wr, &bad);
 	if (ret) {
 		kv_report("distrust FAIL ib_post_send: %d", ret);
