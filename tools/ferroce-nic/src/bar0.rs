@@ -42,6 +42,8 @@ impl DeviceCore {
                     | CAP_CQ_MODERATION
                     | CAP_QID_TRANSLATION
                     | CAP_FAST_REG
+                    | CAP_UC
+                    | CAP_CQ_RESIZE
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

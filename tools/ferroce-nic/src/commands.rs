@@ -58,6 +58,7 @@ impl Device {
             }),
             CMD_DESTROY_CQ => run::<DestroyCqCmd>(payload, |c| self.cmd_destroy_cq(c)),
             CMD_MODIFY_CQ => run::<ModifyCqCmd>(payload, |c| self.modify_cq(c)),
+            CMD_RESIZE_CQ => run::<ResizeCqCmd>(payload, |c| self.core.resize_cq(c)),
             CMD_CREATE_QP => run::<CreateQpCmd>(payload, |c| self.cmd_create_qp(c)),
             CMD_DESTROY_QP => run::<DestroyQpCmd>(payload, |c| self.destroy_qp(c)),
             CMD_MODIFY_QP => run::<ModifyQpCmd>(payload, |c| self.cmd_modify_qp(c)),

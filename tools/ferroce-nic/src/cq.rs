@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Completion queues: CQE writing with overrun detection through the consumer index in the CQ's
-//! doorbell record, arming (next / solicited) and moderation (count / period).
+//! doorbell record, arming (next / solicited), moderation (count / period) and resizing (a
+//! marker CQE ends the old ring; the index goes on in the new one).
 
 use ferroce_hw::*;
 
@@ -70,6 +71,97 @@ impl DeviceCore {
         if let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) {
             eq.users = eq.users.saturating_sub(1);
         }
+        Ok(())
+    }
+
+    /// Moves a CQ to a new ring and doorbell record (`CMD_RESIZE_CQ`, see [`ResizeCqCmd`]):
+    /// the marker goes into the old ring at the producer index, the new ring's entries are
+    /// made stale for the indices after it, and the CQ writes there from then on. Its arm and
+    /// moderation state go with it. Nothing changes if the command is refused.
+    pub fn resize_cq(&mut self, cmd: &ResizeCqCmd) -> Result<(), CmdError> {
+        if cmd.rsvd0 != 0 || cmd.rsvd1 != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 29));
+        }
+        if cmd.dbrec_addr % 8 != 0 || cmd.dbrec_addr == 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+        }
+        let (old, pi, dbrec, error) = match self.objects().cqs().get(cmd.cqn) {
+            Some(cq) => (cq.buf.clone(), cq.pi, cq.dbrec_addr, cq.error),
+            None => return Err(CmdError::field(STATUS_BAD_RESOURCE, 24)),
+        };
+        if error {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 24));
+        }
+        let old_pages = old.map.page_entries();
+        self.objects()
+            .check_translation_budget(u64::from(cmd.ring.page_count).saturating_sub(old_pages))?;
+        let new = RingBuffer::resolve(
+            self.mem(),
+            &cmd.ring,
+            u32::from(cmd.log_size),
+            CQE_SIZE as u32,
+        )?;
+        let ci = self
+            .cq_consumer_index(dbrec)
+            .ok_or(CmdError::new(STATUS_DMA_ERROR))?;
+        if !old.ring.producer_valid(pi, ci) {
+            return Err(CmdError::new(STATUS_BUSY));
+        }
+        if old.ring.is_full(pi, ci) {
+            // No room for the marker: the consumer must poll first.
+            return Err(CmdError::new(STATUS_BUSY));
+        }
+        // The new ring counts on from the old one: it must hold the CQEs not consumed and the
+        // marker, which the consumer passes in the old ring.
+        if old.ring.used(pi, ci) + 1 > new.ring.size() {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 28));
+        }
+        let mut record = [0u8; CqDbRecord::SIZE];
+        self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
+            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+        // The new ring first: every slot stale for the index it will hold next.
+        let next = pi.wrapping_add(1);
+        for slot in 0..new.ring.size() {
+            let owner = new
+                .ring
+                .stale_owner(new.ring.next_index_in_slot(next, slot));
+            let at = u64::from(slot) * CQE_SIZE as u64 + CQE_OWNER_OFFSET as u64;
+            new.map
+                .write(self.mem(), at, &[owner])
+                .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
+        }
+        let marker = Cqe {
+            opcode: CQE_OP_RESIZE,
+            owner: old.ring.owner(pi),
+            ..Cqe::default()
+        };
+        let bytes = marker.encode();
+        let offset = old.offset(pi);
+        let body = old
+            .map
+            .write(self.mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        let written = body.and_then(|()| {
+            old.map.write(
+                self.mem(),
+                offset + CQE_OWNER_OFFSET as u64,
+                &bytes[CQE_OWNER_OFFSET..],
+            )
+        });
+        if written.is_err() {
+            self.counters().inc(COUNTER_DMA_ERRORS);
+            self.cq_error(cmd.cqn);
+            return Err(CmdError::new(STATUS_DMA_ERROR));
+        }
+        self.trace().event("cq_resize", || {
+            serde_json::json!({"cqn": cmd.cqn, "marker": pi, "ci": ci, "log_size": cmd.log_size})
+        });
+        let Some(cq) = self.objects_mut().cqs_mut().get_mut(cmd.cqn) else {
+            return Err(CmdError::new(STATUS_BAD_RESOURCE));
+        };
+        cq.buf = new;
+        cq.dbrec_addr = cmd.dbrec_addr;
+        cq.pi = next;
         Ok(())
     }
 

@@ -122,7 +122,7 @@ impl DeviceCore {
         };
         match lie {
             Lie::CqeOpcode => {
-                cqe.opcode = 0x7f;
+                cqe.opcode = 0x7e;
                 cqe.status = 0xee;
             }
             Lie::CqeQpn => cqe.qpn = self.foreign_qpn(cqn, cqe.qpn),

@@ -48,7 +48,7 @@ impl DeviceCore {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
         }
         let has_srq = cmd.srqn != NONE;
-        if has_srq && (qp_type != QpType::Rc || self.objects().srqs().get(cmd.srqn).is_none()) {
+        if has_srq && (!qp_type.may_use_srq() || self.objects().srqs().get(cmd.srqn).is_none()) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 52));
         }
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
@@ -226,8 +226,8 @@ impl DeviceCore {
         if mask & QP_ATTR_PKEY_INDEX != 0 && cmd.pkey_index != 0 {
             return bad(68);
         }
-        // Attributes an RC connection cannot do without.
-        if qp.qp_type == QpType::Rc && mask & QP_ATTR_STATE != 0 {
+        // Attributes a connection (RC or UC) cannot do without.
+        if qp.qp_type.is_connected() && mask & QP_ATTR_STATE != 0 {
             let needed = match (qp.state, new_state) {
                 (QpState::Init, QpState::Rtr) => {
                     QP_ATTR_AV | QP_ATTR_PATH_MTU | QP_ATTR_DEST_QPN | QP_ATTR_RQ_PSN

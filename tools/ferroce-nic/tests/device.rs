@@ -1216,7 +1216,7 @@ fn host_controls_stall_hang_bogus_version_and_cqes() {
     assert_eq!(got.len(), 2, "still a valid owner bit");
     assert_eq!(
         (got[0].wr_id, got[0].opcode, got[0].status),
-        (1, 0x7f, 0xee)
+        (1, 0x7e, 0xee)
     );
     assert_eq!(
         (got[1].wr_id, got[1].opcode, got[1].status),

@@ -22,6 +22,7 @@ Runs inside the toolchain root, where qemu-system-x86_64 and cpio live.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import dataclasses
 import hashlib
@@ -53,13 +54,24 @@ class Switch:
 
     Port ``i`` binds ``<dir>/<name>.switch`` and sends to ``<dir>/<name>.port``,
     which is where the attached QEMU netdev (or NIC model) binds.
+
+    Like a data-centre switch carrying RoCE (deep buffers, PFC), it does not drop
+    a frame because its receiver is busy: a peer socket's queue is short
+    (``net.unix.max_dgram_qlen``, 10 by default), so frames it cannot take now
+    wait in the egress port's buffer, up to ``EGRESS_FRAMES``, and go out in
+    order once the peer reads. Beyond that, and towards a peer that is not
+    there, frames are lost (``dropped``), as on a wire.
     """
+
+    EGRESS_FRAMES = 4096
 
     def __init__(self, directory: Path, names: list[str]) -> None:
         self.ports: dict[str, socket.socket] = {}
         self.peers: dict[str, str] = {}
         self.fdb: dict[bytes, str] = {}
+        self.backlog: dict[str, collections.deque[bytes]] = {}
         self.frames = 0
+        self.dropped = 0
         self._selector = selectors.DefaultSelector()
         self._stop_r, self._stop_w = os.pipe()
         for name in names:
@@ -68,6 +80,7 @@ class Switch:
             sock.setblocking(False)
             self.ports[name] = sock
             self.peers[name] = str(directory / f"{name}.port")
+            self.backlog[name] = collections.deque()
             self._selector.register(sock, selectors.EVENT_READ, name)
         self._selector.register(self._stop_r, selectors.EVENT_READ, None)
         self._thread = threading.Thread(target=self._run, name="switch", daemon=True)
@@ -82,17 +95,47 @@ class Switch:
         self._thread.start()
 
     def _send(self, name: str, frame: bytes) -> None:
+        backlog = self.backlog[name]
+        if backlog:
+            if len(backlog) >= self.EGRESS_FRAMES:
+                self.dropped += 1
+            else:
+                backlog.append(frame)
+            return
         try:
             self.ports[name].sendto(frame, self.peers[name])
-        except (FileNotFoundError, ConnectionRefusedError, BlockingIOError):
-            pass  # that VM is not up (yet) or too slow: a lost frame, as on a wire
+        except BlockingIOError:
+            # The peer's queue is full: wait for it to read (EVENT_WRITE).
+            backlog.append(frame)
+            self._selector.modify(self.ports[name], selectors.EVENT_READ | selectors.EVENT_WRITE, name)
+        except (FileNotFoundError, ConnectionRefusedError):
+            self.dropped += 1  # that VM is not up (yet): a lost frame, as on an unplugged wire
+
+    def _flush(self, name: str) -> None:
+        """Sends what waits for port NAME until its peer's queue is full again."""
+        backlog, sock = self.backlog[name], self.ports[name]
+        while backlog:
+            try:
+                sock.sendto(backlog[0], self.peers[name])
+            except BlockingIOError:
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                self.dropped += len(backlog)
+                backlog.clear()
+                break
+            backlog.popleft()
+        self._selector.modify(sock, selectors.EVENT_READ, name)
 
     def _run(self) -> None:
         while True:
-            for key, _ in self._selector.select():
+            for key, events in self._selector.select():
                 ingress = key.data
                 if ingress is None:
                     return
+                if events & selectors.EVENT_WRITE:
+                    self._flush(ingress)
+                if not events & selectors.EVENT_READ:
+                    continue
                 try:
                     frame = key.fileobj.recv(65536)
                 except BlockingIOError:

@@ -68,6 +68,22 @@ class SwitchTest(unittest.TestCase):
         self.assertEqual(self.received("b"), f)
         self.assertIsNone(self.received("c"))
 
+    def test_a_slow_peer_loses_no_frame(self):
+        """A burst far beyond the peer socket's queue (net.unix.max_dgram_qlen) arrives
+        whole and in order once the peer reads (a lossless fabric, as RoCE expects)."""
+        self.send("b", frame("ff:ff:ff:ff:ff:ff", "52:54:00:00:00:02"))
+        self.received("a"), self.received("c")
+        burst = [frame("52:54:00:00:00:02", "52:54:00:00:00:01", i.to_bytes(4, "big") * 12) for i in range(300)]
+        for f in burst:
+            self.send("a", f)
+        time.sleep(0.3)  # the switch has all of them before b reads any
+        got = []
+        while (f := self.received("b")) is not None:
+            got.append(f)
+        self.assertEqual(len(got), len(burst))
+        self.assertEqual(got, burst)
+        self.assertEqual(self.switch.dropped, 0)
+
     def test_drops_runts_and_survives_a_missing_peer(self):
         self.send("a", b"short")
         self.ports["c"].close()

@@ -217,12 +217,14 @@ pub(crate) fn write_recv_wqe(
     Ok(hw::Posted::recv(wr.wr_id(), sges))
 }
 
-/// Whether a QPN the device returned can be right: GSI is QP 1, RC and UD QPs are numbered
-/// from `FIRST_QPN` within 24 bits.
+/// Whether a QPN the device returned can be right: GSI is QP 1, RC, UC and UD QPs are
+/// numbered from `FIRST_QPN` within 24 bits.
 fn qpn_plausible(qp_type: hw::QpType, qpn: u32) -> bool {
     match qp_type {
         hw::QpType::Gsi => qpn == hw::GSI_QPN,
-        hw::QpType::Rc | hw::QpType::Ud => (hw::FIRST_QPN..=hw::QPN_MASK).contains(&qpn),
+        hw::QpType::Rc | hw::QpType::Uc | hw::QpType::Ud => {
+            (hw::FIRST_QPN..=hw::QPN_MASK).contains(&qpn)
+        }
     }
 }
 
@@ -261,11 +263,13 @@ struct QpKind {
 }
 
 impl QpKind {
-    /// The kind of `init`: RC or UD, or GSI if `kernel` (ib_core's MAD agent; processes cannot
-    /// create one), no create flags, an SRQ only for RC (the device's rule).
-    fn of(init: &QpInit<'_, RoceDevice>, kernel: bool) -> Result<Self> {
+    /// The kind of `init`: RC, UC (if the device has `CAP_UC`) or UD, or GSI if `kernel`
+    /// (ib_core's MAD agent; processes cannot create one), no create flags, an SRQ only for a
+    /// connected QP (the device's rule).
+    fn of(init: &QpInit<'_, RoceDevice>, kernel: bool, caps: u32) -> Result<Self> {
         let qp_type = match init.qp_type() {
             QpType::Rc => hw::QpType::Rc,
+            QpType::Uc if caps & hw::CAP_UC != 0 => hw::QpType::Uc,
             QpType::Ud => hw::QpType::Ud,
             QpType::Gsi if kernel => hw::QpType::Gsi,
             _ => return Err(EOPNOTSUPP),
@@ -274,7 +278,7 @@ impl QpKind {
             return Err(EOPNOTSUPP);
         }
         let srqn = init.srq().map(|srq| srq.number());
-        if srqn.is_some() && qp_type != hw::QpType::Rc {
+        if srqn.is_some() && !qp_type.may_use_srq() {
             return Err(EINVAL);
         }
         Ok(Self {
@@ -342,7 +346,7 @@ impl QpData {
         pd: &rdma::Pd<RoceDevice>,
         init: &mut QpInit<'_, RoceDevice>,
     ) -> Result<Self> {
-        let kind = QpKind::of(init, true)?;
+        let kind = QpKind::of(init, true, dev.caps_flags())?;
         let (qp_type, srqn) = (kind.qp_type, kind.srqn);
         let (rings, caps) = geometry(&init.caps(), srqn.is_some(), &dev.wq_limits())?;
         let sq = DmaRing::new(dev.parent(), rings.sq.log_size, rings.sq.log_stride)?;
@@ -410,7 +414,7 @@ impl QpData {
         udata: &mut Udata<'_>,
     ) -> Result<Self> {
         let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
-        let kind = QpKind::of(init, false)?;
+        let kind = QpKind::of(init, false, dev.caps_flags())?;
         let (qp_type, srqn) = (kind.qp_type, kind.srqn);
         let req: uapi::ferroce_create_qp_req = udata.read()?;
         let (rings, caps) = user_geometry(&req, srqn.is_some(), &dev.wq_limits())?;

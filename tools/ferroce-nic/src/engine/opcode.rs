@@ -48,6 +48,8 @@ pub mod flag {
     pub const COMP: u32 = 1 << 19;
     /// Unreliable datagram.
     pub const UD: u32 = 1 << 20;
+    /// Unreliable connected.
+    pub const UC: u32 = 1 << 21;
 }
 
 /// Sizes of the headers, in wire order after the BTH.
@@ -69,7 +71,7 @@ pub const IETH_LEN: usize = 4;
 /// ICRC length.
 pub const ICRC_LEN: usize = 4;
 
-/// RC opcodes (transport type 000).
+/// The opcodes: RC (transport type 000), UC (001) and UD (011).
 pub mod op {
     /// SEND first.
     pub const RC_SEND_FIRST: u8 = 0x00;
@@ -117,6 +119,30 @@ pub mod op {
     pub const RC_SEND_LAST_INV: u8 = 0x16;
     /// SEND only with invalidate.
     pub const RC_SEND_ONLY_INV: u8 = 0x17;
+    /// UC SEND first.
+    pub const UC_SEND_FIRST: u8 = 0x20;
+    /// UC SEND middle.
+    pub const UC_SEND_MIDDLE: u8 = 0x21;
+    /// UC SEND last.
+    pub const UC_SEND_LAST: u8 = 0x22;
+    /// UC SEND last with immediate.
+    pub const UC_SEND_LAST_IMM: u8 = 0x23;
+    /// UC SEND only.
+    pub const UC_SEND_ONLY: u8 = 0x24;
+    /// UC SEND only with immediate.
+    pub const UC_SEND_ONLY_IMM: u8 = 0x25;
+    /// UC RDMA WRITE first.
+    pub const UC_WRITE_FIRST: u8 = 0x26;
+    /// UC RDMA WRITE middle.
+    pub const UC_WRITE_MIDDLE: u8 = 0x27;
+    /// UC RDMA WRITE last.
+    pub const UC_WRITE_LAST: u8 = 0x28;
+    /// UC RDMA WRITE last with immediate.
+    pub const UC_WRITE_LAST_IMM: u8 = 0x29;
+    /// UC RDMA WRITE only.
+    pub const UC_WRITE_ONLY: u8 = 0x2a;
+    /// UC RDMA WRITE only with immediate.
+    pub const UC_WRITE_ONLY_IMM: u8 = 0x2b;
     /// UD SEND only.
     pub const UD_SEND_ONLY: u8 = 0x64;
     /// UD SEND only with immediate.
@@ -173,8 +199,8 @@ const fn info(name: &'static str, flags: u32) -> Option<OpInfo> {
 
 use flag::*;
 
-/// The table, indexed by opcode. `None` marks opcodes this device does not implement (UC, RD,
-/// XRC, reserved).
+/// The table, indexed by opcode. `None` marks opcodes this device does not implement (RD, XRC,
+/// CNP, reserved).
 pub static OPCODES: [Option<OpInfo>; 256] = {
     let mut t: [Option<OpInfo>; 256] = [None; 256];
     let send = REQ | SEND | PAYLOAD;
@@ -222,6 +248,31 @@ pub static OPCODES: [Option<OpInfo>; 256] = {
         "RC_SEND_ONLY_WITH_INVALIDATE",
         send | ONLY | RWR | COMP | IETH,
     );
+    // UC: RC's SEND and RDMA WRITE opcodes, transport type 001 (IBA table 38).
+    let uc_send = send | UC;
+    let uc_write = write | UC;
+    t[op::UC_SEND_FIRST as usize] = info("UC_SEND_FIRST", uc_send | FIRST | RWR);
+    t[op::UC_SEND_MIDDLE as usize] = info("UC_SEND_MIDDLE", uc_send | MIDDLE);
+    t[op::UC_SEND_LAST as usize] = info("UC_SEND_LAST", uc_send | LAST | COMP);
+    t[op::UC_SEND_LAST_IMM as usize] =
+        info("UC_SEND_LAST_WITH_IMMEDIATE", uc_send | LAST | COMP | IMMDT);
+    t[op::UC_SEND_ONLY as usize] = info("UC_SEND_ONLY", uc_send | ONLY | RWR | COMP);
+    t[op::UC_SEND_ONLY_IMM as usize] = info(
+        "UC_SEND_ONLY_WITH_IMMEDIATE",
+        uc_send | ONLY | RWR | COMP | IMMDT,
+    );
+    t[op::UC_WRITE_FIRST as usize] = info("UC_RDMA_WRITE_FIRST", uc_write | FIRST | RETH);
+    t[op::UC_WRITE_MIDDLE as usize] = info("UC_RDMA_WRITE_MIDDLE", uc_write | MIDDLE);
+    t[op::UC_WRITE_LAST as usize] = info("UC_RDMA_WRITE_LAST", uc_write | LAST);
+    t[op::UC_WRITE_LAST_IMM as usize] = info(
+        "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+        uc_write | LAST | IMMDT | RWR | COMP,
+    );
+    t[op::UC_WRITE_ONLY as usize] = info("UC_RDMA_WRITE_ONLY", uc_write | ONLY | RETH);
+    t[op::UC_WRITE_ONLY_IMM as usize] = info(
+        "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+        uc_write | ONLY | RETH | IMMDT | RWR | COMP,
+    );
     t[op::UD_SEND_ONLY as usize] = info("UD_SEND_ONLY", send | ONLY | RWR | COMP | DETH | UD);
     t[op::UD_SEND_ONLY_IMM as usize] = info(
         "UD_SEND_ONLY_WITH_IMMEDIATE",
@@ -229,6 +280,51 @@ pub static OPCODES: [Option<OpInfo>; 256] = {
     );
     t
 };
+
+/// The transport service an opcode belongs to (its top three bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram (also the GSI QP's).
+    Ud,
+}
+
+impl Transport {
+    /// The transport of a QP type's packets.
+    pub const fn of(qp_type: ferroce_hw::QpType) -> Self {
+        use ferroce_hw::QpType;
+        match qp_type {
+            QpType::Rc => Transport::Rc,
+            QpType::Uc => Transport::Uc,
+            QpType::Ud | QpType::Gsi => Transport::Ud,
+        }
+    }
+
+    /// The opcode of this transport for RC SEND or RDMA WRITE opcode `rc` (UC numbers them
+    /// as RC does, in transport type 001).
+    pub const fn connected(self, rc: u8) -> u8 {
+        match self {
+            Transport::Uc => rc | 0x20,
+            Transport::Rc | Transport::Ud => rc,
+        }
+    }
+}
+
+impl OpInfo {
+    /// The transport this opcode belongs to.
+    pub const fn transport(&self) -> Transport {
+        if self.flags & UD != 0 {
+            Transport::Ud
+        } else if self.flags & UC != 0 {
+            Transport::Uc
+        } else {
+            Transport::Rc
+        }
+    }
+}
 
 /// The table entry of `opcode`.
 pub fn lookup(opcode: u8) -> Option<&'static OpInfo> {
@@ -335,7 +431,10 @@ mod tests {
         assert_eq!(len(op::UD_SEND_ONLY), Some(20));
         assert_eq!(len(op::UD_SEND_ONLY_IMM), Some(24));
         assert_eq!(len(0x15), None);
-        assert_eq!(len(0x20), None, "UC is not implemented");
+        assert_eq!(len(op::UC_WRITE_FIRST), Some(28));
+        assert_eq!(len(op::UC_SEND_ONLY_IMM), Some(16));
+        assert_eq!(len(0x2c), None, "UC has no READ");
+        assert_eq!(len(0x40), None, "RD is not implemented");
     }
 
     #[test]
@@ -379,5 +478,29 @@ mod tests {
         assert_eq!(Position::of(2, 3), Position::Last);
         assert_eq!(rc_send(Position::Last, false, true), op::RC_SEND_LAST_INV);
         assert_eq!(rc_write(Position::Only, true), op::RC_WRITE_ONLY_IMM);
+        assert!(!sequence_valid(
+            Some(op::UC_SEND_FIRST),
+            &i(op::UC_WRITE_LAST)
+        ));
+        assert!(sequence_valid(
+            Some(op::UC_WRITE_MIDDLE),
+            &i(op::UC_WRITE_LAST_IMM)
+        ));
+    }
+
+    #[test]
+    fn uc_opcodes_are_rc_ones_in_transport_one() {
+        for rc in op::RC_SEND_FIRST..=op::RC_WRITE_ONLY_IMM {
+            let uc = Transport::Uc.connected(rc);
+            let (r, u) = (lookup(rc).expect("RC"), lookup(uc).expect("UC"));
+            assert_eq!(u.transport(), Transport::Uc, "{uc:#x}");
+            assert_eq!(r.transport(), Transport::Rc, "{rc:#x}");
+            assert_eq!(r.flags, u.flags & !flag::UC, "{uc:#x}");
+            assert_eq!(r.header_len(), u.header_len(), "{uc:#x}");
+        }
+        assert_eq!(
+            lookup(op::UD_SEND_ONLY).map(OpInfo::transport),
+            Some(Transport::Ud)
+        );
     }
 }

@@ -3,7 +3,8 @@
 //! The requester: turns send WQEs into request packets (segmented at the path MTU), assigns
 //! PSNs, keeps the window, executes local operations in order, and retransmits (go-back-N)
 //! from a PSN on timeout, sequence-error NAK, RNR NAK or a gap in READ responses
-//! (rxe_req.c's role).
+//! (rxe_req.c's role). On a UC QP a SEND or RDMA WRITE is sent once, at the pace of the
+//! transmit budget, and completes when its last packet is out: no window, ACK or timer.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::headers::{AtomicEth, Deth, PacketBuilder, Reth};
-use super::opcode::{self, op, Position};
+use super::opcode::{self, op, Position, Transport};
 use super::psn;
 use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY, MIN_ACK_TIMEOUT};
 use super::{EngineHost, SendWork};
@@ -330,8 +331,9 @@ impl Requester {
     }
 }
 
+/// What a WQE the shell validated (`validate_send_wqe`: UC has no READ or atomics) does.
 fn kind_of(opcode: u8, qp_type: QpType) -> Kind {
-    if qp_type != QpType::Rc {
+    if qp_type.is_datagram() {
         return Kind::Datagram;
     }
     match opcode {
@@ -430,15 +432,17 @@ fn request_packet(
     let pos = Position::of(k, w.npkts);
     let last = matches!(pos, Position::Last | Position::Only);
     let psn = psn::add(w.first_psn, k);
+    let reliable = qp.qp_type == QpType::Rc;
     match w.kind {
         Kind::Send | Kind::Write => {
-            let opcode = if w.kind == Kind::Send {
+            let rc = if w.kind == Kind::Send {
                 opcode::rc_send(pos, imm, inv)
             } else {
                 opcode::rc_write(pos, imm)
             };
+            let opcode = Transport::of(qp.qp_type).connected(rc);
             let mut b = PacketBuilder::new(opcode, dest, psn);
-            b.bth.ack_req = last || (k + 1) % ACK_REQ_EVERY == 0;
+            b.bth.ack_req = reliable && (last || (k + 1) % ACK_REQ_EVERY == 0);
             b.bth.solicited = last && ctrl.flags & WQE_FLAG_SOLICITED != 0;
             if imm && last {
                 b.imm = Some(ctrl.imm_or_inv.to_le_bytes());
@@ -631,11 +635,13 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
     let Some(pd) = host.qp_pd(qp.qpn) else {
         return;
     };
-    let route = if qp.qp_type == QpType::Rc {
+    let route = if qp.qp_type.is_connected() {
         qp.route(host)
     } else {
         None
     };
+    // UC: no ACKs come to open a window or end a timer.
+    let reliable = qp.qp_type == QpType::Rc;
     let timeout = qp.ack_timeout();
     let mut budget = TX_BUDGET;
     let mut earlier = Earlier::default();
@@ -686,7 +692,10 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             {
                 break;
             }
-            if req.next_psn != req.una && psn::diff(req.next_psn, req.una) >= req.cwnd as i32 {
+            if reliable
+                && req.next_psn != req.una
+                && psn::diff(req.next_psn, req.una) >= req.cwnd as i32
+            {
                 break;
             }
             let first = req.next_psn;
@@ -698,8 +707,13 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             }
         }
         let Some(route) = route.as_ref() else {
-            // No source GID: nothing can be sent; the retransmission timer ends the WQE.
-            qp.req.arm(now, timeout);
+            // No source GID: nothing can be sent; the retransmission timer ends the WQE (no
+            // timer runs on UC: it ends now).
+            if reliable {
+                qp.req.arm(now, timeout);
+            } else {
+                fail(qp, i, WcStatus::LocQpOpErr);
+            }
             break;
         };
         let Some(w) = qp.req.wqes.get(i) else { break };
@@ -713,7 +727,8 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             Kind::Read => psn::add(w.first_psn, w.resp_pkts),
             _ => psn::add(w.first_psn, k),
         };
-        if pkt_psn != qp.req.una && psn::diff(pkt_psn, qp.req.una) >= qp.req.cwnd as i32 {
+        if reliable && pkt_psn != qp.req.una && psn::diff(pkt_psn, qp.req.una) >= qp.req.cwnd as i32
+        {
             break;
         }
         let retransmit = psn::before(pkt_psn, qp.req.high_psn);
@@ -725,7 +740,8 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             qp.req.cwnd.max(MIN_CWND)
         };
         // Ask for an ACK when this packet fills the window, or nothing would open it again.
-        let window_full = psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= qp.req.cwnd as i32;
+        let window_full =
+            reliable && psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= qp.req.cwnd as i32;
         let built = request_packet(qp, host, pd, w, k, read_pieces).map(|(mut b, payload)| {
             b.bth.ack_req |= window_full;
             (b, payload)
@@ -748,11 +764,16 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                 w.next_pkt += 1;
                 if w.next_pkt >= w.request_packets() {
                     req.cursor += 1;
+                    if !reliable {
+                        w.done = Some((WcStatus::Success, w.len as u32));
+                    }
                 }
-                if !retransmit && packet.bth.ack_req && req.rtt_probe.is_none() {
-                    req.rtt_probe = Some((pkt_psn, now));
+                if reliable {
+                    if !retransmit && packet.bth.ack_req && req.rtt_probe.is_none() {
+                        req.rtt_probe = Some((pkt_psn, now));
+                    }
+                    req.arm(now, timeout);
                 }
-                req.arm(now, timeout);
                 io.send(host, route, &packet, &payload, retransmit);
                 budget -= 1;
             }

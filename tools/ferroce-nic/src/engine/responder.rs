@@ -6,8 +6,12 @@
 //! re-acknowledged and READ / atomic replayed from saved resources), the opcode sequence, QP
 //! access, lengths, R_Keys and bounds before touching memory, executes SEND, WRITE, READ and
 //! atomics, sends RNR NAKs when no receive WQE is posted, and coalesces ACKs: one per batch of
-//! received packets. READ responses are sent from a queue ([`send_read_responses`]). UD and
-//! GSI receives are here too ([`receive_ud`]).
+//! received packets. READ responses are sent from a queue ([`send_read_responses`]). UC
+//! requests take the same states without acknowledgements: a PSN gap, or any check a packet
+//! fails that would NAK on RC, drops the message (IBA 9.7.5.1.1 class D: nothing is written
+//! after the failed packet, the receive WQE it took is kept for the next message, the QP stays
+//! up) and the responder waits for the next FIRST or ONLY. UD and GSI receives are here too
+//! ([`receive_ud`]).
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -79,6 +83,8 @@ pub struct Responder {
     resources: VecDeque<Resource>,
     jobs: VecDeque<ReadJob>,
     pending_ack: Option<u32>,
+    /// UC: the message being received was dropped; packets are dropped until a FIRST or ONLY.
+    dropping: bool,
 }
 
 impl Responder {
@@ -102,6 +108,20 @@ impl Responder {
         self.out_of_sequence = 0;
         if ends_message {
             self.msn = (self.msn + 1) & 0x00ff_ffff;
+        }
+    }
+
+    /// UC: gives up the message being received. A receive WQE it took (`taken`, or the one a
+    /// SEND is being received into) is kept, from its start, for the next message.
+    fn drop_message(&mut self, taken: Option<RecvWork>) {
+        self.dropping = true;
+        self.last_opcode = None;
+        self.writing = None;
+        if let Some(work) = taken {
+            self.receiving = Some(Receiving { work, offset: 0 });
+        }
+        if let Some(r) = self.receiving.as_mut() {
+            r.offset = 0;
         }
     }
 
@@ -174,7 +194,9 @@ fn fatal_nak(
     flush_ack(qp, io, host);
     drain_read_responses(qp, io, host);
     let epsn = qp.resp.epsn;
-    send_aeth(qp, io, host, epsn, syn);
+    if qp.qp_type == QpType::Rc {
+        send_aeth(qp, io, host, epsn, syn);
+    }
     if let Some(r) = qp.resp.receiving.take() {
         let completion = RecvCompletion {
             status: wc_status,
@@ -280,6 +302,10 @@ impl Kind {
 /// QP to ERR. Every path ends in DONE.
 /// ```
 ///
+/// A UC packet checks its PSN in CHK_PSN_UC instead, and the ERR_* states of a UC QP but
+/// ERR_REMOTE_OPERATIONAL (the QP's own receive buffer failed: class A, as on RC, without the
+/// NAK) are DROP_MESSAGE.
+///
 /// Unlike rxe's order, CHK_RESOURCE comes after CHK_LENGTH and CHK_RKEY: a WRITE with immediate
 /// refused for its length or R_Key consumes no receive WQE (and, with the WQE taken before
 /// EXECUTE, one that is RNR NAKed has written nothing).
@@ -293,6 +319,14 @@ enum RespState {
     /// a PSN behind it (the duplicate region) is a duplicate; one ahead of it is a sequence
     /// error. Both are counted.
     ChkPsn,
+    /// UC (IBA 9.7.5.1.1 class D): the ePSN continues the message; a FIRST or ONLY with
+    /// any other PSN starts a new one there (a lost message is dropped, counted as a sequence
+    /// error); any other packet out of sequence, or after a dropped one, is DROP_MESSAGE.
+    ChkPsnUc,
+    /// UC: the message being received is dropped with this packet (counted, traced), nothing
+    /// more of it is written, a receive WQE it took waits for the next message; no NAK, no
+    /// completion, the QP stays up.
+    DropMessage(&'static str),
     /// IBA 9.7.5.1.1: a PSN sequence error NAK carrying the ePSN, once per ePSN (a class B
     /// error: nothing else changes), repeated after `NAK_REPEAT_AFTER` more out-of-sequence
     /// packets in case the NAK or the retransmission was lost too. Coalesced ACKs and queued
@@ -414,6 +448,18 @@ impl Request<'_, '_> {
         match state {
             GetReq => self.get_req(),
             ChkPsn => self.chk_psn(),
+            ChkPsnUc => self.chk_psn_uc(),
+            DropMessage(why) => self.drop_message(why),
+            ErrInvalidRequest | ErrRemoteAccess | ErrRecvLength | ErrRnr
+                if self.qp.qp_type == QpType::Uc =>
+            {
+                DropMessage(match state {
+                    ErrInvalidRequest => "invalid request",
+                    ErrRemoteAccess => "remote access",
+                    ErrRecvLength => "receive WQE too short",
+                    _ => "no receive WQE",
+                })
+            }
             ErrPsnOutOfSeq => self.err_psn_out_of_seq(),
             DuplicateRequest => self.duplicate_request(),
             ChkOpSeq => self.chk_op_seq(),
@@ -469,6 +515,9 @@ impl Request<'_, '_> {
     }
 
     fn chk_psn(&mut self) -> RespState {
+        if self.qp.qp_type == QpType::Uc {
+            return RespState::ChkPsnUc;
+        }
         let d = psn::diff(self.pkt.bth.psn, self.qp.resp.epsn);
         if d > 0 {
             self.host.count(COUNTER_SEQ_ERRORS, 1);
@@ -484,6 +533,43 @@ impl Request<'_, '_> {
             return RespState::DuplicateRequest;
         }
         RespState::ChkOpSeq
+    }
+
+    fn chk_psn_uc(&mut self) -> RespState {
+        let at = self.pkt.bth.psn;
+        let resp = &mut self.qp.resp;
+        if at == resp.epsn && !resp.dropping {
+            return RespState::ChkOpSeq;
+        }
+        if at != resp.epsn {
+            self.host.count(COUNTER_SEQ_ERRORS, 1);
+        }
+        if self.pkt.info.flags & (flag::FIRST | flag::ONLY) == 0 {
+            return RespState::DropMessage("out of sequence");
+        }
+        // A new message: the one in progress (if any) lost its end.
+        let dropped_one = resp.dropping
+            || resp.last_opcode.is_some_and(|o| {
+                opcode::lookup(o).is_some_and(|i| i.flags & (flag::FIRST | flag::MIDDLE) != 0)
+            });
+        if dropped_one || at != resp.epsn {
+            resp.drop_message(None);
+        }
+        resp.dropping = false;
+        resp.epsn = at;
+        RespState::ChkOpSeq
+    }
+
+    fn drop_message(&mut self, why: &'static str) -> RespState {
+        let taken = self.write_recv.take();
+        self.qp.resp.drop_message(taken);
+        self.host.count(COUNTER_DROPS, 1);
+        let (qpn, psn, opcode) = (self.qp.qpn, self.pkt.bth.psn, self.pkt.bth.opcode);
+        self.io.trace.event(
+            "uc_drop",
+            || json!({"qpn": qpn, "psn": psn, "opcode": opcode, "why": why}),
+        );
+        RespState::Done
     }
 
     fn err_psn_out_of_seq(&mut self) -> RespState {
@@ -661,7 +747,11 @@ impl Request<'_, '_> {
         }
         let consumes = matches!(self.kind, Kind::Send | Kind::Write);
         if consumes && self.pkt.info.has(flag::RWR) {
-            let work = match self.host.take_recv(self.qp.qpn) {
+            // The WQE a dropped UC message took serves the next message (a message in
+            // progress on RC cannot be interrupted: CHK_OP_SEQ).
+            let kept = self.qp.resp.receiving.take().map(|r| r.work);
+            let work = match kept.map_or_else(|| self.host.take_recv(self.qp.qpn), |w| Ok(Some(w)))
+            {
                 Ok(Some(work)) => work,
                 Ok(None) => return RespState::ErrRnr,
                 // No WQE to be had (QP gone or not ready, a broken receive queue, which the
@@ -863,7 +953,7 @@ impl Request<'_, '_> {
     fn acknowledge(&mut self) -> RespState {
         let ends = self.ends();
         self.qp.resp.accept(self.pkt.bth.opcode, 1, ends);
-        if self.pkt.bth.ack_req {
+        if self.pkt.bth.ack_req && self.qp.qp_type == QpType::Rc {
             self.qp.resp.pending_ack = Some(self.pkt.bth.psn);
         }
         RespState::Done

@@ -15,7 +15,7 @@ use super::faults::{FaultControl, FaultInjector};
 use super::frame::{self, RoceFrame, Route};
 use super::headers::{Packet, PacketBuilder};
 use super::icrc::NetKind;
-use super::opcode::flag;
+use super::opcode::{flag, Transport};
 use super::requester::Requester;
 use super::responder::Responder;
 use super::wire::{FrameSink, LoopbackQueue, PortEnd, RxQueue};
@@ -107,9 +107,9 @@ impl QpCtx {
         (exp != 0).then(|| Duration::from_nanos(4096u64 << exp).max(MIN_ACK_TIMEOUT))
     }
 
-    /// Whether frame `f` came along this (RC) QP's path: from the QP's remote GID to its own
-    /// source GID, in the RoCE version of that GID. (That its BTH named this QP is how it was
-    /// steered here.) Anything else is another host's, forged or misrouted.
+    /// Whether frame `f` came along this connected (RC or UC) QP's path: from the QP's remote
+    /// GID to its own source GID, in the RoCE version of that GID. (That its BTH named this QP
+    /// is how it was steered here.) Anything else is another host's, forged or misrouted.
     pub fn from_peer(&self, host: &dyn EngineHost, f: &RoceFrame<'_>) -> bool {
         let Some(sgid) = host.gid(u32::from(self.attrs.av.sgid_index)) else {
             return false;
@@ -118,7 +118,7 @@ impl QpCtx {
         f.sgid == self.attrs.av.dgid && f.dgid == sgid.gid && (f.kind == NetKind::V1) == v1
     }
 
-    /// The route of this (RC) QP's connection.
+    /// The route of this connected QP's connection.
     pub fn route(&self, host: &dyn EngineHost) -> Option<Route> {
         route_for(
             host,
@@ -343,15 +343,16 @@ impl RoceEngine {
             return drop(host, "no such QP", &self.io.trace);
         };
         qp.sync(host, &self.io.trace);
-        let ud_packet = pkt.info.has(flag::UD);
-        let ud_qp = qp.qp_type.is_datagram();
-        if ud_packet != ud_qp || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+        let transport = pkt.info.transport();
+        if transport != Transport::of(qp.qp_type)
+            || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+        {
             return drop(host, "QP type or state", &self.io.trace);
         }
-        if !ud_packet && !qp.from_peer(host, &f) {
+        if transport != Transport::Ud && !qp.from_peer(host, &f) {
             return drop(host, "not from the QP's peer", &self.io.trace);
         }
-        if ud_packet {
+        if transport == Transport::Ud {
             super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
         } else if pkt.info.has(flag::REQ) {
             super::responder::receive_request(qp, &mut self.io, host, &pkt, now);

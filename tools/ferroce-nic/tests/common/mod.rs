@@ -370,6 +370,8 @@ pub struct GuestCq {
     pub dbrec: u64,
     pub log: u32,
     pub ci: u16,
+    /// The ring (base, record, log2 size) a resize moves to, until the marker is polled.
+    pub next: Option<(u64, u64, u32)>,
 }
 
 impl GuestCq {
@@ -394,24 +396,61 @@ impl GuestCq {
             dbrec,
             log: u32::from(log),
             ci: 0,
+            next: None,
         }
     }
 
     /// Polls new CQEs and publishes the consumer index in the doorbell record.
     pub fn poll(&mut self, guest: &Guest) -> Vec<Cqe> {
-        let ring = Ring::new(self.log, MAX_LOG_QUEUE).expect("ring");
+        self.poll_up_to(guest, usize::MAX)
+    }
+
+    /// Polls at most `max` new CQEs, as [`GuestCq::poll`]. A resize marker moves to the new
+    /// ring and is not returned.
+    pub fn poll_up_to(&mut self, guest: &Guest, max: usize) -> Vec<Cqe> {
         let mut out = Vec::new();
-        loop {
+        while out.len() < max {
+            let ring = Ring::new(self.log, MAX_LOG_QUEUE).expect("ring");
             let bytes = guest.read(self.base + u64::from(ring.slot(self.ci)) * 64, 64);
             let cqe = Cqe::read_from(&bytes).expect("cqe");
             if !ring.entry_valid(self.ci, cqe.owner) {
                 break;
             }
-            out.push(cqe);
             self.ci = self.ci.wrapping_add(1);
+            if cqe.opcode == CQE_OP_RESIZE {
+                let (base, dbrec, log) = self.next.take().expect("a marker without a resize");
+                (self.base, self.dbrec, self.log) = (base, dbrec, log);
+                continue;
+            }
+            out.push(cqe);
         }
         guest.write_u32(self.dbrec, u32::from(self.ci));
+        if let Some((_, dbrec, _)) = self.next {
+            guest.write_u32(dbrec, u32::from(self.ci));
+        }
         out
+    }
+
+    /// Asks the device to move the CQ to a new ring of `1 << log` entries (`CMD_RESIZE_CQ`);
+    /// the old one is polled up to the marker.
+    pub fn resize(&mut self, guest: &mut Guest, log: u8) -> CmdCompletion {
+        let base = guest.alloc(64 << log, 4096);
+        let dbrec = guest.alloc(64, 64);
+        guest.write_u32(dbrec, u32::from(self.ci));
+        let c = guest.cmd(&ResizeCqCmd {
+            ring: BufDesc {
+                addr: base,
+                ..BufDesc::default()
+            },
+            dbrec_addr: dbrec,
+            cqn: self.cqn,
+            log_size: log,
+            ..ResizeCqCmd::default()
+        });
+        if c.status == STATUS_OK {
+            self.next = Some((base, dbrec, u32::from(log)));
+        }
+        c
     }
 }
 

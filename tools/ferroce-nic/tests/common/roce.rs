@@ -295,6 +295,17 @@ impl Qp {
             vlan: VLAN_NONE,
             ..ModifyQpCmd::default()
         };
+        // What ib_modify_qp_is_ok lets a UC QP name: no acknowledgement or RDMA READ limits.
+        let reliable_only = if self.qp_type == QpType::Uc {
+            QP_ATTR_MAX_DEST_RD_ATOMIC
+                | QP_ATTR_MIN_RNR_TIMER
+                | QP_ATTR_TIMEOUT
+                | QP_ATTR_RETRY_CNT
+                | QP_ATTR_RNR_RETRY
+                | QP_ATTR_MAX_QP_RD_ATOMIC
+        } else {
+            0
+        };
         Self::modify(
             node,
             ModifyQpCmd {
@@ -307,13 +318,14 @@ impl Qp {
         Self::modify(
             node,
             ModifyQpCmd {
-                attr_mask: QP_ATTR_STATE
+                attr_mask: (QP_ATTR_STATE
                     | QP_ATTR_AV
                     | QP_ATTR_PATH_MTU
                     | QP_ATTR_DEST_QPN
                     | QP_ATTR_RQ_PSN
                     | QP_ATTR_MAX_DEST_RD_ATOMIC
-                    | QP_ATTR_MIN_RNR_TIMER,
+                    | QP_ATTR_MIN_RNR_TIMER)
+                    & !reliable_only,
                 new_state: QpState::Rtr.into(),
                 path_mtu: conn.mtu,
                 sgid_index: conn.sgid_index,
@@ -330,12 +342,13 @@ impl Qp {
         Self::modify(
             node,
             ModifyQpCmd {
-                attr_mask: QP_ATTR_STATE
+                attr_mask: (QP_ATTR_STATE
                     | QP_ATTR_SQ_PSN
                     | QP_ATTR_TIMEOUT
                     | QP_ATTR_RETRY_CNT
                     | QP_ATTR_RNR_RETRY
-                    | QP_ATTR_MAX_QP_RD_ATOMIC,
+                    | QP_ATTR_MAX_QP_RD_ATOMIC)
+                    & !reliable_only,
                 new_state: QpState::Rts.into(),
                 sq_psn,
                 timeout: conn.timeout,
@@ -551,11 +564,16 @@ pub struct Pair {
 
 impl Pair {
     pub fn new(buf_len: usize, conn: Conn) -> Self {
+        Self::of_type(buf_len, conn, QpType::Rc)
+    }
+
+    /// The pair with connected QPs of `qp_type` (RC or UC).
+    pub fn of_type(buf_len: usize, conn: Conn, qp_type: QpType) -> Self {
         let (pa, pb) = back_to_back();
         let mut a = Node::new(1, buf_len, pa);
         let mut b = Node::new(2, buf_len, pb);
-        let qa = Qp::create(&mut a, QpType::Rc);
-        let qb = Qp::create(&mut b, QpType::Rc);
+        let qa = Qp::create(&mut a, qp_type);
+        let qb = Qp::create(&mut b, qp_type);
         let (psn_a, psn_b) = (PSN_MASK - 20, 5);
         qa.connect(&mut a, &b, qb.qpn, psn_a, psn_b, conn);
         qb.connect(&mut b, &a, qa.qpn, psn_b, psn_a, conn);
@@ -714,9 +732,14 @@ pub struct Scripted {
 impl Scripted {
     /// The node (10.0.0.1) with one RC QP connected to QPN 0x77 at 10.0.0.2 (GID index 3).
     pub fn new(buf_len: usize, conn: Conn) -> Self {
+        Self::of_type(buf_len, conn, QpType::Rc)
+    }
+
+    /// The same with a connected QP of `qp_type` (RC or UC).
+    pub fn of_type(buf_len: usize, conn: Conn, qp_type: QpType) -> Self {
         let (port, wire) = back_to_back();
         let mut n = Node::new(1, buf_len, port);
-        let qp = Qp::create(&mut n, QpType::Rc);
+        let qp = Qp::create(&mut n, qp_type);
         let peer_mac = [0x52, 0x54, 0x00, 0x00, 0x00, 0x02];
         let peer_gid = mapped([10, 0, 0, 2]);
         let (peer_qpn, sq_psn, rq_psn) = (0x77, PSN_MASK - 3, 40);

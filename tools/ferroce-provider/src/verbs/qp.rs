@@ -60,15 +60,50 @@ struct QpRequest {
 
 /// Send operations of the `ibv_wr_*` API per QP type: what the hardware has. Memory windows,
 /// local invalidate, TSO, flush and atomic write are not among them.
-const RC_SEND_OPS: u64 = (sys::IBV_QP_EX_WITH_SEND
-    | sys::IBV_QP_EX_WITH_SEND_WITH_IMM
-    | sys::IBV_QP_EX_WITH_SEND_WITH_INV
-    | sys::IBV_QP_EX_WITH_RDMA_WRITE
-    | sys::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
-    | sys::IBV_QP_EX_WITH_RDMA_READ
-    | sys::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
-    | sys::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) as u64;
-const UD_SEND_OPS: u64 = (sys::IBV_QP_EX_WITH_SEND | sys::IBV_QP_EX_WITH_SEND_WITH_IMM) as u64;
+/// The `ibv_qp_ex` send operations and the device opcode each posts.
+const QP_EX_OPS: [(u32, u8); 8] = [
+    (sys::IBV_QP_EX_WITH_SEND, ferroce_hw::WR_SEND),
+    (
+        sys::IBV_QP_EX_WITH_SEND_WITH_IMM,
+        ferroce_hw::WR_SEND_WITH_IMM,
+    ),
+    (
+        sys::IBV_QP_EX_WITH_SEND_WITH_INV,
+        ferroce_hw::WR_SEND_WITH_INV,
+    ),
+    (sys::IBV_QP_EX_WITH_RDMA_WRITE, ferroce_hw::WR_RDMA_WRITE),
+    (
+        sys::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+        ferroce_hw::WR_RDMA_WRITE_WITH_IMM,
+    ),
+    (sys::IBV_QP_EX_WITH_RDMA_READ, ferroce_hw::WR_RDMA_READ),
+    (
+        sys::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+        ferroce_hw::WR_ATOMIC_CMP_SWAP,
+    ),
+    (
+        sys::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+        ferroce_hw::WR_ATOMIC_FETCH_ADD,
+    ),
+];
+
+/// The `ibv_qp_ex` send operations a QP type has: those whose opcode the device allows on it.
+fn qp_ex_ops(qp_type: QpType) -> u64 {
+    QP_EX_OPS
+        .iter()
+        .filter(|&&(_, opcode)| ferroce_hw::send_opcode_allowed(qp_type, opcode))
+        .fold(0, |ops, &(flag, _)| ops | u64::from(flag))
+}
+
+/// The device's type of an `ibv_qp_type` a process may create.
+fn qp_type_of(qp_type: sys::ibv_qp_type) -> Option<QpType> {
+    match qp_type {
+        sys::IBV_QPT_RC => Some(QpType::Rc),
+        sys::IBV_QPT_UC => Some(QpType::Uc),
+        sys::IBV_QPT_UD => Some(QpType::Ud),
+        _ => None,
+    }
+}
 
 /// Creates the provider's part of a QP and, through `issue` (which runs the uverbs command
 /// for the `Qp` it gets, with our driver data), the kernel's. Returns the QP and the
@@ -83,11 +118,7 @@ unsafe fn create(
     req: &QpRequest,
     issue: impl FnOnce(*mut Qp, &mut CreateQp, &mut CreateQpResp) -> c_int,
 ) -> Result<(*mut Qp, sys::ibv_qp_cap), i32> {
-    let qp_type = match req.qp_type {
-        sys::IBV_QPT_RC => QpType::Rc,
-        sys::IBV_QPT_UD => QpType::Ud,
-        _ => return Err(libc::EOPNOTSUPP),
-    };
+    let qp_type = qp_type_of(req.qp_type).ok_or(libc::EOPNOTSUPP)?;
     let srq = req.srq.cast::<Srq>();
     let caps = WqCaps {
         max_send_wr: req.cap.max_send_wr,
@@ -271,11 +302,7 @@ fn check_init_attr_ex(attr: &sys::ibv_qp_init_attr_ex) -> Result<(), i32> {
         return Err(libc::EOPNOTSUPP);
     }
     if attr.comp_mask & sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
-        let ops = match attr.qp_type {
-            sys::IBV_QPT_RC => RC_SEND_OPS,
-            sys::IBV_QPT_UD => UD_SEND_OPS,
-            _ => 0,
-        };
+        let ops = qp_type_of(attr.qp_type).map_or(0, qp_ex_ops);
         if attr.send_ops_flags & !ops != 0 {
             return Err(libc::EOPNOTSUPP);
         }

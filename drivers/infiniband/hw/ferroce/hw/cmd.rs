@@ -98,6 +98,8 @@ pub const CMD_CREATE_CQ: u16 = 0x0020;
 pub const CMD_DESTROY_CQ: u16 = 0x0021;
 /// Change CQ moderation: [`ModifyCqCmd`].
 pub const CMD_MODIFY_CQ: u16 = 0x0022;
+/// Move a CQ to a new ring (and doorbell record): [`ResizeCqCmd`].
+pub const CMD_RESIZE_CQ: u16 = 0x0023;
 /// Create a QP in RESET: [`CreateQpCmd`] → [`CreateQpReply`].
 pub const CMD_CREATE_QP: u16 = 0x0030;
 /// Destroy a QP: [`DestroyQpCmd`].
@@ -138,7 +140,7 @@ pub const CMD_UNMAP_QID: u16 = 0x0093;
 
 /// All command opcodes, for tables and tests.
 #[cfg(userspace)] // The device side.
-pub const CMD_OPCODES: [u16; 27] = [
+pub const CMD_OPCODES: [u16; 28] = [
     CMD_NOP,
     CMD_QUERY_PORT,
     CMD_SET_PORT,
@@ -148,6 +150,7 @@ pub const CMD_OPCODES: [u16; 27] = [
     CMD_CREATE_CQ,
     CMD_DESTROY_CQ,
     CMD_MODIFY_CQ,
+    CMD_RESIZE_CQ,
     CMD_CREATE_QP,
     CMD_DESTROY_QP,
     CMD_MODIFY_QP,
@@ -180,6 +183,7 @@ pub const fn command_name(opcode: u16) -> &'static str {
         CMD_CREATE_CQ => "create_cq",
         CMD_DESTROY_CQ => "destroy_cq",
         CMD_MODIFY_CQ => "modify_cq",
+        CMD_RESIZE_CQ => "resize_cq",
         CMD_CREATE_QP => "create_qp",
         CMD_DESTROY_QP => "destroy_qp",
         CMD_MODIFY_QP => "modify_qp",
@@ -396,6 +400,34 @@ hw_layout! {
     }
 }
 hw_command!(ModifyCqCmd, CMD_MODIFY_CQ);
+
+hw_layout! {
+    /// `CMD_RESIZE_CQ` payload: the CQ moves to a new ring and doorbell record, losing and
+    /// repeating no CQE. At its producer index the device writes a marker CQE
+    /// ([`CQE_OP_RESIZE`]) into the old ring, the last it writes there; every later CQE goes
+    /// to the new ring, its index counting on from the marker's. Before the switch the device
+    /// makes every entry of the new ring read as not written yet for the index it will next
+    /// hold, and it reads the consumer index from the new record from then on. The consumer
+    /// polls the old ring up to the marker, then goes on in the new one; it keeps its
+    /// consumer index in both records until it gets there. Refused (`STATUS_BAD_PARAM`) if
+    /// the new ring has fewer entries than the CQEs not consumed yet plus the marker, and
+    /// (`STATUS_BUSY`) if the old ring has no room for the marker.
+    pub struct ResizeCqCmd(32) {
+        /// The new CQE ring.
+        pub ring: BufDesc,
+        /// The new doorbell record ([`CqDbRecord`]), 8-byte aligned.
+        pub dbrec_addr: u64,
+        /// CQ number.
+        pub cqn: u32,
+        /// log2 of the number of CQEs of the new ring.
+        pub log_size: u8,
+        /// Reserved, zero.
+        pub rsvd0: u8,
+        /// Reserved, zero.
+        pub rsvd1: u16,
+    }
+}
+hw_command!(ResizeCqCmd, CMD_RESIZE_CQ);
 hw_layout! {
     /// `CMD_CREATE_AH` payload (UD address vector).
     pub struct CreateAhCmd(40) {

@@ -11,6 +11,9 @@ hw_enum! {
         Gsi = 1,
         /// Reliable connected.
         Rc = 2,
+        /// Unreliable connected: RC's SEND and RDMA WRITE without acknowledgements; a lost
+        /// packet loses its message, which is never retransmitted.
+        Uc = 3,
         /// Unreliable datagram.
         Ud = 4,
     }
@@ -21,10 +24,20 @@ impl QpType {
     pub const fn is_datagram(self) -> bool {
         matches!(self, QpType::Ud | QpType::Gsi)
     }
+
+    /// Whether the QP is connected to one remote QP, set by `modify_qp` (RC and UC).
+    pub const fn is_connected(self) -> bool {
+        matches!(self, QpType::Rc | QpType::Uc)
+    }
+
+    /// Whether the QP may take its receive WQEs from an SRQ (RC and UC).
+    pub const fn may_use_srq(self) -> bool {
+        self.is_connected()
+    }
 }
 /// QPN of the GSI QP.
 pub const GSI_QPN: u32 = 1;
-/// First QPN for RC and UD QPs.
+/// First QPN for RC, UC and UD QPs.
 pub const FIRST_QPN: u32 = 2;
 
 /// `CreateQpCmd::flags`: every send WQE generates a CQE (`IB_SIGNAL_ALL_WR`).

@@ -106,6 +106,20 @@ impl Ring {
     pub const fn entry_valid(&self, ci: u16, owner: u8) -> bool {
         (owner & 1) == self.owner(ci)
     }
+
+    /// The owner bit that makes the entry at `index` read as not written yet: what a fresh
+    /// ring taken over at a later index (`CMD_RESIZE_CQ`) holds in each slot.
+    #[cfg(userspace)] // The device prepares the ring.
+    pub const fn stale_owner(&self, index: u16) -> u8 {
+        self.owner(index) ^ 1
+    }
+
+    /// The first index from `from` on that lands in `slot`.
+    #[cfg(userspace)] // The device prepares the ring.
+    pub const fn next_index_in_slot(&self, from: u16, slot: u32) -> u16 {
+        let ahead = slot.wrapping_sub(self.slot(from)) & (self.size() - 1);
+        from.wrapping_add(ahead as u16)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

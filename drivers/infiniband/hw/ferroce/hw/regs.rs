@@ -246,3 +246,7 @@ pub const CAP_CQ_MODERATION: u32 = 1 << 8;
 pub const CAP_QID_TRANSLATION: u32 = 1 << 9;
 /// Fast registration (REG_MR / LOCAL_INV work requests).
 pub const CAP_FAST_REG: u32 = 1 << 10;
+/// UC QPs.
+pub const CAP_UC: u32 = 1 << 11;
+/// CQ resizing (`CMD_RESIZE_CQ`).
+pub const CAP_CQ_RESIZE: u32 = 1 << 12;

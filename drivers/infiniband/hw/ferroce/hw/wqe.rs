@@ -215,6 +215,16 @@ pub const fn send_opcode_valid(opcode: u8) -> bool {
 pub const fn send_opcode_allowed(qp_type: QpType, opcode: u8) -> bool {
     match qp_type {
         QpType::Rc => send_opcode_valid(opcode),
+        // IBA table 38: UC has SEND and RDMA WRITE (with immediate), no invalidate.
+        QpType::Uc => matches!(
+            opcode,
+            WR_SEND
+                | WR_SEND_WITH_IMM
+                | WR_RDMA_WRITE
+                | WR_RDMA_WRITE_WITH_IMM
+                | WR_REG_MR
+                | WR_LOCAL_INV
+        ),
         QpType::Ud | QpType::Gsi => matches!(opcode, WR_SEND | WR_SEND_WITH_IMM),
     }
 }

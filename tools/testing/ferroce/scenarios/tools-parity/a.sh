@@ -22,6 +22,21 @@ for t in "send-lat-ev:ib_send_lat -e -s 8 -n 100" "write-lat-ev:ib_write_lat -e 
 	done
 	tool=$((tool + 1))
 done
+# UC (-c UC): perftest and ibv_uc_pingpong. Ports 18700 + 10 * test + device.
+tool=0
+for t in "uc-send-bw:ib_send_bw -c UC -s 4096 -n 100" "uc-write-bw:ib_write_bw -c UC -s 65536 -n 100" \
+	"uc-send-lat:ib_send_lat -c UC -s 8 -n 100" "uc-write-lat:ib_write_lat -c UC -s 8 -n 100" \
+	"uc-pingpong:ibv_uc_pingpong -s 4096 -n 100"; do
+	name=${t%%:*} cmd=${t#*:}
+	echo "$DEVICES" | while read -r kind dev gid ndev; do
+		port=$((18700 + 10 * tool + $([ "$kind" = rxe ] && echo 1 || echo 0)))
+		gidopt=-x
+		[ "$name" = uc-pingpong ] && gidopt=-g
+		# shellcheck disable=SC2086
+		retry "$name-$kind" 150 $cmd -d "$dev" $gidopt "$gid" -p "$port" "$(peer_on "$kind" b)" < /dev/null
+	done
+	tool=$((tool + 1))
+done
 echo "$DEVICES" | while read -r kind dev gid ndev; do
 	port=$((18830 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
 	await "ucmatose-$kind" $((18890 + $([ "$kind" = rxe ] && echo 1 || echo 0)))

@@ -11,6 +11,7 @@ as a converged RNIC does, so rxe needs a port of its own. VM b serves, VM a conn
 - ib_write_lat -e: perftest refuses events on WRITE ("Events feature not available on WRITE
   verb") on every device; the check is that both devices refuse it the same way;
 - ib_send_bw -e;
+- UC (-c UC): ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat and ibv_uc_pingpong;
 - ucmatose -c 16: the client starts once the server listens and is never retried (a retried
   client makes the server see more than 16 connect requests; it rejects the extra ones, which
   the client reports as "RDMA_CM_EVENT_REJECTED, error: 28", IB_CM_REJ_CONSUMER_DEFINED);
@@ -110,6 +111,34 @@ def write_lat_events_refused_alike(run: Run) -> str:
 @scenario.check
 def send_bw_events(run: Run) -> str:
     return parity(run, "send-bw-ev", BW)
+
+
+PINGPONG = r"^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$"
+
+
+@scenario.check
+def uc_send_bw(run: Run) -> str:
+    return parity(run, "uc-send-bw", BW)
+
+
+@scenario.check
+def uc_write_bw(run: Run) -> str:
+    return parity(run, "uc-write-bw", BW)
+
+
+@scenario.check
+def uc_send_lat(run: Run) -> str:
+    return parity(run, "uc-send-lat", LAT)
+
+
+@scenario.check
+def uc_write_lat(run: Run) -> str:
+    return parity(run, "uc-write-lat", LAT)
+
+
+@scenario.check
+def uc_pingpong(run: Run) -> str:
+    return parity(run, "uc-pingpong", PINGPONG)
 
 
 @scenario.check
