@@ -64,6 +64,38 @@ struct ferroce_create_cq_resp {
 };
 
 /*
+ * ibv_resize_cq: the CQ's new buffer, laid out as ferroce_create_cq_req's. The device ends
+ * the old ring with a RESIZE CQE; the provider polls up to it, then reads that index again in
+ * the new ring (ferroce-hw.rst, "Resizing a CQ"), and writes its consumer index into both
+ * records until then. The kernel unpins the old buffer once the device has switched; the provider frees it
+ * after the marker.
+ */
+struct ferroce_resize_cq_req {
+	__aligned_u64 buf_addr;
+	__u32 buf_size;
+	__u32 log_size;
+	__u32 dbrec_offset;
+	__u32 reserved;
+};
+
+/*
+ * ibv_modify_srq with IBV_SRQ_MAX_WR: the SRQ's new buffer, laid out as
+ * ferroce_create_srq_req's, its record holding the producer index. The device copies the WQEs
+ * it has not taken to the new ring at their indices (ferroce-hw.rst, RESIZE_SRQ); the provider
+ * posts nothing meanwhile and goes on in the new ring. The old buffer is free once the call
+ * returns.
+ */
+struct ferroce_resize_srq_req {
+	__aligned_u64 buf_addr;
+	__u32 buf_size;
+	__u32 log_size;
+	__u32 log_stride;
+	__u32 dbrec_offset;
+	__u32 reserved;
+	__u32 reserved2;
+};
+
+/*
  * QP: the send ring (1 << sq_log_size WQEs of 1 << sq_log_stride bytes) at buf_addr,
  * the receive ring at buf_addr + rq_offset (page-aligned; a QP with an SRQ has none and
  * passes zeros), the doorbell record (u32 sq_pi, u32 rq_pi) at buf_addr + dbrec_offset.

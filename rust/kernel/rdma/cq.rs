@@ -349,6 +349,23 @@ pub(crate) unsafe extern "C" fn req_notify_cq<T: Operations>(
     })
 }
 
+pub(crate) unsafe extern "C" fn resize_user_cq<T: Operations>(
+    cq: *mut bindings::ib_cq,
+    cqe: c_uint,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `cq` is a live CQ of ours; uverbs passes its `driver_udata`, valid or NULL.
+        let (obj, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
+        let mut udata = udata.ok_or(EINVAL)?;
+        let entries = T::resize_user_cq(obj, cqe, &mut udata)?;
+        // SAFETY: ib_core serialises verbs on one CQ object (uverbs holds it exclusively for
+        // a resize), and reports `cqe` back to the caller after we return.
+        unsafe { (*cq).cqe = entries.try_into().unwrap_or(c_int::MAX) };
+        Ok(0)
+    })
+}
+
 pub(crate) unsafe extern "C" fn modify_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     count: u16,

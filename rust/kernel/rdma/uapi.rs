@@ -30,6 +30,8 @@ abi_structs!(
     ferroce_alloc_ucontext_resp,
     ferroce_create_cq_req,
     ferroce_create_cq_resp,
+    ferroce_resize_cq_req,
+    ferroce_resize_srq_req,
     ferroce_create_qp_req,
     ferroce_create_qp_resp,
     ferroce_create_srq_req,

@@ -44,6 +44,7 @@ impl DeviceCore {
                     | CAP_FAST_REG
                     | CAP_UC
                     | CAP_CQ_RESIZE
+                    | CAP_SRQ_RESIZE
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

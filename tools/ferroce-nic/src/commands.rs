@@ -70,6 +70,7 @@ impl Device {
             CMD_CREATE_SRQ => run::<CreateSrqCmd>(payload, |c| self.create_srq(c)),
             CMD_DESTROY_SRQ => run::<DestroySrqCmd>(payload, |c| self.destroy_srq(c)),
             CMD_MODIFY_SRQ => run::<ModifySrqCmd>(payload, |c| self.modify_srq(c)),
+            CMD_RESIZE_SRQ => run::<ResizeSrqCmd>(payload, |c| self.resize_srq(c)),
             CMD_SET_GID => run::<SetGidCmd>(payload, |c| self.set_gid(c)),
             CMD_CLEAR_GID => run::<ClearGidCmd>(payload, |c| self.clear_gid(c)),
             CMD_QUERY_COUNTERS => {
@@ -378,6 +379,66 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         srq.limit = cmd.limit;
+        Ok(())
+    }
+
+    /// Moves an SRQ to a new ring and record (`CMD_RESIZE_SRQ`, see [`ResizeSrqCmd`]): the
+    /// WQEs not taken yet are copied to the new ring at their indices. Nothing changes if the
+    /// command is refused.
+    fn resize_srq(&mut self, cmd: &ResizeSrqCmd) -> Result<(), CmdError> {
+        reserved_zero(cmd.rsvd.into(), 30)?;
+        if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+        }
+        let (old, ci, limit, old_record) = match self.core.objects().srqs().get(cmd.srqn) {
+            Some(srq) => (srq.buf.clone(), srq.ci, srq.limit, srq.dbrec_addr),
+            None => return Err(CmdError::field(STATUS_BAD_RESOURCE, 24)),
+        };
+        let stride = 1u32 << cmd.log_stride.min(31);
+        if !(MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(cmd.log_stride))
+            || stride < old.stride
+        {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 29));
+        }
+        self.core.objects().check_translation_budget(
+            u64::from(cmd.ring.page_count).saturating_sub(old.map.page_entries()),
+        )?;
+        let new = RingBuffer::resolve(self.core.mem(), &cmd.ring, u32::from(cmd.log_size), stride)?;
+        let mut record = [0u8; SrqDbRecord::SIZE];
+        self.core
+            .dma_read(old_record, &mut record, "srq_dbrec")
+            .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
+        let pi = SrqDbRecord::decode(&record).pi as u16;
+        if !old.ring.producer_valid(pi, ci) {
+            return Err(CmdError::new(STATUS_BAD_STATE));
+        }
+        if old.ring.used(pi, ci) > new.ring.size() || limit >= new.ring.size() {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 28));
+        }
+        self.core
+            .dma_read(cmd.dbrec_addr, &mut record, "srq_dbrec")
+            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+        let mut wqe = vec![0u8; old.stride as usize];
+        let mut index = ci;
+        while index != pi {
+            let copied = old
+                .map
+                .read(self.core.mem(), old.offset(index), &mut wqe)
+                .and_then(|()| new.map.write(self.core.mem(), new.offset(index), &wqe));
+            if copied.is_err() {
+                return Err(CmdError::new(STATUS_DMA_ERROR));
+            }
+            index = index.wrapping_add(1);
+        }
+        self.core.trace().event(
+            "srq_resize",
+            || serde_json::json!({"srqn": cmd.srqn, "ci": ci, "pi": pi, "log_size": cmd.log_size}),
+        );
+        let Some(srq) = self.core.objects_mut().srqs_mut().get_mut(cmd.srqn) else {
+            return Err(CmdError::new(STATUS_BAD_RESOURCE));
+        };
+        srq.buf = new;
+        srq.dbrec_addr = cmd.dbrec_addr;
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 
 //! Completion queues: CQE writing with overrun detection through the consumer index in the CQ's
 //! doorbell record, arming (next / solicited), moderation (count / period) and resizing (a
-//! marker CQE ends the old ring; the index goes on in the new one).
+//! marker CQE at the producer index ends the old ring; that index goes on in the new one).
 
 use ferroce_hw::*;
 
@@ -76,7 +76,8 @@ impl DeviceCore {
 
     /// Moves a CQ to a new ring and doorbell record (`CMD_RESIZE_CQ`, see [`ResizeCqCmd`]):
     /// the marker goes into the old ring at the producer index, the new ring's entries are
-    /// made stale for the indices after it, and the CQ writes there from then on. Its arm and
+    /// made stale for the indices from it on, and the CQ writes there from then on, from that
+    /// same index: the marker takes no index of its own, so the CQ holds what it held. Its arm and
     /// moderation state go with it. Nothing changes if the command is refused.
     pub fn resize_cq(&mut self, cmd: &ResizeCqCmd) -> Result<(), CmdError> {
         if cmd.rsvd0 != 0 || cmd.rsvd1 != 0 {
@@ -111,20 +112,16 @@ impl DeviceCore {
             // No room for the marker: the consumer must poll first.
             return Err(CmdError::new(STATUS_BUSY));
         }
-        // The new ring counts on from the old one: it must hold the CQEs not consumed and the
-        // marker, which the consumer passes in the old ring.
-        if old.ring.used(pi, ci) + 1 > new.ring.size() {
+        // The new ring counts on from the old one: it must hold the CQEs not consumed.
+        if old.ring.used(pi, ci) > new.ring.size() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 28));
         }
         let mut record = [0u8; CqDbRecord::SIZE];
         self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
             .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
         // The new ring first: every slot stale for the index it will hold next.
-        let next = pi.wrapping_add(1);
         for slot in 0..new.ring.size() {
-            let owner = new
-                .ring
-                .stale_owner(new.ring.next_index_in_slot(next, slot));
+            let owner = new.ring.stale_owner(new.ring.next_index_in_slot(pi, slot));
             let at = u64::from(slot) * CQE_SIZE as u64 + CQE_OWNER_OFFSET as u64;
             new.map
                 .write(self.mem(), at, &[owner])
@@ -161,7 +158,6 @@ impl DeviceCore {
         };
         cq.buf = new;
         cq.dbrec_addr = cmd.dbrec_addr;
-        cq.pi = next;
         Ok(())
     }
 

@@ -61,7 +61,7 @@ fn completions_in_flight_cross_resizes_once_each_and_in_order() {
     until_written(&mut p, 8);
     seen.extend(wr_ids(&p.a.cq.poll(&p.a.g)));
     assert_eq!(seen, (1..=16).collect::<Vec<_>>());
-    assert!(p.a.cq.next.is_none(), "the marker was polled");
+    assert!(p.a.cq.next.is_empty(), "the marker was polled");
     // Around the 16-entry ring several times, then grow it with CQEs waiting.
     for round in 0..6 {
         let first = 17 + round * 6;
@@ -89,23 +89,39 @@ fn completions_in_flight_cross_resizes_once_each_and_in_order() {
 }
 
 #[test]
+fn resizes_follow_each_other_before_the_first_marker_is_polled() {
+    let mut p = Pair::new(MIB, Conn::default());
+    // As pyverbs' test_resize_cq: to 2, to 8 with nothing polled, then 6 in the 8 entries.
+    for log in [1, 3] {
+        assert_eq!(p.a.cq.resize(&mut p.a.g, log).status, STATUS_OK);
+    }
+    writes(&mut p, 1, 6);
+    until_written(&mut p, 6);
+    // Below what waits: refused, and the six are all there.
+    assert_eq!(p.a.cq.resize(&mut p.a.g, 1).status, STATUS_BAD_PARAM);
+    writes(&mut p, 7, 2);
+    until_written(&mut p, 2);
+    assert_eq!(p.a.counter(COUNTER_CQES), 8);
+    assert_eq!(wr_ids(&p.a.cq.poll(&p.a.g)), (1..=8).collect::<Vec<_>>());
+    assert!(p.a.cq.next.is_empty(), "both markers polled");
+}
+
+#[test]
 fn a_ring_too_small_or_a_full_one_is_refused_and_nothing_changes() {
     let mut p = Pair::new(MIB, Conn::default());
     assert_eq!(p.a.cq.resize(&mut p.a.g, 3).status, STATUS_OK);
     assert!(p.a.cq.poll(&p.a.g).is_empty());
-    assert!(p.a.cq.next.is_none());
-    // Five waiting plus the marker do not fit in four entries.
+    assert!(p.a.cq.next.is_empty());
+    // Five waiting do not fit in four entries.
     writes(&mut p, 1, 5);
     until_written(&mut p, 5);
     let c = p.a.cq.resize(&mut p.a.g, 2);
     assert_eq!(c.status, STATUS_BAD_PARAM, "resize below what waits");
-    p.a.cq.next = None;
-    // Eight waiting in eight entries: no room for the marker.
+    // Eight waiting in eight entries: no slot for the marker.
     writes(&mut p, 6, 3);
     until_written(&mut p, 3);
     let c = p.a.cq.resize(&mut p.a.g, 6);
     assert_eq!(c.status, STATUS_BUSY, "resize of a full ring");
-    p.a.cq.next = None;
     assert_eq!(wr_ids(&p.a.cq.poll(&p.a.g)), (1..=8).collect::<Vec<_>>());
     writes(&mut p, 9, 2);
     until_written(&mut p, 2);

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Completion queues: a ring of 64-byte CQEs the device writes (owner byte last) and a
-//! doorbell record with the consumer index the provider has polled up to.
+//! doorbell record with the consumer index the provider has polled up to. A resize moves the
+//! CQ to a new ring: the device ends the old one with a marker CQE, and polling goes on in the
+//! new ring from there.
 
 use core::sync::atomic::{fence, Ordering};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ferroce_hw::{
     CqDbRecord, Cqe, Ring, WcStatus, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV,
     CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE,
-    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OP_REG_MR, CQE_OP_SEND, CQE_OWNER_OFFSET, CQE_SIZE,
+    CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OP_REG_MR, CQE_OP_RESIZE, CQE_OP_SEND,
+    CQE_OWNER_OFFSET, CQE_SIZE,
 };
 use libc::EINVAL;
 
@@ -26,6 +30,19 @@ pub(crate) struct CqRing {
     ring: Ring,
     dbrec_offset: usize,
     ci: u16,
+    /// The rings resizes move to, oldest first, each taken over at the marker that ends the
+    /// one before it.
+    next: VecDeque<Next>,
+    /// Rings polled to their markers, for the caller to release ([`CqRing::take_retired`]).
+    retired: Vec<DmaBuf>,
+}
+
+/// The ring a resize moves to, and how many of its first entries a clean removed (the
+/// consumer index skips them after the marker).
+#[derive(Debug)]
+struct Next {
+    ring: Box<CqRing>,
+    skip: u16,
 }
 
 impl CqRing {
@@ -39,7 +56,44 @@ impl CqRing {
             ring,
             dbrec_offset,
             ci: 0,
+            next: VecDeque::new(),
+            retired: Vec::new(),
         })
+    }
+
+    /// The ring to resize to for at least `cqe` entries (`CMD_RESIZE_CQ`); its record already
+    /// holds the consumer index. [`CqRing::resize_to`] makes it the next ring once the kernel
+    /// took it.
+    pub(crate) fn resized(&self, cqe: u32, max_log: u32) -> Result<CqRing, i32> {
+        let mut next = CqRing::new(cqe, max_log)?;
+        next.ci = self.ci;
+        next.publish_ci();
+        Ok(next)
+    }
+
+    /// Whether a resize waits for its marker.
+    #[cfg(test)]
+    pub(crate) fn resizing(&self) -> bool {
+        !self.next.is_empty()
+    }
+
+    /// Goes on in `next` after the marker the device wrote for the resize (after the rings of
+    /// earlier resizes whose markers are not polled yet).
+    pub(crate) fn resize_to(&mut self, next: CqRing) {
+        self.next.push_back(Next {
+            ring: Box::new(next),
+            skip: 0,
+        });
+    }
+
+    /// The rings resizes were to move to, taken back (the CQ is being destroyed).
+    pub(crate) fn abandon_resizes(&mut self) -> Vec<CqRing> {
+        self.next.drain(..).map(|next| *next.ring).collect()
+    }
+
+    /// The buffers of rings left behind at their markers, to release.
+    pub(crate) fn take_retired(&mut self) -> Vec<DmaBuf> {
+        core::mem::take(&mut self.retired)
     }
 
     /// The buffer (for the create request and `ibv_dontfork_range`).
@@ -63,60 +117,120 @@ impl CqRing {
         self.ci
     }
 
-    /// Takes the next CQE if the device has written it: the owner byte first (acquire), then
+    /// The CQE at `index` if the device has written it: the owner byte first (acquire), then
     /// the rest.
-    pub(crate) fn poll(&mut self) -> Option<Cqe> {
-        let off = self.ring.slot(self.ci) as usize * CQE_SIZE;
-        let owner = self.buf.load_acquire_u8(off + CQE_OWNER_OFFSET);
-        if !self.ring.entry_valid(self.ci, owner) {
+    fn read(&self, index: u16) -> Option<[u8; CQE_SIZE]> {
+        let off = self.ring.slot(index) as usize * CQE_SIZE;
+        if !self
+            .ring
+            .entry_valid(index, self.buf.load_acquire_u8(off + CQE_OWNER_OFFSET))
+        {
             return None;
         }
         let mut bytes = [0u8; CQE_SIZE];
         self.buf.read(off, &mut bytes);
-        self.ci = self.ci.wrapping_add(1);
-        Some(Cqe::decode(&bytes))
+        Some(bytes)
+    }
+
+    /// Takes the next CQE if the device has written it. At a resize's marker it moves to the
+    /// next ring (the old buffer is left for [`CqRing::take_retired`]), where the marker's
+    /// index holds the next CQE; a marker without a resize is returned, as a CQE of an
+    /// unknown opcode.
+    pub(crate) fn poll(&mut self) -> Option<Cqe> {
+        loop {
+            let cqe = Cqe::decode(&self.read(self.ci)?);
+            if cqe.opcode != CQE_OP_RESIZE {
+                self.ci = self.ci.wrapping_add(1);
+                return Some(cqe);
+            }
+            let Some(next) = self.next.pop_front() else {
+                self.ci = self.ci.wrapping_add(1);
+                return Some(cqe);
+            };
+            let ci = self.ci.wrapping_add(next.skip);
+            let mut ring = *next.ring;
+            ring.next = core::mem::take(&mut self.next);
+            ring.retired = core::mem::take(&mut self.retired);
+            let old = core::mem::replace(self, ring);
+            self.ci = ci;
+            self.retired.push(old.buf);
+            self.publish_ci();
+        }
+    }
+
+    /// The index of the marker that ends this ring (written by a resize), looking from
+    /// `from` on.
+    fn marker(&self, from: u16) -> Option<u16> {
+        let mut index = from;
+        while self.ring.used(index, from) < self.ring.size() {
+            let cqe = Cqe::decode(&self.read(index)?);
+            if cqe.opcode == CQE_OP_RESIZE {
+                return Some(index);
+            }
+            index = index.wrapping_add(1);
+        }
+        None
     }
 
     /// Removes the CQEs of QP `qpn`, just destroyed, from the ring ([`ferroce_hw::clean_cqes`]):
     /// a QP created next with that number never polls them. `removed` sees each one (receive
     /// WQEs they took from an SRQ are freed there). Publishes the new consumer index.
+    ///
+    /// During resizes the next rings are cleaned too, each from the index of the marker before
+    /// it: the entries it frees there are skipped when polling gets to it.
     pub(crate) fn clean(&mut self, qpn: u32, mut removed: impl FnMut(&Cqe)) -> u16 {
-        let (ring, buf) = (self.ring, &self.buf);
-        let freed = ferroce_hw::clean_cqes(
-            ring,
-            self.ci,
-            |index| {
-                let off = ring.slot(index) as usize * CQE_SIZE;
-                if !ring.entry_valid(index, buf.load_acquire_u8(off + CQE_OWNER_OFFSET)) {
-                    return None;
-                }
-                let mut bytes = [0u8; CQE_SIZE];
-                buf.read(off, &mut bytes);
-                Some(bytes)
-            },
-            |cqe| {
-                let ours = cqe.qpn == qpn;
-                if ours {
-                    removed(cqe);
-                }
-                ours
-            },
-            |index, body| buf.write(ring.slot(index) as usize * CQE_SIZE, body),
-        );
+        let mut pick = |cqe: &Cqe| {
+            let ours = cqe.qpn == qpn && cqe.opcode != CQE_OP_RESIZE;
+            if ours {
+                removed(cqe);
+            }
+            ours
+        };
+        let freed = self.clean_from(self.ci, &mut pick);
         if freed > 0 {
             self.ci = self.ci.wrapping_add(freed);
-            self.publish_ci();
         }
+        let mut marker = if self.next.is_empty() {
+            None
+        } else {
+            self.marker(self.ci)
+        };
+        for next in self.next.iter_mut() {
+            let Some(at) = marker else { break };
+            let start = at.wrapping_add(next.skip);
+            next.skip = next
+                .skip
+                .wrapping_add(next.ring.clean_from(start, &mut pick));
+            marker = next.ring.marker(at.wrapping_add(next.skip));
+        }
+        self.publish_ci();
         freed
     }
 
-    /// Publishes the consumer index in the doorbell record (after the CQEs were read).
+    /// [`ferroce_hw::clean_cqes`] on this ring from index `from`.
+    fn clean_from(&self, from: u16, pick: &mut impl FnMut(&Cqe) -> bool) -> u16 {
+        let (ring, buf) = (self.ring, &self.buf);
+        ferroce_hw::clean_cqes(
+            ring,
+            from,
+            |index| self.read(index),
+            pick,
+            |index, body| buf.write(ring.slot(index) as usize * CQE_SIZE, body),
+        )
+    }
+
+    /// Publishes the consumer index in the doorbell record (after the CQEs were read); during
+    /// a resize, in the next ring's too, which the device reads from the switch on.
     pub(crate) fn publish_ci(&self) {
         fence(Ordering::Release);
-        self.buf.store_u32(
-            self.dbrec_offset + core::mem::offset_of!(CqDbRecord, ci),
-            u32::from(self.ci),
-        );
+        let at = core::mem::offset_of!(CqDbRecord, ci);
+        self.buf
+            .store_u32(self.dbrec_offset + at, u32::from(self.ci));
+        for next in &self.next {
+            next.ring
+                .buf
+                .store_u32(next.ring.dbrec_offset + at, u32::from(self.ci));
+        }
     }
 }
 
@@ -270,6 +384,155 @@ mod tests {
         let left: Vec<(u32, u64)> =
             std::iter::from_fn(|| cq.poll().map(|c| (c.qpn, c.wr_id))).collect();
         assert_eq!(left, [(10, 2), (10, 4)]);
+    }
+
+    /// What the device does for `CMD_RESIZE_CQ` at producer index `pi`: the new ring's
+    /// entries stale for the indices they will hold next (from `pi` on), the marker into the
+    /// old ring at `pi`.
+    fn device_resize(old: &CqRing, new: &CqRing, pi: u16) {
+        let ring = new.ring();
+        for slot in 0..ring.size() {
+            let owner = ring.stale_owner(ring.next_index_in_slot(pi, slot));
+            new.buf()
+                .write(slot as usize * CQE_SIZE + CQE_OWNER_OFFSET, &[owner]);
+        }
+        let marker = Cqe {
+            opcode: CQE_OP_RESIZE,
+            owner: old.ring().owner(pi),
+            ..Cqe::default()
+        };
+        old.buf()
+            .write(old.ring().slot(pi) as usize * CQE_SIZE, &marker.encode());
+    }
+
+    /// Writes `n` CQEs from index `*pi` on, with wr_ids from `from`.
+    fn write_n(cq: &CqRing, pi: &mut u16, n: u64, from: u64) {
+        for i in 0..n {
+            device_write(cq, *pi, from + i);
+            *pi = pi.wrapping_add(1);
+        }
+    }
+
+    fn drain(cq: &mut CqRing) -> Vec<u64> {
+        std::iter::from_fn(|| cq.poll().map(|c| c.wr_id)).collect()
+    }
+
+    #[test]
+    fn a_resize_loses_and_repeats_nothing() {
+        // From index 5000 on, in rings of 8, then 4, then 32 entries.
+        let mut cq = CqRing::new(8, 15).expect("cq");
+        let mut pi = 0u16;
+        for round in 0..625 {
+            write_n(&cq, &mut pi, 8, round * 8);
+            assert_eq!(drain(&mut cq).len(), 8);
+        }
+        write_n(&cq, &mut pi, 6, 5000);
+        assert_eq!(cq.poll().map(|c| c.wr_id), Some(5000));
+        let next = cq.resized(3, 15).expect("next");
+        assert_eq!(next.ring().size(), 4);
+        assert_eq!(next.buf().load_u32(next.dbrec_offset()), u32::from(cq.ci()));
+        device_resize(&cq, &next, pi);
+        let new_ring = next.buf().addr();
+        cq.resize_to(next);
+        assert!(cq.resizing());
+        // The five left in the old ring, then the marker moves polling to the new one.
+        assert_eq!(drain(&mut cq), [5001, 5002, 5003, 5004, 5005]);
+        assert!(!cq.resizing());
+        assert_eq!(cq.buf().addr(), new_ring);
+        assert_eq!(cq.take_retired().len(), 1, "the old ring is to be released");
+        cq.publish_ci();
+        assert_eq!(cq.buf().load_u32(cq.dbrec_offset()), u32::from(pi));
+        // Around the new ring twice.
+        for batch in 0..2 {
+            write_n(&cq, &mut pi, 4, 6000 + batch * 4);
+            assert_eq!(
+                drain(&mut cq),
+                (6000 + batch * 4..6004 + batch * 4).collect::<Vec<_>>()
+            );
+        }
+        // Grow, with two waiting in the 4-entry ring.
+        write_n(&cq, &mut pi, 2, 7000);
+        let next = cq.resized(20, 15).expect("next");
+        device_resize(&cq, &next, pi);
+        cq.resize_to(next);
+        assert_eq!(drain(&mut cq), [7000, 7001]);
+        write_n(&cq, &mut pi, 20, 8000);
+        assert_eq!(drain(&mut cq), (8000..8020).collect::<Vec<_>>());
+        assert_eq!(cq.ci(), pi);
+    }
+
+    #[test]
+    fn resizes_chain_until_polled_through() {
+        let mut cq = CqRing::new(8, 15).expect("cq");
+        let mut pi = 0u16;
+        write_n(&cq, &mut pi, 5, 1);
+        let second = cq.resized(8, 15).expect("second");
+        device_resize(&cq, &second, pi);
+        cq.resize_to(second);
+        // The device writes the next CQEs, and the next marker, into the second ring.
+        let third = cq.resized(30, 15).expect("third");
+        {
+            let second = &cq.next.front().expect("second").ring;
+            write_n(second, &mut pi, 3, 6);
+            device_resize(second, &third, pi);
+        }
+        cq.resize_to(third);
+        write_n(&cq.next.back().expect("third").ring, &mut pi, 4, 9);
+        cq.publish_ci();
+        for next in &cq.next {
+            assert_eq!(
+                next.ring.buf().load_u32(next.ring.dbrec_offset()),
+                0,
+                "every record"
+            );
+        }
+        assert_eq!(drain(&mut cq), (1..=12).collect::<Vec<_>>());
+        assert!(!cq.resizing());
+        assert_eq!(cq.ring().size(), 32);
+        assert_eq!(cq.take_retired().len(), 2);
+        assert_eq!(cq.ci(), pi);
+    }
+
+    #[test]
+    fn a_destroyed_qps_cqes_are_cleaned_from_both_rings_of_a_resize() {
+        let mut cq = CqRing::new(8, 15).expect("cq");
+        device_write_qp(&cq, 0, 9, 1);
+        device_write_qp(&cq, 1, 10, 2);
+        let next = cq.resized(8, 15).expect("next");
+        device_resize(&cq, &next, 2);
+        cq.resize_to(next);
+        let written = |cq: &CqRing| cq.next.front().map(|n| n.ring.ring()).expect("next");
+        // The next ring goes on from the marker's index.
+        for (index, qpn, wr_id) in [(2u16, 9, 3), (3, 10, 4), (4, 9, 5)] {
+            let ring = written(&cq);
+            let c = Cqe {
+                wr_id,
+                qpn,
+                owner: ring.owner(index),
+                ..Cqe::default()
+            };
+            let next = &cq.next.front().expect("next").ring;
+            next.buf()
+                .write(ring.slot(index) as usize * CQE_SIZE, &c.encode());
+        }
+        let mut removed = Vec::new();
+        cq.clean(9, |c| removed.push(c.wr_id));
+        removed.sort_unstable();
+        assert_eq!(removed, [1, 3, 5]);
+        let left: Vec<(u32, u64)> =
+            std::iter::from_fn(|| cq.poll().map(|c| (c.qpn, c.wr_id))).collect();
+        assert_eq!(left, [(10, 2), (10, 4)]);
+        assert_eq!(cq.ci(), 5, "past the two cleaned out of the new ring");
+    }
+
+    #[test]
+    fn a_marker_without_a_resize_is_an_unknown_completion() {
+        let mut cq = CqRing::new(4, 15).expect("cq");
+        let other = CqRing::new(4, 15).expect("other");
+        device_resize(&cq, &other, 0);
+        let cqe = cq.poll().expect("the marker");
+        assert_eq!(cqe.opcode, CQE_OP_RESIZE);
+        assert!(!known_opcode(&cqe));
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! doorbell (batching, push). The WQE bytes come from [`crate::wqe`].
 
 use core::mem::offset_of;
-use core::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ferroce_hw::{QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_WQE_SIZE};
+use ferroce_hw::{
+    QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_LOG_QUEUE, MAX_WQE_SIZE,
+};
 use libc::{EINVAL, ENOMEM};
 
 use crate::dma::{align_up, DmaBuf, PAGE_SIZE};
@@ -169,7 +171,10 @@ pub(crate) enum Completed {
 /// how far completions freed the ring, and the `wr_id` of each posted WQE by slot.
 #[derive(Debug)]
 pub(crate) struct QueueProgress {
-    ring: Ring,
+    /// The ring at creation, which `wr_ids` is sized for.
+    first: Ring,
+    /// log2 of the ring's entries now (an SRQ's changes when it is resized).
+    log_size: AtomicU32,
     /// Shared receive queue: completions of several QPs, possibly out of order.
     shared: bool,
     pi: AtomicU16,
@@ -180,12 +185,18 @@ pub(crate) struct QueueProgress {
 impl QueueProgress {
     fn new(ring: Ring, shared: bool) -> Self {
         Self {
-            ring,
+            first: ring,
+            log_size: AtomicU32::new(ring.log_size()),
             shared,
             pi: AtomicU16::new(0),
             ci: AtomicU16::new(0),
             wr_ids: (0..ring.size()).map(|_| AtomicU64::new(0)).collect(),
         }
+    }
+
+    /// The ring's geometry now.
+    fn ring(&self) -> Ring {
+        Ring::new(self.log_size.load(Ordering::Acquire), MAX_LOG_QUEUE).unwrap_or(self.first)
     }
 
     /// The consumer index: the device is done with the WQEs before it.
@@ -204,28 +215,27 @@ impl QueueProgress {
     /// record may be a newer WQE's by then, so the SRQ reports the CQE's.
     pub(crate) fn complete(&self, wqe_index: u16) -> Completed {
         let next = wqe_index.wrapping_add(1);
+        let ring = self.ring();
         let pi = self.pi.load(Ordering::Acquire);
         let mut ci = self.ci.load(Ordering::Acquire);
         if self.shared {
-            if self.ring.used(pi, wqe_index) == 0
-                || self.ring.used(pi, wqe_index) > self.ring.size()
-            {
+            if ring.used(pi, wqe_index) == 0 || ring.used(pi, wqe_index) > ring.size() {
                 return Completed::Bogus;
             }
             let _ = self
                 .ci
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |ci| {
-                    completion_advances(self.ring, pi, ci, next).then_some(next)
+                    completion_advances(ring, pi, ci, next).then_some(next)
                 });
             return Completed::Unrecorded;
         }
         loop {
             // Strictly forward: a second CQE for a completed WQE has no record left.
-            if next == ci || !completion_advances(self.ring, pi, ci, next) {
+            if next == ci || !completion_advances(ring, pi, ci, next) {
                 return Completed::Bogus;
             }
             // Read before the slot is freed: a poster may reuse it right after.
-            let wr_id = self.wr_ids[self.ring.slot(wqe_index) as usize].load(Ordering::Relaxed);
+            let wr_id = self.wr_ids[ring.slot(wqe_index) as usize].load(Ordering::Relaxed);
             match self
                 .ci
                 .compare_exchange(ci, next, Ordering::AcqRel, Ordering::Acquire)
@@ -312,6 +322,31 @@ impl WorkQueue {
         self.pi
     }
 
+    /// The queue moved to `layout` (an SRQ's resize, `CMD_RESIZE_SRQ`), its producer index at
+    /// `pi_offset` of the new buffer: the same posted WQEs, at the same indices, and the same
+    /// progress, which the posters and the CQ pollers share.
+    pub(crate) fn moved(&self, layout: &RingLayout, pi_offset: usize) -> Result<Self, i32> {
+        let ring = Ring::new(layout.log_size, layout.log_size).ok_or(EINVAL)?;
+        if !self.progress.shared || ring.size() < self.ring.size() {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            ring,
+            offset: layout.offset,
+            stride: 1 << layout.log_stride,
+            pi: self.pi,
+            pi_offset,
+            progress: self.progress.clone(),
+        })
+    }
+
+    /// Makes the move of [`Self::moved`] the progress's too, once the device took it.
+    pub(crate) fn moved_in_device(&self) {
+        self.progress
+            .log_size
+            .store(self.ring.log_size(), Ordering::Release);
+    }
+
     /// Back to the empty queue (the QP went to RESET, where the device restarts at 0).
     pub(crate) fn reset(&mut self, buf: &DmaBuf) {
         self.pi = 0;
@@ -350,7 +385,10 @@ impl WorkQueue {
             let wr_id = slot
                 .first_chunk::<8>()
                 .map_or(0, |b| u64::from_le_bytes(*b));
-            self.progress.wr_ids[slot_index].store(wr_id, Ordering::Relaxed);
+            // An SRQ keeps none (its completions carry them), nor could after a resize.
+            if let Some(record) = self.progress.wr_ids.get(slot_index) {
+                record.store(wr_id, Ordering::Relaxed);
+            }
             self.pi = self.pi.wrapping_add(1);
             // Completions up to here are now plausible (the record tells the device later).
             self.progress.pi.store(self.pi, Ordering::Release);

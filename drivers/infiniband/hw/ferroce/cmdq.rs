@@ -285,6 +285,25 @@ impl Cmdq {
         cmd: &C,
         out_addr: u64,
     ) -> Result<C::Reply> {
+        self.run(cmd, out_addr, &[])
+    }
+
+    /// Executes a command the device may refuse as the answer to a request of its user (a
+    /// resize below what a CQ holds): a refusal with a status in `answers` is returned as its
+    /// errno and not logged. Otherwise as [`Self::exec`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::exec`].
+    pub(crate) fn exec_or_refuse<C: hw::Command>(
+        &self,
+        cmd: &C,
+        answers: &[u8],
+    ) -> Result<C::Reply> {
+        self.run(cmd, 0, answers)
+    }
+
+    fn run<C: hw::Command>(&self, cmd: &C, out_addr: u64, answers: &[u8]) -> Result<C::Reply> {
         let name = hw::command_name(C::OPCODE);
         let mut state = self.state.lock();
         if !self.enable.is_live() {
@@ -338,6 +357,9 @@ impl Cmdq {
         }
         if completion.status != hw::STATUS_OK {
             let (status, err) = status_error(u32::from(completion.status));
+            if answers.contains(&completion.status) {
+                return Err(err);
+            }
             dev_err!(
                 self.dev,
                 "command {} failed: status {} ({}), syndrome {}\n",

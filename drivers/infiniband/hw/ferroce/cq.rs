@@ -55,8 +55,8 @@ enum CqMem {
     },
     /// A process's ring, polled by the process; it arms the CQ through its doorbell page.
     User {
-        /// Held for its pinned memory and local QID, which go with the queue.
-        _queue: UserQueue,
+        /// Its pinned memory and local QID, which go with the queue.
+        queue: UserQueue,
     },
 }
 
@@ -149,7 +149,7 @@ impl CqData {
         let db_qid = queue.qid().into();
         let cq = Self {
             cqn,
-            mem: CqMem::User { _queue: queue },
+            mem: CqMem::User { queue },
         };
         let written = udata.write(&uapi::ferroce_create_cq_resp { cqn, db_qid });
         if let Err(e) = written {
@@ -157,6 +157,46 @@ impl CqData {
             return Err(e);
         }
         Ok((cq, entries))
+    }
+
+    /// Moves a process's CQ to the ring of `ferroce_resize_cq_req` (`CMD_RESIZE_CQ`: the
+    /// device ends the old ring with a marker CQE, which the provider polls up to before it
+    /// goes on in the new one). The old buffer is unpinned once the device has switched.
+    /// Returns the entries of the new ring.
+    pub(crate) fn resize_user(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        entries: u32,
+        udata: &mut Udata<'_>,
+    ) -> Result<u32> {
+        let CqMem::User { queue } = &self.mem else {
+            return Err(EINVAL);
+        };
+        if dev.caps_flags() & hw::CAP_CQ_RESIZE == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let req: uapi::ferroce_resize_cq_req = udata.read()?;
+        let size = 1u32.checked_shl(req.log_size).ok_or(EINVAL)?;
+        if req.reserved != 0 || entries == 0 || entries > size || size > dev.wq_limits().max_wr {
+            return Err(EINVAL);
+        }
+        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
+        let ring = mem.ring(dev, 0, req.log_size, hw::CQE_SIZE.trailing_zeros())?;
+        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let cmd = hw::ResizeCqCmd {
+            ring,
+            dbrec_addr,
+            cqn: self.cqn,
+            log_size: req.log_size as u8,
+            ..Default::default()
+        };
+        // The device's answers to the process: fewer entries than the CQ holds (EINVAL, as
+        // rxe), or no room for the marker in a full CQ (EBUSY: poll first).
+        let answers = [hw::STATUS_BAD_PARAM, hw::STATUS_BUSY];
+        queue.move_to(mem, || {
+            dev.cmdq().exec_or_refuse(&cmd, &answers).map(|_| ())
+        })?;
+        Ok(size)
     }
 
     /// Destroys the CQ in the device; its memory (and a user CQ's local QID) goes with the

@@ -23,9 +23,13 @@ use kernel::{
         self,
         Umem, //
     },
-    sync::barrier::{
-        dma_mb,
-        Read, //
+    sync::{
+        barrier::{
+            dma_mb,
+            Read, //
+        },
+        new_mutex,
+        Mutex, //
     },
 };
 
@@ -355,7 +359,8 @@ impl UserQueueMem {
 /// process's doorbells name it by. The QID goes back to the context when this is dropped, which
 /// is after the queue's destroy.
 pub(crate) struct UserQueue {
-    _mem: UserQueueMem,
+    /// The pinned buffer; the lock serialises moving the queue to a new one.
+    mem: Pin<KBox<Mutex<UserQueueMem>>>,
     qid: Qid,
 }
 
@@ -370,13 +375,34 @@ impl UserQueue {
         mem: UserQueueMem,
         undo: impl FnOnce(),
     ) -> Result<Self> {
+        let mem = match KBox::pin_init(new_mutex!(mem, "ferroce::user_queue"), GFP_KERNEL) {
+            Ok(mem) => mem,
+            Err(e) => {
+                undo();
+                return Err(e);
+            }
+        };
         match ctx.map_qid(dev, kind, number) {
-            Ok(qid) => Ok(Self { _mem: mem, qid }),
+            Ok(qid) => Ok(Self { mem, qid }),
             Err(e) => {
                 undo();
                 Err(e)
             }
         }
+    }
+
+    /// Moves the queue to `mem` (the process's new buffer, pinned): `tell_device` moves it in
+    /// the device and, if the device took it, the old buffer is unpinned, as the device no
+    /// longer uses it. Moves of one queue are serialised.
+    pub(crate) fn move_to(
+        &self,
+        mem: UserQueueMem,
+        tell_device: impl FnOnce() -> Result,
+    ) -> Result {
+        let mut held = self.mem.lock();
+        tell_device()?;
+        let _old = core::mem::replace(&mut *held, mem);
+        Ok(())
     }
 
     /// The number the process's doorbells carry for the queue.

@@ -43,8 +43,8 @@ use crate::{
 /// The driver's part of an SRQ.
 pub(crate) struct SrqData {
     srqn: u32,
-    /// WQEs in the ring.
-    size: u32,
+    /// WQEs in the ring (a process's SRQ may be resized).
+    size: Atomic<u32>,
     max_sge: u32,
     /// The armed limit (0: disarmed, as after the event).
     limit: Atomic<u32>,
@@ -57,8 +57,8 @@ enum SrqMem {
     Kernel(KernelSrq),
     /// A process's ring: it posts and updates the record itself.
     User {
-        /// Held for its pinned memory and local QID, which go with the queue.
-        _queue: UserQueue,
+        /// Its pinned memory and local QID, which go with the queue.
+        queue: UserQueue,
     },
 }
 
@@ -127,7 +127,7 @@ impl SrqData {
         })?;
         let srq = Self {
             srqn: completion.srqn,
-            size: shape.entries(),
+            size: Atomic::new(shape.entries()),
             max_sge: shape.recv_sges(&limits),
             limit: Atomic::new(attr.limit),
             mem: SrqMem::Kernel(KernelSrq {
@@ -143,7 +143,7 @@ impl SrqData {
             let _ = srq.destroy(dev);
             return Err(EIO);
         }
-        attr.max_wr = srq.size;
+        attr.max_wr = srq.size.load(Relaxed);
         attr.max_sge = srq.max_sge;
         Ok(srq)
     }
@@ -188,10 +188,10 @@ impl SrqData {
         let db_qid = queue.qid().into();
         let srq = Self {
             srqn,
-            size,
+            size: Atomic::new(size),
             max_sge,
             limit: Atomic::new(attr.limit),
-            mem: SrqMem::User { _queue: queue },
+            mem: SrqMem::User { queue },
         };
         if let Err(e) = udata.write(&uapi::ferroce_create_srq_resp { srqn, db_qid }) {
             let _ = srq.destroy(dev);
@@ -211,9 +211,58 @@ impl SrqData {
         })
     }
 
+    /// Moves a process's SRQ to the ring of `ferroce_resize_srq_req` (`CMD_RESIZE_SRQ`: the
+    /// device copies the WQEs it has not taken there), for at least `max_wr` WQEs. The old
+    /// buffer is unpinned once the device has switched. Kernel SRQs are not resized.
+    pub(crate) fn resize_user(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        max_wr: u32,
+        udata: &mut Udata<'_>,
+    ) -> Result {
+        let SrqMem::User { queue } = &self.mem else {
+            return Err(EOPNOTSUPP);
+        };
+        if dev.caps_flags() & hw::CAP_SRQ_RESIZE == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let req: uapi::ferroce_resize_srq_req = udata.read()?;
+        let limits = dev.wq_limits();
+        let shape = hw::WqRing::new(req.log_size, req.log_stride, &limits).map_err(|_| EINVAL)?;
+        let size = shape.entries();
+        if req.reserved != 0
+            || req.reserved2 != 0
+            || max_wr == 0
+            || max_wr > size
+            || shape.recv_sges(&limits) < self.max_sge
+            || self.limit.load(Relaxed) >= size
+        {
+            return Err(EINVAL);
+        }
+        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
+        let ring = mem.ring(dev, 0, req.log_size, req.log_stride)?;
+        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let cmd = hw::ResizeSrqCmd {
+            ring,
+            dbrec_addr,
+            srqn: self.srqn,
+            log_size: req.log_size as u8,
+            log_stride: req.log_stride as u8,
+            rsvd: 0,
+        };
+        // The device's answer to the process: fewer entries than the WQEs it has not taken
+        // (EINVAL, as rxe).
+        let answers = [hw::STATUS_BAD_PARAM];
+        queue.move_to(mem, || {
+            dev.cmdq().exec_or_refuse(&cmd, &answers).map(|_| ())
+        })?;
+        self.size.store(size, Relaxed);
+        Ok(())
+    }
+
     /// Arms the limit event at `limit` WQEs (0 disarms).
     pub(crate) fn arm_limit(&self, dev: &rdma::Device<RoceDevice>, limit: u32) -> Result {
-        if limit >= self.size {
+        if limit >= self.size.load(Relaxed) {
             return Err(EINVAL);
         }
         dev.cmdq().exec(&hw::ModifySrqCmd {
@@ -227,7 +276,7 @@ impl SrqData {
     /// The SRQ's attributes.
     pub(crate) fn attr(&self) -> SrqAttr {
         SrqAttr {
-            max_wr: self.size,
+            max_wr: self.size.load(Relaxed),
             max_sge: self.max_sge,
             limit: self.limit.load(Relaxed),
         }

@@ -378,7 +378,8 @@ impl rdma::Operations for RoceDevice {
         attr.vendor_id(u32::from(hw::PCI_VENDOR_ID))
             .vendor_part_id(l.vendor_part_id)
             .hw_ver(l.hw_ver)
-            .fw_ver(u64::from(hw::IF_VERSION))
+            // As rdma-core formats it: major.minor.sub-minor in 16-bit fields from bit 32 down.
+            .fw_ver(u64::from(hw::IF_VERSION_MAJOR) << 32 | u64::from(hw::IF_VERSION_MINOR) << 16)
             .max_mr_size(u64::MAX)
             .page_size_cap(0x1000)
             .max_qp(l.max_qp)
@@ -391,11 +392,19 @@ impl rdma::Operations for RoceDevice {
             .max_mr(l.max_mr)
             .max_pd(l.max_mr)
             .device_cap_flags(
-                bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64
-                    | bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64,
+                DeviceAttr::CAP_MEM_MGT_EXTENSIONS
+                    | DeviceAttr::CAP_RC_RNR_NAK_GEN
+                    | DeviceAttr::CAP_PORT_ACTIVE_EVENT
+                    | DeviceAttr::CAP_SYS_IMAGE_GUID
+                    | if dev.caps_flags & hw::CAP_SRQ_RESIZE != 0 {
+                        DeviceAttr::CAP_SRQ_RESIZE
+                    } else {
+                        0
+                    },
             )
-            .max_qp_rd_atom(16)
-            .max_qp_init_rd_atom(16)
+            .max_qp_rd_atom(hw::MAX_RD_ATOMIC.into())
+            .max_qp_init_rd_atom(hw::MAX_RD_ATOMIC.into())
+            .max_res_rd_atom(l.max_qp.saturating_mul(hw::MAX_RD_ATOMIC.into()))
             .max_srq(l.max_srq)
             .max_srq_wr(l.wq.max_wr)
             .max_srq_sge(l.wq.max_sge)
@@ -549,6 +558,10 @@ impl rdma::Operations for RoceDevice {
         cq.moderate(cq.device(), count, period_us)
     }
 
+    fn resize_user_cq(cq: &rdma::Cq<Self>, entries: u32, udata: &mut Udata<'_>) -> Result<u32> {
+        cq.resize_user(cq.device(), entries, udata)
+    }
+
     fn create_qp(
         dev: &rdma::Device<Self>,
         pd: &rdma::Pd<Self>,
@@ -626,11 +639,11 @@ impl rdma::Operations for RoceDevice {
         srq: &rdma::Srq<Self>,
         max_wr: Option<u32>,
         limit: Option<u32>,
-        _udata: Option<&mut Udata<'_>>,
+        udata: Option<&mut Udata<'_>>,
     ) -> Result {
-        // Resizing is not offered (no IB_DEVICE_SRQ_RESIZE).
-        if max_wr.is_some() {
-            return Err(EOPNOTSUPP);
+        if let Some(max_wr) = max_wr {
+            // A process's SRQ only: its provider brings the new ring.
+            srq.resize_user(srq.device(), max_wr, udata.ok_or(EOPNOTSUPP)?)?;
         }
         match limit {
             Some(limit) => srq.arm_limit(srq.device(), limit),

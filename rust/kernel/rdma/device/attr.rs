@@ -137,6 +137,8 @@ attr_setters!(DeviceAttr {
     max_qp_rd_atom: max_qp_rd_atom: u32,
     /// Maximum outstanding RDMA READ/atomic as initiator, per QP.
     max_qp_init_rd_atom: max_qp_init_rd_atom: u32,
+    /// Maximum outstanding RDMA READ/atomic as responder, over all QPs.
+    max_res_rd_atom: max_res_rd_atom: u32,
     /// Maximum number of SRQs.
     max_srq: max_srq: u32,
     /// Maximum WRs per SRQ.
@@ -156,6 +158,23 @@ attr_setters!(DeviceAttr {
 });
 
 impl DeviceAttr<'_> {
+    /// `device_cap_flags`: fast registration and local invalidation work requests
+    /// (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
+    pub const CAP_MEM_MGT_EXTENSIONS: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    /// `device_cap_flags`: RC responders send RNR NAKs (`IB_DEVICE_RC_RNR_NAK_GEN`).
+    pub const CAP_RC_RNR_NAK_GEN: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+    /// `device_cap_flags`: the device reports `IB_EVENT_PORT_ACTIVE`
+    /// (`IB_DEVICE_PORT_ACTIVE_EVENT`).
+    pub const CAP_PORT_ACTIVE_EVENT: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+    /// `device_cap_flags`: a process's SRQ can be resized (`IB_DEVICE_SRQ_RESIZE`).
+    pub const CAP_SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
+    /// `device_cap_flags`: `sys_image_guid` is set (`IB_DEVICE_SYS_IMAGE_GUID`).
+    pub const CAP_SYS_IMAGE_GUID: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+
     /// The system image GUID (one per chassis; RoCE devices use their node GUID).
     pub fn sys_image_guid(&mut self, guid: u64) -> &mut Self {
         // SAFETY: By the type invariant the pointer is valid and writable. The field is a

@@ -194,6 +194,11 @@ impl<T: Operations> Callbacks<T> {
             } else {
                 None
             },
+            resize_user_cq: if T::HAS_RESIZE_USER_CQ {
+                Some(crate::rdma::cq::resize_user_cq::<T>)
+            } else {
+                None
+            },
             size_ib_cq: Cq::<T>::ALLOC_SIZE,
             create_qp: if T::HAS_CREATE_QP {
                 Some(crate::rdma::qp::create_qp::<T>)

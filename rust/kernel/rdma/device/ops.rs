@@ -116,6 +116,13 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Gives a process's CQ room for at least `entries` completions, keeping those it holds
+    /// (`ibv_resize_cq`; `udata` carries the provider's new ring). Returns the entries it has
+    /// now. Kernel CQs are not resized (ib_core has no such verb).
+    fn resize_user_cq(_cq: &Cq<Self>, _entries: u32, _udata: &mut Udata<'_>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates a QP in `pd`; reports the queue sizes through `init`.
     fn create_qp(
         _dev: &Device<Self>,

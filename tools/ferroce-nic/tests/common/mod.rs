@@ -370,8 +370,8 @@ pub struct GuestCq {
     pub dbrec: u64,
     pub log: u32,
     pub ci: u16,
-    /// The ring (base, record, log2 size) a resize moves to, until the marker is polled.
-    pub next: Option<(u64, u64, u32)>,
+    /// The rings (base, record, log2 size) resizes move to, until their markers are polled.
+    pub next: std::collections::VecDeque<(u64, u64, u32)>,
 }
 
 impl GuestCq {
@@ -396,7 +396,7 @@ impl GuestCq {
             dbrec,
             log: u32::from(log),
             ci: 0,
-            next: None,
+            next: std::collections::VecDeque::new(),
         }
     }
 
@@ -416,16 +416,17 @@ impl GuestCq {
             if !ring.entry_valid(self.ci, cqe.owner) {
                 break;
             }
-            self.ci = self.ci.wrapping_add(1);
             if cqe.opcode == CQE_OP_RESIZE {
-                let (base, dbrec, log) = self.next.take().expect("a marker without a resize");
+                // This index again, in the next ring.
+                let (base, dbrec, log) = self.next.pop_front().expect("a marker without a resize");
                 (self.base, self.dbrec, self.log) = (base, dbrec, log);
                 continue;
             }
+            self.ci = self.ci.wrapping_add(1);
             out.push(cqe);
         }
         guest.write_u32(self.dbrec, u32::from(self.ci));
-        if let Some((_, dbrec, _)) = self.next {
+        for &(_, dbrec, _) in &self.next {
             guest.write_u32(dbrec, u32::from(self.ci));
         }
         out
@@ -448,7 +449,7 @@ impl GuestCq {
             ..ResizeCqCmd::default()
         });
         if c.status == STATUS_OK {
-            self.next = Some((base, dbrec, u32::from(log)));
+            self.next.push_back((base, dbrec, u32::from(log)));
         }
         c
     }

@@ -68,6 +68,7 @@ static CONTEXT_OPS: sys::verbs_context_ops = sys::verbs_context_ops {
     create_cq: Some(cq::create_cq),
     create_cq_ex: Some(cq::create_cq_ex),
     destroy_cq: Some(cq::destroy_cq),
+    resize_cq: Some(cq::resize_cq),
     poll_cq: Some(cq::poll_cq),
     req_notify_cq: Some(cq::req_notify_cq),
     create_qp: Some(qp::create_qp),
@@ -278,9 +279,33 @@ unsafe extern "C" fn query_device_ex(
     let mut resp = sys::ib_uverbs_ex_query_device_resp::zeroed();
     let mut resp_size = size_of::<sys::ib_uverbs_ex_query_device_resp>();
     // SAFETY: arguments from the application through libibverbs; the response is ours.
-    unsafe {
+    let ret = unsafe {
         sys::ibv_cmd_query_device_any(ibctx, input, attr, attr_size, &mut resp, &mut resp_size)
+    };
+    if ret == 0 && !attr.is_null() {
+        let text = fw_ver_text(resp.base.fw_ver);
+        // SAFETY: `attr` is the application's, at least the size of `ibv_device_attr` (the
+        // command checked `attr_size`); `fw_ver` is a C string field of it.
+        let field = unsafe { &mut (*attr).orig_attr.fw_ver };
+        for (out, byte) in field
+            .iter_mut()
+            .zip(text.bytes().chain(core::iter::once(0)))
+        {
+            *out = byte as core::ffi::c_char;
+        }
     }
+    ret
+}
+
+/// The firmware version the kernel reports (16-bit major, minor and sub-minor from bit 32
+/// down), as rdma-core's providers print it.
+fn fw_ver_text(raw: u64) -> String {
+    format!(
+        "{}.{}.{}",
+        (raw >> 32) & 0xffff,
+        (raw >> 16) & 0xffff,
+        raw & 0xffff
+    )
 }
 
 unsafe extern "C" fn query_port(

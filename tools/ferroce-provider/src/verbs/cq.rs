@@ -12,6 +12,7 @@ use libc::{EINVAL, ENOMEM};
 use super::context::{context, ContextInner};
 use super::{check, fail, Pod, WithDrv};
 use crate::cq::{fill_wc, settle, wc_flags, wc_opcode, wc_status, CqRing};
+use crate::dma::DmaBuf;
 use crate::doorbell;
 use crate::sys;
 use crate::wr::SpinGate;
@@ -39,6 +40,7 @@ type CreateCq = WithDrv<sys::ibv_create_cq, sys::ferroce_create_cq_req>;
 type CreateCqResp = WithDrv<sys::ib_uverbs_create_cq_resp, sys::ferroce_create_cq_resp>;
 type CreateCqEx = WithDrv<sys::ibv_create_cq_ex, sys::ferroce_create_cq_req>;
 type CreateCqExResp = WithDrv<sys::ib_uverbs_ex_create_cq_resp, sys::ferroce_create_cq_resp>;
+type ResizeCq = WithDrv<sys::ibv_resize_cq, sys::ferroce_resize_cq_req>;
 
 /// Creates the provider's part of a CQ of at least `cqe` entries and, through `issue`
 /// (which runs the uverbs command for the `Cq` it gets, with our driver data and the ring
@@ -226,9 +228,88 @@ pub(super) unsafe extern "C" fn destroy_cq(ibcq: *mut sys::ibv_cq) -> c_int {
     }
     // SAFETY: the kernel object is gone; `ibcq` is the start of our boxed `Cq`.
     let cq = unsafe { Box::from_raw(ibcq.cast::<Cq>()) };
-    let ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: the range was marked by `create_cq`.
-    unsafe { sys::ibv_dofork_range(ring.buf().as_ptr().cast(), ring.buf().len()) };
+    let mut ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
+    release_retired(&mut ring);
+    for next in ring.abandon_resizes() {
+        release(next.buf());
+    }
+    release(ring.buf());
+    0
+}
+
+/// Unmarks a ring buffer the device no longer writes (marked `dontfork` at creation); the
+/// buffer is freed with its owner.
+fn release(buf: &DmaBuf) {
+    // SAFETY: the range was marked by `create` or `resize_cq`.
+    unsafe { sys::ibv_dofork_range(buf.as_ptr().cast(), buf.len()) };
+}
+
+/// Frees the rings a poll left behind at resizes' markers.
+fn release_retired(ring: &mut CqRing) {
+    for old in ring.take_retired() {
+        release(&old);
+    }
+}
+
+/// `ibv_resize_cq`: a new ring of at least `cqe` entries in the kernel and the device
+/// (`CMD_RESIZE_CQ`); polling moves to it at the old ring's marker (after the rings of
+/// earlier resizes not polled through yet). `EINVAL` below the CQEs not polled yet.
+pub(super) unsafe extern "C" fn resize_cq(ibcq: *mut sys::ibv_cq, cqe: c_int) -> c_int {
+    if ibcq.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: a CQ of ours, alive during the call.
+    let cq = unsafe { &*ibcq.cast::<Cq>() };
+    // SAFETY: the context outlives its CQs.
+    let ctx = unsafe { &*cq.ctx };
+    let Ok(entries) = u32::try_from(cqe) else {
+        return EINVAL;
+    };
+    if entries == 0 {
+        return EINVAL;
+    }
+    // Held across the command: no poll runs while the device switches rings.
+    let mut ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
+    let next = match ring.resized(entries, ctx.limits.max_log_wr()) {
+        Ok(next) => next,
+        Err(e) => return e,
+    };
+    let buf = next.buf();
+    // SAFETY: the buffer is our page-aligned mapping.
+    if unsafe { sys::ibv_dontfork_range(buf.as_ptr().cast(), buf.len()) } != 0 {
+        return ENOMEM;
+    }
+    let (Ok(buf_size), Ok(dbrec_offset)) =
+        (u32::try_from(buf.len()), u32::try_from(next.dbrec_offset()))
+    else {
+        release(buf);
+        return EINVAL;
+    };
+    let mut cmd = ResizeCq::new(sys::ferroce_resize_cq_req {
+        buf_addr: buf.addr(),
+        buf_size,
+        log_size: next.ring().log_size(),
+        dbrec_offset,
+        reserved: 0,
+    });
+    let mut resp = sys::ib_uverbs_resize_cq_resp::zeroed();
+    let size = c_int::try_from(next.ring().size()).unwrap_or(c_int::MAX);
+    // SAFETY: `ibcq` is ours; the command and response are ours for the call.
+    let ret = unsafe {
+        sys::ibv_cmd_resize_cq(
+            ibcq,
+            size,
+            &mut cmd.core,
+            ResizeCq::SIZE,
+            &mut resp,
+            core::mem::size_of::<sys::ib_uverbs_resize_cq_resp>(),
+        )
+    };
+    if ret != 0 {
+        release(buf);
+        return ret;
+    }
+    ring.resize_to(next);
     0
 }
 
@@ -292,6 +373,7 @@ pub(super) unsafe extern "C" fn poll_cq(
     if polled > 0 {
         ring.publish_ci();
     }
+    release_retired(&mut ring);
     c_int::try_from(polled).unwrap_or(c_int::MAX)
 }
 
@@ -397,10 +479,10 @@ unsafe extern "C" fn next_poll(ibcq: *mut sys::ibv_cq_ex) -> c_int {
 unsafe extern "C" fn end_poll(ibcq: *mut sys::ibv_cq_ex) {
     // SAFETY: as in `start_poll`.
     if let Some((cq, ex)) = unsafe { cq_ex(ibcq) } {
-        cq.ring
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .publish_ci();
+        let mut ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
+        ring.publish_ci();
+        release_retired(&mut ring);
+        drop(ring);
         ex.gate.release();
     }
 }

@@ -60,6 +60,9 @@ pod!(
     sys::ferroce_create_cq_resp,
     sys::ibv_create_cq_ex,
     sys::ib_uverbs_ex_create_cq_resp,
+    sys::ibv_resize_cq,
+    sys::ib_uverbs_resize_cq_resp,
+    sys::ferroce_resize_cq_req,
     sys::ibv_create_qp,
     sys::ib_uverbs_create_qp_resp,
     sys::ferroce_create_qp_req,
@@ -72,6 +75,7 @@ pod!(
     sys::ferroce_create_srq_resp,
     sys::ibv_modify_srq,
     sys::ibv_query_srq,
+    sys::ferroce_resize_srq_req,
     sys::ib_uverbs_create_ah_resp,
     sys::ferroce_create_ah_resp,
 );

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! Shared receive queues: a ring of receive WQEs and a record (`pi`) in provider memory.
+//! Shared receive queues: a ring of receive WQEs and a record (`pi`) in provider memory;
+//! `ibv_modify_srq` with `IBV_SRQ_MAX_WR` moves them to a larger buffer (`CMD_RESIZE_SRQ`).
 
 use core::ffi::c_int;
 use std::sync::{Arc, Mutex};
@@ -8,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use ferroce_hw::{Sge, MAX_SGE};
 use libc::{EINVAL, ENOMEM};
 
-use super::context::context;
+use super::context::{context, ContextInner};
 use super::{check, fail, Pod, WithDrv};
 use crate::dma::DmaBuf;
 use crate::queue::{srq_layout, QueueProgress, WorkQueue};
@@ -19,14 +20,22 @@ use crate::wqe::build_recv_wqe;
 #[repr(C)]
 pub(super) struct Srq {
     vsrq: sys::verbs_srq,
-    buf: DmaBuf,
-    wq: Mutex<WorkQueue>,
+    /// The ring and its buffer; posters and a resize hold the lock.
+    wq: Mutex<SrqRing>,
+    ctx: *const ContextInner,
     /// How far the device consumed the ring, for the QPs that receive from it.
     pub(super) progress: Arc<QueueProgress>,
     max_sge: u32,
 }
 
+/// An SRQ's ring and the buffer it lives in.
+struct SrqRing {
+    wq: WorkQueue,
+    buf: DmaBuf,
+}
+
 type CreateSrq = WithDrv<sys::ibv_create_srq, sys::ferroce_create_srq_req>;
+type ResizeSrq = WithDrv<sys::ibv_modify_srq, sys::ferroce_resize_srq_req>;
 type CreateSrqResp = WithDrv<sys::ib_uverbs_create_srq_resp, sys::ferroce_create_srq_resp>;
 
 pub(super) unsafe extern "C" fn create_srq(
@@ -77,9 +86,9 @@ pub(super) unsafe extern "C" fn create_srq(
     let (addr, len) = (buf.as_ptr(), buf.len());
     let srq = Box::into_raw(Box::new(Srq {
         vsrq: sys::verbs_srq::zeroed(),
-        buf,
         progress: wq.progress().clone(),
-        wq: Mutex::new(wq),
+        wq: Mutex::new(SrqRing { wq, buf }),
+        ctx,
         max_sge,
     }));
     // SAFETY: `srq` is live; its `verbs_srq` starts with the `ibv_srq`.
@@ -115,9 +124,9 @@ pub(super) unsafe extern "C" fn modify_srq(
     attr: *mut sys::ibv_srq_attr,
     mask: c_int,
 ) -> c_int {
-    // Resizing would move the ring under the device.
     if mask & sys::IBV_SRQ_MAX_WR as c_int != 0 {
-        return EINVAL;
+        // SAFETY: as below.
+        return unsafe { resize(ibsrq, attr, mask) };
     }
     let mut cmd = sys::ibv_modify_srq::zeroed();
     // SAFETY: an SRQ of ours and the application's attributes.
@@ -130,6 +139,72 @@ pub(super) unsafe extern "C" fn modify_srq(
             core::mem::size_of::<sys::ibv_modify_srq>(),
         )
     }
+}
+
+/// `ibv_modify_srq` with `IBV_SRQ_MAX_WR` (and maybe the limit): a larger ring in a new
+/// buffer; the kernel moves the SRQ there in the device, which copies the WQEs it has not
+/// taken. Nothing is posted meanwhile (the ring's lock is held); the old buffer goes after.
+///
+/// # Safety
+///
+/// `ibsrq` is an SRQ of ours, `attr` the application's attributes.
+unsafe fn resize(ibsrq: *mut sys::ibv_srq, attr: *mut sys::ibv_srq_attr, mask: c_int) -> c_int {
+    if ibsrq.is_null() || attr.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: per the contract.
+    let (srq, want) = unsafe { (&*ibsrq.cast::<Srq>(), *attr) };
+    // SAFETY: the context outlives its SRQs.
+    let ctx = unsafe { &*srq.ctx };
+    let mut ring = srq.wq.lock().unwrap_or_else(|e| e.into_inner());
+    let layout = match srq_layout(want.max_wr, srq.max_sge, &ctx.limits) {
+        Ok(layout) => layout,
+        Err(e) => return e,
+    };
+    let pi_offset = layout.dbrec_offset + core::mem::offset_of!(ferroce_hw::SrqDbRecord, pi);
+    let moved = DmaBuf::new(layout.buf_size).and_then(|buf| {
+        let wq = ring.wq.moved(&layout.sq, pi_offset)?;
+        Ok((buf, wq))
+    });
+    let (buf, wq) = match moved {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    // The new record holds the producer index before the device reads it.
+    wq.publish(&buf);
+    // SAFETY: our page-aligned mapping.
+    if unsafe { sys::ibv_dontfork_range(buf.as_ptr().cast(), buf.len()) } != 0 {
+        return ENOMEM;
+    }
+    let release = |buf: &DmaBuf| {
+        // SAFETY: marked by `create_srq` or above.
+        unsafe { sys::ibv_dofork_range(buf.as_ptr().cast(), buf.len()) };
+    };
+    let (Ok(buf_size), Ok(dbrec_offset)) =
+        (u32::try_from(buf.len()), u32::try_from(layout.dbrec_offset))
+    else {
+        release(&buf);
+        return EINVAL;
+    };
+    let mut cmd = ResizeSrq::new(sys::ferroce_resize_srq_req {
+        buf_addr: buf.addr(),
+        buf_size,
+        log_size: layout.sq.log_size,
+        log_stride: layout.sq.log_stride,
+        dbrec_offset,
+        reserved: 0,
+        reserved2: 0,
+    });
+    // SAFETY: an SRQ of ours, the application's attributes; the command is ours.
+    let ret = unsafe { sys::ibv_cmd_modify_srq(ibsrq, attr, mask, &mut cmd.core, ResizeSrq::SIZE) };
+    if ret != 0 {
+        release(&buf);
+        return ret;
+    }
+    wq.moved_in_device();
+    let old = core::mem::replace(&mut *ring, SrqRing { wq, buf });
+    release(&old.buf);
+    0
 }
 
 pub(super) unsafe extern "C" fn query_srq(
@@ -156,8 +231,9 @@ pub(super) unsafe extern "C" fn destroy_srq(ibsrq: *mut sys::ibv_srq) -> c_int {
     }
     // SAFETY: the kernel object is gone; `ibsrq` starts our boxed `Srq`.
     let srq = unsafe { Box::from_raw(ibsrq.cast::<Srq>()) };
-    // SAFETY: marked by `create_srq`.
-    unsafe { sys::ibv_dofork_range(srq.buf.as_ptr().cast(), srq.buf.len()) };
+    let ring = srq.wq.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: marked by `create_srq` or `resize`.
+    unsafe { sys::ibv_dofork_range(ring.buf.as_ptr().cast(), ring.buf.len()) };
     0
 }
 
@@ -231,10 +307,11 @@ pub(super) unsafe extern "C" fn post_srq_recv(
     }
     // SAFETY: an SRQ of `create_srq`.
     let srq = unsafe { &*ibsrq.cast::<Srq>() };
-    let mut wq = srq.wq.lock().unwrap_or_else(|e| e.into_inner());
+    let mut ring = srq.wq.lock().unwrap_or_else(|e| e.into_inner());
+    let SrqRing { wq, buf } = &mut *ring;
     let ci = srq.progress.ci();
     // SAFETY: the application's chain.
-    match unsafe { post_recv_chain(&mut wq, &srq.buf, ci, srq.max_sge, wr) } {
+    match unsafe { post_recv_chain(wq, buf, ci, srq.max_sge, wr) } {
         Ok(()) => 0,
         Err((e, at)) => {
             if !bad.is_null() {

@@ -123,6 +123,8 @@ pub const CMD_CREATE_SRQ: u16 = 0x0060;
 pub const CMD_DESTROY_SRQ: u16 = 0x0061;
 /// Arm an SRQ's limit event: [`ModifySrqCmd`].
 pub const CMD_MODIFY_SRQ: u16 = 0x0062;
+/// Move an SRQ to a new ring (and doorbell record): [`ResizeSrqCmd`].
+pub const CMD_RESIZE_SRQ: u16 = 0x0063;
 /// Set a GID table entry: [`SetGidCmd`].
 pub const CMD_SET_GID: u16 = 0x0070;
 /// Clear a GID table entry: [`ClearGidCmd`].
@@ -140,7 +142,7 @@ pub const CMD_UNMAP_QID: u16 = 0x0093;
 
 /// All command opcodes, for tables and tests.
 #[cfg(userspace)] // The device side.
-pub const CMD_OPCODES: [u16; 28] = [
+pub const CMD_OPCODES: [u16; 29] = [
     CMD_NOP,
     CMD_QUERY_PORT,
     CMD_SET_PORT,
@@ -162,6 +164,7 @@ pub const CMD_OPCODES: [u16; 28] = [
     CMD_CREATE_SRQ,
     CMD_DESTROY_SRQ,
     CMD_MODIFY_SRQ,
+    CMD_RESIZE_SRQ,
     CMD_SET_GID,
     CMD_CLEAR_GID,
     CMD_QUERY_COUNTERS,
@@ -195,6 +198,7 @@ pub const fn command_name(opcode: u16) -> &'static str {
         CMD_CREATE_SRQ => "create_srq",
         CMD_DESTROY_SRQ => "destroy_srq",
         CMD_MODIFY_SRQ => "modify_srq",
+        CMD_RESIZE_SRQ => "resize_srq",
         CMD_SET_GID => "set_gid",
         CMD_CLEAR_GID => "clear_gid",
         CMD_QUERY_COUNTERS => "query_counters",
@@ -405,13 +409,13 @@ hw_layout! {
     /// `CMD_RESIZE_CQ` payload: the CQ moves to a new ring and doorbell record, losing and
     /// repeating no CQE. At its producer index the device writes a marker CQE
     /// ([`CQE_OP_RESIZE`]) into the old ring, the last it writes there; every later CQE goes
-    /// to the new ring, its index counting on from the marker's. Before the switch the device
-    /// makes every entry of the new ring read as not written yet for the index it will next
-    /// hold, and it reads the consumer index from the new record from then on. The consumer
-    /// polls the old ring up to the marker, then goes on in the new one; it keeps its
-    /// consumer index in both records until it gets there. Refused (`STATUS_BAD_PARAM`) if
-    /// the new ring has fewer entries than the CQEs not consumed yet plus the marker, and
-    /// (`STATUS_BUSY`) if the old ring has no room for the marker.
+    /// to the new ring, from that same index on (the marker takes no index). Before the
+    /// switch the device makes every entry of the new ring read as not written yet for the
+    /// index it will next hold, and it reads the consumer index from the new record from then
+    /// on. The consumer polls the old ring up to the marker, then reads the marker's index
+    /// again in the new ring; it keeps its consumer index in both records until it gets
+    /// there. Refused (`STATUS_BAD_PARAM`) if the new ring has fewer entries than the CQEs
+    /// not consumed yet, and (`STATUS_BUSY`) if the old ring is full (no slot for the marker).
     pub struct ResizeCqCmd(32) {
         /// The new CQE ring.
         pub ring: BufDesc,
@@ -518,6 +522,32 @@ hw_layout! {
     }
 }
 hw_command!(ModifySrqCmd, CMD_MODIFY_SRQ);
+
+hw_layout! {
+    /// `CMD_RESIZE_SRQ` payload: the SRQ moves to a new ring and doorbell record, losing no
+    /// posted WQE. The device copies the WQEs it has not taken yet (from its consumer index to
+    /// the producer index of the old record) into the new ring, each at its index, takes WQEs
+    /// from the new ring from then on and reads the producer index from the new record. The
+    /// producer posts nothing while the command runs and has written its producer index into
+    /// the new record before; the device no longer reads the old ring once the command is
+    /// done. Refused (`STATUS_BAD_PARAM`) if the new ring has fewer entries than the WQEs not
+    /// taken or than the armed limit, or a smaller stride than the old one.
+    pub struct ResizeSrqCmd(32) {
+        /// The new receive ring.
+        pub ring: BufDesc,
+        /// The new doorbell record ([`SrqDbRecord`]), 8-byte aligned.
+        pub dbrec_addr: u64,
+        /// SRQ number.
+        pub srqn: u32,
+        /// log2 of the entries of the new ring.
+        pub log_size: u8,
+        /// log2 of its WQE stride.
+        pub log_stride: u8,
+        /// Reserved, zero.
+        pub rsvd: u16,
+    }
+}
+hw_command!(ResizeSrqCmd, CMD_RESIZE_SRQ);
 hw_layout! {
     /// `CMD_QUERY_COUNTERS` payload: copies `count` u64 counters starting at `first` to the
     /// header's `out_addr`.

@@ -81,8 +81,9 @@ pub const CQE_OP_LOCAL_INV: u8 = 0x06;
 pub const CQE_OP_RECV: u8 = 0x80;
 /// Receive of an RDMA WRITE with immediate.
 pub const CQE_OP_RECV_RDMA_WITH_IMM: u8 = 0x81;
-/// Not a completion: the last CQE of a ring the CQ left (`CMD_RESIZE_CQ`); the next one is in
-/// the new ring, at the next index.
+/// Not a completion: the last CQE of a ring the CQ left (`CMD_RESIZE_CQ`); the CQE of its
+/// index is in the new ring.
+#[cfg(userspace)] // Kernel CQs are not resized: in one, it is an undefined opcode.
 pub const CQE_OP_RESIZE: u8 = 0x7f;
 
 /// The CQE opcode for a completed send WQE opcode.

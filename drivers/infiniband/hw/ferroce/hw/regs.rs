@@ -250,3 +250,5 @@ pub const CAP_FAST_REG: u32 = 1 << 10;
 pub const CAP_UC: u32 = 1 << 11;
 /// CQ resizing (`CMD_RESIZE_CQ`).
 pub const CAP_CQ_RESIZE: u32 = 1 << 12;
+/// SRQ resizing (`CMD_RESIZE_SRQ`).
+pub const CAP_SRQ_RESIZE: u32 = 1 << 13;

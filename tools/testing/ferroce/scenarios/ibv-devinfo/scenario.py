@@ -49,7 +49,20 @@ def device_attributes(run: Run) -> str:
     if int(srqs.group(1)) == 0:
         raise CheckFailed("max_srq is 0: SRQs are not offered")
     step.expect(r"^\s+max_srq_wr:\s+\d+$")
-    return f"max_qp {qps.group(1)}, max_srq {srqs.group(1)}"
+    # The hardware interface's version, as rxe prints its own (rdma-core's major.minor.sub).
+    fw = step.expect(r"^\s+fw_ver:\s+(\d+\.\d+\.\d+)$").group(1)
+    if fw != "1.0.0":
+        raise CheckFailed(f"fw_ver {fw}, expected the interface version 1.0.0")
+    res = int(step.expect(r"^\s+max_res_rd_atom:\s+(\d+)$").group(1))
+    per_qp = int(step.expect(r"^\s+max_qp_rd_atom:\s+(\d+)$").group(1))
+    if res != int(qps.group(1)) * per_qp:
+        raise CheckFailed(f"max_res_rd_atom {res}: not max_qp x max_qp_rd_atom ({per_qp})")
+    flags = int(step.expect(r"^\s+device_cap_flags:\s+(0x[0-9a-f]+)$").group(1), 16)
+    # RC_RNR_NAK_GEN, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, MEM_MGT_EXTENSIONS.
+    wanted = (1 << 12) | (1 << 10) | (1 << 11) | (1 << 21)
+    if flags & wanted != wanted:
+        raise CheckFailed(f"device_cap_flags {flags:#x} lacks {wanted & ~flags:#x}")
+    return f"max_qp {qps.group(1)}, max_srq {srqs.group(1)}, fw_ver {fw}, max_res_rd_atom {res}"
 
 
 @scenario.check
