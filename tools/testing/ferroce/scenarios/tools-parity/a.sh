@@ -7,36 +7,13 @@ step devinfo-ferroce 30 ibv_devinfo -v -d ferroce0
 step devinfo-rxe 30 ibv_devinfo -v -d rxe0
 wait_for_ping "$(peer_on ferroce b)"
 wait_for_ping "$(peer_on rxe b)"
-tool=0
-for t in "send-lat-ev:ib_send_lat -e -s 8 -n 100" "write-lat-ev:ib_write_lat -e -s 8 -n 100" \
-	"send-bw-ev:ib_send_bw -e -s 4096 -n 100"; do
-	name=${t%%:*} cmd=${t#*:}
-	echo "$DEVICES" | while read -r kind dev gid ndev; do
-		port=$((18800 + 10 * tool + $([ "$kind" = rxe ] && echo 1 || echo 0)))
-		# A tool that refuses its options (ib_write_lat -e) fails at once on both sides:
-		# retrying it for long would only delay the next test.
-		retry_for=120
-		[ "$name" = write-lat-ev ] && retry_for=20
-		# shellcheck disable=SC2086
-		RETRY_FOR=$retry_for retry "$name-$kind" 150 $cmd -d "$dev" -x "$gid" -p "$port" "$(peer_on "$kind" b)" < /dev/null
-	done
-	tool=$((tool + 1))
+# ib_write_lat -e: perftest refuses events on WRITE on every device, at once on both sides:
+# retrying it for long would only delay the next test.
+echo "$DEVICES" | while read -r kind dev gid ndev; do
+	port=$((18810 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
+	RETRY_FOR=20 retry "write-lat-ev-$kind" 150 ib_write_lat -e -s 8 -n 100 -d "$dev" -x "$gid" -p "$port" "$(peer_on "$kind" b)" < /dev/null
 done
-# UC (-c UC): perftest and ibv_uc_pingpong. Ports 18700 + 10 * test + device.
-tool=0
-for t in "uc-send-bw:ib_send_bw -c UC -s 4096 -n 100" "uc-write-bw:ib_write_bw -c UC -s 65536 -n 100" \
-	"uc-send-lat:ib_send_lat -c UC -s 8 -n 100" "uc-write-lat:ib_write_lat -c UC -s 8 -n 100" \
-	"uc-pingpong:ibv_uc_pingpong -s 4096 -n 100"; do
-	name=${t%%:*} cmd=${t#*:}
-	echo "$DEVICES" | while read -r kind dev gid ndev; do
-		port=$((18700 + 10 * tool + $([ "$kind" = rxe ] && echo 1 || echo 0)))
-		gidopt=-x
-		[ "$name" = uc-pingpong ] && gidopt=-g
-		# shellcheck disable=SC2086
-		retry "$name-$kind" 150 $cmd -d "$dev" $gidopt "$gid" -p "$port" "$(peer_on "$kind" b)" < /dev/null
-	done
-	tool=$((tool + 1))
-done
+run_tools client b
 echo "$DEVICES" | while read -r kind dev gid ndev; do
 	port=$((18830 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
 	await "ucmatose-$kind" $((18890 + $([ "$kind" = rxe ] && echo 1 || echo 0)))

@@ -6,33 +6,12 @@ step gids-ferroce 40 sh -c "$SC ipv4_gid ferroce0 3"
 step gids-rxe 40 sh -c "$SC ipv4_gid rxe0 1"
 step devinfo-ferroce 30 ibv_devinfo -v -d ferroce0
 step devinfo-rxe 30 ibv_devinfo -v -d rxe0
-# Ports: 18800 + 10 * test + device (0 ferroce, 1 rxe); sync signals on 18890.. (to a).
-tool=0
-for t in "send-lat-ev:ib_send_lat -e -s 8 -n 100" "write-lat-ev:ib_write_lat -e -s 8 -n 100" \
-	"send-bw-ev:ib_send_bw -e -s 4096 -n 100"; do
-	name=${t%%:*} cmd=${t#*:}
-	echo "$DEVICES" | while read -r kind dev gid ndev; do
-		port=$((18800 + 10 * tool + $([ "$kind" = rxe ] && echo 1 || echo 0)))
-		# shellcheck disable=SC2086 # cmd holds the tool and its options
-		step "$name-$kind" 180 $cmd -d "$dev" -x "$gid" -p "$port" < /dev/null
-	done
-	tool=$((tool + 1))
+echo "$DEVICES" | while read -r kind dev gid ndev; do
+	port=$((18810 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
+	step "write-lat-ev-$kind" 180 ib_write_lat -e -s 8 -n 100 -d "$dev" -x "$gid" -p "$port" < /dev/null
 done
-# UC (-c UC): perftest and ibv_uc_pingpong. Ports 18700 + 10 * test + device.
-tool=0
-for t in "uc-send-bw:ib_send_bw -c UC -s 4096 -n 100" "uc-write-bw:ib_write_bw -c UC -s 65536 -n 100" \
-	"uc-send-lat:ib_send_lat -c UC -s 8 -n 100" "uc-write-lat:ib_write_lat -c UC -s 8 -n 100" \
-	"uc-pingpong:ibv_uc_pingpong -s 4096 -n 100"; do
-	name=${t%%:*} cmd=${t#*:}
-	echo "$DEVICES" | while read -r kind dev gid ndev; do
-		port=$((18700 + 10 * tool + $([ "$kind" = rxe ] && echo 1 || echo 0)))
-		gidopt=-x
-		[ "$name" = uc-pingpong ] && gidopt=-g
-		# shellcheck disable=SC2086 # cmd holds the tool and its options
-		step "$name-$kind" 180 $cmd -d "$dev" $gidopt "$gid" -p "$port" < /dev/null
-	done
-	tool=$((tool + 1))
-done
+# The tools of tools.list (ports 19000 + 10 * line + device; sync signals on 18890.., to a).
+run_tools server
 # ucmatose -c 16: the client starts only once the server listens (a client retried after a
 # partial attempt would make the server see more than 16 connect requests: it rejects those
 # with IB_CM_REJ_CONSUMER_DEFINED, "error: 28" at the client, and exits).

@@ -55,6 +55,61 @@ active_mtu() {
 	ibv_devinfo -d "$1" | grep -qE "active_mtu:[[:space:]]+$2 "
 }
 
+# tool_list: the lines of tools.list, comments and blank lines left out: "NAME ROW COMMAND...".
+tool_list() {
+	grep -v '^#' /scenario/tools.list | grep -v '^[[:space:]]*$'
+}
+
+# tool_cmd ROLE COMMAND DEV GID PORT ME PEER: COMMAND as the ROLE (server or client) runs it on
+# device DEV (GID index GID) with TCP or rdma_cm port PORT, the server at address ME, the
+# client talking to PEER.
+tool_cmd() {
+	_role=$1 _cmd=$2 _dev=$3 _gid=$4 _port=$5 _me=$6 _peer=$7
+	_tool=${_cmd%% *}
+	_rest=$(echo "$_cmd" | cut -s -d' ' -f2-)
+	_to=
+	[ "$_role" = client ] && _to=$_peer
+	case $_tool in
+	ib_*) echo "$_cmd -d $_dev -x $_gid -p $_port $_to" ;;
+	ibv_*_pingpong) echo "$_cmd -d $_dev -g $_gid -p $_port $_to" ;;
+	rping)
+		[ "$_role" = server ] && echo "rping -s -a $_me -p $_port $_rest" ||
+			echo "rping -c -a $_peer -p $_port $_rest" ;;
+	udaddy)
+		[ "$_role" = server ] && echo "udaddy -b $_me $_rest" || echo "udaddy -s $_peer $_rest" ;;
+	cmtime)
+		[ "$_role" = server ] && echo "cmtime -b $_me -p $_port $_rest" ||
+			echo "cmtime -s $_peer -p $_port $_rest" ;;
+	rdma_server)
+		[ "$_role" = server ] && echo "rdma_server -s $_me -p $_port" ||
+			echo "rdma_client -s $_peer -p $_port" ;;
+	*) echo "$_cmd" ;;
+	esac
+}
+
+# addr_of NETDEV: this VM's IPv4 address on NETDEV.
+addr_of() {
+	ip -4 -o addr show "$1" | awk '{ sub("/.*", "", $4); print $4 }'
+}
+
+# run_tools ROLE PEER: every tool of tools.list on each device kind, as ROLE; steps are named
+# "<tool>-<kind>". The client retries until the server listens.
+run_tools() {
+	_line=0
+	tool_list | while read -r name row cmd; do
+		echo "$DEVICES" | while read -r kind dev gid ndev; do
+			port=$((19000 + 10 * _line + $([ "$kind" = rxe ] && echo 1 || echo 0)))
+			me=$(addr_of "$ndev")
+			if [ "$1" = server ]; then
+				step "$name-$kind" 180 sh -c "$(tool_cmd server "$cmd" "$dev" "$gid" "$port" "$me" "")" < /dev/null
+			else
+				retry "$name-$kind" 150 sh -c "$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")" < /dev/null
+			fi
+		done
+		_line=$((_line + 1))
+	done
+}
+
 # signal HOST PORT WORD: tells HOST (which waits with "await PORT") that WORD happened.
 signal() {
 	RETRY_FOR=${RETRY_FOR:-240} retry "signal-$3" 10 sh -c "echo $3 | nc -w 5 $1 $2"

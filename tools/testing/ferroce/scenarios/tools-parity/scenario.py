@@ -1,27 +1,31 @@
-"""Tool parity: the rdma-core tools and perftest modes that broke on ferroce, on ferroce0 and on
-rxe0 in the same two VMs; ferroce must work wherever rxe does.
+"""Tool parity: the rdma-core tools, perftest modes and rdmacm examples on ferroce0 and on rxe0
+in the same two VMs; ferroce must work wherever rxe does.
 
 Each VM has a ferroce NIC on eth0 (segment "lan", ferroce0, GID 3) and a plain virtio-net eth1
 (segment "rxe", rxe0, GID 1): the ferroce NIC steers every RoCE frame for its MAC to its engine,
-as a converged RNIC does, so rxe needs a port of its own. VM b serves, VM a connects:
+as a converged RNIC does, so rxe needs a port of its own. VM b serves, VM a connects.
+
+tools.list holds the tools both VMs run (guest: common.sh run_tools) and what the client must
+print; a check per tool compares the devices (exit status, no error, the figures row recorded,
+not compared). Among them the ones that broke on ferroce:
 
 - ib_send_lat -e: perftest's ctx_notify_events waits for the event, re-arms, then polls once:
   an arm that fires for a CQE already in the ring throws it out of step (a hang, or "Couldn't
   post send: scnt=8" with its 1-deep SQ);
-- ib_write_lat -e: perftest refuses events on WRITE ("Events feature not available on WRITE
-  verb") on every device; the check is that both devices refuse it the same way;
-- ib_send_bw -e;
-- UC (-c UC): ib_send_bw, ib_write_bw, ib_send_lat, ib_write_lat and ibv_uc_pingpong;
-- ucmatose -c 16: the client starts once the server listens and is never retried (a retried
-  client makes the server see more than 16 connect requests; it rejects the extra ones, which
-  the client reports as "RDMA_CM_EVENT_REJECTED, error: 28", IB_CM_REJ_CONSUMER_DEFINED);
-- then both segments go to MTU 9000 at run time (the GID tables must not change) and
-  ib_write_bw runs with -x and without it (perftest's own GID choice).
+- UC (-c UC), which needs a lossless segment (the harness's switch buffers, as a RoCE fabric).
+
+Scripted apart: ib_write_lat -e (perftest refuses events on WRITE on every device: the check is
+that both devices refuse it the same way); ucmatose -c 16 (the client starts once the server
+listens and is never retried: a retried client makes the server see more than 16 connect
+requests; it rejects the extra ones, which the client reports as "RDMA_CM_EVENT_REJECTED, error:
+28", IB_CM_REJ_CONSUMER_DEFINED); then both segments go to MTU 9000 at run time (the GID tables
+must not change) and ib_write_bw runs with -x and without it (perftest's own GID choice).
 
 Small iteration counts; every tool runs under a timeout (guest/lib.sh: step, retry).
 """
 
 import re
+from pathlib import Path
 
 from harness import CheckFailed, Run, Scenario, Vm
 
@@ -85,9 +89,33 @@ def setup(run: Run) -> str:
     return "\n".join(tables)
 
 
-@scenario.check
-def send_lat_events(run: Run) -> str:
-    return parity(run, "send-lat-ev", LAT)
+
+
+PINGPONG = r"^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$"
+ROWS = {"bw": BW, "lat": LAT, "pingpong": PINGPONG, "none": None}
+
+
+def tool_list() -> list[tuple[str, str, str]]:
+    """tools.list: (name, row, command) per tool, as the guests run them."""
+    tools = []
+    for line in (Path(__file__).parent / "tools.list").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, row, command = line.split(maxsplit=2)
+            tools.append((name, row, command))
+    return tools
+
+
+def tool_check(name: str, row: str, command: str):
+    def check(run: Run) -> str:
+        return parity(run, name, ROWS[row])
+
+    check.__name__ = name.replace("-", "_")
+    check.__doc__ = f"{command}: works on ferroce wherever it works on rxe."
+    return check
+
+
+for _name, _row, _command in tool_list():
+    scenario.check(tool_check(_name, _row, _command))
 
 
 @scenario.check
@@ -108,37 +136,17 @@ def write_lat_events_refused_alike(run: Run) -> str:
     return f"both refused: {refusal}"
 
 
-@scenario.check
-def send_bw_events(run: Run) -> str:
-    return parity(run, "send-bw-ev", BW)
 
 
-PINGPONG = r"^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$"
 
 
-@scenario.check
-def uc_send_bw(run: Run) -> str:
-    return parity(run, "uc-send-bw", BW)
 
 
-@scenario.check
-def uc_write_bw(run: Run) -> str:
-    return parity(run, "uc-write-bw", BW)
 
 
-@scenario.check
-def uc_send_lat(run: Run) -> str:
-    return parity(run, "uc-send-lat", LAT)
 
 
-@scenario.check
-def uc_write_lat(run: Run) -> str:
-    return parity(run, "uc-write-lat", LAT)
 
-
-@scenario.check
-def uc_pingpong(run: Run) -> str:
-    return parity(run, "uc-pingpong", PINGPONG)
 
 
 @scenario.check
