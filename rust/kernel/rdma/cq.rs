@@ -80,6 +80,8 @@ pub enum WcStatus {
     LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
     /// Flushed: the QP was in the error state.
     WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+    /// A memory window bind failed.
+    MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
     /// Bad response.
     BadRespErr = bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
     /// Local access error.

@@ -45,6 +45,7 @@ impl DeviceCore {
                     | CAP_UC
                     | CAP_CQ_RESIZE
                     | CAP_SRQ_RESIZE
+                    | CAP_MW
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

@@ -65,6 +65,8 @@ impl Device {
             CMD_QUERY_QP => run::<QueryQpCmd>(payload, |c| self.query_qp(header, c)),
             CMD_CREATE_MR => run::<CreateMrCmd>(payload, |c| self.create_mr(c)),
             CMD_DESTROY_MR => run::<DestroyMrCmd>(payload, |c| self.destroy_mr(c)),
+            CMD_CREATE_MW => run::<CreateMwCmd>(payload, |c| self.create_mw(c)),
+            CMD_DESTROY_MW => run::<DestroyMwCmd>(payload, |c| self.destroy_mw(c)),
             CMD_CREATE_AH => run::<CreateAhCmd>(payload, |c| self.create_ah(c)),
             CMD_DESTROY_AH => run::<DestroyAhCmd>(payload, |c| self.destroy_ah(c)),
             CMD_CREATE_SRQ => run::<CreateSrqCmd>(payload, |c| self.create_srq(c)),
@@ -256,6 +258,8 @@ impl Device {
             length,
             backing,
             fast_reg_max_pages: fast_reg,
+            window: None,
+            windows: 0,
         };
         let index = self
             .core
@@ -276,12 +280,47 @@ impl Device {
         // flushed leaves the device with an older variant than the driver's MR shows.
         let index = mr_key_index(cmd.key);
         match self.core.objects().mrs().get(index) {
+            // A window's key, or an MR windows are bound to (as rxe: unbind them first).
+            Some(mr) if mr.window.is_some() => Err(CmdError::field(STATUS_BAD_RESOURCE, 0)),
+            Some(mr) if mr.windows > 0 => Err(CmdError::new(STATUS_BUSY)),
             Some(_) => {
                 self.core.objects_mut().mrs_mut().remove(index);
                 Ok(())
             }
             None => Err(CmdError::new(STATUS_BAD_RESOURCE)),
         }
+    }
+
+    /// Allocates an unbound memory window; its key is in the MR table's key space.
+    fn create_mw(&mut self, cmd: &CreateMwCmd) -> Result<CreateMwReply, CmdError> {
+        reserved_zero(cmd.rsvd.into(), 6)?;
+        if !matches!(cmd.mw_type, MW_TYPE_1 | MW_TYPE_2) {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+        }
+        let index = self
+            .core
+            .objects_mut()
+            .mrs_mut()
+            .insert(Mr::window(cmd.pd, cmd.mw_type))
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        let key = mr_key(index, cmd.key_variant);
+        if let Some(mw) = self.core.objects_mut().mrs_mut().get_mut(index) {
+            mw.key = key;
+        }
+        Ok(CreateMwReply { key })
+    }
+
+    /// Frees a memory window, unbinding it first.
+    fn destroy_mw(&mut self, cmd: &DestroyMwCmd) -> Result<(), CmdError> {
+        reserved_zero(cmd.rsvd.into(), 4)?;
+        let index = mr_key_index(cmd.key);
+        let mw = self.core.objects().mrs().get(index);
+        if mw.is_none_or(|mw| mw.window.is_none()) {
+            return Err(CmdError::new(STATUS_BAD_RESOURCE));
+        }
+        self.core.unbind_window(index);
+        self.core.objects_mut().mrs_mut().remove(index);
+        Ok(())
     }
 
     fn create_ah(&mut self, cmd: &CreateAhCmd) -> Result<CreateAhReply, CmdError> {

@@ -29,7 +29,9 @@ pub mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ferroce_hw::{CreateAhCmd, EventType, QpState, QpType, RegMrSeg, Sge, WcStatus, WqeCtrl};
+use ferroce_hw::{
+    BindMwSeg, CreateAhCmd, EventType, QpState, QpType, RegMrSeg, Sge, WcStatus, WqeCtrl,
+};
 use serde::Serialize;
 
 use crate::memory::DmaError;
@@ -169,8 +171,14 @@ pub trait EngineHost {
     /// Executes a REG_MR work request: maps the fast-registration MR named by `seg.key`'s index
     /// (same `pd`) to `seg`'s page list; `seg.key` becomes its key.
     fn fast_register(&mut self, pd: u32, seg: &RegMrSeg) -> Result<(), HostError>;
-    /// Invalidates fast-registration MR `key` (LOCAL_INV, or SEND_WITH_INV at the responder).
-    fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError>;
+    /// Invalidates fast-registration MR `key`, or type 2 memory window `key` bound to `qpn`
+    /// (LOCAL_INV posted on `qpn`, or SEND_WITH_INV received on it).
+    fn invalidate(&mut self, pd: u32, qpn: u32, key: u32) -> Result<(), HostError>;
+    /// Executes a BIND_MW work request posted on `qpn` (see `BindMwSeg`).
+    fn bind_mw(&mut self, pd: u32, qpn: u32, seg: &BindMwSeg) -> Result<(), HostError>;
+    /// Whether remote key `key` may be used by requests arriving on `qpn`: an MR's or a type 1
+    /// window's key, or a type 2 window's bound to `qpn`.
+    fn key_usable_on(&self, key: u32, qpn: u32) -> bool;
     /// Raises an async event about object `data0`.
     fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32);
     /// GID table entry.

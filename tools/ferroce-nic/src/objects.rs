@@ -698,6 +698,29 @@ pub struct Mr {
     pub backing: MrBacking,
     /// Fast-registration MR and its page limit.
     pub fast_reg_max_pages: Option<u32>,
+    /// A memory window, which has no memory of its own: `iova`, `length` and `access` are
+    /// those of its binding, if it has one.
+    pub window: Option<Window>,
+    /// Windows bound to this MR, which cannot be destroyed meanwhile.
+    pub windows: u32,
+}
+
+/// A memory window: its type and binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// `MW_TYPE_1` or `MW_TYPE_2`.
+    pub mw_type: u8,
+    /// What it is bound to.
+    pub bound: Option<Binding>,
+}
+
+/// A memory window's binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// The MR's key.
+    pub mr_key: u32,
+    /// Type 2: the QP it is bound to, which alone may use it.
+    pub qpn: Option<u32>,
 }
 
 /// Whether `access` is a valid set of `ACCESS_*` bits for an MR, by CREATE_MR or by a REG_MR
@@ -722,14 +745,26 @@ pub enum MrError {
 }
 
 impl Mr {
-    /// Checks an access of `len` bytes at `iova` and returns the guest address pieces.
-    pub fn translate(
-        &self,
-        pd: u32,
-        iova: u64,
-        len: u64,
-        access: u32,
-    ) -> Result<Vec<(u64, u64)>, MrError> {
+    /// An unbound memory window of `mw_type` in `pd`.
+    pub fn window(pd: u32, mw_type: u8) -> Self {
+        Self {
+            key: 0,
+            pd,
+            access: 0,
+            iova: 0,
+            length: 0,
+            backing: MrBacking::Invalid,
+            fast_reg_max_pages: None,
+            window: Some(Window {
+                mw_type,
+                bound: None,
+            }),
+            windows: 0,
+        }
+    }
+
+    /// Checks the PD, the rights and the range of an access of `len` bytes at `iova`.
+    pub fn check(&self, pd: u32, iova: u64, len: u64, access: u32) -> Result<(), MrError> {
         if self.pd != pd {
             return Err(MrError::BadPd);
         }
@@ -740,6 +775,19 @@ impl Mr {
         if iova < self.iova || end > self.iova.saturating_add(self.length) {
             return Err(MrError::Bounds);
         }
+        Ok(())
+    }
+
+    /// Checks an access of `len` bytes at `iova` and returns the guest address pieces. A
+    /// memory window has no pieces of its own (see `DeviceCore::translate`).
+    pub fn translate(
+        &self,
+        pd: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Vec<(u64, u64)>, MrError> {
+        self.check(pd, iova, len, access)?;
         match &self.backing {
             MrBacking::AllMemory => Ok(vec![(iova, len)]),
             MrBacking::Invalid => Err(MrError::BadKey),

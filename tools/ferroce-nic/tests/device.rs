@@ -1345,7 +1345,7 @@ fn fast_registration_and_invalidation() {
             .is_err(),
         "the old key is gone"
     );
-    g.dev.core.invalidate(1, new_key).expect("invalidate");
+    g.dev.core.invalidate(1, 0, new_key).expect("invalidate");
     assert!(g
         .dev
         .core

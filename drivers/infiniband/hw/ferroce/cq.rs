@@ -375,6 +375,7 @@ fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
         Some(hw::WcStatus::LocQpOpErr) => WcStatus::LocQpOpErr,
         Some(hw::WcStatus::LocProtErr) => WcStatus::LocProtErr,
         Some(hw::WcStatus::WrFlushErr) => WcStatus::WrFlushErr,
+        Some(hw::WcStatus::MwBindErr) => WcStatus::MwBindErr,
         Some(hw::WcStatus::BadRespErr) => WcStatus::BadRespErr,
         Some(hw::WcStatus::LocAccessErr) => WcStatus::LocAccessErr,
         Some(hw::WcStatus::RemInvReqErr) => WcStatus::RemInvReqErr,

@@ -51,7 +51,7 @@ pub enum Kind {
     Read,
     /// CMP_SWAP or FETCH_ADD.
     Atomic,
-    /// REG_MR or LOCAL_INV: no packets.
+    /// REG_MR, LOCAL_INV or BIND_MW: no packets.
     Local,
     /// UD or GSI SEND: one packet, unacknowledged.
     Datagram,
@@ -340,7 +340,7 @@ fn kind_of(opcode: u8, qp_type: QpType) -> Kind {
         WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => Kind::Write,
         WR_RDMA_READ => Kind::Read,
         WR_ATOMIC_CMP_SWAP | WR_ATOMIC_FETCH_ADD => Kind::Atomic,
-        WR_REG_MR | WR_LOCAL_INV => Kind::Local,
+        WR_REG_MR | WR_LOCAL_INV | WR_BIND_MW => Kind::Local,
         _ => Kind::Send,
     }
 }
@@ -502,16 +502,26 @@ fn request_packet(
     }
 }
 
-/// Executes a REG_MR or LOCAL_INV work request.
-fn local_operation(host: &mut dyn EngineHost, pd: u32, work: &SendWork) -> WcStatus {
-    let result = match work.ctrl.opcode {
-        WR_REG_MR => host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
-        _ => host.invalidate(pd, work.ctrl.imm_or_inv),
+/// Executes a REG_MR, LOCAL_INV or BIND_MW work request of QP `qpn`.
+fn local_operation(host: &mut dyn EngineHost, pd: u32, qpn: u32, work: &SendWork) -> WcStatus {
+    let (result, failed) = match work.ctrl.opcode {
+        WR_REG_MR => (
+            host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
+            WcStatus::LocProtErr,
+        ),
+        WR_BIND_MW => (
+            host.bind_mw(pd, qpn, &BindMwSeg::decode(&work.seg)),
+            WcStatus::MwBindErr,
+        ),
+        _ => (
+            host.invalidate(pd, qpn, work.ctrl.imm_or_inv),
+            WcStatus::LocProtErr,
+        ),
     };
     if result.is_ok() {
         WcStatus::Success
     } else {
-        WcStatus::LocProtErr
+        failed
     }
 }
 
@@ -667,7 +677,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         if !w.started {
             match w.kind {
                 Kind::Local => {
-                    let status = local_operation(host, pd, &w.work);
+                    let status = local_operation(host, pd, qp.qpn, &w.work);
                     if let Some(w) = req.wqes.get_mut(i) {
                         w.done = Some((status, 0));
                     }

@@ -349,8 +349,9 @@ enum RespState {
     /// The payload against the path MTU: FIRST and MIDDLE packets carry exactly one PMTU, LAST
     /// and ONLY at most one; otherwise an Invalid Request NAK.
     ChkLength,
-    /// Before any memory is touched: a WRITE's or READ's whole RETH range is checked against
-    /// its R_Key (Remote Access Error NAK), and a WRITE's packets must fit, and at its end fill,
+    /// Before any memory is touched: a type 2 memory window's R_Key is usable only on the QP it
+    /// is bound to, and a WRITE's or READ's whole RETH range is checked against its R_Key
+    /// (Remote Access Error NAK), and a WRITE's packets must fit, and at its end fill,
     /// the RETH length (Invalid Request NAK). An atomic's AtomicETH must be 8-byte aligned
     /// (Invalid Request NAK); its R_Key is checked by the access itself in ATOMIC_REPLY.
     ChkRkey,
@@ -680,6 +681,15 @@ impl Request<'_, '_> {
     }
 
     fn chk_rkey(&mut self) -> RespState {
+        // A type 2 memory window serves the QP it is bound to only.
+        let rkey = match self.kind {
+            Kind::Write | Kind::Read => self.pkt.reth.map(|r| r.rkey),
+            Kind::Atomic => self.pkt.atomic.map(|a| a.rkey),
+            Kind::Send | Kind::Unsupported => None,
+        };
+        if rkey.is_some_and(|key| !self.host.key_usable_on(key, self.qp.qpn)) {
+            return RespState::ErrRemoteAccess;
+        }
         match self.kind {
             Kind::Write => {
                 if let Some(reth) = self.pkt.reth {
@@ -924,7 +934,7 @@ impl Request<'_, '_> {
                     }
                     if let Some(rkey) = pkt.ieth {
                         // Invalidation failures do not fail the SEND (the key may be stale).
-                        let _ = self.host.invalidate(self.pd, rkey);
+                        let _ = self.host.invalidate(self.pd, self.qp.qpn, rkey);
                         c.flags |= CQE_FLAG_WITH_INV;
                         c.imm_or_inv = rkey;
                     }

@@ -9,13 +9,61 @@ use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
-use crate::objects::{mr_access_valid, BufferMap, Mr, MrBacking, MrError};
+use crate::objects::{mr_access_valid, Binding, BufferMap, Mr, MrBacking, MrError};
 
 impl DeviceCore {
     fn mr_for_key(&self, key: u32) -> Result<&Mr, HostError> {
         match self.objects().mrs().get(mr_key_index(key)) {
             Some(mr) if mr.key == key => Ok(mr),
             _ => Err(HostError::Protection(MrError::BadKey)),
+        }
+    }
+
+    /// The guest pieces of `[iova, iova + len)` under `key` for `access` in `pd`: an MR's
+    /// own, or, through a bound memory window (remote access only, within the window's range
+    /// and rights), its MR's.
+    fn translate(
+        &self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Vec<(u64, u64)>, HostError> {
+        let entry = self.mr_for_key(key)?;
+        let Some(window) = entry.window else {
+            return entry
+                .translate(pd, iova, len, access)
+                .map_err(HostError::Protection);
+        };
+        let bound = window.bound.ok_or(HostError::Protection(MrError::BadKey))?;
+        if access & MW_ACCESS_MASK == 0 {
+            // A window grants remote access only: it is no local key.
+            return Err(HostError::Protection(MrError::Access));
+        }
+        entry
+            .check(pd, iova, len, access)
+            .map_err(HostError::Protection)?;
+        self.mr_for_key(bound.mr_key)?
+            .translate(pd, iova, len, 0)
+            .map_err(HostError::Protection)
+    }
+
+    /// Unbinds memory window `index` (if bound), releasing its MR.
+    pub(crate) fn unbind_window(&mut self, index: u32) {
+        let Some(mw) = self.objects_mut().mrs_mut().get_mut(index) else {
+            return;
+        };
+        let Some(bound) = mw.window.as_mut().and_then(|w| w.bound.take()) else {
+            return;
+        };
+        (mw.access, mw.iova, mw.length) = (0, 0, 0);
+        if let Some(mr) = self
+            .objects_mut()
+            .mrs_mut()
+            .get_mut(mr_key_index(bound.mr_key))
+        {
+            mr.windows = mr.windows.saturating_sub(1);
         }
     }
 }
@@ -29,10 +77,7 @@ impl EngineHost for DeviceCore {
         buf: &mut [u8],
         access: u32,
     ) -> Result<(), HostError> {
-        let pieces = self
-            .mr_for_key(lkey)?
-            .translate(pd, iova, buf.len() as u64, access)
-            .map_err(HostError::Protection)?;
+        let pieces = self.translate(pd, lkey, iova, buf.len() as u64, access)?;
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
@@ -56,10 +101,7 @@ impl EngineHost for DeviceCore {
         data: &[u8],
         access: u32,
     ) -> Result<(), HostError> {
-        let pieces = self
-            .mr_for_key(key)?
-            .translate(pd, iova, data.len() as u64, access)
-            .map_err(HostError::Protection)?;
+        let pieces = self.translate(pd, key, iova, data.len() as u64, access)?;
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
@@ -259,7 +301,25 @@ impl EngineHost for DeviceCore {
         Ok(())
     }
 
-    fn invalidate(&mut self, pd: u32, key: u32) -> Result<(), HostError> {
+    fn invalidate(&mut self, pd: u32, qpn: u32, key: u32) -> Result<(), HostError> {
+        let bad = HostError::Protection(MrError::BadKey);
+        let index = mr_key_index(key);
+        if let Some(window) = self.mr_for_key(key)?.window {
+            // Type 2 windows only, bound to this QP, in its PD (IBA 10.6.7.2.6).
+            let bound = window.bound.ok_or(bad)?;
+            if window.mw_type != MW_TYPE_2 || bound.qpn != Some(qpn) {
+                return Err(bad);
+            }
+            if self.mr_for_key(key)?.pd != pd {
+                return Err(HostError::Protection(MrError::BadPd));
+            }
+            self.unbind_window(index);
+            self.trace().event(
+                "invalidate",
+                || serde_json::json!({"key": key, "window": true}),
+            );
+            return Ok(());
+        }
         let mr = self
             .objects_mut()
             .mrs_mut()
@@ -272,6 +332,68 @@ impl EngineHost for DeviceCore {
         mr.backing = MrBacking::Invalid;
         self.trace()
             .event("invalidate", || serde_json::json!({"key": key}));
+        Ok(())
+    }
+
+    fn bind_mw(&mut self, pd: u32, qpn: u32, seg: &BindMwSeg) -> Result<(), HostError> {
+        let (bad, access_err) = (
+            HostError::Protection(MrError::BadKey),
+            HostError::Protection(MrError::Access),
+        );
+        let mw_index = mr_key_index(seg.mw_key);
+        let mw = self.objects().mrs().get(mw_index).ok_or(bad)?;
+        let window = mw.window.ok_or(bad)?;
+        if mw.pd != pd {
+            return Err(HostError::Protection(MrError::BadPd));
+        }
+        if seg.rsvd != [0; 12] || seg.access & !MW_ACCESS_MASK != 0 {
+            return Err(access_err);
+        }
+        // A type 2 window is bound once, until it is invalidated; a type 1 window is rebound
+        // at will, and unbound by a bind of length 0.
+        if window.mw_type == MW_TYPE_2 && window.bound.is_some() {
+            return Err(bad);
+        }
+        let unbinding = window.mw_type == MW_TYPE_1 && seg.length == 0;
+        if !unbinding {
+            let mr = self.mr_for_key(seg.mr_key)?;
+            if mr.window.is_some() || matches!(mr.backing, MrBacking::Invalid) {
+                return Err(bad);
+            }
+            if mr.access & ACCESS_MW_BIND == 0 {
+                return Err(access_err);
+            }
+            // Remote write or atomic rights need the MR's local write (IBA C10-75).
+            let writes = seg.access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0;
+            if writes && mr.access & ACCESS_LOCAL_WRITE == 0 {
+                return Err(access_err);
+            }
+            mr.check(pd, seg.addr, seg.length, 0)
+                .map_err(HostError::Protection)?;
+        }
+        self.unbind_window(mw_index);
+        if !unbinding {
+            if let Some(mr) = self
+                .objects_mut()
+                .mrs_mut()
+                .get_mut(mr_key_index(seg.mr_key))
+            {
+                mr.windows += 1;
+            }
+        }
+        let mw = self.objects_mut().mrs_mut().get_mut(mw_index).ok_or(bad)?;
+        mw.key = seg.mw_key;
+        if let (false, Some(w)) = (unbinding, mw.window.as_mut()) {
+            w.bound = Some(Binding {
+                mr_key: seg.mr_key,
+                qpn: (w.mw_type == MW_TYPE_2).then_some(qpn),
+            });
+            (mw.access, mw.iova, mw.length) = (seg.access, seg.addr, seg.length);
+        }
+        self.trace().event("bind_mw", || {
+            serde_json::json!({"mw_key": seg.mw_key, "mr_key": seg.mr_key, "addr": seg.addr,
+                "length": seg.length, "access": seg.access, "qpn": qpn})
+        });
         Ok(())
     }
 
@@ -311,10 +433,14 @@ impl EngineHost for DeviceCore {
         len: u64,
         access: u32,
     ) -> Result<(), HostError> {
-        self.mr_for_key(key)?
-            .translate(pd, iova, len, access)
-            .map(|_| ())
-            .map_err(HostError::Protection)
+        self.translate(pd, key, iova, len, access).map(|_| ())
+    }
+
+    fn key_usable_on(&self, key: u32, qpn: u32) -> bool {
+        match self.mr_for_key(key).map(|mr| mr.window) {
+            Ok(Some(w)) if w.mw_type == MW_TYPE_2 => w.bound.is_some_and(|b| b.qpn == Some(qpn)),
+            _ => true,
+        }
     }
 
     fn qp_error(&mut self, qpn: u32, event_type: EventType) {

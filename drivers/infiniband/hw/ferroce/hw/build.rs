@@ -76,6 +76,12 @@ pub enum SendOp {
     RegMr(RegMrSeg),
     /// Local invalidate of a key.
     LocalInv(u32),
+    /// Binding of a memory window.
+    #[cfg_attr(
+        not(userspace),
+        expect(dead_code, reason = "kernel consumers bind no windows (ib_core has no such WR)")
+    )]
+    BindMw(BindMwSeg),
 }
 
 impl SendOp {
@@ -92,6 +98,7 @@ impl SendOp {
             SendOp::FetchAdd { .. } => WR_ATOMIC_FETCH_ADD,
             SendOp::RegMr(_) => WR_REG_MR,
             SendOp::LocalInv(_) => WR_LOCAL_INV,
+            SendOp::BindMw(_) => WR_BIND_MW,
         }
     }
 
@@ -296,6 +303,7 @@ pub fn build_send_wqe(
         }
         .encode(),
         (SendOp::RegMr(reg), _) => reg.encode(),
+        (SendOp::BindMw(bind), _) => bind.encode(),
         _ => [0; RdmaSeg::SIZE],
     };
 

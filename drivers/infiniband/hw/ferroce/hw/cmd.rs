@@ -111,8 +111,12 @@ pub const CMD_MODIFY_QP: u16 = 0x0032;
 pub const CMD_QUERY_QP: u16 = 0x0033;
 /// Register an MR: [`CreateMrCmd`] → [`CreateMrReply`] (lkey = rkey).
 pub const CMD_CREATE_MR: u16 = 0x0040;
-/// Deregister an MR: [`DestroyMrCmd`].
+/// Deregister an MR (no window may be bound to it): [`DestroyMrCmd`].
 pub const CMD_DESTROY_MR: u16 = 0x0041;
+/// Allocate a memory window: [`CreateMwCmd`] → [`CreateMwReply`].
+pub const CMD_CREATE_MW: u16 = 0x0042;
+/// Free a memory window: [`DestroyMwCmd`].
+pub const CMD_DESTROY_MW: u16 = 0x0043;
 /// Create an address handle: [`CreateAhCmd`] → [`CreateAhReply`].
 pub const CMD_CREATE_AH: u16 = 0x0050;
 /// Destroy an address handle: [`DestroyAhCmd`].
@@ -142,7 +146,7 @@ pub const CMD_UNMAP_QID: u16 = 0x0093;
 
 /// All command opcodes, for tables and tests.
 #[cfg(userspace)] // The device side.
-pub const CMD_OPCODES: [u16; 29] = [
+pub const CMD_OPCODES: [u16; 31] = [
     CMD_NOP,
     CMD_QUERY_PORT,
     CMD_SET_PORT,
@@ -159,6 +163,8 @@ pub const CMD_OPCODES: [u16; 29] = [
     CMD_QUERY_QP,
     CMD_CREATE_MR,
     CMD_DESTROY_MR,
+    CMD_CREATE_MW,
+    CMD_DESTROY_MW,
     CMD_CREATE_AH,
     CMD_DESTROY_AH,
     CMD_CREATE_SRQ,
@@ -193,6 +199,8 @@ pub const fn command_name(opcode: u16) -> &'static str {
         CMD_QUERY_QP => "query_qp",
         CMD_CREATE_MR => "create_mr",
         CMD_DESTROY_MR => "destroy_mr",
+        CMD_CREATE_MW => "create_mw",
+        CMD_DESTROY_MW => "destroy_mw",
         CMD_CREATE_AH => "create_ah",
         CMD_DESTROY_AH => "destroy_ah",
         CMD_CREATE_SRQ => "create_srq",

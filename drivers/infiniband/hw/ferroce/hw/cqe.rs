@@ -77,6 +77,8 @@ pub const CQE_OP_FETCH_ADD: u8 = 0x04;
 pub const CQE_OP_REG_MR: u8 = 0x05;
 /// LOCAL_INV completed.
 pub const CQE_OP_LOCAL_INV: u8 = 0x06;
+/// BIND_MW completed.
+pub const CQE_OP_BIND_MW: u8 = 0x07;
 /// Receive completed (SEND, SEND_WITH_IMM, SEND_WITH_INV).
 pub const CQE_OP_RECV: u8 = 0x80;
 /// Receive of an RDMA WRITE with immediate.
@@ -95,6 +97,7 @@ pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {
         WR_ATOMIC_FETCH_ADD => CQE_OP_FETCH_ADD,
         WR_REG_MR => CQE_OP_REG_MR,
         WR_LOCAL_INV => CQE_OP_LOCAL_INV,
+        WR_BIND_MW => CQE_OP_BIND_MW,
         _ => CQE_OP_SEND,
     }
 }
@@ -240,6 +243,8 @@ hw_enum! {
         LocProtErr = 4,
         /// Flushed: the QP is in error.
         WrFlushErr = 5,
+        /// A memory window bind failed.
+        MwBindErr = 6,
         /// Bad response.
         BadRespErr = 7,
         /// Local access error.

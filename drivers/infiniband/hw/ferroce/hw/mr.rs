@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! Memory regions: access flags, keys and the MR commands.
+//! Memory regions and memory windows: access flags, keys, and the MR and MW commands.
 
 use super::*;
 
@@ -13,9 +13,32 @@ pub const ACCESS_REMOTE_WRITE: u32 = 1 << 1;
 pub const ACCESS_REMOTE_READ: u32 = 1 << 2;
 /// Remote atomic.
 pub const ACCESS_REMOTE_ATOMIC: u32 = 1 << 3;
+/// Memory windows may be bound to the MR.
+pub const ACCESS_MW_BIND: u32 = 1 << 4;
 /// All access bits the device understands.
-pub const ACCESS_VALID_MASK: u32 =
-    ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
+pub const ACCESS_VALID_MASK: u32 = ACCESS_LOCAL_WRITE
+    | ACCESS_REMOTE_WRITE
+    | ACCESS_REMOTE_READ
+    | ACCESS_REMOTE_ATOMIC
+    | ACCESS_MW_BIND;
+/// The rights a memory window can grant (a bind's `access`).
+#[cfg(userspace)] // The device checks binds; the provider builds them.
+pub const MW_ACCESS_MASK: u32 = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
+
+/// `CreateMwCmd::mw_type`: a type 1 window, bound by `ibv_bind_mw` and usable from every QP of
+/// its PD.
+#[cfg_attr(
+    not(userspace),
+    expect(dead_code, reason = "the driver's alloc_mw, the next step, creates windows")
+)]
+pub const MW_TYPE_1: u8 = 1;
+/// `CreateMwCmd::mw_type`: a type 2 window, bound by a BIND_MW work request to the QP that
+/// posts it, which alone may use it; invalidated locally or by a SEND with invalidate.
+#[cfg_attr(
+    not(userspace),
+    expect(dead_code, reason = "the driver's alloc_mw, the next step, creates windows")
+)]
+pub const MW_TYPE_2: u8 = 2;
 
 /// `CreateMrCmd::flags`: covers all host memory with iova = host address (`get_dma_mr`).
 pub const MR_FLAG_ALL_MEMORY: u8 = 1 << 0;
@@ -78,3 +101,34 @@ hw_layout! {
     }
 }
 hw_command!(DestroyMrCmd, CMD_DESTROY_MR);
+
+hw_layout! {
+    /// `CMD_CREATE_MW` payload: a memory window in `pd`, unbound. Its key is in the MR key
+    /// space (an R_Key); a bind gives it a new variant byte.
+    pub struct CreateMwCmd(8) {
+        /// Protection domain tag.
+        pub pd: u32,
+        /// [`MW_TYPE_1`] or [`MW_TYPE_2`].
+        pub mw_type: u8,
+        /// Low 8 bits of the key.
+        pub key_variant: u8,
+        /// Reserved, zero.
+        pub rsvd: u16,
+    }
+}
+hw_number_reply! {
+    /// Reply of `CMD_CREATE_MW`.
+    CreateMwReply { key }
+}
+hw_command!(CreateMwCmd, CMD_CREATE_MW, CreateMwReply);
+
+hw_layout! {
+    /// `CMD_DESTROY_MW` payload (the window is unbound first).
+    pub struct DestroyMwCmd(8) {
+        /// MW key (by index: the variant byte is not compared).
+        pub key: u32,
+        /// Reserved, zero.
+        pub rsvd: u32,
+    }
+}
+hw_command!(DestroyMwCmd, CMD_DESTROY_MW);

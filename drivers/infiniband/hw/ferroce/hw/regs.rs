@@ -252,3 +252,5 @@ pub const CAP_UC: u32 = 1 << 11;
 pub const CAP_CQ_RESIZE: u32 = 1 << 12;
 /// SRQ resizing (`CMD_RESIZE_SRQ`).
 pub const CAP_SRQ_RESIZE: u32 = 1 << 13;
+/// Memory windows, type 1 and 2 (`CMD_CREATE_MW`, BIND_MW work requests).
+pub const CAP_MW: u32 = 1 << 14;

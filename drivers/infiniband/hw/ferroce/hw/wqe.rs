@@ -23,8 +23,10 @@ pub const WR_ATOMIC_CMP_SWAP: u8 = 0x06;
 pub const WR_ATOMIC_FETCH_ADD: u8 = 0x07;
 /// Fast registration of an MR ([`RegMrSeg`]).
 pub const WR_REG_MR: u8 = 0x08;
-/// Local invalidate (`imm_or_inv` = key).
+/// Local invalidate (`imm_or_inv` = key, of an MR or a type 2 memory window).
 pub const WR_LOCAL_INV: u8 = 0x09;
+/// Bind a memory window to part of an MR ([`BindMwSeg`]).
+pub const WR_BIND_MW: u8 = 0x0a;
 
 // WQE flags.
 /// Generate a CQE.
@@ -163,6 +165,29 @@ hw_layout! {
     }
 }
 
+hw_layout! {
+    /// Operation segment of BIND_MW: the window `mw_key` names (by index) gets the key
+    /// `mw_key` (its variant byte is the new key byte) and grants `access` to
+    /// `[addr, addr + length)` of the MR `mr_key`, which must allow binds
+    /// ([`ACCESS_MW_BIND`]) and hold the range; remote write or atomic rights need the MR's
+    /// local write. A type 1 window with `length` 0 is unbound; a type 2 window must be
+    /// unbound, and is bound to the QP that posts the WQE.
+    pub struct BindMwSeg(40) {
+        /// First byte of the window (an iova of the MR).
+        pub addr: u64,
+        /// Bytes.
+        pub length: u64,
+        /// The window's new key.
+        pub mw_key: u32,
+        /// The MR's key.
+        pub mr_key: u32,
+        /// Rights granted (`MW_ACCESS_MASK` bits).
+        pub access: u32,
+        /// Reserved, zero.
+        pub rsvd: [u8; 12],
+    }
+}
+
 /// Size of the send WQE header (control + operation segment); SGEs or inline data follow.
 pub const WQE_HEADER_SIZE: usize = WqeCtrl::SIZE + RdmaSeg::SIZE;
 /// Offset of the operation segment.
@@ -208,7 +233,7 @@ pub const fn send_wqe_size(num_sge: u32, inline_len: u32) -> usize {
 
 /// Whether `opcode` is a defined send opcode.
 pub const fn send_opcode_valid(opcode: u8) -> bool {
-    opcode <= WR_LOCAL_INV
+    opcode <= WR_BIND_MW
 }
 
 /// Whether a send opcode is allowed on a QP type.
@@ -224,6 +249,7 @@ pub const fn send_opcode_allowed(qp_type: QpType, opcode: u8) -> bool {
                 | WR_RDMA_WRITE_WITH_IMM
                 | WR_REG_MR
                 | WR_LOCAL_INV
+                | WR_BIND_MW
         ),
         QpType::Ud | QpType::Gsi => matches!(opcode, WR_SEND | WR_SEND_WITH_IMM),
     }
