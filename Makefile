@@ -12,6 +12,7 @@
 #   make nic         the cargo workspace under tools/ (NIC model, tools)
 #   make initramfs   everything a VM boots
 #   make bench       benchmarks (never part of make check's verdict)
+#   make soak        long campaigns (the full tools matrix), never part of make check
 #   make fuzz        cargo-fuzz the NIC's frame and command parsers (FUZZ_SECONDS each)
 #   make shell       a shell in the toolchain root
 #
@@ -21,7 +22,7 @@
 FERROCE := tools/ferroce
 export FERROCE_CACHE VARIANT ACCEL JOBS FUZZ_SECONDS
 
-.PHONY: all toolchain kernel modules nic initramfs run check bench fuzz shell clean
+.PHONY: all toolchain kernel modules nic initramfs run check bench soak fuzz shell clean
 
 all: initramfs
 
@@ -33,6 +34,9 @@ bench:
 
 check:
 	@$(FERROCE) check $(SCENARIOS)
+
+soak:
+	@$(FERROCE) soak $(SCENARIOS)
 
 clean:
 	rm -rf out tools/target

@@ -148,8 +148,8 @@ def main() -> int:
     parser.add_argument("--ktap", type=Path, help="write the results as KTAP here too")
     parser.add_argument("--cmdline", default="", help="extra kernel command line")
     parser.add_argument("--nic", type=Path, help="the ferroce-nic binary, for VMs with a NIC")
-    parser.add_argument("--suite", choices=["scenarios", "benchmarks"], default="scenarios",
-                        help="scenarios (make check) or benchmarks (make bench)")
+    parser.add_argument("--suite", choices=["scenarios", "benchmarks", "soak"], default="scenarios",
+                        help="scenarios (make check), benchmarks (make bench) or soak (make soak)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--follow", action="store_true", help="echo the VMs' output and kernel logs while they run")
     parser.add_argument("scenarios", nargs="*")

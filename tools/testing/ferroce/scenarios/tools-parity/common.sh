@@ -55,7 +55,8 @@ active_mtu() {
 	ibv_devinfo -d "$1" | grep -qE "active_mtu:[[:space:]]+$2 "
 }
 
-# tool_list: the lines of tools.list, comments and blank lines left out: "NAME ROW COMMAND...".
+# tool_list: the lines of the scenario's tools.list, comments and blank lines left out:
+# "NAME ROW COMMAND...".
 tool_list() {
 	grep -v '^#' /scenario/tools.list | grep -v '^[[:space:]]*$'
 }
@@ -92,18 +93,20 @@ addr_of() {
 	ip -4 -o addr show "$1" | awk '{ sub("/.*", "", $4); print $4 }'
 }
 
-# run_tools ROLE PEER: every tool of tools.list on each device kind, as ROLE; steps are named
-# "<tool>-<kind>". The client retries until the server listens.
+# run_tools ROLE PEER [SUFFIX [BASE]]: every tool of tools.list on each device kind, as ROLE;
+# steps are named "<tool><SUFFIX>-<kind>", ports BASE (19000) + 10 * line + device. The
+# client retries until the server listens, for TOOLS_RETRY_FOR seconds (120).
 run_tools() {
-	_line=0
+	_line=0 _suffix=${3:-} _base=${4:-19000}
 	tool_list | while read -r name row cmd; do
+		name=$name$_suffix
 		echo "$DEVICES" | while read -r kind dev gid ndev; do
-			port=$((19000 + 10 * _line + $([ "$kind" = rxe ] && echo 1 || echo 0)))
+			port=$((_base + 10 * _line + $([ "$kind" = rxe ] && echo 1 || echo 0)))
 			me=$(addr_of "$ndev")
 			if [ "$1" = server ]; then
 				step "$name-$kind" 180 sh -c "$(tool_cmd server "$cmd" "$dev" "$gid" "$port" "$me" "")" < /dev/null
 			else
-				retry "$name-$kind" 150 sh -c "$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")" < /dev/null
+				RETRY_FOR=${TOOLS_RETRY_FOR:-120} retry "$name-$kind" 150 sh -c "$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")" < /dev/null
 			fi
 		done
 		_line=$((_line + 1))

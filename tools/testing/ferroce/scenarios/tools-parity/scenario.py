@@ -95,10 +95,10 @@ PINGPONG = r"^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$"
 ROWS = {"bw": BW, "lat": LAT, "pingpong": PINGPONG, "none": None}
 
 
-def tool_list() -> list[tuple[str, str, str]]:
-    """tools.list: (name, row, command) per tool, as the guests run them."""
+def tool_list(path: Path = Path(__file__).parent / "tools.list") -> list[tuple[str, str, str]]:
+    """A tools.list: (name, row, command) per tool, as the guests run them (common.sh)."""
     tools = []
-    for line in (Path(__file__).parent / "tools.list").read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, row, command = line.split(maxsplit=2)
             tools.append((name, row, command))

@@ -1,0 +1,1 @@
+../../scenarios/tools-parity/common.sh
