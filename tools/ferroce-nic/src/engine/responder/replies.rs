@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! What the responder sends and receives outside the request states: queued READ responses,
+//! and UD / GSI datagrams.
+
+use super::*;
+
+/// Sends queued READ responses, a budget per poll.
+pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
+    if qp.resp.jobs.is_empty() || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+        return;
+    }
+    let Some(route) = qp.route(host) else { return };
+    let Some(pd) = host.qp_pd(qp.qpn) else { return };
+    let mtu = u64::from(qp.mtu());
+    for _ in 0..READ_BUDGET {
+        let Some(job) = qp.resp.jobs.front().copied() else {
+            break;
+        };
+        let pos = Position::of(job.next, job.npkts);
+        let offset = u64::from(job.next) * mtu;
+        let len = (job.len - offset.min(job.len)).min(mtu) as usize;
+        let mut payload = vec![0u8; len];
+        if len > 0
+            && host
+                .read_payload(
+                    pd,
+                    job.rkey,
+                    job.va.wrapping_add(offset),
+                    &mut payload,
+                    ACCESS_REMOTE_READ,
+                )
+                .is_err()
+        {
+            // The region went away after the request was checked: stop answering.
+            qp.resp.jobs.pop_front();
+            continue;
+        }
+        let mut b = PacketBuilder::new(
+            opcode::read_response(pos),
+            qp.attrs.dest_qpn,
+            psn::add(job.psn, job.next),
+        );
+        if pos != Position::Middle {
+            b.aeth = Some(Aeth {
+                syndrome: syndrome::ACK,
+                msn: qp.resp.msn,
+            });
+        }
+        io.send(host, &route, &b, &payload, job.replay);
+        if let Some(j) = qp.resp.jobs.front_mut() {
+            j.next += 1;
+            if j.next >= j.npkts {
+                qp.resp.jobs.pop_front();
+            }
+        }
+    }
+}
+
+/// Handles a UD or GSI SEND addressed to `qp`: Q_Key check, receive WQE, GRH image and
+/// payload, CQE. No receive WQE or a wrong Q_Key drops the datagram.
+pub fn receive_ud(
+    qp: &mut QpCtx,
+    _io: &mut Io,
+    host: &mut dyn EngineHost,
+    pkt: &Packet<'_>,
+    f: &RoceFrame<'_>,
+) {
+    let Some(deth) = pkt.deth else { return };
+    let expected = if qp.qpn == GSI_QPN {
+        GSI_QKEY
+    } else {
+        qp.attrs.qkey
+    };
+    if deth.qkey != expected {
+        host.count(COUNTER_DROPS, 1);
+        return;
+    }
+    let Some(pd) = host.qp_pd(qp.qpn) else { return };
+    let Ok(Some(work)) = host.take_recv(qp.qpn) else {
+        host.count(COUNTER_DROPS, 1);
+        return;
+    };
+    let mut data = Vec::with_capacity(40 + pkt.payload.len());
+    data.extend_from_slice(&f.grh);
+    data.extend_from_slice(pkt.payload);
+    let mut c = RecvCompletion {
+        status: WcStatus::Success,
+        opcode: CQE_OP_RECV,
+        flags: CQE_FLAG_GRH,
+        byte_len: data.len() as u32,
+        src_qpn: deth.src_qpn,
+        smac: f.smac,
+        vlan: f.vlan.unwrap_or(VLAN_NONE),
+        network_hdr_type: match f.kind {
+            NetKind::V1 => NET_HDR_GRH,
+            NetKind::V4 => NET_HDR_IPV4,
+            NetKind::V6 => NET_HDR_IPV6,
+        },
+        ..RecvCompletion::default()
+    };
+    if let Some(imm) = pkt.imm {
+        c.flags |= CQE_FLAG_WITH_IMM;
+        c.imm_or_inv = u32::from_le_bytes(imm);
+    }
+    if pkt.bth.solicited {
+        c.flags |= CQE_FLAG_SOLICITED;
+    }
+    if let Err(status) = scatter(host, pd, &work, 0, &data) {
+        c.status = status;
+        c.byte_len = 0;
+    }
+    let _ = host.complete_recv(qp.qpn, &work, c);
+}
