@@ -79,7 +79,10 @@ pub enum SendOp {
     /// Binding of a memory window.
     #[cfg_attr(
         not(userspace),
-        expect(dead_code, reason = "kernel consumers bind no windows (ib_core has no such WR)")
+        expect(
+            dead_code,
+            reason = "kernel consumers bind no windows (ib_core has no such WR)"
+        )
     )]
     BindMw(BindMwSeg),
 }
