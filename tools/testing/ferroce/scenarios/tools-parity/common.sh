@@ -95,7 +95,8 @@ addr_of() {
 
 # run_tools ROLE PEER [SUFFIX [BASE]]: every tool of tools.list on each device kind, as ROLE;
 # steps are named "<tool><SUFFIX>-<kind>", ports BASE (19000) + 10 * line + device. The
-# client retries until the server listens, for TOOLS_RETRY_FOR seconds (120).
+# client retries until the server listens, for TOOLS_RETRY_FOR seconds (120); a run may take
+# TOOLS_SECS seconds (150), the server's 30 more.
 run_tools() {
 	_line=0 _suffix=${3:-} _base=${4:-19000}
 	tool_list | while read -r name row cmd; do
@@ -104,9 +105,9 @@ run_tools() {
 			port=$((_base + 10 * _line + $([ "$kind" = rxe ] && echo 1 || echo 0)))
 			me=$(addr_of "$ndev")
 			if [ "$1" = server ]; then
-				step "$name-$kind" 180 sh -c "$(tool_cmd server "$cmd" "$dev" "$gid" "$port" "$me" "")" < /dev/null
+				step "$name-$kind" $((${TOOLS_SECS:-150} + 30)) sh -c "$(tool_cmd server "$cmd" "$dev" "$gid" "$port" "$me" "")" < /dev/null
 			else
-				RETRY_FOR=${TOOLS_RETRY_FOR:-120} retry "$name-$kind" 150 sh -c "$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")" < /dev/null
+				RETRY_FOR=${TOOLS_RETRY_FOR:-120} retry "$name-$kind" "${TOOLS_SECS:-150}" sh -c "$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")" < /dev/null
 			fi
 		done
 		_line=$((_line + 1))
