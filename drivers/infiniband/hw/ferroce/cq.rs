@@ -31,8 +31,8 @@ use crate::{
     queue::{
         DbRecord,
         DmaRing,
-        UserQueue,
-        UserQueueMem, //
+        OneRing,
+        UserQueue, //
     },
     regs,
     verbs::RoceDevice,
@@ -132,9 +132,18 @@ impl CqData {
         {
             return Err(EINVAL);
         }
-        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
-        let ring = mem.ring(dev, 0, req.log_size, hw::CQE_SIZE.trailing_zeros())?;
-        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let OneRing {
+            mem,
+            ring,
+            dbrec_addr,
+        } = OneRing::pin(
+            dev,
+            req.buf_addr,
+            req.buf_size,
+            req.log_size,
+            hw::CQE_SIZE.trailing_zeros(),
+            req.dbrec_offset,
+        )?;
         let completion = dev.cmdq().exec(&hw::CreateCqCmd {
             ring,
             dbrec_addr,
@@ -180,9 +189,18 @@ impl CqData {
         if req.reserved != 0 || entries == 0 || entries > size || size > dev.wq_limits().max_wr {
             return Err(EINVAL);
         }
-        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
-        let ring = mem.ring(dev, 0, req.log_size, hw::CQE_SIZE.trailing_zeros())?;
-        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let OneRing {
+            mem,
+            ring,
+            dbrec_addr,
+        } = OneRing::pin(
+            dev,
+            req.buf_addr,
+            req.buf_size,
+            req.log_size,
+            hw::CQE_SIZE.trailing_zeros(),
+            req.dbrec_offset,
+        )?;
         let cmd = hw::ResizeCqCmd {
             ring,
             dbrec_addr,

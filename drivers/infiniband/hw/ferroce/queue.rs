@@ -273,6 +273,38 @@ pub(crate) struct UserQueueMem {
     lists: KVec<PageList>,
 }
 
+/// A process's buffer holding one ring at offset 0 and its doorbell record (a CQ's or an
+/// SRQ's), pinned and checked: the memory, the ring as the device names it, the record's bus
+/// address.
+pub(crate) struct OneRing {
+    pub(crate) mem: UserQueueMem,
+    pub(crate) ring: hw::BufDesc,
+    pub(crate) dbrec_addr: u64,
+}
+
+impl OneRing {
+    /// Pins `size` bytes at `addr` with a ring of `1 << log_size` entries of `1 << log_stride`
+    /// bytes at 0 and the record at `dbrec_offset` (the `ferroce_create_cq_req` layout, which
+    /// SRQs and resizes share).
+    pub(crate) fn pin(
+        dev: &rdma::Device<RoceDevice>,
+        addr: u64,
+        size: u32,
+        log_size: u32,
+        log_stride: u32,
+        dbrec_offset: u32,
+    ) -> Result<Self> {
+        let mut mem = UserQueueMem::pin(dev, addr, size)?;
+        let ring = mem.ring(dev, 0, log_size, log_stride)?;
+        let dbrec_addr = mem.record(dbrec_offset)?;
+        Ok(Self {
+            mem,
+            ring,
+            dbrec_addr,
+        })
+    }
+}
+
 impl UserQueueMem {
     /// Pins `size` bytes at `addr` (both page-aligned, as the ABI requires).
     pub(crate) fn pin(dev: &rdma::Device<RoceDevice>, addr: u64, size: u32) -> Result<Self> {

@@ -32,8 +32,8 @@ use crate::{
     queue::{
         DbRecord,
         DmaRing,
-        UserQueue,
-        UserQueueMem, //
+        OneRing,
+        UserQueue, //
         WrTable,
     },
     regs,
@@ -167,9 +167,18 @@ impl SrqData {
         if attr.max_wr == 0 || attr.max_wr > size || attr.max_sge > max_sge || attr.limit >= size {
             return Err(EINVAL);
         }
-        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
-        let ring = mem.ring(dev, 0, req.log_size, req.log_stride)?;
-        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let OneRing {
+            mem,
+            ring,
+            dbrec_addr,
+        } = OneRing::pin(
+            dev,
+            req.buf_addr,
+            req.buf_size,
+            req.log_size,
+            req.log_stride,
+            req.dbrec_offset,
+        )?;
         let srqn = dev
             .cmdq()
             .exec(&hw::CreateSrqCmd {
@@ -239,9 +248,18 @@ impl SrqData {
         {
             return Err(EINVAL);
         }
-        let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
-        let ring = mem.ring(dev, 0, req.log_size, req.log_stride)?;
-        let dbrec_addr = mem.record(req.dbrec_offset)?;
+        let OneRing {
+            mem,
+            ring,
+            dbrec_addr,
+        } = OneRing::pin(
+            dev,
+            req.buf_addr,
+            req.buf_size,
+            req.log_size,
+            req.log_stride,
+            req.dbrec_offset,
+        )?;
         let cmd = hw::ResizeSrqCmd {
             ring,
             dbrec_addr,
