@@ -52,6 +52,19 @@ fn bind(s: &mut Scripted, mw_key: u32, mr_key: u32, addr: u64, len: u64, access:
     cqe.wc_status()
 }
 
+/// A fresh node with a window of `mw_type` bound to `[buf + offset, buf + offset + len)` of
+/// its data MR with `access`: the node (its QP posted the bind), the window's key, `buf`.
+fn bound_window(mw_type: u8, offset: u64, len: u64, access: u32) -> (Scripted, u32, u64) {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let (mr, buf) = (s.n.key, s.n.buf);
+    let mw = next_key(create_mw(&mut s, mw_type));
+    assert_eq!(
+        bind(&mut s, mw, mr, buf + offset, len, access),
+        WcStatus::Success
+    );
+    (s, mw, buf)
+}
+
 /// The next key of a window (its variant byte + 1), as `ibv_inc_rkey`.
 fn next_key(key: u32) -> u32 {
     (key & !0xff) | ((key + 1) & 0xff)
@@ -91,26 +104,14 @@ fn a_type_2_window_grants_its_range_and_rights_only() {
     );
     assert!(s.n.g.read(buf + AT + 128, 64) == pattern(64, u64::from(s.rq_psn)));
     // One byte past the window: a remote access error, nothing written.
-    let mut s2 = Scripted::new(MIB, Conn::default());
-    let (mr2, buf2) = (s2.n.key, s2.n.buf);
-    let mw2 = next_key(create_mw(&mut s2, MW_TYPE_2));
-    assert_eq!(
-        bind(&mut s2, mw2, mr2, buf2 + AT, LEN, ACCESS_REMOTE_READ),
-        WcStatus::Success
-    );
+    let (mut s2, mw2, buf2) = bound_window(MW_TYPE_2, AT, LEN, ACCESS_REMOTE_READ);
     let mut at2 = s2.rq_psn;
     assert!(
         remote_access_nak(remote_write(&mut s2, &mut at2, mw2, buf2 + AT)),
         "a read-only window written"
     );
     assert!(s2.n.g.read(buf2 + AT, 64).iter().all(|&b| b == 0));
-    let mut s3 = Scripted::new(MIB, Conn::default());
-    let (mr3, buf3) = (s3.n.key, s3.n.buf);
-    let mw3 = next_key(create_mw(&mut s3, MW_TYPE_2));
-    assert_eq!(
-        bind(&mut s3, mw3, mr3, buf3 + AT, LEN, rights),
-        WcStatus::Success
-    );
+    let (mut s3, mw3, buf3) = bound_window(MW_TYPE_2, AT, LEN, rights);
     let mut at3 = s3.rq_psn;
     let past = buf3 + AT + LEN - 32;
     assert!(
@@ -157,20 +158,8 @@ fn binds_beyond_the_mr_or_its_rights_are_refused() {
         );
     }
     // A type 2 window is bound once, until invalidated.
-    let mut s = Scripted::new(MIB, Conn::default());
-    let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
-    assert_eq!(
-        bind(&mut s, mw, mr, buf, 64, ACCESS_REMOTE_READ),
-        WcStatus::Success
-    );
-    let mut s2 = Scripted::new(MIB, Conn::default());
-    let (mr2, buf2) = (s2.n.key, s2.n.buf);
-    let mw2 = next_key(create_mw(&mut s2, MW_TYPE_2));
-    assert_eq!(
-        bind(&mut s2, mw2, mr2, buf2, 64, ACCESS_REMOTE_READ),
-        WcStatus::Success
-    );
+    let (mut s2, mw2, buf2) = bound_window(MW_TYPE_2, 0, 64, ACCESS_REMOTE_READ);
+    let mr2 = s2.n.key;
     assert_eq!(
         bind(&mut s2, next_key(mw2), mr2, buf2, 64, ACCESS_REMOTE_READ),
         WcStatus::MwBindErr,
@@ -218,13 +207,7 @@ fn a_type_2_window_serves_the_qp_it_is_bound_to_only() {
 #[test]
 fn invalidated_windows_grant_nothing() {
     // Local invalidation.
-    let mut s = Scripted::new(MIB, Conn::default());
-    let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
-    assert_eq!(
-        bind(&mut s, mw, mr, buf + AT, LEN, ACCESS_REMOTE_WRITE),
-        WcStatus::Success
-    );
+    let (mut s, mw, buf) = bound_window(MW_TYPE_2, AT, LEN, ACCESS_REMOTE_WRITE);
     s.qp.post(&mut s.n, 78, WR_LOCAL_INV, 0, 0, &[], mw);
     s.run(4);
     assert_eq!(statuses(&s.cqes), [(78, WcStatus::Success)]);
@@ -234,13 +217,7 @@ fn invalidated_windows_grant_nothing() {
         "used after LOCAL_INV"
     );
     // Remote invalidation: a SEND with invalidate of the window's key.
-    let mut s = Scripted::new(MIB, Conn::default());
-    let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
-    assert_eq!(
-        bind(&mut s, mw, mr, buf + AT, LEN, ACCESS_REMOTE_WRITE),
-        WcStatus::Success
-    );
+    let (mut s, mw, buf) = bound_window(MW_TYPE_2, AT, LEN, ACCESS_REMOTE_WRITE);
     s.qp.post_recv(&mut s.n, 5, buf + 0x10000, 64);
     let mut at = s.rq_psn;
     let mut b = PacketBuilder::new(op::RC_SEND_ONLY_INV, s.qp.qpn, at);
@@ -262,13 +239,7 @@ fn invalidated_windows_grant_nothing() {
         "used after remote invalidation"
     );
     // A type 1 window cannot be invalidated: the LOCAL_INV fails.
-    let mut s = Scripted::new(MIB, Conn::default());
-    let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_1));
-    assert_eq!(
-        bind(&mut s, mw, mr, buf, 64, ACCESS_REMOTE_READ),
-        WcStatus::Success
-    );
+    let (mut s, mw, _) = bound_window(MW_TYPE_1, 0, 64, ACCESS_REMOTE_READ);
     s.qp.post(&mut s.n, 79, WR_LOCAL_INV, 0, 0, &[], mw);
     s.run(4);
     assert_eq!(statuses(&s.cqes), [(79, WcStatus::LocProtErr)]);
@@ -276,13 +247,8 @@ fn invalidated_windows_grant_nothing() {
 
 #[test]
 fn a_type_1_window_rebinds_with_a_new_key_and_unbinds() {
-    let mut s = Scripted::new(MIB, Conn::default());
-    let (mr, buf) = (s.n.key, s.n.buf);
-    let first = next_key(create_mw(&mut s, MW_TYPE_1));
-    assert_eq!(
-        bind(&mut s, first, mr, buf + AT, LEN, ACCESS_REMOTE_WRITE),
-        WcStatus::Success
-    );
+    let (mut s, first, buf) = bound_window(MW_TYPE_1, AT, LEN, ACCESS_REMOTE_WRITE);
+    let mr = s.n.key;
     let mut at = s.rq_psn;
     assert_eq!(
         remote_write(&mut s, &mut at, first, buf + AT),
@@ -305,13 +271,8 @@ fn a_type_1_window_rebinds_with_a_new_key_and_unbinds() {
         "an unbound window"
     );
     // The key before the rebind is stale: a fresh QP sees it refused.
-    let mut s2 = Scripted::new(MIB, Conn::default());
-    let (mr2, buf2) = (s2.n.key, s2.n.buf);
-    let old = next_key(create_mw(&mut s2, MW_TYPE_1));
-    assert_eq!(
-        bind(&mut s2, old, mr2, buf2, LEN, ACCESS_REMOTE_WRITE),
-        WcStatus::Success
-    );
+    let (mut s2, old, buf2) = bound_window(MW_TYPE_1, 0, LEN, ACCESS_REMOTE_WRITE);
+    let mr2 = s2.n.key;
     assert_eq!(
         bind(&mut s2, next_key(old), mr2, buf2, LEN, ACCESS_REMOTE_WRITE),
         WcStatus::Success
