@@ -8,9 +8,9 @@
 //! allocation ib_core makes for the device, right after the core `struct ib_device`, the way
 //! `ib_alloc_device()` lays out C drivers' structures.
 //!
-//! Verbs objects (PDs, CQs, QPs, SRQs, AHs, user contexts) are allocated by ib_core with room
-//! for the driver's data, named by the associated types of [`Operations`]; MRs are allocated by
-//! the abstraction. CQs, QPs and SRQs are also entered in per-device [`Table`]s by number, so
+//! Verbs objects (PDs, CQs, QPs, SRQs, AHs, memory windows, user contexts) are allocated by
+//! ib_core with room for the driver's data, named by the associated types of [`Operations`];
+//! MRs are allocated by the abstraction. CQs, QPs and SRQs are also entered in per-device [`Table`]s by number, so
 //! that completion and event interrupts reach them ([`Device::cqs`], [`Device::qps`]).
 //!
 //! # Examples
@@ -71,6 +71,7 @@ pub mod device;
 pub mod gid;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 pub mod object;
 pub mod pd;
 pub mod qp;
@@ -123,6 +124,11 @@ pub use self::mr::{
     MrType,
     NewMr,
     SgPages, //
+};
+pub use self::mw::{
+    Mw,
+    MwType,
+    NewMw, //
 };
 pub use self::object::{
     Numbered,

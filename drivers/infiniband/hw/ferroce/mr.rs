@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Protection domains and memory regions: the DMA MR (all memory by DMA address, ib_core's
-//! local DMA key), fast-registration MRs whose page lists the consumer maps with
-//! `ib_map_mr_sg()` and registers with an `IB_WR_REG_MR` work request, and user MRs: a
-//! process's memory, pinned, with a page list the device translates through.
+//! Protection domains, memory regions and memory windows: the DMA MR (all memory by DMA
+//! address, ib_core's local DMA key), fast-registration MRs whose page lists the consumer maps
+//! with `ib_map_mr_sg()` and registers with an `IB_WR_REG_MR` work request, user MRs: a
+//! process's memory, pinned, with a page list the device translates through, and a process's
+//! memory windows, which the device binds and invalidates (the driver creates and destroys
+//! them; their keys share the MRs' key space).
 
 use kernel::{
     prelude::*,
     rdma::{
         self,
         MrType,
+        MwType,
         NewMr,
+        NewMw,
         SgPages,
         Umem, //
     },
@@ -29,22 +33,39 @@ const USER_LOG_PAGE_SIZE: u32 = 12;
 /// Tries at making an MR whose key is fresh before giving up (each fails once in 256).
 const KEY_TRIES: usize = 4;
 
-/// Creates the MR of `cmd` with a random key variant, so that the key is not the last one of
-/// its slot (a stale rkey must not reach the new MR); returns its key.
-fn create(dev: &rdma::Device<RoceDevice>, mut cmd: hw::CreateMrCmd) -> Result<u32> {
+/// Makes an object of the MR key space (an MR or a window) with a random key variant, so that
+/// its key is not the last one of its slot (a stale rkey must not reach the new object);
+/// returns its key. `make` creates the object with a variant and returns its key; `destroy`
+/// takes back one whose key is not fresh.
+fn fresh_key(
+    dev: &rdma::Device<RoceDevice>,
+    mut make: impl FnMut(u8) -> Result<u32>,
+    destroy: impl Fn(u32) -> Result,
+) -> Result<u32> {
     for _ in 0..KEY_TRIES {
-        cmd.key_variant = MrKeys::variant();
-        let key = dev.cmdq().exec(&cmd)?.key;
-        let fresh = dev.mr_keys().lock().accept(key, cmd.key_variant);
+        let variant = MrKeys::variant();
+        let key = make(variant)?;
+        let fresh = dev.mr_keys().lock().accept(key, variant);
         if let Ok(true) = fresh {
             return Ok(key);
         }
         // The slot's last key again (or one the device made up): not this one.
-        dev.cmdq()
-            .exec_destroy(&hw::DestroyMrCmd { key, rsvd: 0 })?;
+        destroy(key)?;
         fresh?;
     }
     Err(EAGAIN)
+}
+
+/// Creates the MR of `cmd` with a fresh key ([`fresh_key`]); returns its key.
+fn create(dev: &rdma::Device<RoceDevice>, mut cmd: hw::CreateMrCmd) -> Result<u32> {
+    fresh_key(
+        dev,
+        |variant| {
+            cmd.key_variant = variant;
+            Ok(dev.cmdq().exec(&cmd)?.key)
+        },
+        |key| dev.cmdq().exec_destroy(&hw::DestroyMrCmd { key, rsvd: 0 }),
+    )
 }
 
 pub(crate) struct PdData {
@@ -230,6 +251,49 @@ impl MrData {
             page_count: mr.mapped.load(Relaxed),
             log_page_size: page_size.trailing_zeros() as u8,
             rsvd: [0; 3],
+        })
+    }
+}
+
+/// The driver's part of a memory window: its key (by index; binds change the variant byte).
+pub(crate) struct MwData {
+    key: u32,
+}
+
+impl MwData {
+    /// An unbound window of `mw_type` in `pd`, with a fresh key ([`fresh_key`]).
+    pub(crate) fn new(pd: &rdma::Pd<RoceDevice>, mw_type: MwType) -> Result<NewMw<Self>> {
+        let dev = pd.device();
+        if dev.caps_flags() & hw::CAP_MW == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let mut cmd = hw::CreateMwCmd {
+            pd: pd.number(),
+            mw_type: match mw_type {
+                MwType::Type1 => hw::MW_TYPE_1,
+                MwType::Type2 => hw::MW_TYPE_2,
+            },
+            ..Default::default()
+        };
+        let key = fresh_key(
+            dev,
+            |variant| {
+                cmd.key_variant = variant;
+                Ok(dev.cmdq().exec(&cmd)?.key)
+            },
+            |key| Self { key }.destroy(dev),
+        )?;
+        Ok(NewMw {
+            rkey: key,
+            data: Self { key },
+        })
+    }
+
+    /// Destroys the window in the device (unbinding it first).
+    pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
+        dev.cmdq().exec_destroy(&hw::DestroyMwCmd {
+            key: self.key,
+            rsvd: 0,
         })
     }
 }

@@ -21,7 +21,9 @@ use kernel::{
         MmapRequest,
         MrType,
         Mtu,
+        MwType,
         NewMr,
+        NewMw,
         PortAttr,
         PortImmutable,
         PortState, //
@@ -67,6 +69,7 @@ use crate::{
     },
     mr::{
         MrData,
+        MwData,
         PdData, //
     },
     qp::QpData,
@@ -370,6 +373,7 @@ impl rdma::Operations for RoceDevice {
     type Srq = SrqData;
     type Ah = AhData;
     type Mr = MrData;
+    type Mw = MwData;
     type Ucontext = UcontextData;
     type MmapEntry = DbPage;
 
@@ -391,6 +395,12 @@ impl rdma::Operations for RoceDevice {
             .max_cqe(l.wq.max_wr)
             .max_mr(l.max_mr)
             .max_pd(l.max_mr)
+            // Windows are entries of the MR table.
+            .max_mw(if dev.caps_flags & hw::CAP_MW != 0 {
+                l.max_mr
+            } else {
+                0
+            })
             .device_cap_flags(
                 DeviceAttr::CAP_MEM_MGT_EXTENSIONS
                     | DeviceAttr::CAP_RC_RNR_NAK_GEN
@@ -398,6 +408,11 @@ impl rdma::Operations for RoceDevice {
                     | DeviceAttr::CAP_SYS_IMAGE_GUID
                     | if dev.caps_flags & hw::CAP_SRQ_RESIZE != 0 {
                         DeviceAttr::CAP_SRQ_RESIZE
+                    } else {
+                        0
+                    }
+                    | if dev.caps_flags & hw::CAP_MW != 0 {
+                        DeviceAttr::CAP_MEM_WINDOW | DeviceAttr::CAP_MEM_WINDOW_TYPE_2B
                     } else {
                         0
                     },
@@ -745,6 +760,18 @@ impl rdma::Operations for RoceDevice {
 
     fn dereg_mr(mr: &rdma::Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
         mr.destroy(mr.device())
+    }
+
+    fn alloc_mw(
+        pd: &rdma::Pd<Self>,
+        mw_type: MwType,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<NewMw<MwData>> {
+        MwData::new(pd, mw_type)
+    }
+
+    fn dealloc_mw(mw: &rdma::Mw<Self>) -> Result {
+        mw.destroy(mw.device())
     }
 }
 

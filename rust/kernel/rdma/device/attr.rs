@@ -133,6 +133,8 @@ attr_setters!(DeviceAttr {
     max_mr: max_mr: u32,
     /// Maximum number of PDs.
     max_pd: max_pd: u32,
+    /// Maximum number of memory windows.
+    max_mw: max_mw: u32,
     /// Maximum outstanding RDMA READ/atomic as responder, per QP.
     max_qp_rd_atom: max_qp_rd_atom: u32,
     /// Maximum outstanding RDMA READ/atomic as initiator, per QP.
@@ -162,6 +164,12 @@ impl DeviceAttr<'_> {
     /// (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
     pub const CAP_MEM_MGT_EXTENSIONS: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    /// `device_cap_flags`: memory windows (`IB_DEVICE_MEM_WINDOW`).
+    pub const CAP_MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// `device_cap_flags`: type 2 windows are tied to a QP and checked against its PD
+    /// (`IB_DEVICE_MEM_WINDOW_TYPE_2B`).
+    pub const CAP_MEM_WINDOW_TYPE_2B: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// `device_cap_flags`: RC responders send RNR NAKs (`IB_DEVICE_RC_RNR_NAK_GEN`).
     pub const CAP_RC_RNR_NAK_GEN: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;

@@ -299,6 +299,17 @@ impl<T: Operations> Callbacks<T> {
             } else {
                 None
             },
+            alloc_mw: if T::HAS_ALLOC_MW {
+                Some(crate::rdma::mw::alloc_mw::<T>)
+            } else {
+                None
+            },
+            dealloc_mw: if T::HAS_ALLOC_MW {
+                Some(crate::rdma::mw::dealloc_mw::<T>)
+            } else {
+                None
+            },
+            size_ib_mw: Mw::<T>::ALLOC_SIZE,
             alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
                 Some(crate::rdma::pd::alloc_ucontext::<T>)
             } else {

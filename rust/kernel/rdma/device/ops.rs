@@ -53,7 +53,7 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    // Verbs objects. ib_core allocates PDs, CQs, QPs, AHs, SRQs and user contexts with room
+    // Verbs objects. ib_core allocates PDs, CQs, QPs, AHs, SRQs, MWs and user contexts with room
     // for the driver's data after its own structure; creation moves the data in, destruction
     // drops it once the driver's `destroy_*` succeeded. A device provides kernel verbs only if
     // it implements PDs, CQs, QPs, `post_*`, `poll_cq`, `req_notify_cq` and the MR calls.
@@ -70,6 +70,8 @@ pub trait Operations: Sized + Send + Sync + 'static {
     type Ah: Send + Sync;
     /// The driver's data of a memory region.
     type Mr: Send + Sync;
+    /// The driver's data of a memory window.
+    type Mw: Send + Sync;
     /// The driver's data of a user context.
     type Ucontext: Send + Sync;
     /// The driver's data of an mmap entry of a user context (what `mmap` maps).
@@ -245,6 +247,20 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// Deregisters an MR (its data is dropped afterwards).
     fn dereg_mr(_mr: &Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an unbound memory window of `mw_type` in `pd` (`ibv_alloc_mw()`).
+    fn alloc_mw(
+        _pd: &Pd<Self>,
+        _mw_type: MwType,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result<NewMw<Self::Mw>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a memory window, bound or not (its data is dropped afterwards).
+    fn dealloc_mw(_mw: &Mw<Self>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

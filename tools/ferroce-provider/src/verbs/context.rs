@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ferroce_hw::{MAX_INLINE, MAX_LOG_QUEUE, MAX_SGE, MAX_WQE_SIZE, PCI_DEVICE_ID, PCI_VENDOR_ID};
 use libc::{EINVAL, EPROTO};
 
-use super::{ah, check, cq, fail, mr, qp, srq, Pod, WithDrv};
+use super::{ah, check, cq, fail, mr, mw, qp, srq, Pod, WithDrv};
 use crate::doorbell::DbPage;
 use crate::queue::{PushWindow, QueueProgress};
 use crate::sys;
@@ -65,6 +65,9 @@ static CONTEXT_OPS: sys::verbs_context_ops = sys::verbs_context_ops {
     dealloc_pd: Some(mr::dealloc_pd),
     reg_mr: Some(mr::reg_mr),
     dereg_mr: Some(mr::dereg_mr),
+    alloc_mw: Some(mw::alloc_mw),
+    dealloc_mw: Some(mw::dealloc_mw),
+    bind_mw: Some(mw::bind_mw),
     create_cq: Some(cq::create_cq),
     create_cq_ex: Some(cq::create_cq_ex),
     destroy_cq: Some(cq::destroy_cq),

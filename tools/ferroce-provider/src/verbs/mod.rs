@@ -8,6 +8,7 @@ mod ah;
 mod context;
 mod cq;
 mod mr;
+mod mw;
 mod qp;
 mod srq;
 
@@ -54,6 +55,10 @@ pod!(
     sys::ib_uverbs_alloc_pd_resp,
     sys::ibv_reg_mr,
     sys::ib_uverbs_reg_mr_resp,
+    sys::ibv_mw,
+    sys::ibv_alloc_mw,
+    sys::ib_uverbs_alloc_mw_resp,
+    sys::ibv_send_wr,
     sys::ibv_create_cq,
     sys::ib_uverbs_create_cq_resp,
     sys::ferroce_create_cq_req,

@@ -15,6 +15,7 @@ use libc::{EINVAL, ENOMEM};
 
 use super::ah::Ah;
 use super::context::{context, ContextInner, QpProgress};
+use super::mw::bind_segment;
 use super::srq::{post_recv_chain, Srq};
 use super::{check, fail, Pod, WithDrv};
 use crate::cq::is_recv;
@@ -61,10 +62,9 @@ struct QpRequest {
     extended: bool,
 }
 
-/// Send operations of the `ibv_wr_*` API per QP type: what the hardware has. Memory windows,
-/// local invalidate, TSO, flush and atomic write are not among them.
-/// The `ibv_qp_ex` send operations and the device opcode each posts.
-const QP_EX_OPS: [(u32, u8); 8] = [
+/// The `ibv_qp_ex` send operations the hardware has and the device opcode each posts (TSO,
+/// XRC, flush and atomic write are not among them).
+const QP_EX_OPS: [(u32, u8); 10] = [
     (sys::IBV_QP_EX_WITH_SEND, ferroce_hw::WR_SEND),
     (
         sys::IBV_QP_EX_WITH_SEND_WITH_IMM,
@@ -88,6 +88,8 @@ const QP_EX_OPS: [(u32, u8); 8] = [
         sys::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
         ferroce_hw::WR_ATOMIC_FETCH_ADD,
     ),
+    (sys::IBV_QP_EX_WITH_LOCAL_INV, ferroce_hw::WR_LOCAL_INV),
+    (sys::IBV_QP_EX_WITH_BIND_MW, ferroce_hw::WR_BIND_MW),
 ];
 
 /// The `ibv_qp_ex` send operations a QP type has: those whose opcode the device allows on it.
@@ -518,6 +520,12 @@ unsafe fn build_from_wr(qp: &Qp, w: &sys::ibv_send_wr, slot: &mut [u8]) -> Resul
                 rkey: w.wr.atomic.rkey,
                 add: w.wr.atomic.compare_add,
             },
+            sys::IBV_WR_LOCAL_INV => SendOp::LocalInv(w.__bindgen_anon_1.invalidate_rkey),
+            sys::IBV_WR_BIND_MW => {
+                let bind = &w.__bindgen_anon_2.bind_mw;
+                // Per the contract, the bind's MR is null or ours.
+                SendOp::BindMw(bind_segment(bind.rkey, &bind.bind_info)?)
+            }
             _ => return Err(EINVAL),
         }
     };

@@ -27,23 +27,9 @@ pub const MW_ACCESS_MASK: u32 = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCES
 
 /// `CreateMwCmd::mw_type`: a type 1 window, bound by `ibv_bind_mw` and usable from every QP of
 /// its PD.
-#[cfg_attr(
-    not(userspace),
-    expect(
-        dead_code,
-        reason = "the driver's alloc_mw, the next step, creates windows"
-    )
-)]
 pub const MW_TYPE_1: u8 = 1;
 /// `CreateMwCmd::mw_type`: a type 2 window, bound by a BIND_MW work request to the QP that
 /// posts it, which alone may use it; invalidated locally or by a SEND with invalidate.
-#[cfg_attr(
-    not(userspace),
-    expect(
-        dead_code,
-        reason = "the driver's alloc_mw, the next step, creates windows"
-    )
-)]
 pub const MW_TYPE_2: u8 = 2;
 
 /// `CreateMrCmd::flags`: covers all host memory with iova = host address (`get_dma_mr`).

@@ -5,9 +5,9 @@
 
 use super::*;
 
-/// Sets every operation of the `ibv_qp_ex`: those the hardware has, and for the others
-/// (memory windows, local invalidate, TSO, XRC, flush, atomic write) stubs that fail the
-/// batch with `EOPNOTSUPP`, so that no pointer an application may call is NULL.
+/// Sets every operation of the `ibv_qp_ex`: those the hardware has, and for the others (TSO,
+/// XRC, flush, atomic write) stubs that fail the batch with `EOPNOTSUPP`, so that no pointer
+/// an application may call is NULL.
 pub(super) fn set_send_ops(vqp: &mut sys::verbs_qp) {
     // SAFETY: writing function pointers into the union's `ibv_qp_ex` view, which contains
     // the `ibv_qp` view (plain data, no invariant).
@@ -316,23 +316,31 @@ unsafe extern "C" fn wr_set_ud_addr(
     unsafe { with_batch(ibqp, |_, batch| batch.set_ud(dest)) };
 }
 
-/// Operations the hardware does not have: `create_qp_ex` refuses their flags, and these
-/// make a batch that calls them anyway fail instead of crashing on a NULL pointer.
+/// Binds window `mw` under the key `rkey` (the application's `ibv_inc_rkey` of its key; the
+/// `ibv_mw` is left as it is, as for `IBV_WR_BIND_MW`).
 unsafe extern "C" fn wr_bind_mw(
     ibqp: *mut sys::ibv_qp_ex,
     _mw: *mut sys::ibv_mw,
-    _rkey: u32,
-    _info: *const sys::ibv_mw_bind_info,
+    rkey: u32,
+    info: *const sys::ibv_mw_bind_info,
 ) {
+    // SAFETY: the application's bind information, null or valid for the call.
+    let op = match unsafe { info.as_ref() } {
+        // SAFETY: per the verbs contract the bind's MR is null or ours.
+        Some(info) => unsafe { bind_segment(rkey, info) }.map(SendOp::BindMw),
+        None => Err(EINVAL),
+    };
     // SAFETY: as in `wr_start`.
-    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+    unsafe { begin(ibqp, op) };
 }
 
-unsafe extern "C" fn wr_local_inv(ibqp: *mut sys::ibv_qp_ex, _rkey: u32) {
+unsafe extern "C" fn wr_local_inv(ibqp: *mut sys::ibv_qp_ex, rkey: u32) {
     // SAFETY: as in `wr_start`.
-    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+    unsafe { begin(ibqp, Ok(SendOp::LocalInv(rkey))) };
 }
 
+/// Operations the hardware does not have: `create_qp_ex` refuses their flags, and these
+/// make a batch that calls them anyway fail instead of crashing on a NULL pointer.
 unsafe extern "C" fn wr_send_tso(
     ibqp: *mut sys::ibv_qp_ex,
     _hdr: *mut core::ffi::c_void,

@@ -43,11 +43,10 @@ def outcomes(step: Step) -> dict[str, str]:
 
 MODULE_END = re.compile(r"^=== MODULE (\w+) rc=(\d+)$", re.M)
 
-# Tests rxe passes that ferroce may not yet, by the feature they need (issue 13 and the next):
-# a test of these that ferroce passes is fine; any other test rxe passes and ferroce does not
+# Tests rxe passes that ferroce may not yet, by the feature they need (the next issue's): a
+# test of these that ferroce passes is fine; any other test rxe passes and ferroce does not
 # fails the comparison.
 NOT_YET = {
-    "memory windows": re.compile(r"\.MWTest\.|test_qp_ex_rc_bind_mw$"),
     "ODP": re.compile(r"\.test_odp\."),
     "atomic write": re.compile(r"test_qp_ex_rc_atomic_write$"),
     "flush": re.compile(r"test_qp_ex_rc_flush"),
