@@ -515,6 +515,43 @@ pub(crate) unsafe extern "C" fn modify_qp<T: Operations>(
     })
 }
 
+/// `attach_mcast` and `detach_mcast`: `T::attach_mcast` or `T::detach_mcast` (`op`) on the QP
+/// and group GID ib_core passes (the LID means nothing on RoCE).
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours and `gid` valid for the call.
+unsafe fn mcast<T: Operations>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    op: fn(&Qp<T>, &[u8; 16]) -> Result,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's contract; every bit pattern is a valid `raw` member.
+        let (obj, mgid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+        op(obj, &mgid)?;
+        Ok(0)
+    })
+}
+
+pub(crate) unsafe extern "C" fn attach_mcast<T: Operations>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: ib_core passes a live UD QP of ours and a valid multicast GID.
+    unsafe { mcast::<T>(qp, gid, T::attach_mcast) }
+}
+
+pub(crate) unsafe extern "C" fn detach_mcast<T: Operations>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: As in `attach_mcast`.
+    unsafe { mcast::<T>(qp, gid, T::detach_mcast) }
+}
+
 pub(crate) unsafe extern "C" fn destroy_qp<T: Operations>(
     qp: *mut bindings::ib_qp,
     udata: *mut bindings::ib_udata,

@@ -46,6 +46,7 @@ impl DeviceCore {
                     | CAP_CQ_RESIZE
                     | CAP_SRQ_RESIZE
                     | CAP_MW
+                    | CAP_MCAST
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

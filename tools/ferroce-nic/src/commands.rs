@@ -5,6 +5,7 @@
 use ferroce_hw::*;
 
 use crate::device::Device;
+use crate::mcast::McastError;
 use crate::objects::{
     check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer,
     Srq,
@@ -63,6 +64,8 @@ impl Device {
             CMD_DESTROY_QP => run::<DestroyQpCmd>(payload, |c| self.destroy_qp(c)),
             CMD_MODIFY_QP => run::<ModifyQpCmd>(payload, |c| self.cmd_modify_qp(c)),
             CMD_QUERY_QP => run::<QueryQpCmd>(payload, |c| self.query_qp(header, c)),
+            CMD_ATTACH_MCAST => run::<AttachMcastCmd>(payload, |c| self.attach_mcast(c)),
+            CMD_DETACH_MCAST => run::<DetachMcastCmd>(payload, |c| self.detach_mcast(c)),
             CMD_CREATE_MR => run::<CreateMrCmd>(payload, |c| self.create_mr(c)),
             CMD_DESTROY_MR => run::<DestroyMrCmd>(payload, |c| self.destroy_mr(c)),
             CMD_CREATE_MW => run::<CreateMwCmd>(payload, |c| self.create_mw(c)),
@@ -194,6 +197,31 @@ impl Device {
             self.engine.qp_modified(cmd.qpn, state, &qp.attrs);
         }
         Ok(QpStateReply { state })
+    }
+
+    /// Attaches a UD QP to a multicast group.
+    fn attach_mcast(&mut self, cmd: &AttachMcastCmd) -> Result<(), CmdError> {
+        reserved_zero(cmd.rsvd.into(), 4)?;
+        let qp = self.core.objects().qps().get(cmd.qpn);
+        match qp.map(|qp| qp.qp_type) {
+            None => return Err(CmdError::new(STATUS_BAD_RESOURCE)),
+            Some(QpType::Ud) => {}
+            Some(_) => return Err(CmdError::field(STATUS_BAD_PARAM, 0)),
+        }
+        let groups = self.core.objects_mut().mcast_mut();
+        groups.attach(cmd.mgid, cmd.qpn).map_err(|e| match e {
+            McastError::Full => CmdError::new(STATUS_NO_RESOURCES),
+            _ => CmdError::field(STATUS_BAD_PARAM, 8),
+        })
+    }
+
+    /// Detaches a QP from a multicast group it is attached to.
+    fn detach_mcast(&mut self, cmd: &DetachMcastCmd) -> Result<(), CmdError> {
+        reserved_zero(cmd.rsvd.into(), 4)?;
+        let groups = self.core.objects_mut().mcast_mut();
+        groups
+            .detach(&cmd.mgid, cmd.qpn)
+            .map_err(|_| CmdError::new(STATUS_BAD_RESOURCE))
     }
 
     fn query_qp(&mut self, header: &CmdHeader, cmd: &QueryQpCmd) -> Result<QpStateReply, CmdError> {

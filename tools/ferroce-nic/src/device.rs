@@ -372,6 +372,11 @@ impl DeviceCore {
         &self.trace
     }
 
+    /// The trace, shared (for the port's threads).
+    pub fn trace_handle(&self) -> Arc<Tracer> {
+        self.trace.clone()
+    }
+
     /// Host switches.
     pub fn host(&self) -> &HostControls {
         &self.host

@@ -183,6 +183,8 @@ pub trait EngineHost {
     fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32);
     /// GID table entry.
     fn gid(&self, index: u32) -> Option<GidEntry>;
+    /// The QPs attached to multicast group `mgid`.
+    fn mcast_members(&self, mgid: &[u8; 16]) -> Vec<u32>;
     /// Address handle.
     fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
     /// QP attributes and state.

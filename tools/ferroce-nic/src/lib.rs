@@ -23,6 +23,7 @@ pub mod engine;
 pub mod eq;
 pub mod interrupts;
 pub mod lies;
+pub mod mcast;
 pub mod memory;
 pub mod objects;
 pub mod port;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, contexts with QID translation) and the
+//! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, multicast groups, contexts with QID translation) and the
 //! resolution of guest buffers (contiguous or page lists) they live in.
 
 use std::collections::VecDeque;
@@ -9,6 +9,7 @@ use ferroce_hw::*;
 use serde::Serialize;
 
 use crate::device::{DeviceConfig, Work};
+use crate::mcast::McastGroups;
 use crate::memory::{DmaError, GuestMemory};
 use crate::qp::QpAttrs;
 
@@ -108,6 +109,7 @@ pub struct Objects {
     ahs: Table<Ah>,
     srqs: Table<Srq>,
     gids: Vec<Option<GidEntry>>,
+    mcast: McastGroups,
     /// Contexts (doorbell pages); 0 is the kernel's and always exists.
     contexts: Vec<Option<Context>>,
 }
@@ -129,6 +131,7 @@ impl Objects {
             ahs: Table::new(config.max_ah, 0),
             srqs: Table::new(config.max_srq, 0),
             gids: vec![None; GID_TABLE_LEN as usize],
+            mcast: McastGroups::default(),
             contexts: fresh_contexts(),
         }
     }
@@ -142,7 +145,18 @@ impl Objects {
         self.ahs.clear();
         self.srqs.clear();
         self.gids.iter_mut().for_each(|g| *g = None);
+        self.mcast.clear();
         self.contexts = fresh_contexts();
+    }
+
+    /// Multicast groups.
+    pub fn mcast(&self) -> &McastGroups {
+        &self.mcast
+    }
+
+    /// Multicast groups, mutably.
+    pub fn mcast_mut(&mut self) -> &mut McastGroups {
+        &mut self.mcast
     }
 
     /// Event queues.

@@ -3,11 +3,12 @@
 //! The converged Ethernet port. The NIC sits between the VM's virtio-net NIC (same MAC) and the
 //! L2 segment; both sides are unix datagram sockets carrying one whole Ethernet frame per
 //! datagram (QEMU's `-netdev dgram` framing). Frames from the segment that are RoCE and
-//! addressed to the port's MAC go to the engine; everything else goes to the virtio-net
-//! (netdev) side, and everything from the virtio-net goes to the segment. A peer socket that
-//! does not exist or does not listen loses the frame, like an unplugged cable. RoCE frames the
-//! engine sends to the port's own MAC never come here: the engine receives them itself
-//! ([`crate::engine::wire::LoopbackQueue`]).
+//! addressed to the port's MAC or to a multicast MAC go to the engine; everything else goes to
+//! the virtio-net (netdev) side, and everything from the virtio-net goes to the segment. A peer
+//! socket that does not exist or does not listen loses the frame, like an unplugged cable. RoCE
+//! frames the engine sends to the port's own MAC never come here: the engine receives them
+//! itself ([`crate::engine::wire::LoopbackQueue`]). The host's IGMP and MLD membership
+//! messages, both ways, are traced ([`membership`]).
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
@@ -16,10 +17,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use serde_json::json;
 
 use crate::engine::frame::{classify, Steer, MAX_FRAME};
 use crate::engine::wire::FrameSink;
 use crate::server::Nic;
+use crate::trace::Tracer;
+
+pub mod membership;
+
+/// Traces `frame` if it is an IGMP or MLD membership message (`dir`: `"tx"` from the host to
+/// the wire, `"rx"` the other way).
+fn trace_membership(trace: &Tracer, dir: &str, frame: &[u8]) {
+    if !trace.enabled() {
+        return;
+    }
+    if let Some(m) = membership::membership(frame) {
+        trace.event("membership", || {
+            json!({"dir": dir, "proto": m.proto, "kind": m.kind, "type": m.msg_type,
+                "groups": m.groups})
+        });
+    }
+}
 
 /// Socket paths of the port (all optional: a NIC without them has no cable).
 #[derive(Clone, Debug, Default)]
@@ -124,7 +143,10 @@ impl Port {
 
     /// Starts the two forwarding threads: wire → engine or netdev, netdev → wire.
     pub fn spawn(self, nic: Arc<Nic>) -> anyhow::Result<()> {
-        let mac = nic.lock().core.config().mac;
+        let (mac, trace) = {
+            let dev = nic.lock();
+            (dev.core.config().mac, dev.core.trace_handle())
+        };
         if let Some(wire) = &self.wire {
             let rx = wire.try_clone()?;
             let netdev = match &self.netdev {
@@ -134,6 +156,7 @@ impl Port {
             let peer = self.config.netdev_peer.clone();
             let stats = self.stats.clone();
             let nic = nic.clone();
+            let trace = trace.clone();
             std::thread::Builder::new()
                 .name("ferroce-wire".into())
                 .spawn(move || {
@@ -154,6 +177,7 @@ impl Port {
                             }
                             nic.doorbell.ring();
                         } else if let (Some(sock), Some(peer)) = (&netdev, &peer) {
+                            trace_membership(&trace, "rx", frame);
                             if send_to(sock, frame, peer) {
                                 stats.to_host.fetch_add(1, Ordering::Relaxed);
                             } else {
@@ -183,6 +207,7 @@ impl Port {
                             }
                         };
                         if let (Some(sock), Some(peer)) = (&wire, &peer) {
+                            trace_membership(&trace, "tx", &buf[..n]);
                             if send_to(sock, &buf[..n], peer) {
                                 stats.from_host.fetch_add(1, Ordering::Relaxed);
                             } else {

@@ -152,6 +152,7 @@ impl DeviceCore {
             srq.users = srq.users.saturating_sub(1);
         }
         self.objects_mut().unmap_qids_of(QID_KIND_QP, qpn);
+        self.objects_mut().mcast_mut().detach_all(qpn);
         self.cancel_work(Work::Qp(qpn));
         Ok(())
     }

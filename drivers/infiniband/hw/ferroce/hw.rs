@@ -25,6 +25,7 @@ mod cmd;
 mod counters;
 mod cqe;
 mod eqe;
+mod mcast;
 mod mr;
 mod port;
 mod qp;
@@ -33,7 +34,8 @@ mod regs;
 mod wqe;
 
 pub use self::{
-    build::*, cmd::*, counters::*, cqe::*, eqe::*, mr::*, port::*, qp::*, queue::*, regs::*, wqe::*,
+    build::*, cmd::*, counters::*, cqe::*, eqe::*, mcast::*, mr::*, port::*, qp::*, queue::*,
+    regs::*, wqe::*,
 };
 pub use layout::LeField;
 #[cfg(userspace)]

@@ -596,6 +596,34 @@ impl QpData {
     /// agree with what was posted there; the device is then done with the WQEs up to its
     /// index. Nothing in the queues changes for a CQE that is refused. A receive of a QP with
     /// an SRQ is the SRQ's to check.
+    /// Attaches the QP (UD: ib_core checked) to multicast group `mgid`, or with `attach` false
+    /// detaches it: `-EINVAL` for a group it is not attached to (as rxe), `-ENOMEM` when the
+    /// device's group tables are full; neither is logged (the consumer's doing).
+    pub(crate) fn mcast(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        mgid: &[u8; 16],
+        attach: bool,
+    ) -> Result {
+        if dev.caps_flags() & hw::CAP_MCAST == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let (qpn, mgid) = (self.qpn, *mgid);
+        const ANSWERS: [u8; 3] = [
+            hw::STATUS_BAD_PARAM,
+            hw::STATUS_BAD_RESOURCE,
+            hw::STATUS_NO_RESOURCES,
+        ];
+        let done = if attach {
+            dev.cmdq()
+                .exec_or_refuse(&hw::AttachMcastCmd { qpn, rsvd: 0, mgid }, &ANSWERS)
+        } else {
+            dev.cmdq()
+                .exec_or_refuse(&hw::DetachMcastCmd { qpn, rsvd: 0, mgid }, &ANSWERS)
+        };
+        done.map_err(|e| if e == ENOENT { EINVAL } else { e })
+    }
+
     pub(crate) fn claim(&self, cqn: u32, cqe: &hw::Cqe) -> Result<Claim, BadCqe> {
         let QpMem::Kernel(kq) = &self.mem else {
             return Err(BadCqe::ForeignQp);

@@ -379,6 +379,7 @@ impl rdma::Operations for RoceDevice {
 
     fn query_device(dev: &rdma::Device<Self>, attr: &mut DeviceAttr<'_>) -> Result {
         let l = &dev.limits;
+        let mcast = dev.caps_flags & hw::CAP_MCAST != 0;
         attr.vendor_id(u32::from(hw::PCI_VENDOR_ID))
             .vendor_part_id(l.vendor_part_id)
             .hw_ver(l.hw_ver)
@@ -396,6 +397,13 @@ impl rdma::Operations for RoceDevice {
             .max_mr(l.max_mr)
             .max_pd(l.max_mr)
             // Windows are entries of the MR table.
+            .max_mcast_grp(if mcast { hw::MAX_MCAST_GROUPS } else { 0 })
+            .max_mcast_qp_attach(if mcast { hw::MAX_MCAST_QP_ATTACH } else { 0 })
+            .max_total_mcast_qp_attach(if mcast {
+                hw::MAX_TOTAL_MCAST_QP_ATTACH
+            } else {
+                0
+            })
             .max_mw(if dev.caps_flags & hw::CAP_MW != 0 {
                 l.max_mr
             } else {
@@ -595,6 +603,14 @@ impl rdma::Operations for RoceDevice {
 
     fn query_qp(qp: &rdma::Qp<Self>, out: &mut rdma::QpAttrOut<'_>) -> Result {
         qp.query(qp.device(), out)
+    }
+
+    fn attach_mcast(qp: &rdma::Qp<Self>, mgid: &[u8; 16]) -> Result {
+        qp.mcast(qp.device(), mgid, true)
+    }
+
+    fn detach_mcast(qp: &rdma::Qp<Self>, mgid: &[u8; 16]) -> Result {
+        qp.mcast(qp.device(), mgid, false)
     }
 
     fn destroy_qp(qp: &rdma::Qp<Self>, _udata: Option<&mut Udata<'_>>) -> Result {

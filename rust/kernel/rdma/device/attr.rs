@@ -135,6 +135,12 @@ attr_setters!(DeviceAttr {
     max_pd: max_pd: u32,
     /// Maximum number of memory windows.
     max_mw: max_mw: u32,
+    /// Maximum number of multicast groups.
+    max_mcast_grp: max_mcast_grp: u32,
+    /// Maximum number of QPs attached to one multicast group.
+    max_mcast_qp_attach: max_mcast_qp_attach: u32,
+    /// Maximum number of multicast attachments over all groups.
+    max_total_mcast_qp_attach: max_total_mcast_qp_attach: u32,
     /// Maximum outstanding RDMA READ/atomic as responder, per QP.
     max_qp_rd_atom: max_qp_rd_atom: u32,
     /// Maximum outstanding RDMA READ/atomic as initiator, per QP.

@@ -220,6 +220,16 @@ impl<T: Operations> Callbacks<T> {
             } else {
                 None
             },
+            attach_mcast: if T::HAS_ATTACH_MCAST {
+                Some(crate::rdma::qp::attach_mcast::<T>)
+            } else {
+                None
+            },
+            detach_mcast: if T::HAS_ATTACH_MCAST {
+                Some(crate::rdma::qp::detach_mcast::<T>)
+            } else {
+                None
+            },
             post_send: if T::HAS_POST_SEND {
                 Some(crate::rdma::qp::post_send::<T>)
             } else {

@@ -150,6 +150,18 @@ pub trait Operations: Sized + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Attaches a UD QP to the multicast group `mgid` (network order): datagrams sent to the
+    /// group reach it. ib_core checks the QP type and the GID, and uverbs does not attach a
+    /// QP twice; both run in process context.
+    fn attach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches a QP from the multicast group `mgid`.
+    fn detach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Posts a chain of send requests: all, or those before the returned bad one.
     fn post_send<'a>(
         _qp: &Qp<Self>,

@@ -369,13 +369,13 @@ pub enum Steer {
 }
 
 /// Steers a frame arriving from the wire: RoCE (ethertype 0x8915, or UDP port 4791 over IPv4
-/// or IPv6, the first fragment only) addressed to `mac` goes to the engine, all else to the
-/// host. Only looks at headers; never panics.
+/// or IPv6, the first fragment only) addressed to `mac` or to a multicast MAC (a group's
+/// datagrams) goes to the engine, all else to the host. Only looks at headers; never panics.
 pub fn classify(frame: &[u8], mac: &[u8; 6]) -> Steer {
     let Ok((eth, _, ether_type, l3)) = link(frame) else {
         return Steer::Host;
     };
-    if &eth.destination != mac {
+    if &eth.destination != mac && eth.destination[0] & 1 == 0 {
         return Steer::Host;
     }
     let udp_dport = |l4: Option<&[u8]>| {

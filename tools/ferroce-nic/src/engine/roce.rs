@@ -182,7 +182,9 @@ pub struct Io {
 }
 
 /// Where a frame leaving the transmit faults goes: the loopback queue if its destination MAC is
-/// the port's own (a full queue drops it), the wire otherwise.
+/// the port's own (a full queue drops it), the wire otherwise. A multicast frame goes both
+/// ways: the group's QPs on this port get it too, as on a switch port that hears its own
+/// groups.
 fn transmit(
     frame: Vec<u8>,
     mac: &[u8; 6],
@@ -191,9 +193,14 @@ fn transmit(
     host: &dyn EngineHost,
     trace: &Tracer,
 ) {
+    let multicast = frame.first().is_some_and(|b| b & 1 != 0);
     if frame.get(..6) != Some(&mac[..]) {
         sink.send(&frame);
-    } else if !loopback.push(frame) {
+        if !multicast {
+            return;
+        }
+    }
+    if !loopback.push(frame) {
         host.count(COUNTER_DROPS, 1);
         trace.event("drop", || json!({"why": "loopback queue full"}));
     }
@@ -302,7 +309,9 @@ impl RoceEngine {
             Ok(f) => f,
             Err(e) => return drop(host, &e.to_string(), &self.io.trace),
         };
-        if f.dmac != self.mac {
+        // A group's datagram: multicast MAC and GID (rdma_cm's MAC is the GID's, RFC 1112/2464).
+        let multicast = f.dmac[0] & 1 != 0;
+        if f.dmac != self.mac && !multicast {
             return drop(host, "not our MAC", &self.io.trace);
         }
         if !f.icrc_ok {
@@ -317,7 +326,7 @@ impl RoceEngine {
         let ours = (0..GID_TABLE_LEN)
             .filter_map(|i| host.gid(i))
             .any(|g| g.gid == f.dgid && g.gid_type == want_type);
-        if !ours {
+        if multicast != is_multicast_gid(&f.dgid) || !(ours || multicast) {
             return drop(host, "not our GID", &self.io.trace);
         }
         let pkt = match Packet::parse(f.transport) {
@@ -339,6 +348,9 @@ impl RoceEngine {
             }
             event
         });
+        if multicast {
+            return self.receive_multicast(host, &pkt, &f);
+        }
         let Some(qp) = self.qps.get_mut(&pkt.bth.dest_qpn) else {
             return drop(host, "no such QP", &self.io.trace);
         };
@@ -365,6 +377,40 @@ impl RoceEngine {
             drop(host, "response before RTS", &self.io.trace);
         }
         qp.sync(host, &self.io.trace);
+    }
+
+    /// Delivers a datagram sent to a multicast group to every UD QP attached to it that can
+    /// receive (each takes its own receive WQE and checks its own Q_Key).
+    fn receive_multicast(
+        &mut self,
+        host: &mut dyn EngineHost,
+        pkt: &Packet<'_>,
+        f: &RoceFrame<'_>,
+    ) {
+        let trace = &self.io.trace;
+        let drop = |host: &mut dyn EngineHost, why: &str| {
+            host.count(COUNTER_DROPS, 1);
+            trace.event("drop", || json!({"why": why}));
+        };
+        if pkt.bth.dest_qpn != MCAST_QPN || pkt.info.transport() != Transport::Ud {
+            return drop(host, "multicast: not a datagram to QPN 0xffffff");
+        }
+        let members = host.mcast_members(&f.dgid);
+        if members.is_empty() {
+            return drop(host, "multicast: no QP attached");
+        }
+        for qpn in members {
+            let Some(qp) = self.qps.get_mut(&qpn) else {
+                continue;
+            };
+            qp.sync(host, &self.io.trace);
+            if qp.qp_type == QpType::Ud
+                && matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            {
+                super::responder::receive_ud(qp, &mut self.io, host, pkt, f);
+                qp.sync(host, &self.io.trace);
+            }
+        }
     }
 
     /// Receives the frames waiting in the loopback queue, oldest first, through the receive

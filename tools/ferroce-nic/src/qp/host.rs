@@ -405,6 +405,10 @@ impl EngineHost for DeviceCore {
         self.objects().gid(index)
     }
 
+    fn mcast_members(&self, mgid: &[u8; 16]) -> Vec<u32> {
+        self.objects().mcast().members(mgid).to_vec()
+    }
+
     fn ah(&self, ah: u32) -> Option<CreateAhCmd> {
         self.objects().ahs().get(ah).copied()
     }

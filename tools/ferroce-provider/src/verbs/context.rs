@@ -79,6 +79,9 @@ static CONTEXT_OPS: sys::verbs_context_ops = sys::verbs_context_ops {
     modify_qp: Some(qp::modify_qp),
     query_qp: Some(qp::query_qp),
     destroy_qp: Some(qp::destroy_qp),
+    // Multicast is the kernel's: the device delivers a group's datagrams to the QP's RQ.
+    attach_mcast: Some(sys::ibv_cmd_attach_mcast),
+    detach_mcast: Some(sys::ibv_cmd_detach_mcast),
     post_send: Some(qp::post_send),
     post_recv: Some(qp::post_recv),
     create_srq: Some(srq::create_srq),

@@ -70,6 +70,17 @@ wait_for_ping() {
 	done
 }
 
+# signal HOST PORT WORD: tells HOST (which waits with "await NAME PORT") that WORD happened;
+# retried until HOST listens (RETRY_FOR, default 240 s).
+signal() {
+	RETRY_FOR=${RETRY_FOR:-240} retry "signal-$3" 10 sh -c "echo $3 | nc -w 5 $1 $2"
+}
+
+# await NAME PORT: waits (a step, up to 600 s) for a peer's signal on TCP PORT.
+await() {
+	step "await-$1" 600 sh -c "nc -l -p $2 < /dev/null"
+}
+
 # wait_for_gid DEV INDEX: until the GID table entry is filled (ib_core adds
 # GIDs asynchronously after the netdev gets its addresses).
 wait_for_gid() {

@@ -109,6 +109,10 @@ pub const CMD_MODIFY_QP: u16 = 0x0032;
 /// Query a QP: [`DestroyQpCmd`] layout (qpn); writes a [`ModifyQpCmd`] image with all
 /// attributes to `out_addr` → [`QpStateReply`].
 pub const CMD_QUERY_QP: u16 = 0x0033;
+/// Attach a UD QP to a multicast group: [`AttachMcastCmd`].
+pub const CMD_ATTACH_MCAST: u16 = 0x0034;
+/// Detach a QP from a multicast group: [`DetachMcastCmd`].
+pub const CMD_DETACH_MCAST: u16 = 0x0035;
 /// Register an MR: [`CreateMrCmd`] → [`CreateMrReply`] (lkey = rkey).
 pub const CMD_CREATE_MR: u16 = 0x0040;
 /// Deregister an MR (no window may be bound to it): [`DestroyMrCmd`].
@@ -146,7 +150,7 @@ pub const CMD_UNMAP_QID: u16 = 0x0093;
 
 /// All command opcodes, for tables and tests.
 #[cfg(userspace)] // The device side.
-pub const CMD_OPCODES: [u16; 31] = [
+pub const CMD_OPCODES: [u16; 33] = [
     CMD_NOP,
     CMD_QUERY_PORT,
     CMD_SET_PORT,
@@ -161,6 +165,8 @@ pub const CMD_OPCODES: [u16; 31] = [
     CMD_DESTROY_QP,
     CMD_MODIFY_QP,
     CMD_QUERY_QP,
+    CMD_ATTACH_MCAST,
+    CMD_DETACH_MCAST,
     CMD_CREATE_MR,
     CMD_DESTROY_MR,
     CMD_CREATE_MW,
@@ -197,6 +203,8 @@ pub const fn command_name(opcode: u16) -> &'static str {
         CMD_DESTROY_QP => "destroy_qp",
         CMD_MODIFY_QP => "modify_qp",
         CMD_QUERY_QP => "query_qp",
+        CMD_ATTACH_MCAST => "attach_mcast",
+        CMD_DETACH_MCAST => "detach_mcast",
         CMD_CREATE_MR => "create_mr",
         CMD_DESTROY_MR => "destroy_mr",
         CMD_CREATE_MW => "create_mw",

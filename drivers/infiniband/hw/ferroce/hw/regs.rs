@@ -254,3 +254,5 @@ pub const CAP_CQ_RESIZE: u32 = 1 << 12;
 pub const CAP_SRQ_RESIZE: u32 = 1 << 13;
 /// Memory windows, type 1 and 2 (`CMD_CREATE_MW`, BIND_MW work requests).
 pub const CAP_MW: u32 = 1 << 14;
+/// Multicast groups for UD QPs (`CMD_ATTACH_MCAST`, `CMD_DETACH_MCAST`).
+pub const CAP_MCAST: u32 = 1 << 15;

@@ -58,11 +58,19 @@ def device_attributes(run: Run) -> str:
     if res != int(qps.group(1)) * per_qp:
         raise CheckFailed(f"max_res_rd_atom {res}: not max_qp x max_qp_rd_atom ({per_qp})")
     flags = int(step.expect(r"^\s+device_cap_flags:\s+(0x[0-9a-f]+)$").group(1), 16)
-    # RC_RNR_NAK_GEN, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, MEM_MGT_EXTENSIONS.
-    wanted = (1 << 12) | (1 << 10) | (1 << 11) | (1 << 21)
+    # RC_RNR_NAK_GEN, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, MEM_MGT_EXTENSIONS, MEM_WINDOW,
+    # MEM_WINDOW_TYPE_2B.
+    wanted = (1 << 12) | (1 << 10) | (1 << 11) | (1 << 21) | (1 << 17) | (1 << 24)
     if flags & wanted != wanted:
         raise CheckFailed(f"device_cap_flags {flags:#x} lacks {wanted & ~flags:#x}")
-    return f"max_qp {qps.group(1)}, max_srq {srqs.group(1)}, fw_ver {fw}, max_res_rd_atom {res}"
+    # Windows share the MR table; the multicast limits are the hardware interface's.
+    mrs = step.expect(r"^\s+max_mr:\s+(\d+)$").group(1)
+    step.expect(rf"^\s+max_mw:\s+{mrs}$")
+    step.expect(r"^\s+max_mcast_grp:\s+1024$")
+    step.expect(r"^\s+max_mcast_qp_attach:\s+32$")
+    step.expect(r"^\s+max_total_mcast_qp_attach:\s+4096$")
+    return (f"max_qp {qps.group(1)}, max_srq {srqs.group(1)}, max_mw {mrs}, fw_ver {fw}, "
+            f"max_res_rd_atom {res}")
 
 
 @scenario.check

@@ -114,16 +114,6 @@ run_tools() {
 	done
 }
 
-# signal HOST PORT WORD: tells HOST (which waits with "await PORT") that WORD happened.
-signal() {
-	RETRY_FOR=${RETRY_FOR:-240} retry "signal-$3" 10 sh -c "echo $3 | nc -w 5 $1 $2"
-}
-
-# await NAME PORT: waits for the peer's signal on TCP PORT.
-await() {
-	step "await-$1" 600 sh -c "nc -l -p $2 < /dev/null"
-}
-
 # ucmatose_listen BIND PORT: serves one ucmatose -c 16 on BIND:PORT in the background; returns
 # once it listens (its rdma_cm ID is in LISTEN), leaving its pid in /tmp/ucmatose.pid.
 ucmatose_listen() {

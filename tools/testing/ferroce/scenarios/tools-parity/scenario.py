@@ -89,6 +89,49 @@ def setup(run: Run) -> str:
     return "\n".join(tables)
 
 
+# device_cap_flags rxe reports and ferroce does not, each with its reason.
+NOT_OFFERED = {
+    "BAD_PKEY_CNTR": "one P_Key and no violation counter",
+    "BAD_QKEY_CNTR": "no Q_Key violation counter (bad Q_Keys are dropped and counted as drops)",
+    "AUTO_PATH_MIG": "no alternate paths (automatic path migration)",
+    "CHANGE_PHY_PORT": "one port",
+    "UD_AV_PORT_ENFORCE": "one port: no address vector names another",
+}
+# Fields both report whose value may be 0 on ferroce where rxe's is not: the next issue's.
+LATER = {"rc_odp_caps", "ud_odp_caps", "general_odp_caps"}
+DEVINFO_FIELD = re.compile(r"^\t+(\w+):[ \t]*(.*)$", re.M)
+DEVINFO_FLAG = re.compile(r"^\t{5}([A-Z0-9_]+)$", re.M)
+
+
+def devinfo(text: str) -> tuple[dict[str, str], set[str]]:
+    """The fields of `ibv_devinfo -v` (device and port) and its device_cap_flags names."""
+    fields = {k: v for k, v in DEVINFO_FIELD.findall(text) if not k.startswith("GID")}
+    start = text.find("device_cap_flags:")
+    end = text.find("max_sge:", start)
+    return fields, set(DEVINFO_FLAG.findall(text[start:end]))
+
+
+@scenario.check
+def devinfo_against_rxe(run: Run) -> str:
+    """ibv_devinfo -v on both devices, field by field: every field rxe reports ferroce reports,
+    every limit rxe has ferroce has (not 0), every capability flag rxe has ferroce has, but
+    those NOT_OFFERED; the values that differ are listed."""
+    v = run.vm("a")
+    (ours, our_flags), (theirs, their_flags) = (
+        devinfo(v.step(f"devinfo-{kind}").output) for kind in KINDS)
+    problems = [f"ferroce lacks the field {k}" for k in theirs if k not in ours]
+    problems += [f"{k}: ferroce 0, rxe {theirs[k]}" for k in theirs
+                 if k.startswith("max_") and ours.get(k) == "0" and theirs[k] != "0" and k not in LATER]
+    problems += [f"ferroce lacks the capability {f}" for f in sorted(their_flags - our_flags)
+                 if f not in NOT_OFFERED]
+    if problems:
+        raise CheckFailed("\n".join(problems))
+    differ = [f"{k}: {ours[k]} (rxe {theirs[k]})" for k in theirs if ours.get(k) != theirs[k]]
+    missing = [f"{f} ({NOT_OFFERED[f]})" for f in sorted(their_flags - our_flags)]
+    return ("capabilities rxe has and ferroce does not: " + ", ".join(missing)
+            + "\nvalues that differ:\n  " + "\n  ".join(differ))
+
+
 
 
 PINGPONG = r"^\d+ bytes in [\d.]+ seconds = [\d.]+ Mbit/sec$"
