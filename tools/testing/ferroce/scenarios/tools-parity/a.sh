@@ -5,6 +5,7 @@ step gids-ferroce 40 sh -c "$SC ipv4_gid ferroce0 3"
 step gids-rxe 40 sh -c "$SC ipv4_gid rxe0 1"
 step devinfo-ferroce 30 ibv_devinfo -v -d ferroce0
 step devinfo-rxe 30 ibv_devinfo -v -d rxe0
+step rdma-res 30 sh -c 'for r in "" qp cq pd mr; do echo "=== res $r"; rdma res show $r; done'
 wait_for_ping "$(peer_on ferroce b)"
 wait_for_ping "$(peer_on rxe b)"
 # ib_write_lat -e: perftest refuses events on WRITE on every device, at once on both sides:

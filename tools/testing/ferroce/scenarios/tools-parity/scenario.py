@@ -21,6 +21,10 @@ requests; it rejects the extra ones, which the client reports as "RDMA_CM_EVENT_
 28", IB_CM_REJ_CONSUMER_DEFINED); then both segments go to MTU 9000 at run time (the GID tables
 must not change) and ib_write_bw runs with -x and without it (perftest's own GID choice).
 
+The queries are compared too: ibv_devinfo -v field by field (every field, limit and capability
+rxe reports, ferroce reports, but the capabilities NOT_OFFERED, each with its reason), and the
+fields of rdma res show.
+
 Small iteration counts; every tool runs under a timeout (guest/lib.sh: step, retry).
 """
 
@@ -109,6 +113,32 @@ def devinfo(text: str) -> tuple[dict[str, str], set[str]]:
     start = text.find("device_cap_flags:")
     end = text.find("max_sge:", start)
     return fields, set(DEVINFO_FLAG.findall(text[start:end]))
+
+
+RES_PAIR = re.compile(r"(?:^|\s)([a-z][a-z_-]*) (\S+)")
+
+
+@scenario.check
+def rdma_res_against_rxe(run: Run) -> str:
+    """`rdma res show` (summary, qp, cq, pd, mr) names the same fields for both devices (ib_core
+    fills them; neither driver adds its own), for the kernel's objects both have."""
+    step = run.vm("a").step("rdma-res")
+    step.ok()
+    problems, shown = [], []
+    for part in step.output.split("=== res ")[1:]:
+        kind, _, text = part.partition("\n")
+        kind = kind.strip() or "summary"
+        keys = {dev: set() for dev in ("ferroce0", "rxe0")}
+        for line in text.splitlines():
+            for dev in keys:
+                if re.search(rf"\b{dev}\b", line):
+                    keys[dev] |= {k for k, _ in RES_PAIR.findall(line)} - {dev}
+        if keys["rxe0"] - keys["ferroce0"]:
+            problems.append(f"{kind}: ferroce0 lacks {sorted(keys['rxe0'] - keys['ferroce0'])}")
+        shown.append(f"{kind}: {' '.join(sorted(keys['ferroce0'])) or '(none)'}")
+    if problems or not shown:
+        raise CheckFailed("\n".join(problems) or f"no rdma res output:\n{step.output}")
+    return "\n".join(shown)
 
 
 @scenario.check
