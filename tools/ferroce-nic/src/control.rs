@@ -23,7 +23,7 @@ const MAX_LINE: u64 = 4096;
 /// The commands, for help texts.
 pub const COMMANDS: &str = "counters | gids | objects | status | stall on|off | hang on|off | \
 bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | \
-fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
+pcap start PATH | pcap stop | fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
 fault direction both|tx|rx | fault off";
 
 fn on_off(arg: Option<&str>) -> Result<bool, String> {
@@ -225,6 +225,21 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 Ok(json!({ "trace": Value::Null }))
             }
             _ => Err("expected trace start PATH | trace stop".into()),
+        },
+        "pcap" => match (arg, words.next()) {
+            (Some("start"), Some(path)) => {
+                let mac = nic.lock().core.config().mac;
+                nic.trace
+                    .capture
+                    .start(Path::new(path), mac)
+                    .map_err(|e| format!("{path}: {e}"))?;
+                Ok(json!({ "pcap": path }))
+            }
+            (Some("stop"), _) => {
+                nic.trace.capture.stop().map_err(|e| e.to_string())?;
+                Ok(json!({ "pcap": Value::Null }))
+            }
+            _ => Err("expected pcap start PATH | pcap stop".into()),
         },
         _ => Err(format!("unknown command {command:?}; commands: {COMMANDS}")),
     })();

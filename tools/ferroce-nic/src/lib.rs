@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod bar0;
+pub mod capture;
 pub mod cmdq;
 pub mod commands;
 pub mod config_space;

@@ -35,7 +35,8 @@ enum Command {
         control: PathBuf,
         /// Command and arguments: counters | gids | objects | status | stall on|off |
         /// hang on|off | bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal |
-        /// trace start PATH | trace stop | fault | fault drop|duplicate|reorder|corrupt RATE |
+        /// trace start PATH | trace stop | pcap start PATH | pcap stop |
+        /// fault | fault drop|duplicate|reorder|corrupt RATE |
         /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
@@ -53,6 +54,9 @@ struct ServeArgs {
     /// Write a JSON-lines trace of MMIO, doorbells, DMA, CQEs, EQEs and interrupts here.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Write a pcapng capture of every frame the port sends and receives here (Wireshark).
+    #[arg(long)]
+    pcap: Option<PathBuf>,
     /// MAC address of the companion virtio-net NIC, reported by QUERY_PORT.
     #[arg(long, default_value = "52:54:00:12:34:56", value_parser = parse_mac)]
     mac: [u8; 6],
@@ -177,6 +181,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         nic.trace
             .start(path)
             .with_context(|| format!("trace file {}", path.display()))?;
+    }
+    if let Some(path) = &args.pcap {
+        nic.trace
+            .capture
+            .start(path, args.mac)
+            .with_context(|| format!("capture file {}", path.display()))?;
     }
     if let Some(path) = &args.control {
         control::spawn_control_server(nic.clone(), path)?;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use serde_json::json;
 
+use crate::capture::Direction;
 use crate::engine::frame::{classify, Steer, MAX_FRAME};
 use crate::engine::wire::FrameSink;
 use crate::server::Nic;
@@ -177,6 +178,7 @@ impl Port {
                             }
                             nic.doorbell.ring();
                         } else if let (Some(sock), Some(peer)) = (&netdev, &peer) {
+                            trace.capture.frame(Direction::In, frame, None);
                             trace_membership(&trace, "rx", frame);
                             if send_to(sock, frame, peer) {
                                 stats.to_host.fetch_add(1, Ordering::Relaxed);
@@ -207,6 +209,7 @@ impl Port {
                             }
                         };
                         if let (Some(sock), Some(peer)) = (&wire, &peer) {
+                            trace.capture.frame(Direction::Out, &buf[..n], None);
                             trace_membership(&trace, "tx", &buf[..n]);
                             if send_to(sock, &buf[..n], peer) {
                                 stats.from_host.fetch_add(1, Ordering::Relaxed);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Optional JSON-lines trace of MMIO accesses, doorbells, DMA, CQEs, EQEs, commands and
-//! interrupts, each with a timestamp in microseconds since the device started.
+//! interrupts, each with a timestamp in microseconds since the device started; and, on the
+//! same clock, the optional packet capture of the port ([`Capture`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,19 +13,25 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use crate::capture::Capture;
+
 /// The trace sink. Cheap when disabled: callers build events lazily.
 pub struct Tracer {
     start: Instant,
     enabled: AtomicBool,
     out: Mutex<Option<BufWriter<File>>>,
+    /// The port's packet capture, timed from the same start.
+    pub capture: Capture,
 }
 
 impl Default for Tracer {
     fn default() -> Self {
+        let start = Instant::now();
         Self {
-            start: Instant::now(),
+            start,
             enabled: AtomicBool::new(false),
             out: Mutex::new(None),
+            capture: Capture::new(start),
         }
     }
 }
@@ -81,11 +88,13 @@ impl Tracer {
         }
     }
 
-    /// Flushes buffered events.
+    /// Flushes buffered events and captured frames.
     pub fn flush(&self) {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(writer) = out.as_mut() {
             let _ = writer.flush();
         }
+        drop(out);
+        self.capture.flush();
     }
 }

@@ -178,6 +178,8 @@ class Vm:
     """Attach a ferroce-nic function (vfio-user-pci)."""
     nic_args: list[str] = dataclasses.field(default_factory=list)
     """Extra `ferroce-nic serve` flags, e.g. ["--bogus-version"]."""
+    capture: bool = True
+    """Keep the NIC port's packet capture, `<vm>.pcapng` (a soak's would run to gigabytes)."""
     cmdline: str = ""
     """Extra kernel parameters, e.g. of built-in modules ("nvmet_rdma.use_srq=1")."""
     segment: str = "lan"
@@ -333,6 +335,15 @@ class Run:
 
     def vm(self, name: str) -> VmResult:
         return self.results[name]
+
+    def pcap(self, name: str) -> Path:
+        """The pcapng capture of VM `name`'s ferroce NIC port (`--pcap`)."""
+        if self.log_dir is None:
+            raise CheckFailed("no log directory: the capture is not available")
+        path = self.log_dir / f"{name}.pcapng"
+        if not path.exists():
+            raise CheckFailed(f"VM {name}: no capture {path}")
+        return path
 
     def nic_trace(self, name: str) -> list[dict]:
         """The JSON-lines trace of VM `name`'s ferroce NIC (`--trace`)."""
@@ -498,6 +509,7 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
     netdev_side = work / f"{vm.name}.nic-netdev"
     cmd = [str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
            "--mac", mac_of(index), "--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl"),
+           *(["--pcap", str(log_dir / f"{vm.name}.pcapng")] if vm.capture else []),
            "--netdev-socket", str(netdev_side), "--netdev-peer", str(work / f"{vm.name}.qemu-net"),
            "--wire-socket", switch.port_path(vm.name), "--wire-peer", switch.switch_path(vm.name),
            *vm.nic_args]

@@ -5,6 +5,7 @@ import io
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import harness
 import ktap
+import pcapcheck
 
 
 def frame(dst: str, src: str, payload: bytes = b"x" * 46) -> bytes:
@@ -510,6 +512,59 @@ class PrivateNetworkTest(unittest.TestCase):
         # The host's namespace is untouched.
         with open("/proc/sys/net/unix/max_dgram_qlen") as f:
             self.assertNotEqual(f.read().strip(), "512")
+
+
+class PcapCheckTest(unittest.TestCase):
+    # An ACK a NIC sent (RoCE v2 over IPv4, 10.0.0.2 -> 10.0.0.1), as its port captured it.
+    ACK = bytes.fromhex("52540000000152540000000208004500003000004000401126bb0a0000020a000001"
+                        "c00412b7001c00001100ffff0000000200fffff01f00000294ee6592")
+
+    def test_the_icrc_of_a_captured_frame(self):
+        frame = pcapcheck.Frame(1, self.ACK, False, None)
+        self.assertEqual(pcapcheck.icrc_problems([frame]), (1, []))
+        # What routers may change is not covered: TTL, DSCP/ECN, the checksums, FECN/BECN.
+        routed = bytearray(self.ACK)
+        routed[22] = 7
+        routed[15] = 0xB8
+        routed[24:26] = b"\x12\x34"
+        routed[40:42] = b"\x55\x66"
+        routed[46] |= 0xC0
+        self.assertEqual(pcapcheck.icrc_problems([pcapcheck.Frame(1, bytes(routed), False, None)]), (1, []))
+        # A bit of the BTH or of the addresses is.
+        for at in (44, 30, 51):
+            bad = bytearray(self.ACK)
+            bad[at] ^= 0x01
+            count, problems = pcapcheck.icrc_problems([pcapcheck.Frame(3, bytes(bad), False, None)])
+            self.assertEqual((count, len(problems)), (1, 1), at)
+            # Unless fault injection said it corrupted the frame.
+            excused = pcapcheck.Frame(3, bytes(bad), False, "fault: corrupted")
+            self.assertEqual(pcapcheck.icrc_problems([excused]), (1, []))
+        # Frames that are not RoCE are not counted.
+        arp = bytes(12) + b"\x08\x06" + bytes(46)
+        self.assertEqual(pcapcheck.icrc_problems([pcapcheck.Frame(4, arp, False, None)]), (0, []))
+
+    def test_reads_packets_with_direction_and_comment(self):
+        def block(kind: int, body: bytes) -> bytes:
+            body += bytes(-len(body) % 4)
+            return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+        def option(code: int, value: bytes) -> bytes:
+            return struct.pack("<HH", code, len(value)) + value + bytes(-len(value) % 4)
+
+        shb = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+        idb = block(1, struct.pack("<HHI", 1, 0, 0))
+        epb = block(6, struct.pack("<IIIII", 0, 0, 1, len(self.ACK), len(self.ACK)) + self.ACK
+                    + bytes(-len(self.ACK) % 4) + option(2, struct.pack("<I", 2))
+                    + option(1, b"fault: delayed") + option(0, b""))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "a.pcapng"
+            path.write_bytes(shb + idb + epb + epb)
+            got = pcapcheck.frames(path)
+            self.assertEqual([(f.number, f.data, f.outbound, f.comment) for f in got],
+                             [(n, self.ACK, True, "fault: delayed") for n in (1, 2)])
+            path.write_bytes(shb + idb + epb[:-8])
+            with self.assertRaisesRegex(ValueError, "cut short"):
+                pcapcheck.frames(path)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Serialize;
 
+use crate::capture::Direction;
+use crate::trace::Tracer;
+
 /// Which direction of the wire the faults apply to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum FaultDirection {
@@ -196,6 +199,8 @@ pub struct FaultInjector {
     rng: ChaCha8Rng,
     held: VecDeque<(Instant, Vec<u8>)>,
     reorder_slot: Option<(Instant, Vec<u8>)>,
+    /// Where the frames that pass are captured, with what the faults did to them.
+    capture: Option<(Arc<Tracer>, Direction)>,
 }
 
 impl FaultInjector {
@@ -220,10 +225,27 @@ impl FaultInjector {
             rng: ChaCha8Rng::seed_from_u64(0),
             held: VecDeque::new(),
             reorder_slot: None,
+            capture: None,
             control,
         };
         injector.refresh();
         injector
+    }
+
+    /// Captures every frame this injector passes (going `dir` at the port), each as it comes
+    /// out of the faults, when it is decided: a dropped frame too, and each with a comment
+    /// saying what the faults did (`fault: dropped`, `corrupted`, `duplicate`, `delayed`,
+    /// `reordered`).
+    pub fn capturing(mut self, trace: Arc<Tracer>, dir: Direction) -> Self {
+        self.capture = Some((trace, dir));
+        self
+    }
+
+    fn note(&self, frame: &[u8], faults: &[&str]) {
+        if let Some((trace, dir)) = &self.capture {
+            let comment = (!faults.is_empty()).then(|| format!("fault: {}", faults.join(", ")));
+            trace.capture.frame(*dir, frame, comment.as_deref());
+        }
     }
 
     fn refresh(&mut self) {
@@ -244,6 +266,7 @@ impl FaultInjector {
     pub fn process(&mut self, frame: Vec<u8>, now: Instant, deliver: &mut dyn FnMut(Vec<u8>)) {
         self.refresh();
         if !self.config.active() || !self.config.applies(self.transmit) {
+            self.note(&frame, &[]);
             deliver(frame);
             self.release(now, deliver);
             return;
@@ -251,9 +274,12 @@ impl FaultInjector {
         let mut frame = frame;
         if self.chance(self.config.drop) {
             self.control.record(|s| s.dropped += 1);
+            self.note(&frame, &["dropped"]);
             return;
         }
+        let mut faults: Vec<&str> = Vec::new();
         if self.chance(self.config.corrupt) && frame.len() > 14 {
+            faults.push("corrupted");
             let bits = (frame.len() - 14) as u64 * 8;
             let bit = 14 * 8 + self.rng.next_u64() % bits;
             if let Some(byte) = frame.get_mut((bit / 8) as usize) {
@@ -273,13 +299,22 @@ impl FaultInjector {
             } else {
                 frame.clone()
             };
+            let mut these = faults.clone();
+            if copy > 0 {
+                these.push("duplicate");
+            }
             if self.chance(self.config.delay) {
                 self.control.record(|s| s.delayed += 1);
+                these.push("delayed");
+                self.note(&f, &these);
                 self.hold(now + Duration::from_micros(self.config.delay_us), f);
             } else if self.reorder_slot.is_none() && self.chance(self.config.reorder) {
                 self.control.record(|s| s.reordered += 1);
+                these.push("reordered");
+                self.note(&f, &these);
                 self.reorder_slot = Some((now + REORDER_HOLD, f));
             } else {
+                self.note(&f, &these);
                 deliver(f);
                 // The held-back frame goes right after its successor.
                 if let Some((_, held)) = self.reorder_slot.take() {

@@ -20,6 +20,7 @@ use super::requester::Requester;
 use super::responder::Responder;
 use super::wire::{FrameSink, LoopbackQueue, PortEnd, RxQueue};
 use super::{Engine, EngineHost, SendWork};
+use crate::capture::Direction;
 use crate::qp::QpAttrs;
 use crate::trace::Tracer;
 
@@ -283,8 +284,12 @@ impl RoceEngine {
             io: Io {
                 sink: port.sink,
                 rx: port.rx,
-                tx_faults: FaultInjector::new(faults.clone(), true),
-                rx_faults: FaultInjector::new(faults.clone(), false),
+                // Every frame is captured once: as it leaves the transmit faults (looped-back
+                // frames included, to the port's own MAC) or the receive faults of the wire.
+                tx_faults: FaultInjector::new(faults.clone(), true)
+                    .capturing(trace.clone(), Direction::Out),
+                rx_faults: FaultInjector::new(faults.clone(), false)
+                    .capturing(trace.clone(), Direction::In),
                 loop_faults: FaultInjector::loopback(faults),
                 loopback: LoopbackQueue::default(),
                 looped: 0,

@@ -10,6 +10,7 @@ through the NIC. A sends three rounds of 10 datagrams to QPN 0xffffff and the gr
 QP. The checks read the NIC traces: the datagrams on the wire, once each, and the IGMP joins.
 """
 
+import pcapcheck
 from harness import CheckFailed, Run, Scenario, Vm
 
 VMS = [
@@ -88,4 +89,18 @@ def igmp_joins_on_the_wire(run: Run) -> str:
         lines.append(f"{vm}: {len(joins)} IGMP messages naming 239.1.1.1 (type {joins[0]['type']:#x})")
     for vm in RECEIVERS:
         run.vm(vm).step("igmp").ok()
+    return "\n".join(lines)
+
+
+@scenario.check
+def captures_decode(run: Run) -> str:
+    """tshark decodes the group's datagrams (BTH, DETH, ImmDt: mckey sends SEND with immediate)
+    in every port's capture, none malformed, each with a right ICRC."""
+    lines, problems = [], []
+    for vm in VMS:
+        summary, wrong = pcapcheck.verify(run.pcap(vm.name), ("bth", "deth", "immdt"))
+        lines.append(f"{vm.name}: {summary}")
+        problems += [f"{vm.name}: {p}" for p in wrong]
+    if problems:
+        raise CheckFailed("\n".join(problems + lines))
     return "\n".join(lines)

@@ -27,8 +27,8 @@ step gids-after-mtu 60 sh -c "$SC gid_table ferroce0; gid_table rxe0"
 signal "$(ip_of b)" 18893 mtu-a
 echo "$DEVICES" | while read -r kind dev gid ndev; do
 	port=$((18840 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
-	retry "write-bw-9000-$kind" 150 ib_write_bw -d "$dev" -x "$gid" -s 65536 -n 200 -p "$port" "$(peer_on "$kind" b)" < /dev/null
-	retry "write-bw-9000-auto-$kind" 150 ib_write_bw -d "$dev" -s 65536 -n 200 -p $((port + 2)) "$(peer_on "$kind" b)" < /dev/null
+	retry "write-bw-9000-$kind" 150 ib_write_bw -F -d "$dev" -x "$gid" -s 65536 -n 200 -p "$port" "$(peer_on "$kind" b)" < /dev/null
+	retry "write-bw-9000-auto-$kind" 150 ib_write_bw -F -d "$dev" -s 65536 -n 200 -p $((port + 2)) "$(peer_on "$kind" b)" < /dev/null
 done
 step nic-counters 15 hostctl nic counters
 step dmesg 10 sh -c 'dmesg | grep -iE "warning|bug:|oops|ferroce" | tail -40 || true'

@@ -30,9 +30,9 @@ step gids-after-mtu 60 sh -c "$SC gid_table ferroce0; gid_table rxe0"
 await mtu-a 18893
 echo "$DEVICES" | while read -r kind dev gid ndev; do
 	port=$((18840 + $([ "$kind" = rxe ] && echo 1 || echo 0)))
-	step "write-bw-9000-$kind" 180 ib_write_bw -d "$dev" -x "$gid" -s 65536 -n 200 -p "$port" < /dev/null
+	step "write-bw-9000-$kind" 180 ib_write_bw -F -d "$dev" -x "$gid" -s 65536 -n 200 -p "$port" < /dev/null
 	# No -x: perftest picks the GID itself (IPv4 over IPv6, global over link-local, v2 over v1).
-	step "write-bw-9000-auto-$kind" 180 ib_write_bw -d "$dev" -s 65536 -n 200 -p $((port + 2)) < /dev/null
+	step "write-bw-9000-auto-$kind" 180 ib_write_bw -F -d "$dev" -s 65536 -n 200 -p $((port + 2)) < /dev/null
 done
 step nic-counters 15 hostctl nic counters
 step dmesg 10 sh -c 'dmesg | grep -iE "warning|bug:|oops|ferroce" | tail -40 || true'
