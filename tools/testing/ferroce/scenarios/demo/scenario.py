@@ -1,10 +1,12 @@
 """make run: two VMs doing RDMA through ferroce, printing what they do (vmtest --follow).
 
 ibv_rc_pingpong and ib_write_bw between two ferroce VMs, kernel-bypass through the provider,
-then the NIC's counters. The checks are those of a smoke test.
+then the NIC's counters, and where the capture of a's NIC port is, to open in Wireshark. The
+checks are those of a smoke test.
 """
 
-from harness import Run, Scenario, Vm
+import pcapcheck
+from harness import CheckFailed, Run, Scenario, Vm
 
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
                     timeout=900)
@@ -30,3 +32,14 @@ def counters_shown(run: Run) -> str:
     step = run.vm("a").step("nic-counters")
     step.ok()
     return step.expect(r"^doorbells [1-9]\d*$").group(0)
+
+
+@scenario.check
+def capture(run: Run) -> str:
+    """a's port capture decodes (tshark, none malformed; every ICRC right): where it is."""
+    path = run.pcap("a")
+    summary, problems = pcapcheck.verify(path, ("bth", "reth", "aeth"))
+    if problems:
+        raise CheckFailed("\n".join(problems))
+    shown = f"out/logs/{path.parent.name}/{path.name}"
+    return f"{shown}: {summary}\nopen it in Wireshark, or: tshark -r {shown}"
