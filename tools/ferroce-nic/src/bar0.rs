@@ -65,7 +65,7 @@ impl DeviceCore {
             REG_COUNTERS_OFFSET => COUNTERS_OFFSET as u32,
             REG_NUM_COUNTERS => NUM_COUNTERS as u32,
             REG_QID_TABLE_LEN => QID_TABLE_LEN as u32,
-            REG_CMD_TIMEOUT_MS => 2000,
+            REG_CMD_TIMEOUT_MS => config.cmd_timeout_ms,
             REG_DEV_CTRL
             | REG_DEV_STATUS
             | REG_FATAL_CODE

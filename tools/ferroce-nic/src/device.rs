@@ -47,6 +47,8 @@ pub struct DeviceConfig {
     pub max_ah: u32,
     /// Maximum EQs.
     pub max_eq: u32,
+    /// `REG_CMD_TIMEOUT_MS`: how long the driver waits for a command.
+    pub cmd_timeout_ms: u32,
 }
 
 impl Default for DeviceConfig {
@@ -60,6 +62,7 @@ impl Default for DeviceConfig {
             max_srq: 256,
             max_ah: 4096,
             max_eq: 32,
+            cmd_timeout_ms: 2000,
         }
     }
 }

@@ -63,6 +63,9 @@ struct ServeArgs {
     /// Number of MSI-X vectors (EQ 0 async, EQ 1 commands, completion EQs).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(2..=64))]
     msix_vectors: u16,
+    /// Command timeout reported to the driver (`REG_CMD_TIMEOUT_MS`), in milliseconds.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    cmd_timeout_ms: u32,
     /// Start stalled (commands and doorbells are not processed).
     #[arg(long)]
     stall: bool,
@@ -138,6 +141,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = DeviceConfig {
         mac: args.mac,
         msix_vectors: args.msix_vectors,
+        cmd_timeout_ms: args.cmd_timeout_ms,
         ..DeviceConfig::default()
     };
     let mut faults = FaultConfig {

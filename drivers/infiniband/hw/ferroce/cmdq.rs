@@ -4,10 +4,12 @@
 //! DMA-coherent memory, a producer-index doorbell, and completion by the owner bit.
 //!
 //! Each command is its own type implementing [`hw::Command`] (the payloads of `hw.rs`), so
-//! [`Cmdq::exec`] is generic: `cmdq.exec(&hw::QueryPortCmd { port: 1, rsvd: 0 })`. Commands are
-//! serialized by a [`Mutex`] and sleep while they wait. Completion is found by polling the
-//! completion ring; once interrupts are enabled ([`Cmdq::use_interrupts`]) the waiter sleeps
-//! until EQ 1's command-done event instead. Every wait is bounded by the device's
+//! [`Cmdq::exec`] is generic: `cmdq.exec(&hw::QueryPortCmd { port: 1, rsvd: 0 })`. Up to a
+//! ring's worth of commands are in flight at once, as in erdma: a [`Mutex`] is held only to take
+//! a slot and ring the doorbell, and each caller then waits for the completion in its own slot.
+//! A slot is free again once its caller has read the completion. Completion is found by polling
+//! the completion ring; once interrupts are enabled ([`Cmdq::use_interrupts`]) the waiters sleep
+//! until EQ 1's next command-done event instead. Every wait is bounded by the device's
 //! `REG_CMD_TIMEOUT_MS`: a stalled device makes commands fail with [`ETIMEDOUT`], never hang.
 //!
 //! Everything read back from the device (consumer index, completion token, index, opcode,
@@ -33,12 +35,17 @@ use kernel::{
             dma_mb,
             Read, //
         },
+        new_condvar,
         new_mutex,
         Arc,
-        Mutex, //
+        CondVar,
+        CondVarTimeoutResult,
+        Mutex,
+        MutexGuard, //
     },
     time::{
         delay::fsleep,
+        msecs_to_jiffies,
         Delta,
         Instant,
         Monotonic, //
@@ -61,6 +68,8 @@ use crate::{
 /// log2 of the entries of both command rings.
 pub(crate) const CMDQ_LOG_SIZE: u32 = 6;
 const _: () = assert!(CMDQ_LOG_SIZE <= hw::MAX_LOG_CMDQ);
+// One bit of `CmdqState::busy` per slot.
+const _: () = assert!(1 << CMDQ_LOG_SIZE <= u64::BITS);
 
 /// Longest sleep between two looks at the completion ring while polling.
 const POLL_MAX: Delta = Delta::from_millis(1);
@@ -137,6 +146,9 @@ struct CmdqState {
     pi: u16,
     /// Token of the last command.
     token: u32,
+    /// The slots (one bit each) of commands whose completion was not read yet. A command that
+    /// timed out keeps its slot: the device may still complete it there.
+    busy: u64,
 }
 
 /// The command queue.
@@ -154,6 +166,9 @@ pub(crate) struct Cmdq {
     cq: Coherent<[u8]>,
     #[pin]
     state: Mutex<CmdqState>,
+    /// Signalled when a slot becomes free.
+    #[pin]
+    slot_freed: CondVar,
     /// EQ 1, which receives a command-done event per command.
     events: Arc<EventQueue<CmdEvents>>,
     /// Wait for EQ 1's events instead of sleeping between looks at the completion ring.
@@ -202,7 +217,8 @@ impl Cmdq {
                 enable,
                 sq,
                 cq,
-                state <- new_mutex!(CmdqState { pi: 0, token: 0 }, "ferroce::cmdq"),
+                state <- new_mutex!(CmdqState { pi: 0, token: 0, busy: 0 }, "ferroce::cmdq"),
+                slot_freed <- new_condvar!("ferroce::cmdq_slot_freed"),
                 events,
                 irq_mode: Atomic::new(false),
                 device_state,
@@ -305,41 +321,16 @@ impl Cmdq {
 
     fn run<C: hw::Command>(&self, cmd: &C, out_addr: u64, answers: &[u8]) -> Result<C::Reply> {
         let name = hw::command_name(C::OPCODE);
-        let mut state = self.state.lock();
-        if !self.enable.is_live() {
-            return Err(ENODEV);
-        }
-        if self.device_state.is_dead() {
-            // Reported once, when it happened.
-            return Err(EIO);
-        }
-        let pi = state.pi;
-        self.wait_for_space(pi, name)?;
-
-        state.token = state.token.wrapping_add(1);
-        let token = state.token;
-        let header = hw::CmdHeader {
-            opcode: C::OPCODE,
-            flags: 0,
-            token,
-            out_addr,
-        };
-        let entry = hw::encode_command(&header, &cmd.to_payload());
-        let off = usize::try_from(self.ring.slot(pi))? * hw::CMD_ENTRY_SIZE;
-        io_project!(&self.sq, [try: off..off + hw::CMD_ENTRY_SIZE]).copy_from_slice(&entry);
-        // The command is posted whatever happens next: the next one goes to the next slot.
-        state.pi = pi.wrapping_add(1);
-        // `writel` orders the doorbell after the entry's memory writes.
-        self.bar
-            .with(|bar| bar.write_reg(regs::CMDQ_DB::zeroed().with_pi(state.pi)))?;
-
-        let completion = self.wait_for_completion(pi, token, name);
+        let (pi, token) = self.post(cmd, out_addr, name)?;
+        let completion = self.wait_for_completion(pi, name);
         if !self.irq_mode.load(Relaxed) {
             // Nobody else drains EQ 1 while polling: take this command's event off it. A
             // failure here is the device going away, which the next command reports.
             let _ = self.events.poll();
         }
         let completion = completion?;
+        // Read: the slot may take the next command.
+        self.release(pi);
 
         if completion.token != token || completion.index != pi || completion.opcode != C::OPCODE {
             dev_err!(
@@ -381,6 +372,77 @@ impl Cmdq {
         })
     }
 
+    /// Writes the command into the next free slot and rings the doorbell; returns its index
+    /// and token. Waits (at most `REG_CMD_TIMEOUT_MS`) while the slot is still taken.
+    fn post<C: hw::Command>(&self, cmd: &C, out_addr: u64, name: &str) -> Result<(u16, u32)> {
+        let mut state = self.state.lock();
+        let pi = self.wait_for_slot(&mut state, name)?;
+        state.token = state.token.wrapping_add(1);
+        let token = state.token;
+        let header = hw::CmdHeader {
+            opcode: C::OPCODE,
+            flags: 0,
+            token,
+            out_addr,
+        };
+        let entry = hw::encode_command(&header, &cmd.to_payload());
+        let off = usize::try_from(self.ring.slot(pi))? * hw::CMD_ENTRY_SIZE;
+        io_project!(&self.sq, [try: off..off + hw::CMD_ENTRY_SIZE]).copy_from_slice(&entry);
+        // The command is posted whatever happens next: the next one goes to the next slot, and
+        // this one's slot stays taken until its completion is read.
+        state.busy |= self.slot_bit(pi);
+        state.pi = pi.wrapping_add(1);
+        // `writel` orders the doorbell after the entry's memory writes.
+        self.bar
+            .with(|bar| bar.write_reg(regs::CMDQ_DB::zeroed().with_pi(state.pi)))?;
+        Ok((pi, token))
+    }
+
+    /// The bit of `index`'s slot in [`CmdqState::busy`].
+    fn slot_bit(&self, index: u16) -> u64 {
+        1 << self.ring.slot(index)
+    }
+
+    /// Frees the slot of the command at `index`, whose completion was read.
+    fn release(&self, index: u16) {
+        self.state.lock().busy &= !self.slot_bit(index);
+        self.slot_freed.notify_all();
+    }
+
+    /// Waits until the slot of the next command is free, in our records and in the device's
+    /// (its consumer index); returns the command's index. Only a full ring of commands in
+    /// flight, or commands that timed out, can hold it.
+    fn wait_for_slot(&self, state: &mut MutexGuard<'_, CmdqState>, name: &str) -> Result<u16> {
+        let timeout = Delta::from_millis(i64::from(self.timeout_ms));
+        let start = Instant::<Monotonic>::now();
+        loop {
+            if !self.enable.is_live() {
+                return Err(ENODEV);
+            }
+            if self.device_state.is_dead() {
+                // Reported once, when it happened.
+                return Err(EIO);
+            }
+            let pi = state.pi;
+            let ci = self.device_ci(pi, name)?;
+            if state.busy & self.slot_bit(pi) == 0 && !self.ring.is_full(pi, ci) {
+                return Ok(pi);
+            }
+            if start.elapsed() > timeout {
+                dev_err!(
+                    self.dev,
+                    "command {} timed out after {} ms: the command queue is full ({} commands outstanding)\n",
+                    name,
+                    self.timeout_ms,
+                    state.busy.count_ones()
+                );
+                return Err(ETIMEDOUT);
+            }
+            // Woken by a freed slot; the device's consumer index is polled.
+            sleep_on(&self.slot_freed, state, POLL_MAX);
+        }
+    }
+
     /// The device's consumer index, validated against our producer index `pi`.
     fn device_ci(&self, pi: u16, name: &str) -> Result<u16> {
         let raw = self.bar.with(|bar| bar.read(regs::CMDQ_CI).into_raw())?;
@@ -408,29 +470,6 @@ impl Cmdq {
         }
     }
 
-    /// Waits until the slot of `pi` is free: only commands that timed out can still hold slots.
-    fn wait_for_space(&self, pi: u16, name: &str) -> Result {
-        let timeout = Delta::from_millis(i64::from(self.timeout_ms));
-        let start = Instant::<Monotonic>::now();
-        loop {
-            let ci = self.device_ci(pi, name)?;
-            if !self.ring.is_full(pi, ci) {
-                return Ok(());
-            }
-            if start.elapsed() > timeout {
-                dev_err!(
-                    self.dev,
-                    "command {} timed out after {} ms: the command queue is full ({} commands outstanding)\n",
-                    name,
-                    self.timeout_ms,
-                    self.ring.used(pi, ci)
-                );
-                return Err(ETIMEDOUT);
-            }
-            fsleep(POLL_MAX);
-        }
-    }
-
     /// The completion of the command at index `pi`, if the device has written it.
     fn completion(&self, pi: u16) -> Result<Option<hw::CmdCompletion>> {
         let off = usize::try_from(self.ring.slot(pi))? * hw::CmdCompletion::SIZE;
@@ -446,11 +485,13 @@ impl Cmdq {
     }
 
     /// Waits for the completion of the command at index `pi`, at most `REG_CMD_TIMEOUT_MS`.
-    fn wait_for_completion(&self, pi: u16, token: u32, name: &str) -> Result<hw::CmdCompletion> {
+    fn wait_for_completion(&self, pi: u16, name: &str) -> Result<hw::CmdCompletion> {
         let timeout = Delta::from_millis(i64::from(self.timeout_ms));
         let start = Instant::<Monotonic>::now();
         let mut sleep = Delta::from_micros(10);
         loop {
+            // Taken before looking at the ring: an event after the look ends the wait below.
+            let seen = self.events.dispatcher().seen();
             if let Some(completion) = self.completion(pi)? {
                 return Ok(completion);
             }
@@ -465,6 +506,10 @@ impl Cmdq {
                 );
                 return Err(EIO);
             }
+            if self.device_state.is_dead() {
+                // Another command timed out or found the device gone, and said so.
+                return Err(EIO);
+            }
             let elapsed = start.elapsed();
             if elapsed > timeout {
                 self.report_timeout(pi, name);
@@ -474,7 +519,7 @@ impl Cmdq {
             if self.irq_mode.load(Relaxed) {
                 let left = timeout - elapsed;
                 self.events.dispatcher().wait(
-                    token,
+                    seen,
                     if left < EVENT_WAIT_MAX {
                         left
                     } else {
@@ -534,10 +579,15 @@ impl Cmdq {
         self.irq_mode.store(on, Relaxed);
     }
 
-    /// Disables the queue: waits for a command in flight, then tells the device; later commands
-    /// fail with [`ENODEV`].
+    /// Disables the queue: waits (at most `REG_CMD_TIMEOUT_MS`) for the commands in flight,
+    /// unless the device is dead, then tells the device; later commands fail with [`ENODEV`].
     pub(crate) fn disable(&self) {
-        let _state = self.state.lock();
+        let timeout = Delta::from_millis(i64::from(self.timeout_ms));
+        let start = Instant::<Monotonic>::now();
+        let mut state = self.state.lock();
+        while state.busy != 0 && !self.device_state.is_dead() && start.elapsed() <= timeout {
+            sleep_on(&self.slot_freed, &mut state, POLL_MAX);
+        }
         self.enable.disable();
     }
 
@@ -554,6 +604,15 @@ impl Cmdq {
     /// Number of entries of each ring.
     pub(crate) fn size(&self) -> u32 {
         self.ring.size()
+    }
+}
+
+/// Sleeps on `cond` for at most `max`, releasing `guard` meanwhile.
+fn sleep_on(cond: &CondVar, guard: &mut MutexGuard<'_, CmdqState>, max: Delta) {
+    let jiffies = msecs_to_jiffies(u32::try_from(max.as_millis_ceil()).unwrap_or(1).max(1));
+    if let CondVarTimeoutResult::Signal { .. } = cond.wait_interruptible_timeout(guard, jiffies) {
+        // With a signal pending the wait returns at once: sleep instead of spinning.
+        fsleep(max);
     }
 }
 

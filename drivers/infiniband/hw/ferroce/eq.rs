@@ -652,18 +652,13 @@ impl EqDispatch for AsyncEvents {
     }
 }
 
-/// The last command-done event.
-struct CmdDone {
-    /// Events seen; the other fields are valid when non-zero.
-    count: u64,
-    token: u32,
-}
-
-/// Dispatcher of EQ 1: command-done events wake the command waiting for them.
+/// Dispatcher of EQ 1: each command-done event wakes the commands waiting, which then look at
+/// their own slot of the completion ring.
 #[pin_data]
 pub(crate) struct CmdEvents {
+    /// Command-done events seen.
     #[pin]
-    done: SpinLockIrq<CmdDone>,
+    done: SpinLockIrq<u64>,
     #[pin]
     waiters: CondVar,
 }
@@ -671,22 +666,28 @@ pub(crate) struct CmdEvents {
 impl CmdEvents {
     fn new() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            done <- new_spinlock_irq!(CmdDone { count: 0, token: 0 }, "ferroce::cmd_done"),
+            done <- new_spinlock_irq!(0, "ferroce::cmd_done"),
             waiters <- new_condvar!("ferroce::cmd_waiters"),
         })
     }
 
-    /// Sleeps until the command-done event of `token` arrives, or for at most `max`.
+    /// The command-done events seen so far: take it before looking at the completion ring,
+    /// then [`Self::wait`] for the next one.
+    pub(crate) fn seen(&self) -> u64 {
+        *self.done.lock()
+    }
+
+    /// Sleeps until a command-done event arrives after `seen` events, or for at most `max`.
     ///
     /// The caller checks the completion ring itself afterwards: this is only a wake-up, and a
     /// lost or bogus event costs at most `max`.
-    pub(crate) fn wait(&self, token: u32, max: Delta) {
+    pub(crate) fn wait(&self, seen: u64, max: Delta) {
         // Callers pass at most a second; anything else is clamped.
         let ms = u32::try_from(max.as_millis_ceil())
             .unwrap_or(1)
             .clamp(1, 1000);
         let mut done = self.done.lock();
-        if done.count != 0 && done.token == token {
+        if *done != seen {
             return;
         }
         if let CondVarTimeoutResult::Signal { .. } = self
@@ -708,11 +709,7 @@ impl EqDispatch for CmdEvents {
         if eqe.event_type != u8::from(hw::EventType::CmdDone) || eqe.data1 > u32::from(u16::MAX) {
             return false;
         }
-        {
-            let mut done = self.done.lock();
-            done.count += 1;
-            done.token = eqe.data0;
-        }
+        *self.done.lock() += 1;
         self.waiters.notify_all();
         true
     }

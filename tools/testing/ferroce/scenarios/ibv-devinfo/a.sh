@@ -7,6 +7,7 @@ wait_for_gid ferroce0 3
 step provider 5 sh -c 'ls /usr/lib/x86_64-linux-gnu/libibverbs/libferroce-rdmav34.so; cat /etc/libibverbs.d/ferroce.driver'
 step ibv-devices 10 ibv_devices
 step ibv-devinfo 30 ibv_devinfo -v -d ferroce0
+step in-flight 60 sh /scenario/in-flight.sh
 # Each open above allocated a NIC context and freed it on close.
 step nic-objects 15 hostctl nic objects
 step rmmod 30 rmmod ferroce

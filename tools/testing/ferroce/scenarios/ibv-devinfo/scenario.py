@@ -11,7 +11,10 @@ import re
 
 from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=180)
+# in-flight.sh keeps commands waiting on a stalled NIC: a longer command timeout than the 2 s default.
+CMD_TIMEOUT_MS = 20000
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, nic_args=["--cmd-timeout-ms", str(CMD_TIMEOUT_MS)])],
+                    timeout=180)
 
 
 @scenario.check
@@ -87,6 +90,23 @@ def port_and_gids(run: Run) -> None:
             2: (ipv4, "RoCE v1"), 3: (ipv4, "RoCE v2")}
     if got != want:
         raise CheckFailed(f"GID table {got}, expected {want}")
+
+
+@scenario.check
+def commands_in_flight(run: Run) -> str:
+    """Four opens at once on a stalled NIC: four commands posted together, all completed."""
+    step = run.vm("a").step("in-flight")
+    step.ok()
+    posted = int(step.expect(r"^commands posted while stalled: (\d+)$").group(1))
+    if posted != 4:
+        raise CheckFailed(f"{posted} commands were posted while the NIC was stalled, expected 4 "
+                          "(each caller takes its own slot)")
+    opens = re.findall(r"^open \d: rc=(\d+) (\d+) device$", step.output, re.M)
+    if len(opens) != 4 or any(rc != "0" or n != "1" for rc, n in opens):
+        raise CheckFailed(f"not every open completed:\n{step.output}")
+    if f"command timeout {CMD_TIMEOUT_MS} ms" not in step.output:
+        raise CheckFailed(f"the driver did not take the NIC's command timeout of {CMD_TIMEOUT_MS} ms")
+    return "4 commands in flight at once, all completed"
 
 
 @scenario.check
