@@ -27,7 +27,7 @@
 //!
 //! #[vtable]
 //! impl Operations for MyDevice {
-//!     const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
+//!     const DRIVER_ID: rdma::DriverId = rdma::DriverId::Unknown;
 //!     type Pd = u32;
 //!     type Cq = MyCq;
 //!     // type Qp, Srq, Ah, Mr, Ucontext ...
@@ -97,15 +97,21 @@ pub use self::cq::{
 };
 
 pub use self::device::{
+    AtomicCap,
     Config,
     Device,
     DeviceAttr,
+    DeviceCap,
+    DeviceCaps,
     DeviceHandle,
+    DriverId,
     Event,
     LinkLayer,
     Mtu,
     Operations,
     PortAttr,
+    PortCap,
+    PortCaps,
     PortImmutable,
     PortState,
     Registration, //
@@ -120,6 +126,8 @@ pub use self::mmap::{
     MmapRequest, //
 };
 pub use self::mr::{
+    AccessFlag,
+    AccessFlags,
     Mr,
     MrType,
     NewMr,

@@ -8,7 +8,6 @@ use super::{
     IrqVectorRegistration, //
 };
 use crate::{
-    bindings,
     device::Bound,
     irq::{
         self,
@@ -63,19 +62,26 @@ impl<'a, T: irq::Handler + 'static> IrqHandlers<'a, T> {
         mut handler: impl FnMut(u32) -> Result<T>,
     ) -> Result<Self> {
         let vectors = dev.alloc_irq_vectors(min, max, types)?;
-        let count = u32::try_from(vectors.len())?;
         let mut handlers = KVec::with_capacity(vectors.len(), GFP_KERNEL)?;
-        for index in 0..count {
-            // SAFETY: `dev` is valid and has `count` vectors allocated (by `vectors`).
-            let irq = unsafe { bindings::pci_irq_vector(dev.as_raw(), index) };
-            let irq = u32::try_from(irq).map_err(|_| Error::from_errno(irq))?;
-            // SAFETY: `irq` is an interrupt of `dev`, allocated above and not requested yet.
+        for index in 0..vectors.len() {
+            // Upstream's safe path resolves the vector's interrupt number; its request borrows
+            // `vectors`, which `Self` owns next to the handlers, so the handlers' request is
+            // made for the device's lifetime instead (the handlers are dropped first).
+            let irq = IrqRequest::from(vectors.index(index)?).irq();
+            // SAFETY: `irq` is vector `index` of `dev`, allocated by `vectors` (which `Self`
+            // frees only after the handlers) and not requested yet.
             let request = unsafe { IrqRequest::new(dev.as_ref(), irq) };
+            let index = u32::try_from(index)?;
             let data = handler(index)?;
             // SAFETY: The registration is kept in `handlers` and dropped (never forgotten) by
             // `Self`'s drop or, on error, right here; `T: 'static` covers a leaked `Self`.
             let registration = unsafe {
-                irq::Registration::new(request, irq::Flags::TRIGGER_NONE, name, Ok::<T, Error>(data))
+                irq::Registration::new(
+                    request,
+                    irq::Flags::TRIGGER_NONE,
+                    name,
+                    Ok::<T, Error>(data),
+                )
             };
             handlers.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
         }

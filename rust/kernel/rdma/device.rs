@@ -24,6 +24,7 @@ use crate::{
             Numbered,
             Table, //
         },
+        AccessFlags,
         AddressVector,
         Ah,
         Completions,
@@ -77,16 +78,30 @@ pub mod handle;
 pub mod ops;
 pub mod registration;
 
+use self::callbacks::Callbacks;
 pub use self::{
     attr::*,
     handle::DeviceHandle,
-    ops::Operations,
+    ops::{
+        DriverId,
+        Operations, //
+    },
     registration::{
         Config,
         Registration, //
     },
 };
-use self::callbacks::Callbacks;
+
+/// The `struct device` of `ib` (`ib->dev`, in an anonymous union of the C struct).
+///
+/// # Safety
+///
+/// `ib` points to an `ib_device` allocation (no reference is made; the result is valid as long
+/// as the allocation).
+pub(crate) unsafe fn ib_dev_device(ib: *mut bindings::ib_device) -> *mut bindings::device {
+    // SAFETY: The caller guarantees `ib` points to an `ib_device`; only a place is projected.
+    unsafe { &raw mut (*ib).__bindgen_anon_1.dev }
+}
 
 /// Objects the device finds by number: completions and events name them.
 #[pin_data]
@@ -145,7 +160,7 @@ impl<T: Operations> Device<T> {
         // while the device is registered, which `Registration` and its unbind guard ensure by
         // unregistering before the parent is unbound. ib_core calls us only while registered.
         unsafe {
-            device::Device::<device::Normal>::from_raw((*self.as_raw()).__bindgen_anon_1.dev.parent)
+            device::Device::<device::Normal>::from_raw((*ib_dev_device(self.as_raw())).parent)
                 .as_bound()
         }
     }
@@ -175,11 +190,7 @@ impl<T: Operations> Device<T> {
     /// The device's name (e.g. `ferroce0`).
     pub fn name(&self) -> &CStr {
         // SAFETY: `dev` of a registered `ib_device` has a name for its whole life.
-        unsafe {
-            CStr::from_char_ptr(bindings::dev_name(
-                &raw const (*self.as_raw()).__bindgen_anon_1.dev,
-            ))
-        }
+        unsafe { CStr::from_char_ptr(bindings::dev_name(ib_dev_device(self.as_raw()))) }
     }
 
     /// Associates `port` with a network device (RoCE: the netdev whose addresses become the

@@ -18,6 +18,49 @@ use crate::{
 };
 use core::ptr;
 
+crate::impl_flags!(
+    /// Access rights of a memory region, a memory window or a QP's remote peers
+    /// (`enum ib_access_flags`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct AccessFlags(u32);
+
+    /// One access right.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AccessFlag {
+        /// The device may write the memory locally (`IB_ACCESS_LOCAL_WRITE`).
+        LocalWrite = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        /// Peers may RDMA WRITE it (`IB_ACCESS_REMOTE_WRITE`).
+        RemoteWrite = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        /// Peers may RDMA READ it (`IB_ACCESS_REMOTE_READ`).
+        RemoteRead = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        /// Peers may run atomic operations on it (`IB_ACCESS_REMOTE_ATOMIC`).
+        RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        /// Memory windows may be bound to it (`IB_ACCESS_MW_BIND`).
+        MwBind = bindings::ib_access_flags_IB_ACCESS_MW_BIND,
+        /// Addresses count from the region's start (`IB_ZERO_BASED`).
+        ZeroBased = bindings::ib_access_flags_IB_ZERO_BASED,
+        /// Pages are faulted in on demand (`IB_ACCESS_ON_DEMAND`).
+        OnDemand = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND,
+        /// The memory is backed by huge pages (`IB_ACCESS_HUGETLB`).
+        HugeTlb = bindings::ib_access_flags_IB_ACCESS_HUGETLB,
+        /// Peers may flush it to global visibility (`IB_ACCESS_FLUSH_GLOBAL`).
+        FlushGlobal = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
+        /// Peers may flush it to persistence (`IB_ACCESS_FLUSH_PERSISTENT`).
+        FlushPersistent = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
+        /// A hint the device may ignore: writes need not be ordered
+        /// (`IB_ACCESS_RELAXED_ORDERING`).
+        RelaxedOrdering = bindings::ib_access_flags_IB_ACCESS_RELAXED_ORDERING,
+    }
+);
+
+impl AccessFlags {
+    /// The rights of an `ib_access_flags` value from ib_core; bits this type does not name
+    /// (none that ib_core passes today) are dropped.
+    pub(crate) fn from_raw(raw: u32) -> Self {
+        Self(raw & Self::all_bits())
+    }
+}
+
 /// A memory region: memory the device may access with its keys.
 ///
 /// Dereferences to the driver's data.
@@ -158,7 +201,9 @@ pub(crate) unsafe extern "C" fn get_dma_mr<T: Operations>(
 ) -> *mut bindings::ib_mr {
     // SAFETY: `pd` is a live PD of ours.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
-    mr_or_err_ptr(T::get_dma_mr(pd, access as u32).and_then(|mr| into_raw(pd, mr)))
+    mr_or_err_ptr(
+        T::get_dma_mr(pd, AccessFlags::from_raw(access as u32)).and_then(|mr| into_raw(pd, mr)),
+    )
 }
 
 pub(crate) unsafe extern "C" fn reg_user_mr<T: Operations>(
@@ -173,8 +218,15 @@ pub(crate) unsafe extern "C" fn reg_user_mr<T: Operations>(
     // SAFETY: `pd` is a live PD of ours; `udata` is valid or NULL.
     let (pd, mut udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
     mr_or_err_ptr(
-        T::reg_user_mr(pd, start, length, virt_addr, access as u32, udata.as_mut())
-            .and_then(|mr| into_raw(pd, mr)),
+        T::reg_user_mr(
+            pd,
+            start,
+            length,
+            virt_addr,
+            AccessFlags::from_raw(access as u32),
+            udata.as_mut(),
+        )
+        .and_then(|mr| into_raw(pd, mr)),
     )
 }
 

@@ -200,7 +200,8 @@ impl<O> Table<O> {
         let guard = self.lock();
         // SAFETY: The lock is held (`__xa_insert` may drop and retake it to allocate, with
         // `GFP_ATOMIC` it does not); `entry` is an aligned pointer, a valid XArray entry.
-        let ret = unsafe { bindings::__xa_insert(guard.xa, number as usize, entry, GFP_ATOMIC.as_raw()) };
+        let ret =
+            unsafe { bindings::__xa_insert(guard.xa, number as usize, entry, GFP_ATOMIC.as_raw()) };
         drop(guard);
         match ret {
             0 => Ok(()),

@@ -11,6 +11,7 @@ use crate::{
             verbs_object,
             Numbered, //
         },
+        AccessFlags,
         AddressVector,
         Cq,
         Device,
@@ -298,8 +299,6 @@ qp_attr_getters!(
     sq_psn: sq_psn: u32,
     /// Destination QP (connected QPs).
     dest_qp_num: dest_qp_num: u32,
-    /// Remote access allowed (`IB_ACCESS_REMOTE_*`).
-    access_flags: qp_access_flags: u32,
     /// P_Key index.
     pkey_index: pkey_index: u16,
     /// Port.
@@ -317,6 +316,13 @@ qp_attr_getters!(
     /// Outstanding READs/atomics as responder.
     max_dest_rd_atomic: max_dest_rd_atomic: u8,
 );
+
+impl QpAttr<'_> {
+    /// What the QP's peers may do (`IB_ACCESS_REMOTE_*`).
+    pub fn access_flags(&self) -> AccessFlags {
+        AccessFlags::from_raw(self.raw.qp_access_flags as u32)
+    }
+}
 
 impl QpAttr<'_> {
     /// Which attributes are given (`IB_QP_*`).
@@ -403,9 +409,9 @@ impl QpAttrOut<'_> {
         self
     }
 
-    /// Remote access allowed (`IB_ACCESS_REMOTE_*`).
-    pub fn access_flags(&mut self, flags: u32) -> &mut Self {
-        self.attr.qp_access_flags = flags as c_int;
+    /// Remote access allowed.
+    pub fn access_flags(&mut self, flags: AccessFlags) -> &mut Self {
+        self.attr.qp_access_flags = u32::from(flags) as c_int;
         self
     }
 

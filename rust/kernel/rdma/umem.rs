@@ -10,6 +10,7 @@ use crate::{
     error::from_err_ptr,
     prelude::*,
     rdma::{
+        AccessFlags,
         Device,
         Operations, //
     },
@@ -31,18 +32,23 @@ unsafe impl Send for Umem {}
 unsafe impl Sync for Umem {}
 
 impl Umem {
-    /// Pins `len` bytes of the current process at `addr` for `dev`, with the `IB_ACCESS_*`
-    /// flags `access` (writable if the device may write them).
+    /// Pins `len` bytes of the current process at `addr` for `dev`, with the rights `access`
+    /// (writable if the device may write them).
     ///
     /// # Errors
     ///
     /// `EINVAL` for an empty or overflowing range, `EFAULT`/`ENOMEM` (or other) from ib_core.
-    pub fn get<T: Operations>(dev: &Device<T>, addr: u64, len: usize, access: u32) -> Result<Self> {
+    pub fn get<T: Operations>(
+        dev: &Device<T>,
+        addr: u64,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<Self> {
         if len == 0 || addr.checked_add(len as u64).is_none() {
             return Err(EINVAL);
         }
         let addr = usize::try_from(addr)?;
-        let access = c_int::try_from(access)?;
+        let access = c_int::try_from(u32::from(access))?;
         // SAFETY: `dev` is a registered device; ib_core pins memory of the calling process
         // (the verb runs in its context) and returns a umem or an error pointer.
         let ptr =

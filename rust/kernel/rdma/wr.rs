@@ -7,6 +7,7 @@ use crate::{
     bindings,
     prelude::*,
     rdma::{
+        AccessFlags,
         Ah,
         Mr,
         Operations,
@@ -128,8 +129,8 @@ pub enum SendOp<'a, T: Operations> {
         mr: &'a Mr<T>,
         /// The key it gets (its keys with a new variant byte).
         key: u32,
-        /// Access flags (`IB_ACCESS_*`).
-        access: u32,
+        /// Access rights.
+        access: AccessFlags,
     },
     /// Local invalidation of `rkey`.
     LocalInv {
@@ -354,7 +355,7 @@ impl<'a, T: Operations> SendWr<'a, T> {
                     // SAFETY: The consumer's MR is a live MR of this device.
                     mr: unsafe { Mr::from_raw(wr.mr) },
                     key: wr.key,
-                    access: wr.access as u32,
+                    access: AccessFlags::from_raw(wr.access as u32),
                 }
             }
             LOCAL_INV => SendOp::LocalInv {

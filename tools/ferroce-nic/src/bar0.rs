@@ -64,7 +64,7 @@ impl DeviceCore {
             REG_DB_AREA_OFFSET => DB_AREA_OFFSET as u32,
             REG_COUNTERS_OFFSET => COUNTERS_OFFSET as u32,
             REG_NUM_COUNTERS => NUM_COUNTERS as u32,
-            REG_QID_TABLE_LEN => QID_TABLE_LEN as u32,
+            REG_QID_TABLE_LEN => config.qid_table_len.min(QID_TABLE_LEN as u32),
             REG_CMD_TIMEOUT_MS => config.cmd_timeout_ms,
             REG_DEV_CTRL
             | REG_DEV_STATUS

@@ -613,7 +613,8 @@ impl Device {
     }
 
     fn map_qid(&mut self, cmd: &MapQidCmd) -> Result<(), CmdError> {
-        if cmd.local_qid as usize >= QID_TABLE_LEN {
+        let len = self.core.config().qid_table_len.min(QID_TABLE_LEN as u32);
+        if cmd.local_qid >= len {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
         reserved_bytes_zero(&cmd.rsvd, 13)?;

@@ -49,6 +49,8 @@ pub struct DeviceConfig {
     pub max_eq: u32,
     /// `REG_CMD_TIMEOUT_MS`: how long the driver waits for a command.
     pub cmd_timeout_ms: u32,
+    /// `REG_QID_TABLE_LEN`: local QIDs per context (at most `QID_TABLE_LEN`).
+    pub qid_table_len: u32,
 }
 
 impl Default for DeviceConfig {
@@ -63,6 +65,7 @@ impl Default for DeviceConfig {
             max_ah: 4096,
             max_eq: 32,
             cmd_timeout_ms: 2000,
+            qid_table_len: QID_TABLE_LEN as u32,
         }
     }
 }

@@ -66,6 +66,9 @@ struct ServeArgs {
     /// Command timeout reported to the driver (`REG_CMD_TIMEOUT_MS`), in milliseconds.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=60_000))]
     cmd_timeout_ms: u32,
+    /// Local QIDs per context (`REG_QID_TABLE_LEN`).
+    #[arg(long, default_value_t = ferroce_hw::QID_TABLE_LEN as u32, value_parser = clap::value_parser!(u32).range(1..=ferroce_hw::QID_TABLE_LEN as i64))]
+    qid_table_len: u32,
     /// Start stalled (commands and doorbells are not processed).
     #[arg(long)]
     stall: bool,
@@ -142,6 +145,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         mac: args.mac,
         msix_vectors: args.msix_vectors,
         cmd_timeout_ms: args.cmd_timeout_ms,
+        qid_table_len: args.qid_table_len,
         ..DeviceConfig::default()
     };
     let mut faults = FaultConfig {

@@ -346,6 +346,18 @@ impl Caps {
             hw::DB_PAGE_SIZE,
             hw::DB_PAGE_SIZE,
         )?;
+        // The kernel's doorbells are typed registers at the interface's offsets
+        // (`regs::DB_SQ`, ...): a device with its doorbell pages elsewhere is not one this
+        // driver can ring.
+        if usize::try_from(c.db_area_offset)? != hw::DB_AREA_OFFSET {
+            dev_err!(
+                dev,
+                "REG_DB_AREA_OFFSET reports {:#x}; this driver's doorbell registers are at {:#x}\n",
+                c.db_area_offset,
+                hw::DB_AREA_OFFSET
+            );
+            return Err(EIO);
+        }
         bar_area(
             dev,
             "REG_COUNTERS_OFFSET",

@@ -11,6 +11,8 @@ use kernel::{
     prelude::*,
     rdma::{
         self,
+        AccessFlag,
+        AccessFlags,
         MrType,
         MwType,
         NewMr,
@@ -25,6 +27,41 @@ use kernel::{
 };
 
 use crate::{hw, ids::MrKeys, queue::PageList, verbs::RoceDevice};
+
+/// ib_core's access rights and the device's bits for them (`hw::ACCESS_*`).
+const ACCESS_BITS: [(AccessFlag, u32); 5] = [
+    (AccessFlag::LocalWrite, hw::ACCESS_LOCAL_WRITE),
+    (AccessFlag::RemoteWrite, hw::ACCESS_REMOTE_WRITE),
+    (AccessFlag::RemoteRead, hw::ACCESS_REMOTE_READ),
+    (AccessFlag::RemoteAtomic, hw::ACCESS_REMOTE_ATOMIC),
+    (AccessFlag::MwBind, hw::ACCESS_MW_BIND),
+];
+const _: () = {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < ACCESS_BITS.len() {
+        bits |= ACCESS_BITS[i].1;
+        i += 1;
+    }
+    assert!(bits == hw::ACCESS_VALID_MASK);
+};
+
+/// The device's bits (`hw::ACCESS_*`) for ib_core's rights. ib_core refused rights the device
+/// does not offer; hints (relaxed ordering) have no bit and mean nothing here.
+pub(crate) fn hw_access(access: AccessFlags) -> u32 {
+    ACCESS_BITS
+        .iter()
+        .filter(|(flag, _)| access.contains(*flag))
+        .fold(0, |bits, (_, bit)| bits | bit)
+}
+
+/// ib_core's rights for the device's bits (`hw::ACCESS_*`); unknown bits are dropped.
+pub(crate) fn ib_access(bits: u32) -> AccessFlags {
+    ACCESS_BITS
+        .iter()
+        .filter(|(_, bit)| bits & bit != 0)
+        .fold(AccessFlags::empty(), |access, (flag, _)| access | *flag)
+}
 
 /// Pages of user MRs are described to the device in 4 KiB units.
 const USER_LOG_PAGE_SIZE: u32 = 12;
@@ -113,13 +150,13 @@ impl MrData {
     pub(crate) fn dma(
         dev: &rdma::Device<RoceDevice>,
         pd: &rdma::Pd<RoceDevice>,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<NewMr<Self>> {
         let key = create(
             dev,
             hw::CreateMrCmd {
                 pd: pd.number(),
-                access: access & hw::ACCESS_VALID_MASK,
+                access: hw_access(access),
                 flags: hw::MR_FLAG_ALL_MEMORY,
                 ..Default::default()
             },
@@ -161,15 +198,13 @@ impl MrData {
         start: u64,
         length: u64,
         iova: u64,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<NewMr<Self>> {
         const PAGE_SIZE: usize = 1 << USER_LOG_PAGE_SIZE;
         // The device finds an address's page from the iova's offset in the first page.
         if length == 0 || start % PAGE_SIZE as u64 != iova % PAGE_SIZE as u64 {
             return Err(EINVAL);
         }
-        // ib_core rejected unknown flags; optional ones (relaxed ordering) mean nothing here.
-        let access = access & hw::ACCESS_VALID_MASK;
         iova.checked_add(length).ok_or(EINVAL)?;
         let umem = Umem::get(dev, start, usize::try_from(length)?, access)?;
         let count = u32::try_from(umem.num_blocks(PAGE_SIZE))?;
@@ -197,7 +232,7 @@ impl MrData {
                     rsvd: [0; 3],
                 },
                 pd: pd.number(),
-                access,
+                access: hw_access(access),
                 ..Default::default()
             },
         )?;
@@ -231,7 +266,7 @@ impl MrData {
     pub(crate) fn reg_segment(
         mr: &rdma::Mr<RoceDevice>,
         key: u32,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<hw::RegMrSeg> {
         let pages = mr.pages.as_ref().ok_or(EINVAL)?;
         let page_size = mr.page_size();
@@ -247,7 +282,7 @@ impl MrData {
             length: mr.length(),
             pbl_addr: pages.dma_address(),
             key,
-            access: access & hw::ACCESS_VALID_MASK,
+            access: hw_access(access),
             page_count: mr.mapped.load(Relaxed),
             log_page_size: page_size.trailing_zeros() as u8,
             rsvd: [0; 3],

@@ -516,7 +516,7 @@ impl QpData {
             rq_psn: attr.rq_psn() & hw::PSN_MASK,
             sq_psn: attr.sq_psn() & hw::PSN_MASK,
             qkey: attr.qkey(),
-            access_flags: attr.access_flags() & hw::ACCESS_VALID_MASK,
+            access_flags: crate::mr::hw_access(attr.access_flags()),
             timeout: attr.timeout(),
             retry_cnt: attr.retry_cnt(),
             rnr_retry: attr.rnr_retry(),
@@ -577,7 +577,7 @@ impl QpData {
             .rq_psn(attr.rq_psn)
             .sq_psn(attr.sq_psn)
             .dest_qp_num(attr.dest_qpn)
-            .access_flags(attr.access_flags)
+            .access_flags(crate::mr::ib_access(attr.access_flags))
             .pkey_index(attr.pkey_index)
             .timeout(attr.timeout)
             .retry_cnt(attr.retry_cnt)

@@ -21,6 +21,7 @@ use kernel::{
     prelude::*,
     rdma::{
         self,
+        AccessFlag,
         Umem, //
     },
     sync::{
@@ -312,7 +313,7 @@ impl UserQueueMem {
         if size == 0 || size % USER_PAGE_SIZE != 0 || addr % USER_PAGE_SIZE as u64 != 0 {
             return Err(EINVAL);
         }
-        let umem = Umem::get(dev, addr, size, hw::ACCESS_LOCAL_WRITE)?;
+        let umem = Umem::get(dev, addr, size, AccessFlag::LocalWrite.into())?;
         let mut pages = KVec::with_capacity(size / USER_PAGE_SIZE, GFP_KERNEL)?;
         for page in umem.dma_blocks(USER_PAGE_SIZE)? {
             pages.push(page, GFP_KERNEL)?;

@@ -44,20 +44,23 @@ pub(crate) struct UcontextData {
     qids: Arc<QidTable>,
 }
 
-/// Local QIDs of a context: the NIC's QID table length.
+/// The most local QIDs a context can have: the interface's QID table length.
 const QIDS: usize = hw::QID_TABLE_LEN;
 
 /// The local QIDs of a context in use, one bit each.
 #[pin_data]
 struct QidTable {
+    /// The device's table length (`REG_QID_TABLE_LEN`, at most [`QIDS`]).
+    len: usize,
     #[pin]
     used: SpinLock<[u64; QIDS / 64]>,
 }
 
 impl QidTable {
-    fn new() -> Result<Arc<Self>> {
+    fn new(len: usize) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
+                len: len.min(QIDS),
                 used <- new_spinlock!([0; QIDS / 64], "ferroce::qids"),
             }),
             GFP_KERNEL,
@@ -72,6 +75,7 @@ impl QidTable {
             .enumerate()
             .find(|(_, w)| **w != u64::MAX)
             .map(|(i, w)| (i, w.trailing_ones() as usize))
+            .filter(|(word, bit)| word * 64 + bit < self.len)
             .ok_or(ENOSPC)?;
         used[word] |= 1 << bit;
         Ok(u16::try_from(word * 64 + bit)?)
@@ -141,7 +145,7 @@ impl UcontextData {
         Ok(Self {
             ctx,
             db_page,
-            qids: QidTable::new()?,
+            qids: QidTable::new(dev.qid_table_len())?,
         })
     }
 

@@ -5,7 +5,6 @@
 //! `add_gid`/`del_gid` program into the NIC.
 
 use kernel::{
-    bindings,
     io::Io,
     net::device::NetDevice,
     prelude::*,
@@ -15,6 +14,8 @@ use kernel::{
         Completions,
         CqInit,
         DeviceAttr,
+        DeviceCap,
+        DeviceCaps,
         GidAttr,
         GidType,
         LinkLayer,
@@ -25,6 +26,7 @@ use kernel::{
         NewMr,
         NewMw,
         PortAttr,
+        PortCap,
         PortImmutable,
         PortState, //
         PostError,
@@ -140,6 +142,11 @@ pub(crate) struct RoceDevice {
     bar_phys: u64,
     /// Doorbell pages (contexts) the device has.
     num_db_pages: u32,
+    /// Where the device's counters are in BAR0 (`REG_COUNTERS_OFFSET`), and how many it has
+    /// (`REG_NUM_COUNTERS`; those past `hw::NUM_COUNTERS` are unknown to the driver).
+    counters: (usize, usize),
+    /// Local QIDs per context (`REG_QID_TABLE_LEN`).
+    qid_table_len: usize,
     /// The device's `hw::CAP_*` bits.
     caps_flags: u32,
     /// The completion EQs CQs may use, by completion vector.
@@ -206,11 +213,16 @@ impl RoceDevice {
         };
         let wqe_push = caps.has(hw::CAP_WQE_PUSH);
         let (num_db_pages, caps_flags) = (caps.num_db_pages, caps.flags);
+        // Probe checked that these fit in BAR0 and the QID table.
+        let counters = (caps.counters_offset as usize, caps.num_counters as usize);
+        let qid_table_len = caps.qid_table_len as usize;
         try_pin_init!(Self {
             cmdq,
             bar,
             bar_phys,
             num_db_pages,
+            counters,
+            qid_table_len,
             caps_flags,
             completion_eqns,
             wqe_push,
@@ -309,6 +321,11 @@ impl RoceDevice {
         self.num_db_pages
     }
 
+    /// Local QIDs per context.
+    pub(crate) fn qid_table_len(&self) -> usize {
+        self.qid_table_len
+    }
+
     /// The device's `hw::CAP_*` bits.
     pub(crate) fn caps_flags(&self) -> u32 {
         self.caps_flags
@@ -361,11 +378,26 @@ pub(crate) fn ib_mtu(eth_mtu: u32) -> Mtu {
     Mtu::for_ethernet_mtu(eth_mtu).unwrap_or(Mtu::Mtu256)
 }
 
+/// What ib_core is told the device can do, for the NIC's capabilities `caps` (`hw::CAP_*`).
+fn device_caps(caps: u32) -> DeviceCaps {
+    let mut flags = DeviceCap::MemMgtExtensions
+        | DeviceCap::RcRnrNakGen
+        | DeviceCap::PortActiveEvent
+        | DeviceCap::SysImageGuid;
+    if caps & hw::CAP_SRQ_RESIZE != 0 {
+        flags |= DeviceCap::SrqResize;
+    }
+    if caps & hw::CAP_MW != 0 {
+        flags |= DeviceCap::MemWindow | DeviceCap::MemWindowType2B;
+    }
+    flags
+}
+
 #[vtable]
 impl rdma::Operations for RoceDevice {
     // No driver ID is allocated to ferroce upstream, and uverbs ioctls must carry the one the
     // device registered: the provider (built against rdma-core 56.1) sends UNKNOWN.
-    const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
+    const DRIVER_ID: rdma::DriverId = rdma::DriverId::Unknown;
 
     type Pd = PdData;
     type Cq = CqData;
@@ -409,22 +441,7 @@ impl rdma::Operations for RoceDevice {
             } else {
                 0
             })
-            .device_cap_flags(
-                DeviceAttr::CAP_MEM_MGT_EXTENSIONS
-                    | DeviceAttr::CAP_RC_RNR_NAK_GEN
-                    | DeviceAttr::CAP_PORT_ACTIVE_EVENT
-                    | DeviceAttr::CAP_SYS_IMAGE_GUID
-                    | if dev.caps_flags & hw::CAP_SRQ_RESIZE != 0 {
-                        DeviceAttr::CAP_SRQ_RESIZE
-                    } else {
-                        0
-                    }
-                    | if dev.caps_flags & hw::CAP_MW != 0 {
-                        DeviceAttr::CAP_MEM_WINDOW | DeviceAttr::CAP_MEM_WINDOW_TYPE_2B
-                    } else {
-                        0
-                    },
-            )
+            .device_cap_flags(device_caps(dev.caps_flags))
             .max_qp_rd_atom(hw::MAX_RD_ATOMIC.into())
             .max_qp_init_rd_atom(hw::MAX_RD_ATOMIC.into())
             .max_res_rd_atom(l.max_qp.saturating_mul(hw::MAX_RD_ATOMIC.into()))
@@ -439,7 +456,7 @@ impl rdma::Operations for RoceDevice {
         if dev.caps_flags & hw::CAP_ATOMIC != 0 {
             // The NIC executes a QP's atomics one at a time against guest memory: atomic with
             // respect to other atomics of this device, not to the CPU.
-            attr.atomic_cap(bindings::ib_atomic_cap_IB_ATOMIC_HCA);
+            attr.atomic_cap(rdma::AtomicCap::Hca);
         }
         Ok(())
     }
@@ -464,7 +481,7 @@ impl rdma::Operations for RoceDevice {
             .gid_tbl_len(dev.limits.gid_table_len.try_into()?)
             .pkey_tbl_len(1)
             .ip_gids(true)
-            .port_cap_flags(PortAttr::CAP_CM | PortAttr::CAP_DEVICE_MGMT)
+            .port_cap_flags(PortCap::Cm | PortCap::DeviceMgmt)
             .max_msg_sz(1 << 31)
             .max_vl_num(1);
         Ok(())
@@ -536,10 +553,16 @@ impl rdma::Operations for RoceDevice {
         for (value, count) in driver.iter_mut().zip(dev.checks().values()) {
             *value = count;
         }
-        // The NIC's are plain BAR0 registers; one read each, as `rdma statistic` is rare.
+        // The NIC's are plain BAR0 registers where the device says; one read each, as
+        // `rdma statistic` is rare. Counters the device does not have read as zero.
+        let (offset, count) = dev.counters;
         dev.bar.with(|bar| {
             for (index, value) in nic.iter_mut().enumerate() {
-                *value = bar.try_read64(hw::counter_offset(index))?;
+                *value = if index < count {
+                    bar.try_read64(offset + index * 8)?
+                } else {
+                    0
+                };
             }
             Ok(())
         })?
@@ -751,7 +774,7 @@ impl rdma::Operations for RoceDevice {
         crate::ucontext::mmap(entry, request)
     }
 
-    fn get_dma_mr(pd: &rdma::Pd<Self>, access: u32) -> Result<NewMr<MrData>> {
+    fn get_dma_mr(pd: &rdma::Pd<Self>, access: rdma::AccessFlags) -> Result<NewMr<MrData>> {
         MrData::dma(pd.device(), pd, access)
     }
 
@@ -768,7 +791,7 @@ impl rdma::Operations for RoceDevice {
         start: u64,
         length: u64,
         virt_addr: u64,
-        access: u32,
+        access: rdma::AccessFlags,
         _udata: Option<&mut Udata<'_>>,
     ) -> Result<NewMr<MrData>> {
         MrData::user(pd.device(), pd, start, length, virt_addr, access)

@@ -117,8 +117,8 @@ attr_setters!(DeviceAttr {
     max_qp: max_qp: u32,
     /// Maximum WRs per QP.
     max_qp_wr: max_qp_wr: u32,
-    /// Device capability flags (`IB_DEVICE_*`).
-    device_cap_flags: device_cap_flags: u64,
+    /// Device capabilities.
+    device_cap_flags: device_cap_flags: DeviceCaps,
     /// Maximum scatter/gather entries per send WR.
     max_send_sge: max_send_sge: u32,
     /// Maximum scatter/gather entries per receive WR.
@@ -161,34 +161,56 @@ attr_setters!(DeviceAttr {
     local_ca_ack_delay: local_ca_ack_delay: u8,
     /// Maximum fast-registration page-list length.
     max_fast_reg_page_list_len: max_fast_reg_page_list_len: u32,
-    /// Atomicity of atomic operations (`bindings::ib_atomic_cap_IB_ATOMIC_*`).
-    atomic_cap: atomic_cap: bindings::ib_atomic_cap,
+    /// Atomicity of atomic operations.
+    atomic_cap: atomic_cap: AtomicCap,
 });
 
-impl DeviceAttr<'_> {
-    /// `device_cap_flags`: fast registration and local invalidation work requests
-    /// (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
-    pub const CAP_MEM_MGT_EXTENSIONS: u64 =
-        bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
-    /// `device_cap_flags`: memory windows (`IB_DEVICE_MEM_WINDOW`).
-    pub const CAP_MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
-    /// `device_cap_flags`: type 2 windows are tied to a QP and checked against its PD
-    /// (`IB_DEVICE_MEM_WINDOW_TYPE_2B`).
-    pub const CAP_MEM_WINDOW_TYPE_2B: u64 =
-        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
-    /// `device_cap_flags`: RC responders send RNR NAKs (`IB_DEVICE_RC_RNR_NAK_GEN`).
-    pub const CAP_RC_RNR_NAK_GEN: u64 =
-        bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
-    /// `device_cap_flags`: the device reports `IB_EVENT_PORT_ACTIVE`
-    /// (`IB_DEVICE_PORT_ACTIVE_EVENT`).
-    pub const CAP_PORT_ACTIVE_EVENT: u64 =
-        bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
-    /// `device_cap_flags`: a process's SRQ can be resized (`IB_DEVICE_SRQ_RESIZE`).
-    pub const CAP_SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
-    /// `device_cap_flags`: `sys_image_guid` is set (`IB_DEVICE_SYS_IMAGE_GUID`).
-    pub const CAP_SYS_IMAGE_GUID: u64 =
-        bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+crate::impl_flags!(
+    /// What a device can do (`device_cap_flags`, `enum ib_device_cap_flags`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct DeviceCaps(u64);
 
+    /// One device capability.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum DeviceCap {
+        /// Fast registration and local invalidation work requests
+        /// (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
+        MemMgtExtensions = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64,
+        /// Memory windows (`IB_DEVICE_MEM_WINDOW`).
+        MemWindow = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64,
+        /// Type 2 windows are tied to a QP and checked against its PD
+        /// (`IB_DEVICE_MEM_WINDOW_TYPE_2B`).
+        MemWindowType2B = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64,
+        /// RC responders send RNR NAKs (`IB_DEVICE_RC_RNR_NAK_GEN`).
+        RcRnrNakGen = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64,
+        /// The device reports `IB_EVENT_PORT_ACTIVE` (`IB_DEVICE_PORT_ACTIVE_EVENT`).
+        PortActiveEvent = bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64,
+        /// A process's SRQ can be resized (`IB_DEVICE_SRQ_RESIZE`).
+        SrqResize = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64,
+        /// `sys_image_guid` is set (`IB_DEVICE_SYS_IMAGE_GUID`).
+        SysImageGuid = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64,
+    }
+);
+
+/// How atomic operations are atomic (`enum ib_atomic_cap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AtomicCap {
+    /// No atomic operations (`IB_ATOMIC_NONE`).
+    None = bindings::ib_atomic_cap_IB_ATOMIC_NONE,
+    /// Atomic among the operations of this device (`IB_ATOMIC_HCA`).
+    Hca = bindings::ib_atomic_cap_IB_ATOMIC_HCA,
+    /// Atomic also against the CPUs and other devices (`IB_ATOMIC_GLOB`).
+    Glob = bindings::ib_atomic_cap_IB_ATOMIC_GLOB,
+}
+
+impl From<AtomicCap> for bindings::ib_atomic_cap {
+    fn from(cap: AtomicCap) -> Self {
+        cap as Self
+    }
+}
+
+impl DeviceAttr<'_> {
     /// The system image GUID (one per chassis; RoCE devices use their node GUID).
     pub fn sys_image_guid(&mut self, guid: u64) -> &mut Self {
         // SAFETY: By the type invariant the pointer is valid and writable. The field is a
@@ -216,20 +238,31 @@ attr_setters!(PortAttr {
     gid_tbl_len: gid_tbl_len: i32,
     /// Length of the P_Key table.
     pkey_tbl_len: pkey_tbl_len: u16,
-    /// Capability flags (`IB_PORT_*` of the PortInfo capability mask).
-    port_cap_flags: port_cap_flags: u32,
+    /// Capabilities.
+    port_cap_flags: port_cap_flags: PortCaps,
     /// Largest message, in bytes.
     max_msg_sz: max_msg_sz: u32,
     /// Number of virtual lanes.
     max_vl_num: max_vl_num: u8,
 });
 
-impl PortAttr<'_> {
-    /// `port_cap_flags`: the port supports connection management (`IB_PORT_CM_SUP`).
-    pub const CAP_CM: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
-    /// `port_cap_flags`: the port supports device management (`IB_PORT_DEVICE_MGMT_SUP`).
-    pub const CAP_DEVICE_MGMT: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
+crate::impl_flags!(
+    /// What a port supports (`port_cap_flags`, the PortInfo capability mask,
+    /// `enum ib_port_capability_mask_bits`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct PortCaps(u32);
 
+    /// One port capability.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PortCap {
+        /// Connection management (`IB_PORT_CM_SUP`).
+        Cm = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
+        /// Device management (`IB_PORT_DEVICE_MGMT_SUP`).
+        DeviceMgmt = bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP,
+    }
+);
+
+impl PortAttr<'_> {
     /// The GIDs of the port are derived from IP addresses (RoCE).
     pub fn ip_gids(&mut self, on: bool) -> &mut Self {
         // SAFETY: By the type invariant the pointer is valid and writable.

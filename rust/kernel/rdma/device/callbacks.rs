@@ -123,7 +123,7 @@ impl<T: Operations> Callbacks<T> {
     pub(super) fn ops(owner: &ThisModule) -> bindings::ib_device_ops {
         bindings::ib_device_ops {
             owner: owner.as_ptr(),
-            driver_id: T::DRIVER_ID,
+            driver_id: T::DRIVER_ID.into(),
             uverbs_abi_ver: T::UVERBS_ABI_VERSION,
             query_device: Some(Self::query_device),
             query_port: Some(Self::query_port),

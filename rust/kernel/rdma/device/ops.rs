@@ -4,14 +4,29 @@
 
 use super::*;
 
+/// The number ib_core and rdma-core know a driver by (`enum rdma_driver_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum DriverId {
+    /// A driver without a number of its own (`RDMA_DRIVER_UNKNOWN`); its user-space provider
+    /// matches the device by other means (for ferroce, the PCI ID).
+    Unknown = bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+}
+
+impl From<DriverId> for bindings::rdma_driver_id {
+    fn from(id: DriverId) -> Self {
+        id as Self
+    }
+}
+
 /// The operations of an RDMA device driver.
 ///
 /// `Self` is the driver's data of one device; ib_core calls these with the [`Device`] that holds
 /// it, from any thread and concurrently. Only what is implemented is given to ib_core.
 #[vtable]
 pub trait Operations: Sized + Send + Sync + 'static {
-    /// The driver's `enum rdma_driver_id` (`bindings::rdma_driver_id_RDMA_DRIVER_*`).
-    const DRIVER_ID: bindings::rdma_driver_id;
+    /// The driver's number.
+    const DRIVER_ID: DriverId;
     /// The version of the driver's user ABI (`include/uapi/rdma/<driver>-abi.h`).
     const UVERBS_ABI_VERSION: u32 = 0;
 
@@ -229,7 +244,7 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// An MR covering all memory, addressed by DMA address (`ib_get_dma_mr()`; ib_core uses it
     /// as the PD's local DMA key).
-    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<NewMr<Self::Mr>> {
+    fn get_dma_mr(_pd: &Pd<Self>, _access: AccessFlags) -> Result<NewMr<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -251,7 +266,7 @@ pub trait Operations: Sized + Send + Sync + 'static {
         _start: u64,
         _length: u64,
         _virt_addr: u64,
-        _access: u32,
+        _access: AccessFlags,
         _udata: Option<&mut Udata<'_>>,
     ) -> Result<NewMr<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)

@@ -133,7 +133,7 @@ impl<T: Operations> Registration<T> {
             // `__be64`: the bytes in network order.
             (*ib).node_guid = u64::from_ne_bytes(node_guid.to_be_bytes());
             (*ib).num_comp_vectors = comp_vectors.max(1).try_into().unwrap_or(i32::MAX);
-            (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
+            (*ib_dev_device(ib)).parent = parent.as_raw();
             bindings::ib_set_device_ops(ib, &ops);
         }
         let associated = match netdev {
@@ -202,14 +202,14 @@ impl<T: Operations> Drop for UnbindGuard<T> {
             let ib = ptr.0.as_ptr().cast::<bindings::ib_device>();
             // SAFETY: The device is registered (the pointer is set); the reference keeps the
             // allocation alive until `put_device` below, whatever the registration does.
-            unsafe { bindings::get_device(&raw mut (*ib).__bindgen_anon_1.dev) };
+            unsafe { bindings::get_device(ib_dev_device(ib)) };
             ib
         };
         // SAFETY: `ib` is alive (reference above). `ib_unregister_device()` serialises with
         // the registration's own call, which waits for this one before dropping the data.
         unsafe {
             bindings::ib_unregister_device(ib);
-            bindings::put_device(&raw mut (*ib).__bindgen_anon_1.dev);
+            bindings::put_device(ib_dev_device(ib));
         }
     }
 }

@@ -14,6 +14,10 @@
  * mapped, prints "holding", and waits on the context's async event file: when the device goes
  * away (rmmod) ib_core must cut the context off (disassociate_ucontext) and report
  * IB_EVENT_DEVICE_FATAL. It prints the event and exits 0 for that one, 1 otherwise.
+ *
+ * "ferroce_hostile cqs" opens a context and creates CQs until the kernel refuses one (each
+ * takes a local QID of the context's doorbell page), then prints "created N CQs, then errno E
+ * (message)" and exits 0, leaving the cleanup to the kernel.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -214,6 +218,40 @@ static int hold(void)
 	return event.event_type == IB_EVENT_DEVICE_FATAL ? 0 : 1;
 }
 
+/* Creates CQs until one is refused; at most 2048 (more than any QID table). */
+static int many_cqs(void)
+{
+	struct {
+		struct ib_uverbs_get_context_resp core;
+		struct ferroce_alloc_ucontext_resp drv;
+	} ctx_resp = { 0 };
+	struct ib_uverbs_get_context get_ctx = { .response = (uintptr_t)&ctx_resp };
+	struct cq_resp cq_resp;
+	int created, err = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	uverbs_fd = open_uverbs("ferroce0");
+	if (uverbs_fd < 0 || command(IB_USER_VERBS_CMD_GET_CONTEXT, &get_ctx, sizeof(get_ctx),
+				     NULL, 0, sizeof(ctx_resp))) {
+		perror("ferroce0");
+		return 100;
+	}
+	for (created = 0; created < 2048; created++) {
+		uint8_t *buf = queue_memory(2 * PAGE);
+		struct ferroce_create_cq_req req = {
+			.buf_addr = (uintptr_t)buf, .buf_size = 2 * PAGE, .log_size = 6,
+			.dbrec_offset = PAGE,
+		};
+
+		err = create_cq(&req, 64, &cq_resp);
+		if (err)
+			break;
+	}
+	printf("created %d CQs, then errno %d (%s)\n", created, err,
+	       err ? strerror(err) : "no refusal");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct {
@@ -237,6 +275,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "hold"))
 		return hold();
+	if (argc > 1 && !strcmp(argv[1], "cqs"))
+		return many_cqs();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uverbs_fd = open_uverbs("ferroce0");
 	if (uverbs_fd < 0) {

@@ -2,6 +2,7 @@
 
 //! The device's counter block: indexes and names.
 
+#[cfg(userspace)] // `counter_offset`.
 use super::*;
 use core::ffi::CStr;
 
@@ -117,7 +118,8 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"timeouts",
 ];
 
-/// BAR0 offset of counter `index`.
+/// BAR0 offset of counter `index` in the interface's layout.
+#[cfg(userspace)] // The driver takes the offset from `REG_COUNTERS_OFFSET`.
 pub const fn counter_offset(index: usize) -> usize {
     COUNTERS_OFFSET + index * 8
 }

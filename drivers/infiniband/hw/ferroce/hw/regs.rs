@@ -179,6 +179,7 @@ pub const EQN_FIRST_COMPLETION: u32 = 2;
 // Counters, MSI-X, doorbell pages.
 /// Counter block: `NUM_COUNTERS` little-endian u64 (`COUNTER_*` index × 8). 32-bit reads of the
 /// low and high half are allowed; read high, low, high again to detect a carry.
+#[cfg(userspace)] // The driver takes it from `REG_COUNTERS_OFFSET`.
 pub const COUNTERS_OFFSET: usize = 0x1000;
 /// MSI-X table (emulated by the VMM).
 pub const MSIX_TABLE_OFFSET: usize = 0x2000;

@@ -11,9 +11,13 @@ import re
 
 from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
 
-# in-flight.sh keeps commands waiting on a stalled NIC: a longer command timeout than the 2 s default.
+# in-flight.sh keeps commands waiting on a stalled NIC: a longer command timeout than the 2 s
+# default. The QID table is short, so that qid-table can fill it.
 CMD_TIMEOUT_MS = 20000
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, nic_args=["--cmd-timeout-ms", str(CMD_TIMEOUT_MS)])],
+QID_TABLE_LEN = 8
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True,
+                            nic_args=["--cmd-timeout-ms", str(CMD_TIMEOUT_MS),
+                                      "--qid-table-len", str(QID_TABLE_LEN)])],
                     timeout=180)
 
 
@@ -107,6 +111,21 @@ def commands_in_flight(run: Run) -> str:
     if f"command timeout {CMD_TIMEOUT_MS} ms" not in step.output:
         raise CheckFailed(f"the driver did not take the NIC's command timeout of {CMD_TIMEOUT_MS} ms")
     return "4 commands in flight at once, all completed"
+
+
+@scenario.check
+def qid_table_from_the_device(run: Run) -> str:
+    """A context gets as many queues as the device's QID table has, then ENOSPC; the driver
+    never asks the device to map a QID past its table."""
+    step = run.vm("a").step("qid-table")
+    step.ok()
+    m = step.expect(r"^created (\d+) CQs, then errno (\d+) \((.*)\)$")
+    if (int(m.group(1)), int(m.group(2))) != (QID_TABLE_LEN, 28):
+        raise CheckFailed(f"{m.group(0)}; expected {QID_TABLE_LEN} CQs, then errno 28 (ENOSPC)")
+    refused = [line for line in run.vm("a").kernel_log.splitlines() if "map_qid" in line]
+    if refused:
+        raise CheckFailed("the device was asked to map QIDs past its table:\n" + "\n".join(refused))
+    return m.group(0)
 
 
 @scenario.check
