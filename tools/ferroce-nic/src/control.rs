@@ -22,7 +22,7 @@ const MAX_LINE: u64 = 4096;
 
 /// The commands, for help texts.
 pub const COMMANDS: &str = "counters | gids | objects | status | stall on|off | hang on|off | \
-bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | \
+bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | trace mark NAME | \
 pcap start PATH | pcap stop | fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
 fault direction both|tx|rx | fault off";
 
@@ -224,7 +224,12 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                 nic.trace.stop().map_err(|e| e.to_string())?;
                 Ok(json!({ "trace": Value::Null }))
             }
-            _ => Err("expected trace start PATH | trace stop".into()),
+            // A named point in the trace, so that a picture can start there.
+            (Some("mark"), Some(name)) => {
+                nic.trace.event("mark", || json!({ "name": name }));
+                Ok(json!({ "mark": name, "tracing": nic.trace.enabled() }))
+            }
+            _ => Err("expected trace start PATH | trace stop | trace mark NAME".into()),
         },
         "pcap" => match (arg, words.next()) {
             (Some("start"), Some(path)) => {
@@ -301,4 +306,89 @@ pub fn request(path: &Path, command: &str) -> anyhow::Result<Value> {
     let mut reply = String::new();
     stream.read_to_string(&mut reply)?;
     serde_json::from_str(&reply).with_context(|| format!("bad reply {reply:?}"))
+}
+
+/// The counters `watch` shows, per second.
+pub const WATCHED: [&str; 10] = [
+    "doorbells",
+    "wqe_fetches",
+    "wqe_pushes",
+    "cqes",
+    "interrupts",
+    "tx_packets",
+    "rx_packets",
+    "retransmits",
+    "drops",
+    "naks_received",
+];
+
+/// Per-second rates of the [`WATCHED`] counters between two `counters` replies `interval`
+/// apart; `None` for a reply without them (a device reset lowers a counter: rate 0).
+pub fn rates(before: &Value, after: &Value, interval: std::time::Duration) -> Option<Vec<f64>> {
+    let secs = interval.as_secs_f64().max(1e-6);
+    WATCHED
+        .iter()
+        .map(|name| {
+            let a = before.get("counters")?.get(name)?.as_u64()?;
+            let b = after.get("counters")?.get(name)?.as_u64()?;
+            Some(b.saturating_sub(a) as f64 / secs)
+        })
+        .collect()
+}
+
+/// Prints the [`WATCHED`] counters of the device at `path` per second, every `interval`,
+/// `count` times (or until the device goes away): `ferroce-nic watch`, `tools/ferroce top`.
+pub fn watch(
+    path: &Path,
+    interval: std::time::Duration,
+    count: Option<u64>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let header: Vec<String> = WATCHED.iter().map(|n| format!("{n:>14}")).collect();
+    writeln!(out, "{:>6} {}", "s", header.join(""))?;
+    let start = std::time::Instant::now();
+    let mut before = request(path, "counters")?;
+    let mut taken = std::time::Instant::now();
+    let mut shown = 0;
+    while count.is_none_or(|n| shown < n) {
+        std::thread::sleep(interval);
+        let Ok(after) = request(path, "counters") else {
+            writeln!(out, "the device is gone")?;
+            return Ok(());
+        };
+        let now = std::time::Instant::now();
+        let row = rates(&before, &after, now - taken)
+            .ok_or_else(|| anyhow::anyhow!("bad counters reply {after}"))?;
+        let cells: Vec<String> = row.iter().map(|r| format!("{r:>14.0}")).collect();
+        writeln!(
+            out,
+            "{:>6.1} {}",
+            (now - start).as_secs_f64(),
+            cells.join("")
+        )?;
+        out.flush()?;
+        (before, taken) = (after, now);
+        shown += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_per_second_and_after_a_reset() {
+        let before = json!({"counters": {"doorbells": 100, "wqe_fetches": 10, "wqe_pushes": 0,
+            "cqes": 5, "interrupts": 1, "tx_packets": 50, "rx_packets": 40, "retransmits": 0,
+            "drops": 3, "naks_received": 0}});
+        let after = json!({"counters": {"doorbells": 300, "wqe_fetches": 20, "wqe_pushes": 4,
+            "cqes": 9, "interrupts": 2, "tx_packets": 150, "rx_packets": 90, "retransmits": 1,
+            "drops": 0, "naks_received": 0}});
+        let rates = rates(&before, &after, std::time::Duration::from_millis(500)).expect("rates");
+        assert_eq!(rates[..4], [400.0, 20.0, 8.0, 8.0]);
+        // The drops went down (a reset): no negative rate.
+        assert_eq!(rates[8], 0.0);
+        assert!(super::rates(&json!({}), &after, std::time::Duration::from_secs(1)).is_none());
+    }
 }

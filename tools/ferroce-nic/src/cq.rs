@@ -224,7 +224,7 @@ impl DeviceCore {
         }
         self.counters().inc(COUNTER_CQES);
         self.trace().event("cqe", || {
-            serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id})
+            serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "wqe_index": cqe.wqe_index, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id, "byte_len": cqe.byte_len})
         });
         let now = self.elapsed_us();
         let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {

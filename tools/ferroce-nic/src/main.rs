@@ -35,11 +35,24 @@ enum Command {
         control: PathBuf,
         /// Command and arguments: counters | gids | objects | status | stall on|off |
         /// hang on|off | bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal |
-        /// trace start PATH | trace stop | pcap start PATH | pcap stop |
+        /// trace start PATH | trace stop | trace mark NAME | pcap start PATH | pcap stop |
         /// fault | fault drop|duplicate|reorder|corrupt RATE |
         /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
+    },
+    /// Show a running device's counters per second (doorbells, WQE fetches and pushes, CQEs,
+    /// interrupts, packets, retransmits, drops, NAKs), like top.
+    Watch {
+        /// Control socket of the device.
+        #[arg(long)]
+        control: PathBuf,
+        /// Seconds between two lines.
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+        /// Stop after this many lines (default: until the device goes away).
+        #[arg(long)]
+        count: Option<u64>,
     },
 }
 
@@ -221,6 +234,17 @@ fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
             Ok(())
+        }
+        Command::Watch {
+            control,
+            interval,
+            count,
+        } => {
+            let interval = std::time::Duration::try_from_secs_f64(interval)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| anyhow::anyhow!("--interval {interval}: not a positive number"))?;
+            control::watch(&control, interval, count, &mut std::io::stdout())
         }
     }
 }

@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
@@ -42,12 +42,19 @@ impl Tracer {
         Self::default()
     }
 
-    /// Starts writing to `path` (truncated).
+    /// Starts writing to `path` (truncated). The first record, `clock`, has the wall-clock time
+    /// at its `t_us` (`unix_us`), so that the traces of several NICs share one time base.
     pub fn start(&self, path: &Path) -> std::io::Result<()> {
         let file = File::create(path)?;
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         *out = Some(BufWriter::new(file));
+        drop(out);
         self.enabled.store(true, Ordering::Release);
+        let unix_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros() as u64;
+        self.event("clock", || serde_json::json!({"unix_us": unix_us}));
         Ok(())
     }
 

@@ -575,6 +575,15 @@ fn trace_records_json_lines() {
         .any(|e| e["ev"] == "cmd" && e["name"] == "nop"));
     assert!(events.iter().any(|e| e["ev"] == "eqe"));
     assert!(events.iter().all(|e| e["t_us"].is_u64()));
+    // The first record puts the trace on the wall clock, so that two NICs' traces line up.
+    let clock = &events[0];
+    assert_eq!(clock["ev"], "clock");
+    let unix_us = clock["unix_us"].as_u64().expect("unix_us");
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_micros() as u64;
+    assert!(unix_us <= now_us && now_us - unix_us < 60_000_000);
 }
 
 #[test]

@@ -505,7 +505,9 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
     if machine.nic_binary is None:
         raise RuntimeError(f"VM {vm.name} wants a ferroce-nic but none was built (--nic)")
     sock = work / f"{vm.name}.vfio-user"
-    ctl = work / f"{vm.name}.nic-ctl"
+    # The control socket sits with the logs, where `tools/ferroce top SCENARIO VM` finds it
+    # from another shell while the scenario runs.
+    ctl = log_dir / f"{vm.name}.nic-ctl"
     netdev_side = work / f"{vm.name}.nic-netdev"
     cmd = [str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
            "--mac", mac_of(index), "--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl"),

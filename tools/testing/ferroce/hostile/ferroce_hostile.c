@@ -129,6 +129,20 @@ static int create_cq(struct ferroce_create_cq_req *req, uint32_t cqe, struct cq_
 		       sizeof(*resp));
 }
 
+struct context_resp {
+	struct ib_uverbs_get_context_resp core;
+	struct ferroce_alloc_ucontext_resp drv;
+};
+
+/* GET_CONTEXT: allocates the process's NIC context; 0 or errno. */
+static int get_context(struct context_resp *resp)
+{
+	struct ib_uverbs_get_context get_ctx = { .response = (uintptr_t)resp };
+
+	return command(IB_USER_VERBS_CMD_GET_CONTEXT, &get_ctx, sizeof(get_ctx), NULL, 0,
+		       sizeof(*resp));
+}
+
 struct qp_resp {
 	struct ib_uverbs_create_qp_resp core;
 	struct ferroce_create_qp_resp drv;
@@ -171,11 +185,7 @@ static int create_srq(uint32_t pd, uint32_t max_wr, uint32_t limit,
 /* Holds a context until the device goes away; see the top of the file. */
 static int hold(void)
 {
-	struct {
-		struct ib_uverbs_get_context_resp core;
-		struct ferroce_alloc_ucontext_resp drv;
-	} ctx_resp = { 0 };
-	struct ib_uverbs_get_context get_ctx = { .response = (uintptr_t)&ctx_resp };
+	struct context_resp ctx_resp = { 0 };
 	struct ib_uverbs_alloc_pd_resp pd_resp = { 0 };
 	struct ib_uverbs_alloc_pd alloc_pd = { .response = (uintptr_t)&pd_resp };
 	struct ib_uverbs_async_event_desc event = { 0 };
@@ -194,8 +204,7 @@ static int hold(void)
 		perror("ferroce0");
 		return 100;
 	}
-	if (command(IB_USER_VERBS_CMD_GET_CONTEXT, &get_ctx, sizeof(get_ctx), NULL, 0,
-		    sizeof(ctx_resp)) ||
+	if (get_context(&ctx_resp) ||
 	    command(IB_USER_VERBS_CMD_ALLOC_PD, &alloc_pd, sizeof(alloc_pd), NULL, 0,
 		    sizeof(pd_resp)) ||
 	    create_cq(&cq_req, 64, &cq_resp)) {
@@ -221,18 +230,13 @@ static int hold(void)
 /* Creates CQs until one is refused; at most 2048 (more than any QID table). */
 static int many_cqs(void)
 {
-	struct {
-		struct ib_uverbs_get_context_resp core;
-		struct ferroce_alloc_ucontext_resp drv;
-	} ctx_resp = { 0 };
-	struct ib_uverbs_get_context get_ctx = { .response = (uintptr_t)&ctx_resp };
+	struct context_resp ctx_resp = { 0 };
 	struct cq_resp cq_resp;
 	int created, err = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uverbs_fd = open_uverbs("ferroce0");
-	if (uverbs_fd < 0 || command(IB_USER_VERBS_CMD_GET_CONTEXT, &get_ctx, sizeof(get_ctx),
-				     NULL, 0, sizeof(ctx_resp))) {
+	if (uverbs_fd < 0 || get_context(&ctx_resp)) {
 		perror("ferroce0");
 		return 100;
 	}
@@ -254,11 +258,7 @@ static int many_cqs(void)
 
 int main(int argc, char **argv)
 {
-	struct {
-		struct ib_uverbs_get_context_resp core;
-		struct ferroce_alloc_ucontext_resp drv;
-	} ctx_resp = { 0 };
-	struct ib_uverbs_get_context get_ctx = { .response = (uintptr_t)&ctx_resp };
+	struct context_resp ctx_resp = { 0 };
 	struct ib_uverbs_alloc_pd_resp pd_resp = { 0 };
 	struct ib_uverbs_alloc_pd alloc_pd = { .response = (uintptr_t)&pd_resp };
 	struct cq_resp cq_resp;
@@ -283,8 +283,7 @@ int main(int argc, char **argv)
 		perror("no uverbs device for ferroce0");
 		return 100;
 	}
-	expect("get_context", command(IB_USER_VERBS_CMD_GET_CONTEXT, &get_ctx, sizeof(get_ctx),
-				       NULL, 0, sizeof(ctx_resp)), 0);
+	expect("get_context", get_context(&ctx_resp), 0);
 	expect("alloc_pd", command(IB_USER_VERBS_CMD_ALLOC_PD, &alloc_pd, sizeof(alloc_pd), NULL,
 				    0, sizeof(pd_resp)), 0);
 	pd = pd_resp.pd_handle;

@@ -1,10 +1,12 @@
 """make run: two VMs doing RDMA through ferroce, printing what they do (vmtest --follow).
 
 ibv_rc_pingpong and ib_write_bw between two ferroce VMs, kernel-bypass through the provider,
-then the NIC's counters, and where the capture of a's NIC port is, to open in Wireshark. The
-checks are those of a smoke test.
+then the NIC's counters, where the capture of a's NIC port is, to open in Wireshark, and a
+sequence picture of one pingpong SEND drawn from both NICs' traces. The checks are those of a
+smoke test.
 """
 
+import nictrace
 import pcapcheck
 from harness import CheckFailed, Run, Scenario, Vm
 
@@ -43,3 +45,23 @@ def capture(run: Run) -> str:
         raise CheckFailed("\n".join(problems))
     shown = f"out/logs/{path.parent.name}/{path.name}"
     return f"{shown}: {summary}\nopen it in Wireshark, or: tshark -r {shown}"
+
+
+@scenario.check
+def sequence_picture(run: Run) -> str:
+    """One 4 KiB SEND of the pingpong, doorbell to CQE, drawn from both NICs' traces."""
+    traces = [run.log_dir / f"{vm}.nic-trace.jsonl" for vm in ("a", "b")]
+    try:
+        events = nictrace.after_mark(nictrace.load_all(traces), "rc-pingpong")
+        drawn = nictrace.arrows(nictrace.select(events, None, 10, 1, None), 2,
+                                nictrace.match_frames(events))
+    except SystemExit as e:
+        raise CheckFailed(str(e)) from e
+    if not any(a.kind == "doorbell" for a in drawn) or not any(a.kind == "cqe" for a in drawn):
+        raise CheckFailed("the picture has no doorbell or no CQE")
+    path = run.log_dir / "pingpong.svg"
+    nictrace.draw(drawn, 2, "ibv_rc_pingpong: one 4 KiB SEND from a to b, doorbell to CQE", path)
+    shown = f"out/logs/{path.parent.name}"
+    return (f"{shown}/{path.name}: {len(drawn)} events; draw others with: tools/ferroce trace "
+            f"{shown}/a.nic-trace.jsonl {shown}/b.nic-trace.jsonl --after-mark rc-pingpong "
+            "--skip N --wrs 1 -o FILE.svg (--help)")
