@@ -5,7 +5,7 @@ step rdma-setup 60 sh -c 'modprobe ferroce && modprobe rdma_rxe && rdma link add
 wait_for_gid ferroce0 3
 wait_for_gid rxe0 1
 echo "$KINDS" | while read -r kind ndev group port; do
-	step "mckey-$kind" 240 sh -c "$SC mckey_receive $(addr_of "$ndev") $group $(ip_of a) $port"
+	step "mckey-$kind" 240 sh -c "$SC mckey_receive $(addr_of "$ndev") $group $(ip_of a) $(tell_port "$port")"
 done
 step igmp 10 cat /proc/net/igmp
 step nic-counters 15 hostctl nic counters

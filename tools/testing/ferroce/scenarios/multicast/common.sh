@@ -7,9 +7,17 @@
 # Steps run their command in a shell with lib.sh only: "sh -c \"$SC fn args\"" gives it these.
 SC=". /scenario/common.sh;"
 
-# KINDS: "kind netdev group port" per line (port: where a hears that a receiver listens).
+# KINDS: "kind netdev group port" per line. A receiver tells a that it listens on TCP port
+# port + the last byte of its eth0 address (b: +2, c: +3): a port each, since a second client
+# of one `nc -l` can be accepted into its backlog and then dropped when the first one is served.
 KINDS="ferroce eth0 239.1.1.1 18900
-rxe eth1 239.1.2.1 18901"
+rxe eth1 239.1.2.1 18910"
+RECEIVERS="2 3"
+
+# tell_port BASE: the port on which this receiver tells a that it listens.
+tell_port() {
+	echo $(($1 + $(addr_of eth0 | cut -d. -f4)))
+}
 
 # addr_of NETDEV: this VM's IPv4 address on NETDEV.
 addr_of() {
@@ -17,7 +25,8 @@ addr_of() {
 }
 
 # mckey_receive BIND GROUP SENDER PORT: joins GROUP from BIND and waits for 10 datagrams; once
-# the join is under way, tells SENDER (listening on PORT) that this receiver listens.
+# the join is under way, tells SENDER (listening on PORT, this receiver's tell_port) that this
+# receiver listens.
 mckey_receive() {
 	mckey -m "$2" -b "$1" -C 10 > /tmp/mckey.out 2>&1 &
 	_pid=$!
