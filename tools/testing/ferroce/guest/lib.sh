@@ -289,14 +289,14 @@ _perftests() {
 perftest_server() {
 	_perftests | while read -r _name _tool _port _rest; do
 		# shellcheck disable=SC2086 # _rest holds the tool's options
-		step "$_name" 300 $_tool -d "$1" -x "$2" -p "$_port" $_rest < /dev/null
+		step "$_name" 300 $_tool -F -d "$1" -x "$2" -p "$_port" $_rest < /dev/null
 	done
 }
 
 perftest_client() {
 	_perftests | while read -r _name _tool _port _rest; do
 		# shellcheck disable=SC2086
-		retry "$_name" 280 $_tool -d "$1" -x "$2" -p "$_port" $_rest "$3" < /dev/null
+		retry "$_name" 280 $_tool -F -d "$1" -x "$2" -p "$_port" $_rest "$3" < /dev/null
 	done
 }
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pcapcheck
 from harness import CheckFailed, Run, Scenario, Vm
+from perftest import NUM
 
 VMS = [
     Vm("a", "10.0.0.1/24", nic=True, second=("rxe", "10.0.1.1/24")),
@@ -77,8 +78,7 @@ def parity(run: Run, test: str, row: str | None = None) -> str:
     return "; ".join(figures)
 
 
-# A figure, or what perftest prints for one when its clock fit failed (common.sh: -F).
-NUM = r"(?:[\d.]+|inf|-?nan)"
+# NUM: a figure, or what perftest prints for one when its clock fit failed (common.sh: -F).
 BW = rf"^\s*\d+\s+\d+\s+{NUM}\s+{NUM}\s+{NUM}\s*$"
 LAT = rf"^\s*\d+\s+\d+\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}.*$"
 
