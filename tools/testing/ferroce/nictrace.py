@@ -131,6 +131,9 @@ class Arrow:
 
 def frame_label(f: dict) -> str:
     name = OPCODES.get(f.get("opcode", -1), f"opcode {f.get('opcode')}")
+    # An ACKNOWLEDGE whose AETH syndrome is not an ACK's (0b000xxxxx) is a NAK of its kind.
+    if f.get("opcode") == 17 and f.get("syndrome", 0) & 0x60:
+        name = nak_name(f["syndrome"])
     extra = " (retransmit)" if f.get("retransmit") else ""
     return f"{name} PSN {f.get('psn')} QP {f.get('qpn')}, {f.get('len')} B{extra}"
 

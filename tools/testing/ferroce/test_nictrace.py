@@ -74,6 +74,14 @@ class NictraceTest(unittest.TestCase):
         self.assertEqual(rows[0]["stages"], [10.0, 10.0, 2180.0, 10.0, None])
         self.assertIn("first frame → last ACK", nictrace.latency_table(rows))
 
+    def test_a_nak_frame_is_named_by_its_syndrome(self) -> None:
+        self.assertEqual(nictrace.frame_label(frame(0, "tx", 5, opcode=17, syndrome=0x1f)),
+                         "ACK PSN 5 QP 2, 122 B")
+        self.assertEqual(nictrace.frame_label(frame(0, "tx", 5, opcode=17, syndrome=0x2e)),
+                         "RNR NAK PSN 5 QP 2, 122 B")
+        self.assertEqual(nictrace.frame_label(frame(0, "tx", 5, opcode=17, syndrome=0x60)),
+                         "sequence NAK PSN 5 QP 2, 122 B")
+
     def test_a_missing_mark_is_refused(self) -> None:
         with self.assertRaises(SystemExit):
             nictrace.after_mark(nictrace.load_all([self.a]), "nope")

@@ -233,6 +233,10 @@ impl Io {
                 "psn": bth.psn, "len": out.len(), "ack_req": bth.ack_req,
                 "retransmit": retransmit, "smac": mac_text(&route.smac),
                 "dmac": mac_text(&route.dmac)});
+            // An ACK frame may be a NAK: the AETH says which.
+            if let Some(aeth) = packet.aeth {
+                event["syndrome"] = json!(aeth.syndrome);
+            }
             if looped {
                 event["loopback"] = json!(true);
             }

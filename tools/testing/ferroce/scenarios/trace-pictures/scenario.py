@@ -196,6 +196,11 @@ def rnr_nak(run: Run) -> str:
     if not naks:
         raise CheckFailed("no RNR NAK in the picture:\n" + "\n".join(f"  {a.summary()}" for a in drawn))
     psn = naks[0].fields["psn"]
+    # b's frame of it: an ACKNOWLEDGE whose AETH syndrome says RNR, drawn as an RNR NAK.
+    sent = [a for a in of(drawn, "b", "frame") if a.fields.get("opcode") == ACK
+            and a.fields.get("psn") == psn and a.label.startswith("RNR NAK")]
+    if not sent:
+        raise CheckFailed(f"b's RNR NAK frame of PSN {psn} is not in the picture")
     again = [a for a in of(drawn, "a", "frame") if a.fields.get("psn") == psn
              and a.fields.get("retransmit") and a.t0 > naks[0].t0]
     timer = [a for a in of(drawn, "a", "retransmit") if "RNR" in a.label]
