@@ -24,7 +24,9 @@ as JSON (the trace-pictures scenario checks it). SVG or PNG by the output's suff
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
+import itertools
 import json
 import statistics
 import sys
@@ -288,12 +290,16 @@ def wqes_with(events: list[Event], fetches: list[Event], what: str) -> list[Even
             return id(e) in matched and matched[id(e)] is None
         return e.fields.get("psn") in psns
 
+    # The times of A's first transmissions of requests that were hit, in order.
+    hits = sorted(e.t for e in events
+                  if e.node == 0 and e.kind == "frame" and e.fields.get("dir") == "tx"
+                  and not e.fields.get("retransmit") and e.fields.get("opcode") not in RESPONSES
+                  and hit(e))
     out = []
     for i, w in enumerate(fetches):
         end = fetches[i + 1].t if i + 1 < len(fetches) else float("inf")
-        if any(e.node == 0 and e.kind == "frame" and e.fields.get("dir") == "tx"
-               and not e.fields.get("retransmit") and e.fields.get("opcode") not in RESPONSES
-               and w.t <= e.t < end and hit(e) for e in events):
+        k = bisect.bisect_left(hits, w.t)
+        if k < len(hits) and hits[k] < end:
             out.append(w)
     return out
 
@@ -394,27 +400,39 @@ STAGES = ("doorbell → fetch", "fetch → first frame", "first frame → last A
 
 
 def latencies(events: list[Event], qp: int | None) -> list[dict]:
-    """Per WR of A's QP: the time of each stage (µs; None where the trace has no such event)."""
+    """Per WR of A's QP: the time of each stage (µs; None where the trace has no such event).
+    Each WR looks only at the events between its doorbell and its CQE (found by index), so a
+    long trace costs one pass, not one per WR."""
     a = [e for e in events if e.node == 0]
-    fetches = [e for e in a if e.kind == "wqe" and (qp is None or e.fields.get("qpn") == qp)]
+    at = [i for i, e in enumerate(a) if e.kind == "wqe"
+          and (qp is None or e.fields.get("qpn") == qp)]
+    # Send CQEs by (QP, WQE index), in trace order.
+    cqes: dict[tuple, list[int]] = {}
+    for i, e in enumerate(a):
+        if e.kind == "cqe" and e.fields.get("opcode", 0) < 0x80:
+            cqes.setdefault((e.fields.get("qpn"), e.fields.get("wqe_index")), []).append(i)
     out = []
-    for i, w in enumerate(fetches):
+    for n, p in enumerate(at):
+        w = a[p]
         qpn, index = w.fields.get("qpn"), w.fields.get("index")
-        following = [e for e in a if e.t >= w.t]
-        cqe = next((e for e in following if is_send_cqe_of(e, qpn, index)), None)
-        if cqe is None:
+        candidates = cqes.get((qpn, index), [])
+        k = bisect.bisect_left(candidates, p)
+        if k == len(candidates):
             continue  # unsignaled, or the trace ends first
-        doorbell = next((e for e in reversed([e for e in a if e.t <= w.t])
-                         if e.kind == "doorbell"
+        c = candidates[k]
+        cqe = a[c]
+        doorbell = next((e for e in reversed(a[:p]) if e.kind == "doorbell"
                          and DOORBELL_NAMES.get(e.fields.get("reg")) in SQ_DOORBELLS), None)
-        next_fetch = fetches[i + 1].t if i + 1 < len(fetches) and fetches[i + 1].t < cqe.t else cqe.t
-        frames = [e for e in following if e.kind == "frame" and e.fields.get("dir") == "tx"
+        next_fetch = a[at[n + 1]].t if n + 1 < len(at) and a[at[n + 1]].t < cqe.t else cqe.t
+        during = a[p:c + 1]
+        frames = [e for e in during if e.kind == "frame" and e.fields.get("dir") == "tx"
                   and e.t <= next_fetch and e.fields.get("opcode") not in RESPONSES]
-        acks = [e for e in following if e.kind in ("ack", "frame") and e.t <= cqe.t
-                and (e.kind == "ack" and e.fields.get("dir") == "rx" and e.fields.get("qpn") == qpn
-                     or e.kind == "frame" and e.fields.get("dir") == "rx"
-                     and e.fields.get("opcode") in RESPONSES)]
-        irq = next((e for e in following if e.kind == "irq" and cqe.t <= e.t <= cqe.t + 2000), None)
+        acks = [e for e in during
+                if e.kind == "ack" and e.fields.get("dir") == "rx" and e.fields.get("qpn") == qpn
+                or e.kind == "frame" and e.fields.get("dir") == "rx"
+                and e.fields.get("opcode") in RESPONSES]
+        irq = next((e for e in itertools.takewhile(lambda e: e.t <= cqe.t + 2000, a[c:])
+                    if e.kind == "irq"), None)
         first = frames[0].t if frames else None
         last_ack = acks[-1].t if acks else None
 
