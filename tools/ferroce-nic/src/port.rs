@@ -63,7 +63,8 @@ pub struct PortStats {
     pub from_host: AtomicU64,
     /// Wire → engine frames.
     pub to_engine: AtomicU64,
-    /// Frames lost because a peer was absent or a queue was full.
+    /// Frames lost because a peer socket was absent (an unplugged cable) or would not take them;
+    /// those the engine's queue could not take count in its `queue_drops`.
     pub lost: AtomicU64,
 }
 
@@ -173,9 +174,8 @@ impl Port {
                         let frame = &buf[..n];
                         if classify(frame, &mac) == Steer::Engine && n <= MAX_FRAME {
                             stats.to_engine.fetch_add(1, Ordering::Relaxed);
-                            if !nic.port_rx.push(frame.to_vec()) {
-                                stats.lost.fetch_add(1, Ordering::Relaxed);
-                            }
+                            // A full queue counts in the engine's `queue_drops`.
+                            nic.port_rx.push(frame.to_vec());
                             nic.doorbell.ring();
                         } else if let (Some(sock), Some(peer)) = (&netdev, &peer) {
                             trace.capture.frame(Direction::In, frame, None);

@@ -324,7 +324,7 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
         .iter()
         .all(|c| c.wc_status() == WcStatus::Success && c.wr_id >= 10_000));
     assert!(n.g.dev.engine.busy(), "the datagrams are held");
-    let drops = n.counter(COUNTER_DROPS);
+    let drops = n.counter(COUNTER_QUEUE_DROPS);
     // The last datagram is released by `all_sent + hold`.
     let release = all_sent + hold + Duration::from_millis(50);
     std::thread::sleep(release.saturating_duration_since(Instant::now()));
@@ -335,7 +335,7 @@ fn loopback_burst_beyond_the_queue_is_dropped_not_queued() {
         .iter()
         .all(|c| c.wc_status() == WcStatus::Success && c.wr_id < 10_000));
     assert_eq!(
-        n.counter(COUNTER_DROPS) - drops,
+        n.counter(COUNTER_QUEUE_DROPS) - drops,
         (total - LOOPBACK_CAPACITY) as u64
     );
     assert!(!n.g.dev.engine.busy());

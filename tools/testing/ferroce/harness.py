@@ -5,9 +5,10 @@ A scenario is a directory under scenarios/ with a ``scenario.py`` that
 declares its VMs and its checks, and one shell script per VM (``<vm>.sh``)
 that runs inside that VM (see guest/init and guest/lib.sh). The harness
 
-* wires the VMs' virtio-net NICs to an L2 learning switch made of unix
-  datagram sockets (QEMU's ``-netdev dgram`` framing: one Ethernet frame
-  per datagram),
+* wires the VMs' virtio-net NICs (or ferroce NIC ports) of a segment
+  together over unix datagram sockets (QEMU's ``-netdev dgram`` framing: one
+  Ethernet frame per datagram): two of them by a cable, straight to each
+  other, more through an L2 learning switch,
 * boots them with guest RAM in a shared memfd (what the vfio-user NIC needs),
 * keeps two streams per VM apart: what the guest's init and the scenario
   script print (the steps the checks parse) on a virtio console, hvc0, into
@@ -59,8 +60,10 @@ class Switch:
     a frame because its receiver is busy: a peer socket's queue is short
     (``net.unix.max_dgram_qlen``, 10 by default), so frames it cannot take now
     wait in the egress port's buffer, up to ``EGRESS_FRAMES``, and go out in
-    order once the peer reads. Beyond that, and towards a peer that is not
-    there, frames are lost (``dropped``), as on a wire.
+    order once the peer reads. Beyond that a frame is lost to congestion
+    (``congested``, which a fault-free run never sees); towards a peer that is
+    not there (a VM not up yet) it is lost as on an unplugged wire
+    (``unplugged``).
     """
 
     EGRESS_FRAMES = 4096
@@ -71,7 +74,8 @@ class Switch:
         self.fdb: dict[bytes, str] = {}
         self.backlog: dict[str, collections.deque[bytes]] = {}
         self.frames = 0
-        self.dropped = 0
+        self.congested = 0
+        self.unplugged = 0
         self._selector = selectors.DefaultSelector()
         self._stop_r, self._stop_w = os.pipe()
         for name in names:
@@ -98,7 +102,7 @@ class Switch:
         backlog = self.backlog[name]
         if backlog:
             if len(backlog) >= self.EGRESS_FRAMES:
-                self.dropped += 1
+                self.congested += 1
             else:
                 backlog.append(frame)
             return
@@ -109,7 +113,7 @@ class Switch:
             backlog.append(frame)
             self._selector.modify(self.ports[name], selectors.EVENT_READ | selectors.EVENT_WRITE, name)
         except (FileNotFoundError, ConnectionRefusedError):
-            self.dropped += 1  # that VM is not up (yet): a lost frame, as on an unplugged wire
+            self.unplugged += 1  # that VM is not up (yet): a lost frame, as on an unplugged wire
 
     def _flush(self, name: str) -> None:
         """Sends what waits for port NAME until its peer's queue is full again."""
@@ -120,7 +124,7 @@ class Switch:
             except BlockingIOError:
                 return
             except (FileNotFoundError, ConnectionRefusedError):
-                self.dropped += len(backlog)
+                self.unplugged += len(backlog)
                 backlog.clear()
                 break
             backlog.popleft()
@@ -163,6 +167,40 @@ class Switch:
             sock.close()
         os.close(self._stop_r)
         os.close(self._stop_w)
+
+
+class Cable:
+    """A segment of two ports is a cable, not a switch: each end sends straight to the other's
+    socket (``<dir>/<name>.port``, where its QEMU netdev or NIC binds). No frame waits for a
+    forwarding thread on the way, which under TCG, with the VMs' vCPUs taking the CPUs, is
+    scheduled late: through the switch, a one-way trip took 4 ms and at times 20 ms, long
+    enough to make RC retransmit. A full receiver queue blocks or back-pressures the sender (the
+    NIC model's sockets block; QEMU queues the packet), so a cable loses nothing."""
+
+    frames = congested = unplugged = 0
+
+    def __init__(self, directory: Path, names: list[str]) -> None:
+        assert len(names) == 2, names
+        self.peers = {names[0]: names[1], names[1]: names[0]}
+        self.directory = directory
+
+    def port_path(self, name: str) -> str:
+        return str(self.directory / f"{name}.port")
+
+    def switch_path(self, name: str) -> str:
+        """Where port `name` sends: the other end."""
+        return self.port_path(self.peers[name])
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def segment_for(directory: Path, names: list[str]) -> "Switch | Cable":
+    """Two ports are joined by a cable, more by a switch."""
+    return Cable(directory, names) if len(names) == 2 else Switch(directory, names)
 
 
 @dataclasses.dataclass
@@ -327,11 +365,13 @@ class Run:
     """What a scenario run produced, as the checks see it."""
 
     def __init__(self, results: dict[str, VmResult], timed_out: bool, seconds: float,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, wire: dict | None = None) -> None:
         self.results = results
         self.timed_out = timed_out
         self.seconds = seconds
         self.log_dir = log_dir
+        self.wire = wire
+        """`wire_report` at the end of the run (also `<log_dir>/wire.json`)."""
 
     def vm(self, name: str) -> VmResult:
         return self.results[name]
@@ -360,13 +400,98 @@ class Run:
 Check = Callable[[Run], None]
 
 
+def nic_request(path: Path, command: str, timeout: float = 5) -> dict:
+    """One command to a ferroce-nic control socket (`ferroce-nic ctl`'s protocol: a line in,
+    a JSON document out)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall(command.encode() + b"\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return json.loads(reply)
+
+
+def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, Path]) -> dict:
+    """What the segments carried and lost: each switch's frames and losses, each NIC's engine
+    counters (frames, retransmits, queue drops) and its port's losses. A NIC that does not
+    answer (it died) has an "error"."""
+    report: dict = {"switches": {}, "nics": {}}
+    for segment, switch in switches.items():
+        if isinstance(switch, Switch):
+            report["switches"][segment] = {"frames": switch.frames, "congested": switch.congested,
+                                           "unplugged": switch.unplugged}
+    for name, ctl in nic_ctls.items():
+        try:
+            counters = nic_request(ctl, "counters")["counters"]
+            port = nic_request(ctl, "status")["port"]
+        except (OSError, ValueError, KeyError) as e:
+            report["nics"][name] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        report["nics"][name] = {key: counters.get(key, 0) for key in (
+            "tx_packets", "rx_packets", "retransmits", "timeouts", "queue_drops", "drops")}
+        report["nics"][name]["port_lost"] = port.get("lost", 0)
+    return report
+
+
+RETRANSMIT_LIMIT = 0.001
+"""Retransmitted frames a fault-free scenario may have, as a share of the frames its NICs sent:
+timers may fire while a peer's vCPU is starved, but no frame is lost."""
+
+
+def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
+    """The implicit check of every scenario: no switch lost a frame to congestion and, unless
+    the scenario injects faults, no NIC queue dropped one and at most `RETRANSMIT_LIMIT` of the
+    frames were retransmitted. Returns (passed, the figures)."""
+    if report is None:
+        return True, "no wire report (the scenario did not run to its end)"
+    problems, lines = [], []
+    for segment, sw in report["switches"].items():
+        lines.append(f"switch {segment}: {sw['frames']} frames, {sw['congested']} lost to "
+                     f"congestion, {sw['unplugged']} to a port not up")
+        if sw["congested"]:
+            problems.append(f"switch {segment} lost {sw['congested']} frames to congestion")
+    sent = retransmitted = 0
+    for name, nic in report["nics"].items():
+        if "error" in nic:
+            lines.append(f"NIC {name}: {nic['error']}")
+            continue
+        sent += nic["tx_packets"]
+        retransmitted += nic["retransmits"]
+        lines.append(f"NIC {name}: {nic['tx_packets']} frames sent, {nic['retransmits']} "
+                     f"retransmitted ({nic['timeouts']} timer expiries), {nic['queue_drops']} "
+                     f"queue drops, {nic['port_lost']} lost by the port")
+        if nic["queue_drops"] and scenario.wire_judged:
+            problems.append(f"NIC {name} dropped {nic['queue_drops']} frames: a queue was full")
+    if sent:
+        share = retransmitted / sent
+        lines.append(f"retransmitted {retransmitted} of {sent} frames ({100 * share:.3f} %)")
+        if share > RETRANSMIT_LIMIT and scenario.wire_judged:
+            problems.append(f"{retransmitted} of {sent} frames retransmitted ({100 * share:.3f} %)"
+                            f" in a fault-free run; at most {100 * RETRANSMIT_LIMIT:.1f} %")
+    if not scenario.wire_judged:
+        why = "the scenario injects faults" if scenario.faults else "a benchmark judges no figure"
+        lines.append(f"({why}: retransmits and queue drops are not judged)")
+    return not problems, "\n".join(problems + lines)
+
+
 class Scenario:
     """VMs, their scripts (scenarios/<name>/<vm>.sh) and the checks."""
 
-    def __init__(self, vms: list[Vm], timeout: float = 600, needs_all_exit_zero: bool = True) -> None:
+    def __init__(self, vms: list[Vm], timeout: float = 600, needs_all_exit_zero: bool = True,
+                 faults: bool = False) -> None:
         self.vms = vms
         self.timeout = timeout
         self.needs_all_exit_zero = needs_all_exit_zero
+        self.faults = faults
+        """The scenario loses frames or stalls a NIC on purpose: `wire_clean` only reports."""
+        self.wire_judged = not faults
+        """Whether `wire_clean` judges retransmits and queue drops (a benchmark only reports
+        them: it judges no figure)."""
+        self.files: dict[str, str] = {}
+        """Files the scenario generates for its guests' /scenario, next to its directory's
+        (a benchmark's scripts, made from its table)."""
         self.checks: list[tuple[str, Check]] = []
         self.name = "?"
         self.directory: Path | None = None
@@ -594,7 +719,9 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         ports.setdefault(vm.segment, []).append(vm.name)
         if vm.second:
             ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
-    switches = {segment: Switch(work, names) for segment, names in ports.items()}
+    switches = {segment: segment_for(work, names) for segment, names in ports.items()}
+    nic_ctls: dict[str, Path] = {}
+    wire = None
     timed_out = False
     start = time.monotonic()
     try:
@@ -602,6 +729,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         files = work / "files" / "scenario"
         shutil.copytree(scenario.directory, files, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
         (files / "hosts").write_text("".join(f"{vm.address} {vm.name}\n" for vm in scenario.vms))
+        for name, text in scenario.files.items():
+            (files / name).write_text(text)
         make_cpio(work / "files", work / "scenario.cpio")
         initrd = join_initrds([*machine.initrds, work / "scenario.cpio"], work / "initrd.cpio")
 
@@ -611,6 +740,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             switch = switches[vm.segment]
             if vm.nic:
                 extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, switch)
+                nic_ctls[vm.name] = log_dir / f"{vm.name}.nic-ctl"
                 local = str(work / f"{vm.name}.qemu-net")
             else:
                 extra, nic_ctl = [], None
@@ -662,6 +792,9 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             time.sleep(0.2)
         if follower:
             follower.poll()
+        # The VMs are gone, their NICs still answer: what the segments carried and lost.
+        wire = wire_report(switches, nic_ctls)
+        (log_dir / "wire.json").write_text(json.dumps(wire, indent=1) + "\n")
     finally:
         for proc in procs.values():
             if proc.poll() is None:
@@ -682,7 +815,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         m = EXIT.search(output)
         results[vm.name] = VmResult(vm, output, int(m.group(1)) if m else None,
                                     procs[vm.name].returncode if vm.name in procs else None, kernel_log)
-    return Run(results, timed_out, time.monotonic() - start, log_dir)
+    return Run(results, timed_out, time.monotonic() - start, log_dir, wire)
 
 
 def follow_streams(logs: dict[str, Path], kernel_logs: dict[str, Path]) -> dict[str, Path]:

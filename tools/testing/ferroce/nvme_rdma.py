@@ -49,7 +49,7 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
               cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "")
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     TARGET = VMS[1]
-    scenario = Scenario(vms=VMS, timeout=timeout)
+    scenario = Scenario(vms=VMS, timeout=timeout, faults=expect_retransmits)
 
 
     @scenario.check

@@ -84,7 +84,7 @@ class SwitchTest(unittest.TestCase):
             got.append(f)
         self.assertEqual(len(got), len(burst))
         self.assertEqual(got, burst)
-        self.assertEqual(self.switch.dropped, 0)
+        self.assertEqual((self.switch.congested, self.switch.unplugged), (0, 0))
 
     def test_drops_runts_and_survives_a_missing_peer(self):
         self.send("a", b"short")
@@ -95,6 +95,7 @@ class SwitchTest(unittest.TestCase):
         self.assertEqual(self.received("b"), f)
         time.sleep(0.1)
         self.assertTrue(self.switch._thread.is_alive())
+        self.assertEqual((self.switch.congested, self.switch.unplugged), (0, 1))
 
 
 CONSOLE = """\
@@ -109,6 +110,91 @@ attempt
 === STEP retry rc=1 tries=3 secs=9.0
 === FERROCE-EXIT rc=1
 """
+
+
+def nic(tx: int, retransmits: int = 0, queue_drops: int = 0) -> dict:
+    return {"tx_packets": tx, "rx_packets": tx, "retransmits": retransmits, "timeouts": 0,
+            "queue_drops": queue_drops, "drops": 0, "port_lost": 0}
+
+
+class CableTest(unittest.TestCase):
+    def test_two_ports_are_a_cable_more_are_a_switch(self):
+        with tempfile.TemporaryDirectory() as name:
+            d = Path(name)
+            self.assertIsInstance(harness.segment_for(d, ["a", "b", "c"]), harness.Switch)
+            cable = harness.segment_for(d, ["a", "b"])
+            self.assertIsInstance(cable, harness.Cable)
+            ends = {}
+            for port in "ab":
+                ends[port] = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                ends[port].bind(cable.port_path(port))
+                ends[port].settimeout(2)
+            f = frame("ff:ff:ff:ff:ff:ff", "52:54:00:00:00:01")
+            ends["a"].sendto(f, cable.switch_path("a"))
+            self.assertEqual(ends["b"].recv(65536), f)
+            ends["b"].sendto(f, cable.switch_path("b"))
+            self.assertEqual(ends["a"].recv(65536), f)
+            for end in ends.values():
+                end.close()
+            self.assertEqual(harness.wire_report({"lan": cable}, {}), {"switches": {}, "nics": {}})
+
+
+class WireCleanTest(unittest.TestCase):
+    """The implicit wire-clean check of every scenario."""
+
+    def report(self, congested: int = 0, **nics: dict) -> dict:
+        return {"switches": {"lan": {"frames": 100, "congested": congested, "unplugged": 3}},
+                "nics": nics}
+
+    def test_a_clean_run_passes_with_its_figures(self):
+        passed, text = harness.wire_clean(harness.Scenario([]), self.report(a=nic(5000, 5), b=nic(5000)))
+        self.assertTrue(passed, text)
+        self.assertIn("retransmitted 5 of 10000 frames (0.050 %)", text)
+        self.assertIn("switch lan: 100 frames, 0 lost to congestion, 3 to a port not up", text)
+
+    def test_retransmits_above_the_limit_fail_a_fault_free_run_only(self):
+        report = self.report(a=nic(1000, 2))
+        passed, text = harness.wire_clean(harness.Scenario([]), report)
+        self.assertFalse(passed)
+        self.assertIn("2 of 1000 frames retransmitted (0.200 %) in a fault-free run", text)
+        self.assertTrue(harness.wire_clean(harness.Scenario([], faults=True), report)[0])
+
+    def test_queue_drops_fail_and_congestion_always_fails(self):
+        self.assertFalse(harness.wire_clean(harness.Scenario([]), self.report(a=nic(10, 0, 1)))[0])
+        faulty = harness.Scenario([], faults=True)
+        self.assertTrue(harness.wire_clean(faulty, self.report(a=nic(10, 0, 1)))[0])
+        passed, text = harness.wire_clean(faulty, self.report(congested=1))
+        self.assertFalse(passed)
+        self.assertIn("switch lan lost 1 frames to congestion", text)
+
+    def test_a_dead_nic_is_reported(self):
+        passed, text = harness.wire_clean(harness.Scenario([]), self.report(a={"error": "refused"}))
+        self.assertTrue(passed)
+        self.assertIn("NIC a: refused", text)
+
+
+class BenchTest(unittest.TestCase):
+    """make bench's scenarios come from bench.py's one table."""
+
+    def test_client_and_server_run_the_same_tests_on_the_same_ports(self):
+        import bench
+        for kind in bench.KINDS:
+            scenario = bench.scenario_for(kind, 9000)
+            self.assertEqual({vm.mtu for vm in scenario.vms}, {9000})
+            client, server = scenario.files["a.sh"], scenario.files["b.sh"]
+            ports = [re.findall(r"^(?:RETRY_FOR=60 retry|step) (\S+) .* -p (\d+) ", text, re.M)
+                     for text in (client, server)]
+            self.assertEqual(ports[0], ports[1])
+            self.assertEqual([name for name, _ in ports[0]], [t.name for t in bench.tests_for(kind)])
+            checks = [name for name, _ in scenario.checks]
+            self.assertEqual(checks[-1], "figures-saved")
+
+    def test_cost_rows_read_the_counters_around_the_run(self):
+        import bench
+        client = bench.scenario_for("ferroce", 1500).files["a.sh"]
+        self.assertIn("step cost-chain32-dma-nopush-before 15 hostctl nic counters\n"
+                      "RETRY_FOR=60 retry cost-chain32-dma-nopush 140 env FERROCE_PUSH=0 ib_write_bw", client)
+        self.assertNotIn("cost-", bench.scenario_for("rxe", 1500).files["a.sh"])
 
 
 class ConsoleTest(unittest.TestCase):
@@ -482,8 +568,9 @@ class VmtestMainTest(unittest.TestCase):
         rc, printed, results, kt = self.run_main("[    0.000000] Linux version 7.3.4\n")
         self.assertEqual(rc, 0)
         self.assertEqual(results.splitlines()[2:], ["PASS module/vms-complete", "PASS module/kernel-clean",
-                                                    "PASS module/load", "PASS module/log-line", "PASS module/unload"])
-        self.assertRegex(printed, r"(?m)^--- module: 5 passed, 0 failed, \d+\.\d s$")
+                                                    "PASS module/wire-clean", "PASS module/load",
+                                                    "PASS module/log-line", "PASS module/unload"])
+        self.assertRegex(printed, r"(?m)^--- module: 6 passed, 0 failed, \d+\.\d s$")
         self.assertRegex(printed, r"(?m)^vmtest: seconds per scenario\n  module +\d+\.\d s\nvmtest: 1 scenario\(s\) in \d+ s$")
         lines = kt.splitlines()
         self.assertEqual(lines[:4], ["KTAP version 1", "1..3", "ok 1 cargo-fmt", "  KTAP version 1"])

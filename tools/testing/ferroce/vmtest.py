@@ -106,6 +106,10 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
                   for line in harness.kernel_trouble(result)]
     results.append((f"{scenario.name}/kernel-clean", not complaints, "\n".join(complaints[:20])))
 
+    # The third: nothing was lost on the wire, and a fault-free run hardly retransmitted.
+    passed, figures = harness.wire_clean(scenario, run.wire)
+    results.append((f"{scenario.name}/wire-clean", passed, figures))
+
     for check_name, check in scenario.checks:
         try:
             info = check(run)

@@ -202,7 +202,7 @@ fn transmit(
         }
     }
     if !loopback.push(frame) {
-        host.count(COUNTER_DROPS, 1);
+        host.count(COUNTER_QUEUE_DROPS, 1);
         trace.event("drop", || json!({"why": "loopback queue full"}));
     }
 }
@@ -447,11 +447,16 @@ impl RoceEngine {
     /// the next QP's turn.
     fn service_qps(&mut self, host: &mut dyn EngineHost, now: Instant) {
         let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        // The ACK a timer waits for may be among the frames a poll did not take yet (more
+        // arrived than [`RX_BUDGET`]): timers expire only once everything received was seen.
+        let all_received = self.io.rx.is_empty();
         for qpn in qpns {
             if let Some(qp) = self.qps.get_mut(&qpn) {
                 qp.sync(host, &self.io.trace);
                 super::responder::flush_ack(qp, &mut self.io, host);
-                super::requester::timers(qp, &mut self.io, host, now);
+                if all_received {
+                    super::requester::timers(qp, &mut self.io, host, now);
+                }
                 super::requester::run(qp, &mut self.io, host, now);
                 super::responder::send_read_responses(qp, &mut self.io, host);
                 super::completer::complete(qp, host);
@@ -535,7 +540,7 @@ impl Engine for RoceEngine {
             .release(now, &mut |f| received.push_back(f));
         let overflows = self.io.rx.take_overflows();
         if overflows > 0 {
-            host.count(COUNTER_DROPS, overflows);
+            host.count(COUNTER_QUEUE_DROPS, overflows);
         }
         for f in received {
             self.receive(host, &f, now, false);

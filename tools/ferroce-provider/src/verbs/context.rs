@@ -226,6 +226,8 @@ unsafe extern "C" fn alloc_context(
     let inner = check(ret)
         .and_then(|()| limits_from(&resp.drv))
         .and_then(|(limits, push)| {
+            // FERROCE_PUSH=0: every WR goes through the ring and a doorbell (to compare).
+            let push = push.filter(|_| std::env::var_os("FERROCE_PUSH").is_none_or(|v| v != "0"));
             let db = DbPage::map(
                 cmd_fd,
                 resp.drv.db_mmap_offset,

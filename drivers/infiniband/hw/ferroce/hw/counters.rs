@@ -76,10 +76,12 @@ mod index {
     pub const COUNTER_DUPLICATES: usize = 30;
     /// Retransmission timer expiries.
     pub const COUNTER_TIMEOUTS: usize = 31;
+    /// Frames lost because a queue of the NIC was full (the engine's receive or loopback FIFO).
+    pub const COUNTER_QUEUE_DROPS: usize = 32;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 32;
+pub const NUM_COUNTERS: usize = 33;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -116,6 +118,7 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"cq_arms",
     c"duplicates",
     c"timeouts",
+    c"queue_drops",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.

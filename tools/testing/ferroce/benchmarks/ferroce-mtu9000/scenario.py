@@ -1,0 +1,5 @@
+"""make bench: perftest on ferroce between two VMs at Ethernet MTU 9000 (bench.py's table)."""
+
+from bench import scenario_for
+
+scenario = scenario_for("ferroce", 9000)

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: GPL-2.0
+"""make bench's report: one table, one figure and the raw numbers from one run.
+
+    benchreport.py LOGS OUT [--engine FILE]
+
+reads `LOGS/<kind>-mtu<mtu>/bench.json` (left by bench.py's benchmark scenarios) and, with
+--engine, the NIC engine benchmark's summary line (`cargo bench --bench rc_write`), and writes
+OUT/bench.json (everything), OUT/bench.md (the tables, also printed) and OUT/bench.svg and
+OUT/bench.png (ferroce against rxe per test and MTU). A missing scenario leaves its cells
+empty; a figure that cannot be drawn is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from bench import COST_COUNTERS, KINDS, MTUS, TESTS
+
+ENGINE = re.compile(r"rc_write 64KiB: ([\d.]+) us \((\d+) MiB/s\); memcpy 64KiB: ([\d.]+) us \((\d+) MiB/s\)")
+
+
+def load(logs: Path) -> dict[str, dict]:
+    """`kind-mtuN` → that scenario's bench.json, for those that ran."""
+    runs = {}
+    for kind in KINDS:
+        for mtu in MTUS:
+            path = logs / f"{kind}-mtu{mtu}" / "bench.json"
+            if path.exists():
+                runs[f"{kind}-mtu{mtu}"] = json.loads(path.read_text())
+    return runs
+
+
+def value(runs: dict, kind: str, mtu: int, test) -> float | None:
+    figure = runs.get(f"{kind}-mtu{mtu}", {}).get("tests", {}).get(test.name)
+    if figure is None:
+        return None
+    return figure["t_typical_us"] if test.latency else figure["bw_avg_mib_s"]
+
+
+def fmt(x: float | None, digits: int = 1) -> str:
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def ratio(test, ferroce: float | None, rxe: float | None) -> float | None:
+    """How much better ferroce is: bandwidth ferroce ÷ rxe, latency rxe ÷ ferroce."""
+    if not ferroce or not rxe:
+        return None
+    return rxe / ferroce if test.latency else ferroce / rxe
+
+
+def comparison(runs: dict) -> tuple[list[str], list[dict]]:
+    head = "| test | unit |" + "".join(f" ferroce {m} | rxe {m} | × {m} |" for m in MTUS)
+    lines = [head, "| --- | --- |" + " --- | --- | --- |" * len(MTUS)]
+    rows = []
+    for test in TESTS:
+        if test.wrs:
+            continue
+        row = {"test": test.name, "unit": "us" if test.latency else "MiB/s"}
+        cells = []
+        for mtu in MTUS:
+            f, r = value(runs, "ferroce", mtu, test), value(runs, "rxe", mtu, test)
+            x = ratio(test, f, r)
+            row[str(mtu)] = {"ferroce": f, "rxe": r, "times_better": x}
+            cells += [fmt(f), fmt(r), fmt(x, 2)]
+        rows.append(row)
+        lines.append(f"| {test.name} | {row['unit']} | " + " | ".join(cells) + " |")
+    return lines, rows
+
+
+def costs(runs: dict) -> tuple[list[str], dict]:
+    mtu = next((m for m in MTUS if f"ferroce-mtu{m}" in runs), MTUS[0])
+    lines = [f"| cost per WR (ib_write_bw 64 B, MTU {mtu}) | " + " | ".join(COST_COUNTERS) + " |",
+             "| --- |" + " --- |" * len(COST_COUNTERS)]
+    table = {}
+    tests = runs.get(f"ferroce-mtu{mtu}", {}).get("tests", {})
+    for test in TESTS:
+        per_wr = tests.get(test.name, {}).get("per_wr") if test.wrs else None
+        if per_wr is None:
+            continue
+        table[test.name] = per_wr
+        lines.append(f"| {test.name} | " + " | ".join(f"{per_wr[c]:g}" for c in COST_COUNTERS) + " |")
+    return lines, table
+
+
+def wire(runs: dict) -> list[str]:
+    lines = ["| run | frames sent | retransmitted | queue drops | switch congestion drops |",
+             "| --- | --- | --- | --- | --- |"]
+    for name, run in runs.items():
+        w = run.get("wire") or {}
+        nics = [n for n in w.get("nics", {}).values() if "error" not in n]
+        congested = sum(s["congested"] for s in w.get("switches", {}).values())
+        lines.append(f"| {name} | {sum(n['tx_packets'] for n in nics) if nics else ''} | "
+                     f"{sum(n['retransmits'] for n in nics) if nics else ''} | "
+                     f"{sum(n['queue_drops'] for n in nics) if nics else ''} | {congested} |")
+    return lines
+
+
+def engine(path: Path | None) -> dict | None:
+    if path is None or not path.exists():
+        return None
+    m = ENGINE.search(path.read_text())
+    if m is None:
+        return None
+    write_us, write_mib, copy_us, copy_mib = (float(x) for x in m.groups())
+    return {"rc_write_64kib_us": write_us, "rc_write_mib_s": write_mib, "memcpy_64kib_us": copy_us,
+            "memcpy_mib_s": copy_mib, "share_of_memcpy": write_mib / copy_mib if copy_mib else None}
+
+
+def draw(rows: list[dict], out: Path) -> str:
+    """Bars of ferroce's advantage (×) per test, one colour per MTU."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return f"no figure ({e})"
+    shown = [r for r in rows if any(r[str(m)]["times_better"] for m in MTUS)]
+    if not shown:
+        return "no figure (no test ran on both devices)"
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / len(MTUS)
+    for i, mtu in enumerate(MTUS):
+        xs = [j + (i - (len(MTUS) - 1) / 2) * width for j in range(len(shown))]
+        ax.bar(xs, [r[str(mtu)]["times_better"] or 0 for r in shown], width, label=f"MTU {mtu}")
+    ax.axhline(1, color="black", linewidth=0.8)
+    ax.axhline(10, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(shown)), [r["test"] for r in shown], rotation=45, ha="right")
+    ax.set_ylabel("ferroce vs rxe (×, higher is better)")
+    ax.set_title("make bench: bandwidth ferroce ÷ rxe, latency rxe ÷ ferroce (same run)")
+    ax.legend()
+    fig.tight_layout()
+    for ext in ("svg", "png"):
+        fig.savefig(out / f"bench.{ext}")
+    plt.close(fig)
+    return f"figure: {out / 'bench.svg'}, {out / 'bench.png'}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--engine", type=Path, help="the rc_write benchmark's output")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = load(args.logs)
+    table, rows = comparison(runs)
+    cost_lines, cost_table = costs(runs)
+    eng = engine(args.engine)
+    md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
+          "latency µs typical; × is how many times better ferroce is).", "", *table, "",
+          *cost_lines, "", "Wire:", "", *wire(runs), ""]
+    if eng:
+        md += [f"NIC engine on the host: RC WRITE 64 KiB {eng['rc_write_64kib_us']:g} µs "
+               f"({eng['rc_write_mib_s']:g} MiB/s), memcpy {eng['memcpy_64kib_us']:g} µs "
+               f"({eng['memcpy_mib_s']:g} MiB/s): {100 * eng['share_of_memcpy']:.0f} % of memcpy.", ""]
+    (args.out / "bench.md").write_text("\n".join(md))
+    (args.out / "bench.json").write_text(json.dumps(
+        {"comparison": rows, "cost_per_wr": cost_table, "engine": eng, "runs": runs}, indent=1) + "\n")
+    print("\n".join(md))
+    print(draw(rows, args.out))
+    print(f"benchreport: {args.out / 'bench.md'}, {args.out / 'bench.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
