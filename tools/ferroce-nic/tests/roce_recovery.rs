@@ -528,3 +528,70 @@ fn adaptive_timer_learns_a_longer_round_trip() {
     let late: u64 = per_message[20..].iter().sum();
     assert!(late <= 4, "spurious retransmissions go on: {per_message:?}");
 }
+
+/// A window of READs whose answers are all held up past the adaptive timeout (the peer's host
+/// got busy): the timer goes back once, and the answers to the first transmission, arriving
+/// afterwards, each imply the same loss again. They are believed once what was in flight has
+/// been resent, not after every two packets (the window after a timeout), which would resend
+/// the window over and over.
+#[test]
+fn late_answers_to_a_window_do_not_resend_it_again_and_again() {
+    const READS: u64 = 32;
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: 16,
+            mtu: MTU_4096,
+            ..Conn::default()
+        },
+    );
+    measure_rtt(&mut p);
+    let before = p.a.counter(COUNTER_RETRANSMITS);
+    p.b.faults.command(&["direction", "tx"]).expect("fault");
+    p.b.faults.command(&["delay", "1", "30000"]).expect("fault");
+    let data = p.b.fill(p.b.buf, 4096 * READS as usize, 9);
+    for i in 0..READS {
+        let seg = rdma_seg(p.b.buf + i * 4096, p.b.key);
+        let dst = p.a.buf + 65536 + i * 4096;
+        p.qa.post(&mut p.a, i, WR_RDMA_READ, dst, 4096, &seg, 0);
+    }
+    let (ca, _) = p.wait_cqes(READS as usize, 0);
+    assert!(ca.iter().all(|c| c.wc_status() == WcStatus::Success));
+    assert_eq!(p.a.g.read(p.a.buf + 65536, 4096 * READS as usize), data);
+    let resent = p.a.counter(COUNTER_RETRANSMITS) - before;
+    eprintln!("{READS} READs answered 30 ms late: {resent} packets resent");
+    assert!(
+        resent <= READS,
+        "{resent} packets resent for a window of {READS}"
+    );
+}
+
+/// One long WRITE whose ACKs are held up past the adaptive timeout: the go-back resends from
+/// the first unacknowledged packet, and each late ACK of the first transmission moves the
+/// resend on past what it acknowledged instead of resending acknowledged packets.
+#[test]
+fn a_late_ack_moves_a_resend_past_what_it_acknowledged() {
+    const LEN: usize = 256 << 10;
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            timeout: 16,
+            mtu: MTU_4096,
+            ..Conn::default()
+        },
+    );
+    measure_rtt(&mut p);
+    let before = p.a.counter(COUNTER_RETRANSMITS);
+    p.b.faults.command(&["direction", "tx"]).expect("fault");
+    p.b.faults.command(&["delay", "1", "30000"]).expect("fault");
+    let data = p.a.fill(p.a.buf + 65536, LEN, 5);
+    let (src, seg) = (p.a.buf + 65536, rdma_seg(p.b.buf + 65536, p.b.key));
+    p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, LEN as u32, &seg, 0);
+    let (ca, _) = p.wait_cqes(1, 0);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert!(p.b.g.read(p.b.buf + 65536, LEN) == data);
+    let resent = p.a.counter(COUNTER_RETRANSMITS) - before;
+    let packets = (LEN / 4096) as u64;
+    eprintln!("a WRITE of {packets} packets, ACKs 30 ms late: {resent} packets resent");
+    assert!(resent < packets / 2, "{resent} of {packets} packets resent");
+}

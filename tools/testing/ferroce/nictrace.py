@@ -338,9 +338,14 @@ def select(events: list[Event], qp: int | None, skip: int, wrs: int | None,
         cqes = [e for e in events if e.node == 0 and e.t >= last.t and e.kind == "cqe"
                 and e.fields.get("qpn") == qpn and e.fields.get("opcode", 0) < 0x80]
     hi = cqes[0].t if cqes else last.t
-    # The interrupt and the consumer's re-arm that follow the last CQE belong to the picture.
+    # The interrupt and the consumer's re-arm that follow the last CQE belong to the picture:
+    # the EQE and interrupt within 2 ms, and after an interrupt the re-arm before A's next WQE
+    # (the consumer's wake-up under TCG can take milliseconds), 50 ms at most.
     after = [e for e in events if e.t > hi and e.t <= hi + 2000 and e.node == 0
              and e.kind in ("eqe", "irq", "cq_arm")]
+    if any(e.kind == "irq" for e in after) and not any(e.kind == "cq_arm" for e in after):
+        end = min([hi + 50_000] + [e.t for e in fetches if e.t > hi][:1])
+        after += [e for e in events if e.node == 0 and e.kind == "cq_arm" and hi < e.t < end][:1]
     hi = max([hi] + [e.t for e in after[:3]])
     return [e for e in events if lo <= e.t <= hi]
 

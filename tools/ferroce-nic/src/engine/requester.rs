@@ -164,6 +164,9 @@ pub struct Requester {
     pub last_retry_psn: Option<u32>,
     /// Packets sent since the last go-back.
     pub sent_since_rewind: u32,
+    /// Packets that were in flight when the last go-back began: their answers, still on the
+    /// way, report the same loss again and again.
+    rewound_span: u32,
     retry_cnt: u8,
     rnr_retry: u8,
     max_rd_atomic: u8,
@@ -298,9 +301,14 @@ impl Requester {
     /// Goes back to resend from `from`. Unless `force`, a second request for the same PSN
     /// without progress in between is ignored (several NAKs or gaps report one loss).
     pub fn rewind(&mut self, from: u32, force: bool, io: &Io, qpn: u32, reason: &str) -> bool {
-        // A repeated report of the same loss is believed once a window has been resent since:
-        // then the retransmission itself was lost, not just packets sent before it.
-        if !force && self.last_retry_psn == Some(from) && self.sent_since_rewind < self.cwnd {
+        // A repeated report of the same loss is believed once a window, and at least what was
+        // in flight at the go-back, has been resent since: then the retransmission itself was
+        // lost, not just packets sent before it (after a timeout the window is 2 packets, and
+        // the answers to a whole earlier window are still arriving, each implying the loss).
+        if !force
+            && self.last_retry_psn == Some(from)
+            && self.sent_since_rewind < self.cwnd.max(self.rewound_span)
+        {
             return false;
         }
         let Some(i) = self
@@ -312,6 +320,7 @@ impl Requester {
         };
         self.last_retry_psn = Some(from);
         self.sent_since_rewind = 0;
+        self.rewound_span = psn::diff(self.high_psn, from).max(0) as u32;
         // Karn: the timed packet gives no sample once it is sent again.
         if self.rtt_probe.is_some_and(|(at, _)| !psn::before(at, from)) {
             self.rtt_probe = None;
@@ -735,6 +744,17 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             // Already sent (the cursor came back for an earlier READ's next piece).
             qp.req.cursor += 1;
             continue;
+        }
+        // Acknowledged while a go-back was resending it (the first transmission's ACK came
+        // late): the resend goes on from the first packet not yet acknowledged.
+        if reliable && matches!(w.kind, Kind::Send | Kind::Write) {
+            let acked = psn::diff(qp.req.una, w.first_psn);
+            if acked > 0 && (acked as u32) > w.next_pkt && (acked as u32) < w.npkts {
+                if let Some(w) = qp.req.wqes.get_mut(i) {
+                    w.next_pkt = acked as u32;
+                }
+                continue;
+            }
         }
         let k = w.next_pkt;
         let pkt_psn = match w.kind {
