@@ -21,7 +21,7 @@ use crate::server::Nic;
 const MAX_LINE: u64 = 4096;
 
 /// The commands, for help texts.
-pub const COMMANDS: &str = "counters | gids | objects | status | stall on|off | hang on|off | \
+pub const COMMANDS: &str = "counters | gids | latency [reset] | objects | status | stall on|off | hang on|off | \
 bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | trace mark NAME | \
 pcap start PATH | pcap stop | fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
 fault direction both|tx|rx | fault off";
@@ -146,6 +146,17 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
             Ok(json!({ "counters": map }))
         }
         "gids" => Ok(gids_json(&nic.lock())),
+        "latency" => {
+            let mut device = nic.lock();
+            match arg {
+                None => Ok(json!({ "latency": device.core.latency().summary() })),
+                Some("reset") => {
+                    device.core.latency_mut().reset();
+                    Ok(Value::Null)
+                }
+                Some(other) => Err(format!("expected latency [reset], got {other:?}")),
+            }
+        }
         "objects" => Ok(objects_json(nic, &nic.lock())),
         "status" => {
             let device = nic.lock();

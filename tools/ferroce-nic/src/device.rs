@@ -20,6 +20,7 @@ use crate::counters::Counters;
 use crate::doorbell::Doorbells;
 use crate::engine::Engine;
 use crate::interrupts::InterruptSink;
+use crate::latency::DoorbellLatency;
 use crate::memory::{DmaError, GuestMemory};
 use crate::objects::Objects;
 use crate::trace::Tracer;
@@ -170,6 +171,8 @@ pub struct DeviceCore {
     /// Fatal error requested by the host.
     pending_fatal: bool,
     start: Instant,
+    /// Doorbell-to-wire intervals.
+    latency: DoorbellLatency,
 }
 
 /// The device: core state plus the engine.
@@ -211,6 +214,7 @@ impl Device {
             pending_port: None,
             pending_fatal: false,
             start: Instant::now(),
+            latency: DoorbellLatency::default(),
         };
         Self { core, engine }
     }
@@ -366,6 +370,16 @@ impl DeviceCore {
     /// MSI-X.
     pub fn irq(&self) -> &dyn InterruptSink {
         &*self.irq
+    }
+
+    /// Doorbell-to-wire intervals (`ctl latency`).
+    pub fn latency(&self) -> &DoorbellLatency {
+        &self.latency
+    }
+
+    /// Doorbell-to-wire intervals, to record or reset.
+    pub fn latency_mut(&mut self) -> &mut DoorbellLatency {
+        &mut self.latency
     }
 
     /// Counters.

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
+use crate::latency::Noticed;
 use crate::objects::{PushedWqe, MAX_PUSHED_PER_QP};
 
 /// Most rejected doorbells kept for reporting; older ones are dropped.
@@ -152,6 +153,14 @@ impl DeviceCore {
         let ring = qp.sq.buf.ring;
         if !ring.advance_valid(qp.sq.pi, index, qp.sq.ci) {
             return false;
+        }
+        if index != qp.sq.pi {
+            let noticed = if pushed.is_some() {
+                Noticed::Pushed
+            } else {
+                Noticed::Rung
+            };
+            qp.rang.rang(qp.sq.pi, noticed);
         }
         qp.sq.pi = index;
         if let Some(bytes) = pushed {

@@ -191,6 +191,9 @@ pub trait EngineHost {
     fn qp_attrs(&self, qpn: u32) -> Option<(QpState, QpAttrs)>;
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
+    /// The first frame of send WQE `index` of QP `qpn` went to the wire (its doorbell's
+    /// latency is sampled).
+    fn wqe_on_wire(&mut self, qpn: u32, index: u16);
     /// The protection domain of a QP.
     fn qp_pd(&self, qpn: u32) -> Option<u32>;
     /// Checks that `len` bytes at `iova` are accessible through MR `key` for `access` in `pd`,

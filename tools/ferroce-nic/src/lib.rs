@@ -23,6 +23,7 @@ pub mod doorbell;
 pub mod engine;
 pub mod eq;
 pub mod interrupts;
+pub mod latency;
 pub mod lies;
 pub mod mcast;
 pub mod memory;

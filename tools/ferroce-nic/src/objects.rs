@@ -661,6 +661,8 @@ pub struct Qp {
     pub inflight: VecDeque<InflightSend>,
     /// WQEs taken from push windows, not yet processed.
     pub pushed: VecDeque<PushedWqe>,
+    /// SQ doorbells whose first WQE has not reached the wire yet (doorbell-to-wire latency).
+    pub rang: crate::latency::PendingDoorbells,
     /// New RQ WQEs were announced.
     pub rq_notified: bool,
     /// Queued for the device thread.

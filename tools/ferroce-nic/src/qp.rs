@@ -109,6 +109,7 @@ impl DeviceCore {
             attrs: QpAttrs::initial(),
             inflight: VecDeque::new(),
             pushed: VecDeque::new(),
+            rang: Default::default(),
             rq_notified: false,
             queued: false,
         };
@@ -272,6 +273,7 @@ impl DeviceCore {
                 }
                 qp.inflight.clear();
                 qp.pushed.clear();
+                qp.rang = Default::default();
             }
             QpState::Err if old_state != QpState::Err => {
                 if qp.srqn != NONE {
@@ -312,6 +314,7 @@ impl DeviceCore {
         };
         let inflight: Vec<InflightSend> = qp.inflight.drain(..).collect();
         qp.pushed.clear();
+        qp.rang = Default::default();
         let (sq_buf, fetch, pi, sq_cqn) = (qp.sq.buf.clone(), qp.sq.fetch, qp.sq.pi, qp.sq_cqn);
         qp.sq.fetch = pi;
         qp.sq.ci = pi;

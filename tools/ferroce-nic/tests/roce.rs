@@ -161,6 +161,12 @@ fn chain_of_32_wrs_one_doorbell_inline_and_push() {
     }
     p.qa.ring(&mut p.a);
     let (ca, _) = p.wait_cqes(32, 0);
+    let latency = |p: &Pair, kind: &str| p.a.g.dev.core.latency().summary()[kind]["count"].clone();
+    assert_eq!(
+        latency(&p, "rung"),
+        1,
+        "one doorbell-to-wire sample per doorbell"
+    );
     assert_eq!(p.a.counter(COUNTER_DOORBELLS) - doorbells, 1);
     assert_eq!(p.a.counter(COUNTER_WQE_FETCHES) - fetches, 32);
     assert_eq!(
@@ -231,6 +237,8 @@ fn chain_of_32_wrs_one_doorbell_inline_and_push() {
         "pushed: no fetch"
     );
     assert_eq!(p.a.counter(COUNTER_WQE_PUSHES), 1);
+    assert_eq!(latency(&p, "rung"), 2, "the chain of 32 and the 8 SENDs");
+    assert_eq!(latency(&p, "pushed"), 1);
 }
 
 #[test]

@@ -101,6 +101,35 @@ fn rnr_naks_retry_until_a_receive_is_posted() {
     assert!(p.b.g.read(dst, 3000) == data);
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 
+    // A window of SENDs into a responder without receive WQEs: each RNR NAK is followed by a
+    // probe of the least window, not by the whole window again.
+    let mut p = Pair::new(MIB, Conn::default());
+    let src = p.a.buf;
+    for wr_id in 0..32 {
+        p.qa.post(&mut p.a, wr_id, WR_SEND, src, 1000, &[0; 40], 0);
+    }
+    p.pump_until(std::time::Duration::from_secs(5), |p| {
+        p.a.counter(COUNTER_RNR_RETRIES) >= 4
+    });
+    let (rnr, resent) = (
+        p.a.counter(COUNTER_RNR_RETRIES),
+        p.a.counter(COUNTER_RETRANSMITS),
+    );
+    eprintln!("{rnr} RNR NAKs, {resent} packets resent");
+    assert!(
+        resent <= 2 * rnr,
+        "{resent} packets resent after {rnr} RNR NAKs"
+    );
+    let dst = p.b.buf + 65536;
+    for i in 0..32 {
+        p.qb.post_recv(&mut p.b, 100 + i, dst + i * 1024, 1024);
+    }
+    let (ca, cb) = p.wait_cqes(32, 32);
+    assert!(ca
+        .iter()
+        .chain(&cb)
+        .all(|c| c.wc_status() == WcStatus::Success));
+
     // With no RNR retries allowed, the first RNR NAK fails the WQE.
     let mut p = Pair::new(
         MIB,
@@ -138,7 +167,9 @@ fn retries_exhausted_on_a_dead_wire() {
         3,
         "the first try and two retries"
     );
-    assert_eq!(p.a.counter(COUNTER_RETRANSMITS), 4);
+    // Each retry resends the first unanswered packet and waits for its answer (the second
+    // WRITE is not resent into a dead wire).
+    assert_eq!(p.a.counter(COUNTER_RETRANSMITS), 2);
 }
 
 /// 64 MiB each of RC WRITE, READ and SEND over a wire that drops, duplicates and reorders 10 %

@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from bench import COST_COUNTERS, KINDS, MTUS, TESTS
+from bench import COST_COUNTERS, COST_WRS, KINDS, MTUS, TESTS, cost_rows, marginal_cost
 
 ENGINE = re.compile(r"rc_write 64KiB: ([\d.]+) us \((\d+) MiB/s\); memcpy 64KiB: ([\d.]+) us \((\d+) MiB/s\)")
 
@@ -73,16 +73,47 @@ def comparison(runs: dict) -> tuple[list[str], list[dict]]:
 
 def costs(runs: dict) -> tuple[list[str], dict]:
     mtu = next((m for m in MTUS if f"ferroce-mtu{m}" in runs), MTUS[0])
-    lines = [f"| cost per WR (ib_write_bw 64 B, MTU {mtu}) | " + " | ".join(COST_COUNTERS) + " |",
+    lines = [f"| cost per WR (ib_write_bw 64 B, MTU {mtu}; runs of {COST_WRS[1]} less {COST_WRS[0]} WRs) | "
+             + " | ".join(COST_COUNTERS) + " |",
              "| --- |" + " --- |" * len(COST_COUNTERS)]
     table = {}
     tests = runs.get(f"ferroce-mtu{mtu}", {}).get("tests", {})
-    for test in TESTS:
-        per_wr = tests.get(test.name, {}).get("per_wr") if test.wrs else None
-        if per_wr is None:
+    for row in cost_rows():
+        short, long = (tests.get(f"{row}-n{n}", {}).get("counts") for n in COST_WRS)
+        if short is None or long is None:
             continue
-        table[test.name] = per_wr
-        lines.append(f"| {test.name} | " + " | ".join(f"{per_wr[c]:g}" for c in COST_COUNTERS) + " |")
+        per_wr = table[row] = marginal_cost(short, long)
+        lines.append(f"| {row} | " + " | ".join(f"{per_wr[c]:g}" for c in COST_COUNTERS) + " |")
+    return lines, table
+
+
+# Seed 1 §3.3/§5.3: doorbell-to-send of a 100 Gb/s NIC by how it notices the doorbell (µs).
+SEED1 = {"event-driven": (1.2, 2.5), "polling": (0.6, 1.1), "push": (0.3, 0.8)}
+# Which of ferroce's runs and samples stand for each mode (polling: doorbell records are not
+# polled by the NIC yet).
+MODES = {"event-driven": ("send-lat-nopush", "rung"), "polling": None, "push": ("send-lat", "pushed")}
+
+
+def seed1(runs: dict) -> tuple[list[str], dict]:
+    """Seed 1's table next to the NIC's own doorbell-to-wire figures (ib_send_lat 8 B)."""
+    lines = ["| mode (seed 1) | seed avg µs | seed p99 µs | ferroce avg µs | ferroce p99 µs | samples | ÷ event-driven (avg, p99) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    table = {}
+    mtu = next((m for m in MTUS if f"ferroce-mtu{m}" in runs), MTUS[0])
+    tests = runs.get(f"ferroce-mtu{mtu}", {}).get("tests", {})
+    for mode, where in MODES.items():
+        got = {}
+        if where is not None:
+            got = tests.get(where[0], {}).get("nic_latency", {}).get(where[1], {}) or {}
+        table[mode] = got
+    base = table["event-driven"]
+    for mode, (avg, p99) in SEED1.items():
+        got = table[mode]
+        rel = ""
+        if got.get("avg_us") and base.get("avg_us"):
+            rel = f"{got['avg_us'] / base['avg_us']:.2f}, {got['p99_us'] / base['p99_us']:.2f}"
+        lines.append(f"| {mode} | {avg} | {p99} | {fmt(got.get('avg_us'))} | {fmt(got.get('p99_us'))} | "
+                     f"{got.get('count', '') if MODES[mode] else 'not built'} | {rel} |")
     return lines, table
 
 
@@ -150,17 +181,20 @@ def main() -> int:
     runs = load(args.logs)
     table, rows = comparison(runs)
     cost_lines, cost_table = costs(runs)
+    seed_lines, seed_table = seed1(runs)
     eng = engine(args.engine)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
           "latency µs typical; × is how many times better ferroce is).", "", *table, "",
-          *cost_lines, "", "Wire:", "", *wire(runs), ""]
+          *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
+          *seed_lines, "", "Wire:", "", *wire(runs), ""]
     if eng:
         md += [f"NIC engine on the host: RC WRITE 64 KiB {eng['rc_write_64kib_us']:g} µs "
                f"({eng['rc_write_mib_s']:g} MiB/s), memcpy {eng['memcpy_64kib_us']:g} µs "
                f"({eng['memcpy_mib_s']:g} MiB/s): {100 * eng['share_of_memcpy']:.0f} % of memcpy.", ""]
     (args.out / "bench.md").write_text("\n".join(md))
     (args.out / "bench.json").write_text(json.dumps(
-        {"comparison": rows, "cost_per_wr": cost_table, "engine": eng, "runs": runs}, indent=1) + "\n")
+        {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
+         "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     print(draw(rows, args.out))
     print(f"benchreport: {args.out / 'bench.md'}, {args.out / 'bench.json'}")

@@ -25,9 +25,9 @@ SIZE = 64 << 20
 MIBS = string.digits + string.ascii_uppercase + string.ascii_lowercase + "+/"
 
 @functools.cache
-def pattern_sha256() -> str:
+def pattern_sha256(mibs: int = 64) -> str:
     h, mib = hashlib.sha256(), "".join(f"X{i:06d}\n" for i in range(1 << 17))
-    for m in MIBS:
+    for m in MIBS[:mibs]:
         h.update(mib.replace("X", m).encode())
     return h.hexdigest()
 
@@ -39,11 +39,13 @@ RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeou
 
 
 def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str] | None = None,  # noqa: N803
-                 expect_retransmits: bool = False, target_srq: bool = False) -> Scenario:
+                 expect_retransmits: bool = False, target_srq: bool = False, mibs: int = 64) -> Scenario:
     """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce"). `nic_args` go to
     the ferroce NICs (fault injection); with `expect_retransmits` the NICs must have recovered
     lost frames by retransmission; with `target_srq` the target's nvmet-rdma (built in) gets
-    use_srq=1 and must have received through SRQs (b.sh's steps nvmet-srq and srqs)."""
+    use_srq=1 and must have received through SRQs (b.sh's steps nvmet-srq and srqs). The host
+    writes and reads back `mibs` MiB (its script sets NVME_MIB to the same)."""
+    moved = mibs << 20
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
     VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []),
               cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "")
@@ -108,12 +110,12 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
 
     @scenario.check
     def data_intact(run: Run) -> str:
-        run.vm("a").step("pattern").expect(rf"\b{SIZE}\b.*/tmp/nvme-pattern")
+        run.vm("a").step("pattern").expect(rf"\b{moved}\b.*/tmp/nvme-pattern")
         compare = run.vm("a").step("compare")
         sums = dict((path, digest) for digest, path in
                     re.findall(r"^([0-9a-f]{64})\s+(\S+)$", compare.output, re.M))
         written, read = sums.get("/tmp/nvme-pattern"), sums.get("/tmp/nvme-readback")
-        want = pattern_sha256()
+        want = pattern_sha256(mibs)
         if written != want:
             raise CheckFailed(f"the pattern's sha256 is {written}, expected {want}")
         if read != written:
@@ -129,9 +131,9 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
         for name in ("write", "read"):
             step = run.vm("a").step(name)
             step.ok()
-            step.expect(r"^64\+0 records in$")
-            step.expect(r"^64\+0 records out$")
-            m = step.expect(rf"^{name}: {SIZE} bytes copied, ([\d.]+) s, ([\d.]+) MB/s$")
+            step.expect(rf"^{mibs}\+0 records in$")
+            step.expect(rf"^{mibs}\+0 records out$")
+            m = step.expect(rf"^{name}: {moved} bytes copied, ([\d.]+) s, ([\d.]+) MB/s$")
             figures.append(f"{name} {m.group(2)} MB/s ({m.group(1)} s)")
         return ", ".join(figures) + "".join(f"\n{vm.name}: {trouble_counters(run, vm.name)}" for vm in VMS)
 

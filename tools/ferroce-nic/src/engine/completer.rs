@@ -91,6 +91,7 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
         qp.req.rnr_until = Some(now + rnr_delay(syn));
         qp.req.timer = None;
         qp.req.rewind(at, true, io, qp.qpn, "RNR NAK");
+        qp.req.probe();
         return;
     }
     let status = match syn {

@@ -292,6 +292,15 @@ impl Requester {
         }
     }
 
+    /// After an RNR NAK: the responder discards every packet after the one it refused, so the
+    /// retry goes out as a probe of the least window, which grows again once it is answered
+    /// (resending a whole window into a responder without receive WQEs only to have it refused
+    /// again cost tools-parity's ib_send_bw 68 frames per RNR NAK).
+    pub fn probe(&mut self) {
+        self.cwnd = MIN_CWND;
+        self.cwnd_acked = 0;
+    }
+
     /// Halves the window after a loss.
     pub fn congestion(&mut self) {
         self.cwnd = (self.cwnd / 2).max(MIN_CWND);
@@ -611,6 +620,7 @@ fn send_datagram(
     };
     qp.req.next_psn = psn::add(qp.req.next_psn, 1);
     io.send(host, &route, &b, &payload, false);
+    host.wqe_on_wire(qp.qpn, w.work.index);
     WcStatus::Success
 }
 
@@ -782,6 +792,8 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         });
         let req = &mut qp.req;
         let Some(w) = req.wqes.get_mut(i) else { break };
+        // The WQE's first frame (not a resend): its doorbell's latency is sampled.
+        let first_frame = (k == 0 && !retransmit).then_some(w.work.index);
         match built {
             Ok((packet, payload)) => {
                 let end = match w.kind {
@@ -809,6 +821,9 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                     req.arm(now, timeout);
                 }
                 io.send(host, route, &packet, &payload, retransmit);
+                if let Some(index) = first_frame {
+                    host.wqe_on_wire(qp.qpn, index);
+                }
                 budget -= 1;
             }
             Err(status) => {
@@ -854,7 +869,12 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
         qp.req.retry_left -= 1;
         qp.req.stall_since = Some(now);
     }
-    qp.req.cwnd = MIN_CWND;
+    // The timeout may be spurious (the answers are late, not lost: the peer's host was busy):
+    // the go-back resends one packet and waits for its answer (as F-RTO, RFC 5682). A late ACK
+    // of the first transmission then moves the resend past what it acknowledged, and only
+    // what was really lost goes out again; the window grows back from there.
+    qp.req.cwnd = 1;
+    qp.req.cwnd_acked = 0;
     let from = qp
         .req
         .wqes

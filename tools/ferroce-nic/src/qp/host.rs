@@ -421,6 +421,17 @@ impl EngineHost for DeviceCore {
         self.counters().add(counter, n);
     }
 
+    fn wqe_on_wire(&mut self, qpn: u32, index: u16) {
+        let rang = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .and_then(|qp| qp.rang.on_wire(index));
+        if let Some(r) = rang {
+            self.latency_mut().record(r.noticed, r.at.elapsed());
+        }
+    }
+
     fn now_us(&self) -> u64 {
         self.elapsed_us()
     }

@@ -157,8 +157,9 @@ nvme_host() {
 	wait_for_ping "$1"
 	RETRY_FOR=300 retry connect 60 nvme_connect "$1" || _fail=1
 	step namespace 60 nvme_namespace || _fail=1
-	step write 600 timed_dd write 67108864 if=/tmp/nvme-pattern of=/dev/nvme0n1 bs=1M count=64 oflag=direct conv=fsync || _fail=1
-	step read 600 timed_dd read 67108864 if=/dev/nvme0n1 of=/tmp/nvme-readback bs=1M count=64 iflag=direct || _fail=1
+	_mib=${NVME_MIB:-64}
+	step write 600 timed_dd write $((_mib << 20)) if=/tmp/nvme-pattern of=/dev/nvme0n1 bs=1M count=$_mib oflag=direct conv=fsync || _fail=1
+	step read 600 timed_dd read $((_mib << 20)) if=/dev/nvme0n1 of=/tmp/nvme-readback bs=1M count=$_mib iflag=direct || _fail=1
 	step compare 300 sh -c 'sha256sum /tmp/nvme-pattern /tmp/nvme-readback; cmp /tmp/nvme-pattern /tmp/nvme-readback' || _fail=1
 	step rdma-stats 10 rdma statistic show
 	step disconnect 60 nvme_disconnect || _fail=1
@@ -167,13 +168,13 @@ nvme_host() {
 	return $_fail
 }
 
-# nvme_pattern: /tmp/nvme-pattern, 64 MiB of 8-byte records "<m><nnnnnn>\n" where m is the MiB
-# (0-9A-Za-z+/) and nnnnnn the record in it: every sector differs, every byte says where it
-# belongs. (One MiB from seq, copied with tr: seq alone takes minutes under TCG.)
+# nvme_pattern: /tmp/nvme-pattern, NVME_MIB (64, at most 64) MiB of 8-byte records "<m><nnnnnn>\n"
+# where m is the MiB (0-9A-Za-z+/) and nnnnnn the record in it: every sector differs, every byte
+# says where it belongs. (One MiB from seq, copied with tr: seq alone takes minutes under TCG.)
 nvme_pattern() {
 	seq -w 0 131071 | sed 's/^/X/' > /tmp/nvme-mib || return
 	: > /tmp/nvme-pattern
-	for _m in $(echo 0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/ | sed 's/./& /g'); do
+	for _m in $(echo 0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/ | cut -c1-"${NVME_MIB:-64}" | sed 's/./& /g'); do
 		tr X "$_m" < /tmp/nvme-mib >> /tmp/nvme-pattern || return
 	done
 	rm /tmp/nvme-mib

@@ -7,6 +7,7 @@ wait_for_gid ferroce0 3
 step rdma-link 10 rdma link show
 step nvme-timeouts 10 sh -c 'echo 900 > /sys/module/nvme_core/parameters/io_timeout && cat /sys/module/nvme_core/parameters/io_timeout'
 NVME_CONNECT_OPTS=keep_alive_tmo=120,ctrl_loss_tmo=900
+export NVME_MIB=16 # scenario.py's mibs
 nvme_host "$(ip_of b)"
 rc=$?
 step nic-counters 15 hostctl nic counters
