@@ -560,14 +560,9 @@ fn adaptive_timer_learns_a_longer_round_trip() {
     assert!(late <= 4, "spurious retransmissions go on: {per_message:?}");
 }
 
-/// A window of READs whose answers are all held up past the adaptive timeout (the peer's host
-/// got busy): the timer goes back once, and the answers to the first transmission, arriving
-/// afterwards, each imply the same loss again. They are believed once what was in flight has
-/// been resent, not after every two packets (the window after a timeout), which would resend
-/// the window over and over.
-#[test]
-fn late_answers_to_a_window_do_not_resend_it_again_and_again() {
-    const READS: u64 = 32;
+/// A pair at MTU 4096 whose requester has measured the round trip, after which every answer of
+/// `b` is held 30 ms (well past the adaptive timeout, well within the configured 268 ms).
+fn answers_30_ms_late() -> Pair {
     let mut p = Pair::new(
         MIB,
         Conn {
@@ -577,9 +572,21 @@ fn late_answers_to_a_window_do_not_resend_it_again_and_again() {
         },
     );
     measure_rtt(&mut p);
-    let before = p.a.counter(COUNTER_RETRANSMITS);
     p.b.faults.command(&["direction", "tx"]).expect("fault");
     p.b.faults.command(&["delay", "1", "30000"]).expect("fault");
+    p
+}
+
+/// A window of READs whose answers are all held up past the adaptive timeout (the peer's host
+/// got busy): the timer goes back once, and the answers to the first transmission, arriving
+/// afterwards, each imply the same loss again. They are believed once what was in flight has
+/// been resent, not after every two packets (the window after a timeout), which would resend
+/// the window over and over.
+#[test]
+fn late_answers_to_a_window_do_not_resend_it_again_and_again() {
+    const READS: u64 = 32;
+    let mut p = answers_30_ms_late();
+    let before = p.a.counter(COUNTER_RETRANSMITS);
     let data = p.b.fill(p.b.buf, 4096 * READS as usize, 9);
     for i in 0..READS {
         let seg = rdma_seg(p.b.buf + i * 4096, p.b.key);
@@ -603,18 +610,8 @@ fn late_answers_to_a_window_do_not_resend_it_again_and_again() {
 #[test]
 fn a_late_ack_moves_a_resend_past_what_it_acknowledged() {
     const LEN: usize = 256 << 10;
-    let mut p = Pair::new(
-        MIB,
-        Conn {
-            timeout: 16,
-            mtu: MTU_4096,
-            ..Conn::default()
-        },
-    );
-    measure_rtt(&mut p);
+    let mut p = answers_30_ms_late();
     let before = p.a.counter(COUNTER_RETRANSMITS);
-    p.b.faults.command(&["direction", "tx"]).expect("fault");
-    p.b.faults.command(&["delay", "1", "30000"]).expect("fault");
     let data = p.a.fill(p.a.buf + 65536, LEN, 5);
     let (src, seg) = (p.a.buf + 65536, rdma_seg(p.b.buf + 65536, p.b.key));
     p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, LEN as u32, &seg, 0);
