@@ -400,20 +400,15 @@ class Run:
 Check = Callable[[Run], None]
 
 
-def nic_request(path: Path, command: str, timeout: float = 5) -> dict:
-    """One command to a ferroce-nic control socket (`ferroce-nic ctl`'s protocol: a line in,
-    a JSON document out)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        sock.sendall(command.encode() + b"\n")
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
-    return json.loads(reply)
+def ctl_reply(ctl: list[str], command: str, timeout: float = 10) -> dict:
+    """The JSON reply of `ferroce-nic ctl ... COMMAND` (`ctl`: the command `start_nic` returned)."""
+    proc = subprocess.run([*ctl, *command.split()], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise OSError(f"ctl {command}: rc={proc.returncode}: {(proc.stderr or proc.stdout).strip()}")
+    return json.loads(proc.stdout)
 
 
-def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, Path]) -> dict:
+def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[str]]) -> dict:
     """What the segments carried and lost: each switch's frames and losses, each NIC's engine
     counters (frames, retransmits, queue drops) and its port's losses. A NIC that does not
     answer (it died) has an "error"."""
@@ -424,9 +419,9 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, Path]
                                            "unplugged": switch.unplugged}
     for name, ctl in nic_ctls.items():
         try:
-            counters = nic_request(ctl, "counters")["counters"]
-            port = nic_request(ctl, "status")["port"]
-        except (OSError, ValueError, KeyError) as e:
+            counters = ctl_reply(ctl, "counters")["counters"]
+            port = ctl_reply(ctl, "status")["port"]
+        except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
             report["nics"][name] = {"error": f"{type(e).__name__}: {e}"}
             continue
         report["nics"][name] = {key: counters.get(key, 0) for key in (
@@ -720,7 +715,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         if vm.second:
             ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
     switches = {segment: segment_for(work, names) for segment, names in ports.items()}
-    nic_ctls: dict[str, Path] = {}
+    nic_ctls: dict[str, list[str]] = {}
     wire = None
     timed_out = False
     start = time.monotonic()
@@ -740,7 +735,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             switch = switches[vm.segment]
             if vm.nic:
                 extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, switch)
-                nic_ctls[vm.name] = log_dir / f"{vm.name}.nic-ctl"
+                nic_ctls[vm.name] = nic_ctl
                 local = str(work / f"{vm.name}.qemu-net")
             else:
                 extra, nic_ctl = [], None
