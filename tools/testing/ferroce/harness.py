@@ -177,8 +177,6 @@ class Cable:
     enough to make RC retransmit. A full receiver queue blocks or back-pressures the sender (the
     NIC model's sockets block; QEMU queues the packet), so a cable loses nothing."""
 
-    frames = congested = unplugged = 0
-
     def __init__(self, directory: Path, names: list[str]) -> None:
         assert len(names) == 2, names
         self.peers = {names[0]: names[1], names[1]: names[0]}
