@@ -32,6 +32,11 @@
 enum ferroce_ucontext_flags {
 	/* The doorbell page has a push window (hardware CAP_WQE_PUSH). */
 	FERROCE_UCONTEXT_WQE_PUSH = 1 << 0,
+	/*
+	 * The device polls doorbell records (hardware CAP_DB_RECORD): a QP created with
+	 * FERROCE_CREATE_QP_DB_RECORD needs no SQ doorbell write.
+	 */
+	FERROCE_UCONTEXT_DB_RECORD = 1 << 1,
 };
 
 struct ferroce_alloc_ucontext_resp {
@@ -95,6 +100,15 @@ struct ferroce_resize_srq_req {
 	__u32 reserved2;
 };
 
+/* ferroce_create_qp_req.flags */
+enum ferroce_create_qp_flags {
+	/*
+	 * The device watches the QP's doorbell record for new producer indexes (only with
+	 * FERROCE_UCONTEXT_DB_RECORD): posting writes the record and no doorbell register.
+	 */
+	FERROCE_CREATE_QP_DB_RECORD = 1 << 0,
+};
+
 /*
  * QP: the send ring (1 << sq_log_size WQEs of 1 << sq_log_stride bytes) at buf_addr,
  * the receive ring at buf_addr + rq_offset (page-aligned; a QP with an SRQ has none and
@@ -109,7 +123,7 @@ struct ferroce_create_qp_req {
 	__u32 rq_log_size;	/* 0 with an SRQ */
 	__u32 rq_log_stride;	/* 0 with an SRQ */
 	__u32 dbrec_offset;
-	__u32 reserved;
+	__u32 flags;		/* enum ferroce_create_qp_flags */
 };
 
 struct ferroce_create_qp_resp {

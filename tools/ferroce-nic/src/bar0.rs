@@ -47,6 +47,7 @@ impl DeviceCore {
                     | CAP_SRQ_RESIZE
                     | CAP_MW
                     | CAP_MCAST
+                    | if config.db_record { CAP_DB_RECORD } else { 0 }
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

@@ -23,6 +23,7 @@ use crate::interrupts::InterruptSink;
 use crate::latency::DoorbellLatency;
 use crate::memory::{DmaError, GuestMemory};
 use crate::objects::Objects;
+use crate::records::RecordWatch;
 use crate::trace::Tracer;
 
 mod regs;
@@ -52,6 +53,13 @@ pub struct DeviceConfig {
     pub cmd_timeout_ms: u32,
     /// `REG_QID_TABLE_LEN`: local QIDs per context (at most `QID_TABLE_LEN`).
     pub qid_table_len: u32,
+    /// Offer `CAP_DB_RECORD`: QPs whose doorbell records the device polls.
+    pub db_record: bool,
+    /// Polling records: µs of polling without sleep after activity
+    /// ([`PollBackoff`](crate::records::PollBackoff)).
+    pub poll_spin_us: u32,
+    /// Polling records: the longest sleep between polls, µs.
+    pub poll_max_sleep_us: u32,
 }
 
 impl Default for DeviceConfig {
@@ -67,6 +75,9 @@ impl Default for DeviceConfig {
             max_eq: 32,
             cmd_timeout_ms: 2000,
             qid_table_len: QID_TABLE_LEN as u32,
+            db_record: true,
+            poll_spin_us: 200,
+            poll_max_sleep_us: 1000,
         }
     }
 }
@@ -173,6 +184,8 @@ pub struct DeviceCore {
     start: Instant,
     /// Doorbell-to-wire intervals.
     latency: DoorbellLatency,
+    /// Doorbell records the device polls.
+    pub(crate) records: RecordWatch,
 }
 
 /// The device: core state plus the engine.
@@ -215,6 +228,7 @@ impl Device {
             pending_fatal: false,
             start: Instant::now(),
             latency: DoorbellLatency::default(),
+            records: RecordWatch::default(),
         };
         Self { core, engine }
     }
@@ -231,6 +245,7 @@ impl Device {
         core.cmdq.disable();
         core.work.clear();
         core.doorbells = Doorbells::default();
+        core.records.clear();
         core.regs = Registers::default();
         core.trace.event("reset", || serde_json::json!({}));
     }
@@ -248,8 +263,9 @@ impl Device {
         if !self.core.regs.enabled() || self.core.regs.is_fatal() {
             return false;
         }
+        let mut more = self.core.poll_records();
         self.core.report_bad_doorbells();
-        let mut more = self.process_cmdq(COMMAND_BUDGET);
+        more |= self.process_cmdq(COMMAND_BUDGET);
         for _ in 0..WORK_BUDGET {
             let Some(work) = self.core.work.pop_front() else {
                 break;
@@ -288,6 +304,12 @@ impl Device {
                 .cqs()
                 .iter()
                 .any(|(_, cq)| cq.first_unreported_us.is_some())
+    }
+
+    /// Whether the device thread polls doorbell records (then it waits by
+    /// [`PollBackoff`](crate::records::PollBackoff), not for the next doorbell).
+    pub fn polls_records(&self) -> bool {
+        self.core.records.any()
     }
 
     /// Sets the port state before the device is in use, without the async event a change

@@ -4,6 +4,7 @@
 //! index validation, push window capture. The resulting work goes to the device thread.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use ferroce_hw::*;
 
@@ -116,20 +117,16 @@ impl DeviceCore {
             return self.bad_doorbell(ctx, reg, value);
         };
         let accepted = match reg {
-            DB_SQ => self.sq_doorbell(global, Doorbell::decode(value).index, None),
+            DB_SQ => {
+                let index = Doorbell::decode(value).index;
+                self.sq_doorbell(global, index, None, Noticed::Rung, Instant::now())
+            }
             DB_PUSH => {
                 let index = Doorbell::decode(value).index;
                 let bytes = self.doorbells().push_window(ctx).map(|w| w.to_vec());
-                self.sq_doorbell(global, index, bytes)
+                self.sq_doorbell(global, index, bytes, Noticed::Pushed, Instant::now())
             }
-            DB_RQ => match self.objects_mut().qps_mut().get_mut(global) {
-                Some(qp) if qp.rq.is_some() => {
-                    qp.rq_notified = true;
-                    self.queue_work(Work::Qp(global));
-                    true
-                }
-                _ => false,
-            },
+            DB_RQ => self.rq_doorbell(global),
             DB_SRQ => {
                 let exists = self.objects().srqs().get(global).is_some();
                 self.queue_work(Work::Srq(global));
@@ -145,8 +142,16 @@ impl DeviceCore {
         }
     }
 
-    /// Records a new SQ producer index (and a pushed WQE, which stands for `index - 1`).
-    fn sq_doorbell(&mut self, qpn: u32, index: u16, pushed: Option<Vec<u8>>) -> bool {
+    /// Records a new SQ producer index (and a pushed WQE, which stands for `index - 1`),
+    /// announced `since` by a doorbell, a push or a record. `false` if the index is not valid.
+    pub(crate) fn sq_doorbell(
+        &mut self,
+        qpn: u32,
+        index: u16,
+        pushed: Option<Vec<u8>>,
+        noticed: Noticed,
+        since: Instant,
+    ) -> bool {
         let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
             return false;
         };
@@ -155,12 +160,7 @@ impl DeviceCore {
             return false;
         }
         if index != qp.sq.pi {
-            let noticed = if pushed.is_some() {
-                Noticed::Pushed
-            } else {
-                Noticed::Rung
-            };
-            qp.rang.rang(qp.sq.pi, noticed);
+            qp.rang.rang(qp.sq.pi, noticed, since);
         }
         qp.sq.pi = index;
         if let Some(bytes) = pushed {
@@ -173,6 +173,19 @@ impl DeviceCore {
         }
         self.queue_work(Work::Qp(qpn));
         true
+    }
+
+    /// New receive WQEs on QP `qpn` (`DB_RQ` or its record): the engine may end an RNR wait.
+    /// `false` if the QP has no receive queue of its own.
+    pub(crate) fn rq_doorbell(&mut self, qpn: u32) -> bool {
+        match self.objects_mut().qps_mut().get_mut(qpn) {
+            Some(qp) if qp.rq.is_some() => {
+                qp.rq_notified = true;
+                self.queue_work(Work::Qp(qpn));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Handles an EQ doorbell write (`REG_EQ_DB`).

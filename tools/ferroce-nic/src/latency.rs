@@ -5,7 +5,10 @@
 //! the device learnt of the WQE. `Rung`: an SQ doorbell woke the device thread, which fetched
 //! the WQE from the ring by DMA (the seed's interrupt mode: the thread sleeps until the
 //! doorbell). `Pushed`: the WQE came with the doorbell through the push window, no fetch (the
-//! seed's "Doorbell Bell"). One sample per doorbell: a chain's later WQEs wait behind the first.
+//! seed's "Doorbell Bell"). `Polled`: the device found the producer index in the QP's doorbell
+//! record, which it polls (the seed's polling mode); the record was written after the previous
+//! poll, so the interval is counted from that poll, an upper bound. One sample per doorbell: a
+//! chain's later WQEs wait behind the first.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -19,15 +22,18 @@ pub enum Noticed {
     Rung = 0,
     /// Push window and doorbell.
     Pushed = 1,
+    /// A new producer index in a doorbell record the device polls, then a WQE fetch.
+    Polled = 2,
 }
 
 impl Noticed {
-    const ALL: [Noticed; 2] = [Noticed::Rung, Noticed::Pushed];
+    const ALL: [Noticed; 3] = [Noticed::Rung, Noticed::Pushed, Noticed::Polled];
 
     fn name(self) -> &'static str {
         match self {
             Noticed::Rung => "rung",
             Noticed::Pushed => "pushed",
+            Noticed::Polled => "polled",
         }
     }
 }
@@ -53,14 +59,10 @@ pub struct Rang {
 pub struct PendingDoorbells(VecDeque<Rang>);
 
 impl PendingDoorbells {
-    /// A doorbell posting WQEs from ring index `first` on.
-    pub fn rang(&mut self, first: u16, noticed: Noticed) {
+    /// A doorbell, arrived `at`, posting WQEs from ring index `first` on.
+    pub fn rang(&mut self, first: u16, noticed: Noticed, at: Instant) {
         if self.0.len() < MAX_PENDING {
-            self.0.push_back(Rang {
-                first,
-                at: Instant::now(),
-                noticed,
-            });
+            self.0.push_back(Rang { first, at, noticed });
         }
     }
 
@@ -86,7 +88,7 @@ impl PendingDoorbells {
 /// The samples, by [`Noticed`].
 #[derive(Default)]
 pub struct DoorbellLatency {
-    samples: [VecDeque<Duration>; 2],
+    samples: [VecDeque<Duration>; 3],
 }
 
 impl DoorbellLatency {
@@ -132,14 +134,14 @@ mod tests {
     #[test]
     fn a_doorbell_is_sampled_once_by_its_first_wqe() {
         let mut p = PendingDoorbells::default();
-        p.rang(4, Noticed::Rung); // posts 4..8
-        p.rang(8, Noticed::Pushed); // posts 8
+        p.rang(4, Noticed::Rung, Instant::now()); // posts 4..8
+        p.rang(8, Noticed::Pushed, Instant::now()); // posts 8
         assert!(p.on_wire(3).is_none(), "before any doorbell");
         assert_eq!(p.on_wire(4).map(|r| r.noticed), Some(Noticed::Rung));
         assert!(p.on_wire(5).is_none(), "a later WQE of the chain");
         assert_eq!(p.on_wire(8).map(|r| r.noticed), Some(Noticed::Pushed));
-        p.rang(0xfffe, Noticed::Rung);
-        p.rang(2, Noticed::Rung);
+        p.rang(0xfffe, Noticed::Rung, Instant::now());
+        p.rang(2, Noticed::Rung, Instant::now());
         assert_eq!(
             p.on_wire(2).map(|r| r.first),
             Some(2),

@@ -30,5 +30,6 @@ pub mod memory;
 pub mod objects;
 pub mod port;
 pub mod qp;
+pub mod records;
 pub mod server;
 pub mod trace;

@@ -82,6 +82,16 @@ struct ServeArgs {
     /// Local QIDs per context (`REG_QID_TABLE_LEN`).
     #[arg(long, default_value_t = ferroce_hw::QID_TABLE_LEN as u32, value_parser = clap::value_parser!(u32).range(1..=ferroce_hw::QID_TABLE_LEN as i64))]
     qid_table_len: u32,
+    /// Do not offer doorbell records polled by the device (`CAP_DB_RECORD`): QPs then need
+    /// doorbell writes.
+    #[arg(long)]
+    no_db_record: bool,
+    /// Polling doorbell records: after activity, poll without sleeping for this long (µs).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    poll_spin_us: u32,
+    /// Polling doorbell records: the longest sleep between polls of an idle device (µs).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(10..=1_000_000))]
+    poll_max_sleep_us: u32,
     /// Start stalled (commands and doorbells are not processed).
     #[arg(long)]
     stall: bool,
@@ -159,6 +169,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         msix_vectors: args.msix_vectors,
         cmd_timeout_ms: args.cmd_timeout_ms,
         qid_table_len: args.qid_table_len,
+        db_record: !args.no_db_record,
+        poll_spin_us: args.poll_spin_us,
+        poll_max_sleep_us: args.poll_max_sleep_us,
         ..DeviceConfig::default()
     };
     let mut faults = FaultConfig {

@@ -38,8 +38,12 @@ impl DeviceCore {
     pub fn create_qp(&mut self, cmd: &CreateQpCmd) -> Result<u32, CmdError> {
         let qp_type =
             QpType::try_from(cmd.qp_type).map_err(|_| CmdError::field(STATUS_BAD_PARAM, 56))?;
-        if cmd.flags & !QP_FLAGS_VALID != 0 || cmd.rsvd != 0 {
+        let polled = cmd.flags & QP_FLAG_DB_RECORD != 0;
+        if cmd.flags & !QP_FLAGS_VALID != 0 || (polled && !self.config().db_record) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 61));
+        }
+        if cmd.rsvd != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 62));
         }
         if !self.cq_usable(cmd.sq_cqn) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 44));
@@ -124,6 +128,9 @@ impl DeviceCore {
                 .insert(qp)
                 .ok_or(CmdError::new(STATUS_NO_RESOURCES))?
         };
+        if polled {
+            self.records.watch(qpn, QpDbRecord::decode(&record));
+        }
         for cqn in [cmd.sq_cqn, cmd.rq_cqn] {
             if let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) {
                 cq.users += 1;
@@ -154,6 +161,7 @@ impl DeviceCore {
         }
         self.objects_mut().unmap_qids_of(QID_KIND_QP, qpn);
         self.objects_mut().mcast_mut().detach_all(qpn);
+        self.records.unwatch(qpn);
         self.cancel_work(Work::Qp(qpn));
         Ok(())
     }

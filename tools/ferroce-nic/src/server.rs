@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use vfio_bindings::bindings::vfio::*;
@@ -23,6 +23,7 @@ use crate::engine::roce::RoceEngine;
 use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
 use crate::interrupts::{InterruptSink, MsixController};
 use crate::port::PortStats;
+use crate::records::PollBackoff;
 use crate::trace::Tracer;
 
 /// Wakes the device thread.
@@ -40,14 +41,19 @@ impl Doorbell {
         self.cond.notify_one();
     }
 
-    /// Waits for a signal or the timeout.
-    fn wait(&self, timeout: Duration) {
+    /// Waits for a signal or the timeout; `true` if signalled.
+    fn wait(&self, timeout: Duration) -> bool {
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let (mut pending, _) = self
             .cond
             .wait_timeout_while(pending, timeout, |p| !*p)
             .unwrap_or_else(|e| e.into_inner());
-        *pending = false;
+        std::mem::take(&mut *pending)
+    }
+
+    /// Takes a signal without waiting; `true` if there was one.
+    fn take(&self) -> bool {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -147,12 +153,24 @@ impl Nic {
             .spawn(move || nic.device_loop())
     }
 
+    /// The device thread: processes, then waits for a doorbell, a frame or a timer. While it
+    /// polls doorbell records it waits by [`PollBackoff`] instead: signals and work count as
+    /// activity.
     fn device_loop(&self) {
+        let (spin, max_sleep) = {
+            let config = self.lock().core.config().clone();
+            (
+                Duration::from_micros(config.poll_spin_us.into()),
+                Duration::from_micros(config.poll_max_sleep_us.into()),
+            )
+        };
+        let mut backoff = PollBackoff::with(spin, max_sleep, Instant::now());
+        let mut signalled = false;
         while !self.shutdown.load(Ordering::Relaxed) {
-            let timed_work = {
+            let (more, timed_work, polls) = {
                 let mut device = self.lock();
-                device.process();
-                device.has_work()
+                let more = device.process();
+                (more, device.has_work(), device.polls_records())
             };
             // Short sleeps only while something is pending (moderation timers, budgets).
             let timeout = if timed_work {
@@ -160,7 +178,25 @@ impl Nic {
             } else {
                 Duration::from_millis(50)
             };
-            self.doorbell.wait(timeout);
+            signalled = if polls {
+                let now = Instant::now();
+                if more || signalled {
+                    backoff.active(now);
+                }
+                match backoff.idle(now) {
+                    Duration::ZERO => {
+                        std::thread::yield_now();
+                        self.doorbell.take()
+                    }
+                    sleep => self.doorbell.wait(sleep.min(timeout)),
+                }
+            } else if more {
+                // The budgets left work for another round: no sleeping on it.
+                std::thread::yield_now();
+                self.doorbell.take()
+            } else {
+                self.doorbell.wait(timeout)
+            };
             self.trace.flush();
         }
     }

@@ -557,3 +557,103 @@ fn garbage_doorbells_cannot_overrun_the_async_eq() {
     assert_eq!(kinds(EventType::PortDown), 1);
     assert_eq!(overruns(&g), Some(0));
 }
+
+/// A QP created with `QP_FLAG_DB_RECORD` needs no doorbell: the device finds new producer
+/// indexes in its record (counted as record doorbells), rejects a bad one once, takes good ones
+/// again afterwards, and forgets the QP when it is destroyed. A QP without the flag is not
+/// polled, and a device without `CAP_DB_RECORD` refuses the flag.
+#[test]
+fn doorbell_records_are_polled_instead_of_doorbells() {
+    let mut g = Guest::new();
+    g.bring_up();
+    assert_ne!(g.r32(REG_CAPS) & CAP_DB_RECORD, 0);
+    let eqn = g.create_ceq(4, 2);
+    let cq = GuestCq::create(&mut g, eqn, 7);
+    let (mut qp, c) =
+        GuestQp::try_create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE, QP_FLAG_DB_RECORD);
+    assert_eq!(c.status, STATUS_OK);
+    qp.connect(&mut g);
+    let mut plain = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
+    plain.connect(&mut g);
+    let count = |g: &Guest, c: usize| g.counters.get(c);
+    let (doorbells, records, fetches) = (
+        count(&g, COUNTER_DOORBELLS),
+        count(&g, COUNTER_RECORD_DOORBELLS),
+        count(&g, COUNTER_WQE_FETCHES),
+    );
+    let sends = |g: &Guest| g.log.lock().expect("log").sends.len();
+    let ctrl = |wr_id| WqeCtrl {
+        wr_id,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_INLINE | WQE_FLAG_SIGNALED,
+        inline_len: 8,
+        ..WqeCtrl::default()
+    };
+    // A chain of three, announced by the record alone.
+    for i in 0..3 {
+        qp.put_send(&g, ctrl(i), &[0; 40], b"recorded");
+    }
+    g.run();
+    assert_eq!(sends(&g), 3);
+    assert_eq!(
+        count(&g, COUNTER_DOORBELLS),
+        doorbells,
+        "no doorbell written"
+    );
+    assert_eq!(count(&g, COUNTER_RECORD_DOORBELLS) - records, 1);
+    assert_eq!(count(&g, COUNTER_WQE_FETCHES) - fetches, 3);
+    // Nothing new in the record: nothing happens however often the device polls.
+    g.run();
+    g.run();
+    assert_eq!(count(&g, COUNTER_RECORD_DOORBELLS) - records, 1);
+    // The QP without the flag: its record alone posts nothing.
+    plain.put_send(&g, ctrl(50), &[0; 40], b"unpolled");
+    g.run();
+    assert_eq!(sends(&g), 3);
+
+    // More than a ring ahead: rejected, counted and reported once, however often it is read.
+    let bad = count(&g, COUNTER_BAD_DOORBELLS);
+    let ahead = u32::from(qp.sq_pi) + 100;
+    g.write_u32(qp.dbrec, ahead);
+    g.run();
+    g.run();
+    assert_eq!(count(&g, COUNTER_BAD_DOORBELLS) - bad, 1);
+    assert_eq!(sends(&g), 3);
+    let events: Vec<Eqe> = g
+        .poll_eq(EQN_ASYNC)
+        .into_iter()
+        .filter(|e| EventType::try_from(e.event_type) == Ok(EventType::DoorbellError))
+        .collect();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].data0, events[0].data1),
+        (ferroce_nic::records::RECORD_ERROR_CTX | qp.qpn, ahead)
+    );
+    // A good index again: taken.
+    qp.put_send(&g, ctrl(3), &[0; 40], b"recorded");
+    g.run();
+    assert_eq!(sends(&g), 4);
+    assert_eq!(g.log.lock().expect("log").sends[3].ctrl.wr_id, 3);
+
+    // A receive WQE announced in the record: the engine hears of it as of a `DB_RQ`.
+    let records = count(&g, COUNTER_RECORD_DOORBELLS);
+    qp.post_recv(&g, 77);
+    g.run();
+    assert_eq!(count(&g, COUNTER_RECORD_DOORBELLS) - records, 1);
+
+    // Destroyed: no longer read (its record's memory may be someone else's now).
+    g.ok(&DestroyQpCmd {
+        qpn: qp.qpn,
+        rsvd: 0,
+    });
+    assert!(!g.dev.polls_records());
+
+    // A device that does not poll refuses the flag.
+    let mut g = Guest::with_config(|c| c.db_record = false);
+    g.bring_up();
+    assert_eq!(g.r32(REG_CAPS) & CAP_DB_RECORD, 0);
+    let eqn = g.create_ceq(4, 2);
+    let cq = GuestCq::create(&mut g, eqn, 7);
+    let (_, c) = GuestQp::try_create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE, QP_FLAG_DB_RECORD);
+    assert_eq!((c.status, c.syndrome), (STATUS_BAD_PARAM, 62));
+}

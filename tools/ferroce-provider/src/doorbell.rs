@@ -91,6 +91,25 @@ pub(crate) fn push(
     true
 }
 
+/// How the context's QPs announce send WQEs, from `FERROCE_DOORBELL` (`mmio`, the default: a
+/// doorbell write or a push; `record`: only the doorbell record, which the device polls) and
+/// whether the device can poll. A mode the device lacks or an unknown value is reported on
+/// stderr and doorbells are written.
+pub(crate) fn record_mode(env: Option<&str>, device_polls: bool) -> bool {
+    match env {
+        None | Some("mmio") => false,
+        Some("record") if device_polls => true,
+        Some("record") => {
+            eprintln!("ferroce: FERROCE_DOORBELL=record: the device does not poll doorbell records; ringing doorbells");
+            false
+        }
+        Some(other) => {
+            eprintln!("ferroce: FERROCE_DOORBELL={other}: not mmio or record; ringing doorbells");
+            false
+        }
+    }
+}
+
 /// The mapped doorbell page.
 ///
 /// # Invariants
@@ -246,6 +265,18 @@ pub(crate) mod tests {
                 (0x00c, 0, 0),
             ]
         );
+    }
+
+    #[test]
+    fn doorbell_records_only_when_asked_and_polled() {
+        assert!(!record_mode(None, true), "doorbells by default");
+        assert!(!record_mode(Some("mmio"), true));
+        assert!(record_mode(Some("record"), true));
+        assert!(
+            !record_mode(Some("record"), false),
+            "the device cannot poll"
+        );
+        assert!(!record_mode(Some("polling"), true), "unknown value");
     }
 
     #[test]

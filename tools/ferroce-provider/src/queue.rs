@@ -262,6 +262,8 @@ pub(crate) struct WorkQueue {
     pi: u16,
     /// Byte offset of this queue's producer index in the doorbell record.
     pi_offset: usize,
+    /// The device polls the record (`FERROCE_CREATE_QP_DB_RECORD`): posting rings nothing.
+    watched: bool,
     progress: Arc<QueueProgress>,
 }
 
@@ -279,6 +281,7 @@ impl WorkQueue {
             stride: 1 << layout.log_stride,
             pi: 0,
             pi_offset,
+            watched: false,
             progress: Arc::new(QueueProgress::new(ring, shared)),
         })
     }
@@ -294,6 +297,12 @@ impl WorkQueue {
             &layout.sq,
             layout.dbrec_offset + offset_of!(QpDbRecord, sq_pi),
         )
+    }
+
+    /// From now on the device watches this queue's record: posting only publishes the
+    /// producer index there (no doorbell, no push).
+    pub(crate) fn set_watched(&mut self) {
+        self.watched = true;
     }
 
     /// The RQ of a QP (`QpDbRecord::rq_pi`), or an SRQ's ring (`SrqDbRecord::pi`, also at 0).
@@ -336,6 +345,7 @@ impl WorkQueue {
             stride: 1 << layout.log_stride,
             pi: self.pi,
             pi_offset,
+            watched: self.watched,
             progress: self.progress.clone(),
         })
     }
@@ -463,7 +473,8 @@ impl WorkQueue {
     }
 
     /// After `posted` WQEs of a send queue: the record, then one doorbell for the chain, or
-    /// for a single WQE that fits the push window, the WQE through the window and `DB_PUSH`.
+    /// for a single WQE that fits the push window, the WQE through the window and `DB_PUSH`;
+    /// only the record if the device watches it.
     pub(crate) fn ring_sq(
         &self,
         buf: &DmaBuf,
@@ -477,6 +488,9 @@ impl WorkQueue {
             return;
         }
         self.publish(buf);
+        if self.watched {
+            return;
+        }
         if let Some(w) = push.filter(|_| posted == 1) {
             // Only one push at a time in the context's window; when another QP's push holds
             // it, the plain doorbell announces this WQE.
@@ -644,6 +658,27 @@ mod tests {
         });
         sq.ring_sq(&buf, &page, 2, n, &scratch[..last], None);
         assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0002_0002, 32)]);
+    }
+
+    #[test]
+    fn a_watched_queue_writes_only_its_record() {
+        let (l, mut sq, buf) = sq_for_test(3);
+        sq.set_watched();
+        let mut scratch = [0u8; MAX_WQE_SIZE];
+        for (chain, want_pi) in [(&[send(1)][..], 1), (&[send(2), send(3), send(4)][..], 4)] {
+            let page = FakePage::default();
+            let mut it = chain.iter();
+            let (n, res, last) = sq.fill(&buf, 0, &mut scratch, |slot| {
+                it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
+            });
+            assert_eq!(res, Ok(()));
+            sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(&PUSH));
+            assert!(
+                page.writes.borrow().is_empty(),
+                "no doorbell, no push window"
+            );
+            assert_eq!(buf.load_u32(l.dbrec_offset), want_pi);
+        }
     }
 
     #[test]

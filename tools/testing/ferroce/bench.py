@@ -9,8 +9,9 @@ figures in `<logs>/<scenario>/bench.json`; `report` (benchreport.py) joins the f
 out/bench/.
 
 The counted cost of a WR (ferroce only, deterministic): ib_write_bw of 64 B in chains of 1, 8
-and 32 WRs (`-l`), pushed or not (`FERROCE_PUSH=0`), with the NIC's counters read before and
-after (`hostctl nic counters`) and divided by the WRs posted.
+and 32 WRs (`-l`), pushed, not pushed (`FERROCE_PUSH=0`) or announced in doorbell records the NIC
+polls (`FERROCE_DOORBELL=record`), with the NIC's counters read before and after (`hostctl nic
+counters`) and divided by the WRs posted.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ DEVICES = {
     "rxe": ("rxe0", 1, "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0"),
 }
 # The NIC counters of a WR's cost, per WR posted.
-COST_COUNTERS = ("doorbells", "wqe_fetches", "wqe_pushes", "payload_dma_reads", "cqes",
-                 "interrupts", "tx_packets")
+COST_COUNTERS = ("doorbells", "record_doorbells", "wqe_fetches", "wqe_pushes",
+                 "payload_dma_reads", "cqes", "interrupts", "tx_packets")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Test:
     args: str
     kinds: tuple[str, ...] = KINDS
     env: str = ""
-    """The client's environment (FERROCE_PUSH=0)."""
+    """The environment of client and server (FERROCE_PUSH=0, FERROCE_DOORBELL=record)."""
     wrs: int = 0
     """WRs the client posts, for a cost test (its NIC counters are read around it)."""
     nic_latency: bool = False
@@ -59,6 +60,8 @@ SIZES = [(64, "64B", 1000), (4096, "4KiB", 500), (65536, "64KiB", 200), (1 << 20
 # the extra WRs cost, without the run's setup (its commands, their interrupts, the QP's
 # connection).
 COST_WRS = (256, 1024)
+# How the cost rows' WRs reach the NIC: push window and doorbell, doorbell only, doorbell record.
+COST_MODES = {"push": "", "nopush": "FERROCE_PUSH=0", "record": "FERROCE_DOORBELL=record"}
 TESTS = [
     *(Test(f"{op}-bw-{label}", f"ib_{op}_bw", f"-s {size} -n {n}")
       for op in ("write", "read", "send") for size, label, n in SIZES),
@@ -66,6 +69,12 @@ TESTS = [
     # Seed 1's table on the NIC's clock: the same run with every WQE fetched after its doorbell.
     Test("send-lat-nopush", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",), env="FERROCE_PUSH=0",
          nic_latency=True),
+    # ... and with doorbell records the NIC polls (seed 1's polling mode): no MMIO at all.
+    Test("send-lat-record", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",),
+         env="FERROCE_DOORBELL=record", nic_latency=True),
+    *(Test(f"write-bw-{label}-record", "ib_write_bw", f"-s {size} -n {n}", kinds=("ferroce",),
+           env="FERROCE_DOORBELL=record")
+      for size, label, n in SIZES),
     Test("write-lat", "ib_write_lat", "-s 8 -n 500"),
     Test("read-lat", "ib_read_lat", "-s 8 -n 500"),
     # Seed 2 §1: the completion side, CQ events and interrupts against polling.
@@ -77,10 +86,9 @@ TESTS = [
     Test("write-bw-64KiB-q64", "ib_write_bw", "-s 65536 -n 10 -q 64", kinds=("ferroce",)),
     # (perftest posts inline only on devices it knows by name: "Device not recognized to
     # implement inline feature. Disabling it", so these WRs are not inline.)
-    *(Test(f"cost-chain{chain}-{'push' if push else 'nopush'}-n{n}", "ib_write_bw",
-           f"-s 64 -n {n} -l {chain}", kinds=("ferroce",), env="" if push else "FERROCE_PUSH=0",
-           wrs=n)
-      for chain in (1, 8, 32) for push in (True, False) for n in COST_WRS),
+    *(Test(f"cost-chain{chain}-{mode}-n{n}", "ib_write_bw", f"-s 64 -n {n} -l {chain}",
+           kinds=("ferroce",), env=COST_MODES[mode], wrs=n)
+      for chain in (1, 8, 32) for mode in COST_MODES for n in COST_WRS),
 ]
 FIRST_PORT = 18700
 
@@ -101,14 +109,14 @@ def _script(kind: str, mtu: int, client: bool) -> str:
         lines.append('wait_for_ping "$server"')
     for port, t in enumerate(tests_for(kind), FIRST_PORT):
         cmd = f"{t.tool} -F -d {dev} -x {gid} -p {port} {t.args}"
+        env = f"env {t.env} " if t.env else ""
         if not client:
-            lines.append(f"step {t.name} 150 {cmd} < /dev/null")
+            lines.append(f"step {t.name} 150 {env}{cmd} < /dev/null")
             continue
         if t.wrs:
             lines.append(f"step {t.name}-before 15 hostctl nic counters")
         if t.nic_latency and kind == "ferroce":
             lines.append(f"step {t.name}-latency-reset 15 hostctl nic latency reset")
-        env = f"env {t.env} " if t.env else ""
         lines.append(f'RETRY_FOR=60 retry {t.name} 140 {env}{cmd} "$server" < /dev/null')
         if t.wrs:
             lines.append(f"step {t.name}-after 15 hostctl nic counters")
@@ -148,7 +156,9 @@ def cost_rows() -> list[str]:
 
 def scenario_for(kind: str, mtu: int) -> Scenario:
     """The benchmark of device `kind` ("ferroce" or "rxe") between two VMs at Ethernet `mtu`."""
-    vms = [Vm(name, ip, mtu=mtu, nic=kind == "ferroce")
+    # The NIC without its instruments: no trace, no capture (each costs the NIC a write per
+    # frame; `make check` keeps both).
+    vms = [Vm(name, ip, mtu=mtu, nic=kind == "ferroce", trace=False, capture=False)
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     scenario = Scenario(vms=vms, timeout=2400)
     scenario.wire_judged = False  # retransmits are figures here (bench.json), not a verdict

@@ -216,6 +216,9 @@ class Vm:
     """Extra `ferroce-nic serve` flags, e.g. ["--bogus-version"]."""
     capture: bool = True
     """Keep the NIC port's packet capture, `<vm>.pcapng` (a soak's would run to gigabytes)."""
+    trace: bool = True
+    """Keep the NIC's JSON-lines trace, `<vm>.nic-trace.jsonl` (an event per doorbell, DMA and
+    frame: the benchmarks measure the NIC without it)."""
     cmdline: str = ""
     """Extra kernel parameters, e.g. of built-in modules ("nvmet_rdma.use_srq=1")."""
     segment: str = "lan"
@@ -628,7 +631,8 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
     ctl = log_dir / f"{vm.name}.nic-ctl"
     netdev_side = work / f"{vm.name}.nic-netdev"
     cmd = [str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
-           "--mac", mac_of(index), "--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl"),
+           "--mac", mac_of(index),
+           *(["--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl")] if vm.trace else []),
            *(["--pcap", str(log_dir / f"{vm.name}.pcapng")] if vm.capture else []),
            "--netdev-socket", str(netdev_side), "--netdev-peer", str(work / f"{vm.name}.qemu-net"),
            "--wire-socket", switch.port_path(vm.name), "--wire-peer", switch.switch_path(vm.name),

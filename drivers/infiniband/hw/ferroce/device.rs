@@ -136,7 +136,7 @@ const MAX_CMD_TIMEOUT_MS: u32 = 60_000;
 const MAX_OBJECTS: u32 = 1 << 24;
 
 /// Names of the `hw::CAP_*` bits.
-const CAP_NAMES: [(u32, &str); 16] = [
+const CAP_NAMES: [(u32, &str); 17] = [
     (hw::CAP_ROCE_V1, "roce_v1"),
     (hw::CAP_ROCE_V2, "roce_v2"),
     (hw::CAP_RC, "rc"),
@@ -153,6 +153,7 @@ const CAP_NAMES: [(u32, &str); 16] = [
     (hw::CAP_SRQ_RESIZE, "srq_resize"),
     (hw::CAP_MW, "mw"),
     (hw::CAP_MCAST, "mcast"),
+    (hw::CAP_DB_RECORD, "db_record"),
 ];
 
 /// Capability bits, printed by name.

@@ -299,6 +299,7 @@ impl QpKind {
         descs: [hw::BufDesc; 2],
         dbrec: u64,
         signal_all: bool,
+        db_record: bool,
     ) -> Result<hw::CreateQpCmd> {
         let [sq, rq] = descs;
         Ok(hw::CreateQpCmd {
@@ -320,6 +321,10 @@ impl QpKind {
                 0
             } | if self.user && self.qp_type == hw::QpType::Ud {
                 hw::QP_FLAG_AH_HANDLES
+            } else {
+                0
+            } | if db_record {
+                hw::QP_FLAG_DB_RECORD
             } else {
                 0
             },
@@ -368,6 +373,8 @@ impl QpData {
             ],
             dbrec.dma_address(),
             init.signal_all(),
+            // Kernel ULPs ring (`DB_SQ`); a polling device would spend CPU on them for nothing.
+            false,
         )?)?;
         let qpn = completion.qpn;
         let qp = Self {
@@ -419,7 +426,10 @@ impl QpData {
         let req: uapi::ferroce_create_qp_req = udata.read()?;
         let (rings, caps) = user_geometry(&req, srqn.is_some(), &dev.wq_limits())?;
         let asked = init.caps();
-        if req.reserved != 0
+        // The device polls the record only if it says it can (`FERROCE_UCONTEXT_DB_RECORD`).
+        let db_record = req.flags == uapi::ferroce_create_qp_flags_FERROCE_CREATE_QP_DB_RECORD;
+        if (req.flags != 0 && !db_record)
+            || (db_record && dev.caps_flags() & hw::CAP_DB_RECORD == 0)
             || asked.max_send_wr > caps.max_send_wr
             || asked.max_send_sge > caps.max_send_sge
             || asked.max_inline_data > caps.max_inline_data
@@ -441,6 +451,7 @@ impl QpData {
             [sq, rq],
             dbrec_addr,
             init.signal_all(),
+            db_record,
         )?)?;
         let qpn = completion.qpn;
         if !qpn_plausible(qp_type, qpn) {
@@ -754,7 +765,7 @@ mod tests {
                 rq_log_size: rq.log_size,
                 rq_log_stride: rq.log_stride,
                 dbrec_offset: 0,
-                reserved: 0,
+                flags: 0,
             };
             let (_, user) = user_geometry(&req, false, &LIMITS)?;
             assert_eq!(user, kernel);

@@ -159,11 +159,19 @@ impl UcontextData {
             db_mmap_offset: self.db_page.offset(),
             if_version: hw::IF_VERSION,
             caps,
-            flags: if caps & hw::CAP_WQE_PUSH != 0 {
-                uapi::ferroce_ucontext_flags_FERROCE_UCONTEXT_WQE_PUSH
-            } else {
-                0
-            },
+            flags: [
+                (
+                    hw::CAP_WQE_PUSH,
+                    uapi::ferroce_ucontext_flags_FERROCE_UCONTEXT_WQE_PUSH,
+                ),
+                (
+                    hw::CAP_DB_RECORD,
+                    uapi::ferroce_ucontext_flags_FERROCE_UCONTEXT_DB_RECORD,
+                ),
+            ]
+            .into_iter()
+            .filter(|&(cap, _)| caps & cap != 0)
+            .fold(0, |flags, (_, flag)| flags | flag),
             max_inline: limits.max_inline,
             max_sge: limits.max_sge,
             max_log_queue: limits.max_log_wr(),

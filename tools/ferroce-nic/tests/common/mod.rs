@@ -72,6 +72,20 @@ impl Guest {
         )
     }
 
+    /// A guest with the stub engine whose device configuration `adjust` changed.
+    #[allow(dead_code)]
+    pub fn with_config(adjust: impl FnOnce(&mut DeviceConfig)) -> Self {
+        let (engine, log) = StubEngine::new();
+        Self::build(
+            DeviceConfig::default().mac,
+            RAM_SIZE,
+            Box::new(engine),
+            log,
+            Arc::new(Tracer::new()),
+            adjust,
+        )
+    }
+
     /// A guest whose device runs `engine` (the RoCE engine in the two-NIC tests).
     pub fn with_engine(
         mac: [u8; 6],
@@ -79,6 +93,17 @@ impl Guest {
         engine: Box<dyn Engine>,
         log: Arc<Mutex<StubLog>>,
         trace: Arc<Tracer>,
+    ) -> Self {
+        Self::build(mac, ram_size, engine, log, trace, |_| {})
+    }
+
+    fn build(
+        mac: [u8; 6],
+        ram_size: usize,
+        engine: Box<dyn Engine>,
+        log: Arc<Mutex<StubLog>>,
+        trace: Arc<Tracer>,
+        adjust: impl FnOnce(&mut DeviceConfig),
     ) -> Self {
         let mem = Arc::new(VecMemory::new(RAM_BASE, ram_size));
         let irq = Arc::new(RecordingSink::new(VECTORS));
@@ -94,6 +119,8 @@ impl Guest {
             max_ah: 16,
             ..DeviceConfig::default()
         };
+        let mut config = config;
+        adjust(&mut config);
         let dev = Device::new(
             config,
             mem.clone(),
@@ -476,35 +503,48 @@ impl GuestQp {
         recv_cq: u32,
         srqn: u32,
     ) -> Self {
+        let (qp, c) = Self::try_create(guest, qp_type, send_cq, recv_cq, srqn, 0);
+        assert_eq!(c.status, STATUS_OK, "CREATE_QP: syndrome {}", c.syndrome);
+        qp
+    }
+
+    /// Creates a QP with `QP_FLAG_*` `flags`; the QP is only valid if the completion is OK.
+    pub fn try_create(
+        guest: &mut Guest,
+        qp_type: QpType,
+        send_cq: u32,
+        recv_cq: u32,
+        srqn: u32,
+        flags: u8,
+    ) -> (Self, CmdCompletion) {
         let (sq_log, sq_stride_log, rq_log) = (6u8, 9u8, 4u8);
         let sq = guest.alloc(1 << (sq_log + sq_stride_log), 4096);
         let rq = guest.alloc(64 << rq_log, 4096);
         let dbrec = guest.alloc(64, 64);
-        let qpn = guest
-            .ok(&CreateQpCmd {
-                sq: BufDesc {
-                    addr: sq,
-                    ..BufDesc::default()
-                },
-                rq: BufDesc {
-                    addr: rq,
-                    ..BufDesc::default()
-                },
-                dbrec_addr: dbrec,
-                pd: 1,
-                sq_cqn: send_cq,
-                rq_cqn: recv_cq,
-                srqn,
-                qp_type: qp_type.into(),
-                sq_log_size: sq_log,
-                sq_log_stride: sq_stride_log,
-                rq_log_size: rq_log,
-                rq_log_stride: 6,
-                ..CreateQpCmd::default()
-            })
-            .qpn;
-        Self {
-            qpn,
+        let c = guest.cmd(&CreateQpCmd {
+            sq: BufDesc {
+                addr: sq,
+                ..BufDesc::default()
+            },
+            rq: BufDesc {
+                addr: rq,
+                ..BufDesc::default()
+            },
+            dbrec_addr: dbrec,
+            pd: 1,
+            sq_cqn: send_cq,
+            rq_cqn: recv_cq,
+            srqn,
+            qp_type: qp_type.into(),
+            sq_log_size: sq_log,
+            sq_log_stride: sq_stride_log,
+            rq_log_size: rq_log,
+            rq_log_stride: 6,
+            flags,
+            ..CreateQpCmd::default()
+        });
+        let qp = Self {
+            qpn: c.results[0],
             sq,
             rq,
             dbrec,
@@ -513,7 +553,8 @@ impl GuestQp {
             rq_log,
             sq_pi: 0,
             rq_pi: 0,
-        }
+        };
+        (qp, c)
     }
 
     pub fn modify(guest: &mut Guest, qpn: u32, state: QpState, extra_mask: u32) -> CmdCompletion {

@@ -11,7 +11,7 @@ use ferroce_hw::{MAX_INLINE, MAX_LOG_QUEUE, MAX_SGE, MAX_WQE_SIZE, PCI_DEVICE_ID
 use libc::{EINVAL, EPROTO};
 
 use super::{ah, check, cq, fail, mr, mw, qp, srq, Pod, WithDrv};
-use crate::doorbell::DbPage;
+use crate::doorbell::{self, DbPage};
 use crate::queue::{PushWindow, QueueProgress};
 use crate::sys;
 use ferroce_hw::WqLimits;
@@ -128,6 +128,8 @@ pub(super) struct ContextInner {
     pub(super) db: DbPage,
     /// The push window, one for all QPs of the context (it serialises their pushes).
     pub(super) push: Option<PushWindow>,
+    /// The device watches the doorbell records of this context's QPs (`FERROCE_DOORBELL`).
+    pub(super) db_record: bool,
     pub(super) limits: WqLimits,
     qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
 }
@@ -228,6 +230,10 @@ unsafe extern "C" fn alloc_context(
         .and_then(|(limits, push)| {
             // FERROCE_PUSH=0: every WR goes through the ring and a doorbell (to compare).
             let push = push.filter(|_| std::env::var_os("FERROCE_PUSH").is_none_or(|v| v != "0"));
+            let db_record = doorbell::record_mode(
+                std::env::var("FERROCE_DOORBELL").ok().as_deref(),
+                resp.drv.flags & sys::FERROCE_UCONTEXT_DB_RECORD != 0,
+            );
             let db = DbPage::map(
                 cmd_fd,
                 resp.drv.db_mmap_offset,
@@ -236,6 +242,7 @@ unsafe extern "C" fn alloc_context(
             Ok(ContextInner {
                 db,
                 push,
+                db_record,
                 limits,
                 qps: Mutex::new(HashMap::new()),
             })

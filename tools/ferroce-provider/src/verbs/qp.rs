@@ -134,7 +134,10 @@ unsafe fn create(
     };
     let layout = qp_layout(&caps, !srq.is_null(), &ctx.limits)?;
     let (buf, sq, rq) = DmaBuf::new(layout.buf_size).and_then(|buf| {
-        let sq = WorkQueue::sq(&layout)?;
+        let mut sq = WorkQueue::sq(&layout)?;
+        if ctx.db_record {
+            sq.set_watched();
+        }
         let rq = match &layout.rq {
             Some(rq) => Some(WorkQueue::rq(rq, layout.dbrec_offset, false)?),
             None => None,
@@ -172,7 +175,11 @@ unsafe fn create(
         rq_log_size: rq_layout.log_size,
         rq_log_stride: rq_layout.log_stride,
         dbrec_offset,
-        reserved: 0,
+        flags: if ctx.db_record {
+            sys::FERROCE_CREATE_QP_DB_RECORD
+        } else {
+            0
+        },
     });
     let mut resp = CreateQpResp::new(sys::ferroce_create_qp_resp::zeroed());
     let got = layout.caps(&ctx.limits);

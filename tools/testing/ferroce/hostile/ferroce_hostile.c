@@ -349,7 +349,8 @@ int main(int argc, char **argv)
 		badq.field = value;						\
 		expect("create_qp: " name, create_qp(pd, cq, &badq, &qp_resp), err); \
 	} while (0)
-	BAD_QP("reserved field set", reserved, 7, EINVAL);
+	BAD_QP("undefined flag", flags, 1 << 1, EINVAL);
+	BAD_QP("defined and undefined flags", flags, FERROCE_CREATE_QP_DB_RECORD | 1 << 5, EINVAL);
 	BAD_QP("send stride below 64 B", sq_log_stride, 5, EINVAL);
 	BAD_QP("send stride above 1 KiB", sq_log_stride, 11, EINVAL);
 	BAD_QP("send stride 2^255", sq_log_stride, 255, EINVAL);

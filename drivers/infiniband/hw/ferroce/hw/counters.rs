@@ -78,10 +78,13 @@ mod index {
     pub const COUNTER_TIMEOUTS: usize = 31;
     /// Frames lost because a queue of the NIC was full (the engine's receive or loopback FIFO).
     pub const COUNTER_QUEUE_DROPS: usize = 32;
+    /// Producer indexes the device found by polling doorbell records (`QP_FLAG_DB_RECORD`):
+    /// each stands for a doorbell no one wrote.
+    pub const COUNTER_RECORD_DOORBELLS: usize = 33;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 33;
+pub const NUM_COUNTERS: usize = 34;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -119,6 +122,7 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"duplicates",
     c"timeouts",
     c"queue_drops",
+    c"record_doorbells",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.

@@ -46,9 +46,13 @@ pub const QP_FLAG_SIGNAL_ALL: u8 = 1 << 0;
 /// address vector (`WQE_FLAG_AV`) is malformed. The kernel sets it on a process's QPs, whose
 /// destinations it checked when it created their AHs.
 pub const QP_FLAG_AH_HANDLES: u8 = 1 << 1;
+/// `CreateQpCmd::flags` (capability `CAP_DB_RECORD`): the device polls the QP's doorbell
+/// record for new producer indexes, so its owner writes no SQ doorbell (it may still, and
+/// `DB_PUSH` still pushes).
+pub const QP_FLAG_DB_RECORD: u8 = 1 << 2;
 /// `CreateQpCmd::flags`: defined bits.
 #[cfg(userspace)] // The device checks commands.
-pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL | QP_FLAG_AH_HANDLES;
+pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL | QP_FLAG_AH_HANDLES | QP_FLAG_DB_RECORD;
 
 hw_layout! {
     /// `CMD_CREATE_QP` payload. The QP starts in RESET.

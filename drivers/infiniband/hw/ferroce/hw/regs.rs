@@ -33,7 +33,7 @@ pub const ID_MAGIC: u32 = 0x4543_5246;
 /// A driver must refuse a different major version.
 pub const IF_VERSION_MAJOR: u16 = 1;
 /// Minor interface version (additions only).
-pub const IF_VERSION_MINOR: u16 = 0;
+pub const IF_VERSION_MINOR: u16 = 1;
 /// `REG_IF_VERSION` value for this interface.
 pub const IF_VERSION: u32 = ((IF_VERSION_MAJOR as u32) << 16) | IF_VERSION_MINOR as u32;
 
@@ -257,3 +257,6 @@ pub const CAP_SRQ_RESIZE: u32 = 1 << 13;
 pub const CAP_MW: u32 = 1 << 14;
 /// Multicast groups for UD QPs (`CMD_ATTACH_MCAST`, `CMD_DETACH_MCAST`).
 pub const CAP_MCAST: u32 = 1 << 15;
+/// Doorbell records polled by the device: a QP created with `QP_FLAG_DB_RECORD` needs no SQ
+/// doorbell write, the device watches its record.
+pub const CAP_DB_RECORD: u32 = 1 << 16;

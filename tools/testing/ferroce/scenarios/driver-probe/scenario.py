@@ -47,11 +47,12 @@ def probe_log(run: Run) -> str:
     vm.step("bound").ok()
     log = vm.step("dmesg-probe")
     log.expect(DEV + r"ferroce function 1234:fe01 rev 0x01 found$")
-    log.expect(DEV + r"hardware interface 1\.0, capabilities 0xffff \[roce_v1 roce_v2 rc ud srq atomic "
-               r"inline wqe_push cq_moderation qid_translation fast_reg uc cq_resize srq_resize mw mcast\]$")
+    log.expect(DEV + r"hardware interface 1\.1, capabilities 0x1ffff \[roce_v1 roce_v2 rc ud srq atomic "
+               r"inline wqe_push cq_moderation qid_translation fast_reg uc cq_resize srq_resize mw mcast "
+               r"db_record\]$")
     limits = log.expect(DEV + r"limits: \d+ QPs, \d+ CQs, \d+ MRs, \d+ SRQs, \d+ AHs, \d+ EQs, "
                         r"8 MSI-X vectors, 128 GIDs, 64 contexts, queues of 2\^15, 16 SGEs, "
-                        r"256 inline bytes, 262144 MR pages, 33 counters; command timeout 2000 ms$")
+                        r"256 inline bytes, 262144 MR pages, 34 counters; command timeout 2000 ms$")
     port = log.expect(DEV + rf"port 1: ACTIVE, active MTU 1024, max MTU 4096, companion MAC {mac_of(0)}$")
     log.expect(DEV + r"ready: command queue of 64 entries \(timeout 2000 ms\), EQ 0 async, EQ 1 command$")
     for bad in ("timed out", "bogus", "failed", "refused"):
