@@ -56,10 +56,8 @@ pub struct DeviceConfig {
     /// Offer `CAP_DB_RECORD`: QPs whose doorbell records the device polls.
     pub db_record: bool,
     /// Polling records: µs of polling without sleep after activity
-    /// ([`PollBackoff`](crate::records::PollBackoff)).
+    /// ([`PollWindow`](crate::records::PollWindow)).
     pub poll_spin_us: u32,
-    /// Polling records: the longest sleep between polls, µs.
-    pub poll_max_sleep_us: u32,
 }
 
 impl Default for DeviceConfig {
@@ -76,8 +74,7 @@ impl Default for DeviceConfig {
             cmd_timeout_ms: 2000,
             qid_table_len: QID_TABLE_LEN as u32,
             db_record: true,
-            poll_spin_us: 200,
-            poll_max_sleep_us: 1000,
+            poll_spin_us: crate::records::PollWindow::SPIN.as_micros() as u32,
         }
     }
 }
@@ -307,7 +304,7 @@ impl Device {
     }
 
     /// Whether the device thread polls doorbell records (then it waits by
-    /// [`PollBackoff`](crate::records::PollBackoff), not for the next doorbell).
+    /// [`PollWindow`](crate::records::PollWindow) and tells their producers when it sleeps).
     pub fn polls_records(&self) -> bool {
         self.core.records.any()
     }

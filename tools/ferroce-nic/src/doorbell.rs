@@ -119,12 +119,12 @@ impl DeviceCore {
         let accepted = match reg {
             DB_SQ => {
                 let index = Doorbell::decode(value).index;
-                self.sq_doorbell(global, index, None, Noticed::Rung, Instant::now())
+                self.sq_doorbell(global, index, None, Noticed::Rung, Some(Instant::now()))
             }
             DB_PUSH => {
                 let index = Doorbell::decode(value).index;
                 let bytes = self.doorbells().push_window(ctx).map(|w| w.to_vec());
-                self.sq_doorbell(global, index, bytes, Noticed::Pushed, Instant::now())
+                self.sq_doorbell(global, index, bytes, Noticed::Pushed, Some(Instant::now()))
             }
             DB_RQ => self.rq_doorbell(global),
             DB_SRQ => {
@@ -143,14 +143,15 @@ impl DeviceCore {
     }
 
     /// Records a new SQ producer index (and a pushed WQE, which stands for `index - 1`),
-    /// announced `since` by a doorbell, a push or a record. `false` if the index is not valid.
+    /// announced `since` (if known: then the doorbell-to-wire interval is sampled) by a
+    /// doorbell, a push or a record. `false` if the index is not valid.
     pub(crate) fn sq_doorbell(
         &mut self,
         qpn: u32,
         index: u16,
         pushed: Option<Vec<u8>>,
         noticed: Noticed,
-        since: Instant,
+        since: Option<Instant>,
     ) -> bool {
         let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
             return false;
@@ -159,7 +160,7 @@ impl DeviceCore {
         if !ring.advance_valid(qp.sq.pi, index, qp.sq.ci) {
             return false;
         }
-        if index != qp.sq.pi {
+        if let Some(since) = since.filter(|_| index != qp.sq.pi) {
             qp.rang.rang(qp.sq.pi, noticed, since);
         }
         qp.sq.pi = index;

@@ -7,7 +7,8 @@
 //! doorbell). `Pushed`: the WQE came with the doorbell through the push window, no fetch (the
 //! seed's "Doorbell Bell"). `Polled`: the device found the producer index in the QP's doorbell
 //! record, which it polls (the seed's polling mode); the record was written after the previous
-//! poll, so the interval is counted from that poll, an upper bound. One sample per doorbell: a
+//! poll, so the interval is counted from that poll, an upper bound (the first poll after the
+//! device slept samples nothing). One sample per doorbell: a
 //! chain's later WQEs wait behind the first.
 
 use std::collections::VecDeque;

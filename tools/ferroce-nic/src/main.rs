@@ -86,12 +86,10 @@ struct ServeArgs {
     /// doorbell writes.
     #[arg(long)]
     no_db_record: bool,
-    /// Polling doorbell records: after activity, poll without sleeping for this long (µs).
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    /// Polling doorbell records: after activity, poll without sleeping for this long (µs),
+    /// then sleep until a doorbell.
+    #[arg(long, default_value_t = ferroce_nic::records::PollWindow::SPIN.as_micros() as u32, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     poll_spin_us: u32,
-    /// Polling doorbell records: the longest sleep between polls of an idle device (µs).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(10..=1_000_000))]
-    poll_max_sleep_us: u32,
     /// Start stalled (commands and doorbells are not processed).
     #[arg(long)]
     stall: bool,
@@ -171,7 +169,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         qid_table_len: args.qid_table_len,
         db_record: !args.no_db_record,
         poll_spin_us: args.poll_spin_us,
-        poll_max_sleep_us: args.poll_max_sleep_us,
         ..DeviceConfig::default()
     };
     let mut faults = FaultConfig {

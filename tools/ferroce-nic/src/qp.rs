@@ -94,6 +94,15 @@ impl DeviceCore {
                 ci: 0,
             })
         };
+        // Last before the QP exists, so that a refused command wrote nothing.
+        if polled {
+            // The device's word of a polled record starts clear: it is awake.
+            let sleeping = cmd
+                .dbrec_addr
+                .wrapping_add(DB_RECORD_SLEEPING_OFFSET as u64);
+            self.dma_write(sleeping, &0u32.to_le_bytes(), "qp_dbrec")
+                .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 32))?;
+        }
         let qp = Qp {
             qp_type,
             state: QpState::Reset,

@@ -5,11 +5,21 @@
 //! only: no MMIO write, which under QEMU is a trap and a vfio-user message each. The device
 //! thread reads the records of such QPs on every round; a new SQ producer index is taken as a
 //! `DB_SQ` write would be (the same checks, one rejection per bad value), a new RQ producer index
-//! as a `DB_RQ`. Between rounds the thread waits by [`PollBackoff`]: right after activity it only
-//! yields the CPU, then it sleeps for longer and longer, so that an idle NIC costs the vCPUs next
-//! to nothing. A doorbell write still wakes it at once.
+//! as a `DB_RQ`.
+//!
+//! A device that polled forever would take a CPU from the vCPUs (two cores here), and one that
+//! polled less often would make WQEs wait. So it polls only for a while after activity
+//! ([`PollWindow`]) and then sleeps, and while it sleeps the producers ring: before sleeping the
+//! device sets the sleeping word of every watched record (`DB_RECORD_SLEEPING_OFFSET`), then
+//! reads the records once more; a producer writes `sq_pi`, then reads the word, and writes
+//! `DB_SQ` if it is set. With a full barrier on both sides between the write and the read
+//! (the store-load pattern), either the device's last look finds the new index or the producer
+//! finds the word set: no WQE waits for a device that sleeps. (virtio's notification
+//! suppression, `VRING_USED_F_NO_NOTIFY`, works the same way.) The device clears the words when
+//! it wakes.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
@@ -35,6 +45,8 @@ struct Seen {
 pub struct RecordWatch {
     qps: BTreeMap<u32, Seen>,
     last_poll: Option<Instant>,
+    /// The sleeping words are set.
+    sleeping: bool,
 }
 
 impl RecordWatch {
@@ -66,16 +78,57 @@ impl RecordWatch {
 }
 
 impl DeviceCore {
+    /// Before the device thread sleeps: sets the sleeping word of every watched record, then
+    /// polls once more. `true` if the thread may sleep (nothing new came in meanwhile; the
+    /// producers now ring), `false` if it found work (the words are cleared again).
+    pub fn records_sleep(&mut self) -> bool {
+        if !self.records.any() {
+            return true;
+        }
+        self.set_sleeping(true);
+        // The store-load barrier: the words are visible before the records are read again.
+        fence(Ordering::SeqCst);
+        if self.poll_records() {
+            self.set_sleeping(false);
+            return false;
+        }
+        // An index found by the first poll after the sleep may have been written at any time
+        // during it (and its producer rang): that poll samples no doorbell-to-wire interval.
+        self.records.last_poll = None;
+        true
+    }
+
+    /// After the device thread woke: clears the sleeping words (the producers stop ringing).
+    pub fn records_wake(&mut self) {
+        if self.records.sleeping {
+            self.set_sleeping(false);
+        }
+    }
+
+    fn set_sleeping(&mut self, sleeping: bool) {
+        self.records.sleeping = sleeping;
+        let word = u32::from(sleeping).to_le_bytes();
+        let qpns: Vec<u32> = self.records.qps.keys().copied().collect();
+        for qpn in qpns {
+            let Some(addr) = self.objects().qps().get(qpn).map(|qp| qp.dbrec_addr) else {
+                continue;
+            };
+            let at = addr.wrapping_add(DB_RECORD_SLEEPING_OFFSET as u64);
+            if self.mem().write(at, &word).is_err() {
+                self.counters().inc(COUNTER_DMA_ERRORS);
+            }
+        }
+    }
+
     /// Reads the record of every watched QP and takes what is new in it. Returns whether
     /// anything was.
     pub fn poll_records(&mut self) -> bool {
         if !self.records.any() {
             return false;
         }
-        let now = Instant::now();
         // The producer wrote the record after the previous round read it: counting the
         // doorbell-to-wire interval from that round bounds it from above.
-        let since = self.records.last_poll.replace(now).unwrap_or(now);
+        let since = self.records.last_poll.replace(Instant::now());
         let qpns: Vec<u32> = self.records.qps.keys().copied().collect();
         let mut found = false;
         for qpn in qpns {
@@ -84,7 +137,7 @@ impl DeviceCore {
         found
     }
 
-    fn poll_record(&mut self, qpn: u32, since: Instant) -> bool {
+    fn poll_record(&mut self, qpn: u32, since: Option<Instant>) -> bool {
         let Some(qp) = self.objects().qps().get(qpn) else {
             self.records.unwatch(qpn);
             return false;
@@ -143,59 +196,37 @@ impl DeviceCore {
     }
 }
 
-/// How long the device thread waits between rounds while records are watched.
-///
-/// For [`SPIN`](PollBackoff::SPIN) after the last activity (a new index in a record, a
-/// doorbell, a frame, any work) it polls again at once, only yielding the CPU to runnable
-/// threads such as the vCPUs; then it sleeps [`FIRST_SLEEP`](PollBackoff::FIRST_SLEEP),
-/// doubling each idle round up to [`MAX_SLEEP`](PollBackoff::MAX_SLEEP). An idle NIC thus wakes
-/// at most `1 / MAX_SLEEP` times a second, and a WQE posted while it sleeps waits at most the
-/// current sleep.
+/// How the device thread waits while records are watched: for [`SPIN`](Self::SPIN) after the
+/// last activity (a new index in a record, a doorbell, a frame, work left over) it polls again at
+/// once, only yielding the CPU to runnable threads such as the vCPUs; after that it sleeps until
+/// a doorbell or a timer, having told the producers so ([`DeviceCore::records_sleep`]). An idle
+/// NIC thus costs the vCPUs nothing, and a busy one no doorbell writes.
 #[derive(Clone, Copy, Debug)]
-pub struct PollBackoff {
+pub struct PollWindow {
     spin: Duration,
-    max_sleep: Duration,
     last_activity: Instant,
-    sleep: Duration,
 }
 
-impl PollBackoff {
+impl PollWindow {
     /// Polling without sleeping after activity.
-    pub const SPIN: Duration = Duration::from_micros(200);
-    /// The first sleep after the spin.
-    pub const FIRST_SLEEP: Duration = Duration::from_micros(10);
-    /// The longest sleep.
-    pub const MAX_SLEEP: Duration = Duration::from_millis(1);
+    pub const SPIN: Duration = Duration::from_micros(50);
 
-    /// A backoff with the default spin and longest sleep, active `now`.
-    pub fn new(now: Instant) -> Self {
-        Self::with(Self::SPIN, Self::MAX_SLEEP, now)
-    }
-
-    /// A backoff spinning for `spin`, sleeping at most `max_sleep`.
-    pub fn with(spin: Duration, max_sleep: Duration, now: Instant) -> Self {
+    /// A window of `spin`, active `now`.
+    pub fn new(spin: Duration, now: Instant) -> Self {
         Self {
             spin,
-            max_sleep: max_sleep.max(Self::FIRST_SLEEP),
             last_activity: now,
-            sleep: Self::FIRST_SLEEP,
         }
     }
 
     /// Something happened `now`: spin again.
     pub fn active(&mut self, now: Instant) {
         self.last_activity = now;
-        self.sleep = Self::FIRST_SLEEP;
     }
 
-    /// How long to wait before the next round (zero: only yield), after an idle round at `now`.
-    pub fn idle(&mut self, now: Instant) -> Duration {
-        if now.saturating_duration_since(self.last_activity) < self.spin {
-            return Duration::ZERO;
-        }
-        let sleep = self.sleep;
-        self.sleep = (self.sleep * 2).min(self.max_sleep);
-        sleep
+    /// Whether to poll again at once (`true`) or sleep, after an idle round at `now`.
+    pub fn spinning(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last_activity) < self.spin
     }
 }
 
@@ -204,27 +235,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spins_then_sleeps_longer_up_to_the_limit() {
+    fn spins_for_the_window_after_activity() {
         let t0 = Instant::now();
-        let mut b = PollBackoff::new(t0);
-        assert_eq!(b.idle(t0), Duration::ZERO);
-        assert_eq!(b.idle(t0 + Duration::from_micros(199)), Duration::ZERO);
-        let later = t0 + Duration::from_micros(200);
-        let sleeps: Vec<u64> = (0..10).map(|_| b.idle(later).as_micros() as u64).collect();
-        assert_eq!(sleeps, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
-        b.active(later);
-        assert_eq!(b.idle(later), Duration::ZERO, "activity spins again");
-        assert_eq!(
-            b.idle(later + Duration::from_millis(1)),
-            PollBackoff::FIRST_SLEEP
+        let mut w = PollWindow::new(PollWindow::SPIN, t0);
+        assert!(w.spinning(t0));
+        assert!(w.spinning(t0 + Duration::from_micros(49)));
+        assert!(!w.spinning(t0 + Duration::from_micros(50)));
+        w.active(t0 + Duration::from_micros(60));
+        assert!(w.spinning(t0 + Duration::from_micros(100)));
+        assert!(
+            !PollWindow::new(Duration::ZERO, t0).spinning(t0),
+            "no spin: sleep at once"
         );
-    }
-
-    #[test]
-    fn a_zero_spin_sleeps_at_once() {
-        let t0 = Instant::now();
-        let mut b = PollBackoff::with(Duration::ZERO, Duration::from_micros(50), t0);
-        let sleeps: Vec<u64> = (0..4).map(|_| b.idle(t0).as_micros() as u64).collect();
-        assert_eq!(sleeps, [10, 20, 40, 50]);
     }
 }

@@ -23,7 +23,7 @@ use crate::engine::roce::RoceEngine;
 use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
 use crate::interrupts::{InterruptSink, MsixController};
 use crate::port::PortStats;
-use crate::records::PollBackoff;
+use crate::records::PollWindow;
 use crate::trace::Tracer;
 
 /// Wakes the device thread.
@@ -154,17 +154,11 @@ impl Nic {
     }
 
     /// The device thread: processes, then waits for a doorbell, a frame or a timer. While it
-    /// polls doorbell records it waits by [`PollBackoff`] instead: signals and work count as
-    /// activity.
+    /// polls doorbell records it first goes on polling for a [`PollWindow`] after activity
+    /// (signals and work count), then sleeps as the records' producers are told.
     fn device_loop(&self) {
-        let (spin, max_sleep) = {
-            let config = self.lock().core.config().clone();
-            (
-                Duration::from_micros(config.poll_spin_us.into()),
-                Duration::from_micros(config.poll_max_sleep_us.into()),
-            )
-        };
-        let mut backoff = PollBackoff::with(spin, max_sleep, Instant::now());
+        let spin = Duration::from_micros(self.lock().core.config().poll_spin_us.into());
+        let mut window = PollWindow::new(spin, Instant::now());
         let mut signalled = false;
         while !self.shutdown.load(Ordering::Relaxed) {
             let (more, timed_work, polls) = {
@@ -178,22 +172,22 @@ impl Nic {
             } else {
                 Duration::from_millis(50)
             };
-            signalled = if polls {
-                let now = Instant::now();
-                if more || signalled {
-                    backoff.active(now);
-                }
-                match backoff.idle(now) {
-                    Duration::ZERO => {
-                        std::thread::yield_now();
-                        self.doorbell.take()
-                    }
-                    sleep => self.doorbell.wait(sleep.min(timeout)),
-                }
-            } else if more {
-                // The budgets left work for another round: no sleeping on it.
+            let now = Instant::now();
+            if more || signalled {
+                window.active(now);
+            }
+            signalled = if more || (polls && window.spinning(now)) {
+                // Work left over, or polling: another round at once.
                 std::thread::yield_now();
                 self.doorbell.take()
+            } else if polls {
+                if self.lock().core.records_sleep() {
+                    let rung = self.doorbell.wait(timeout);
+                    self.lock().core.records_wake();
+                    rung
+                } else {
+                    true
+                }
             } else {
                 self.doorbell.wait(timeout)
             };

@@ -641,6 +641,27 @@ fn doorbell_records_are_polled_instead_of_doorbells() {
     g.run();
     assert_eq!(count(&g, COUNTER_RECORD_DOORBELLS) - records, 1);
 
+    // The device going to sleep sets the record's sleeping word (producers then ring) unless
+    // its last look finds something new; waking clears it.
+    let word = qp.dbrec + DB_RECORD_SLEEPING_OFFSET as u64;
+    let sleeping = |g: &Guest| {
+        let b = g.read(word, 4);
+        u32::from_le_bytes(b.try_into().expect("4 bytes"))
+    };
+    assert_eq!(sleeping(&g), 0, "awake since it was created");
+    assert!(g.dev.core.records_sleep());
+    assert_eq!(sleeping(&g), 1);
+    g.dev.core.records_wake();
+    assert_eq!(sleeping(&g), 0);
+    qp.put_send(&g, ctrl(4), &[0; 40], b"recorded");
+    assert!(
+        !g.dev.core.records_sleep(),
+        "the last look before sleeping found WQE 4"
+    );
+    assert_eq!(sleeping(&g), 0);
+    g.run();
+    assert_eq!(sends(&g), 5);
+
     // Destroyed: no longer read (its record's memory may be someone else's now).
     g.ok(&DestroyQpCmd {
         qpn: qp.qpn,

@@ -129,8 +129,7 @@ impl DmaBuf {
         }
     }
 
-    /// Reads a little-endian `u32` at `off` (4-byte aligned).
-    #[cfg(test)]
+    /// Reads a little-endian `u32` at `off` (4-byte aligned), such as a word the device writes.
     pub(crate) fn load_u32(&self, off: usize) -> u32 {
         if self.check(off, 4) && off % 4 == 0 {
             // SAFETY: inside the mapping and aligned.

@@ -8,7 +8,8 @@ use core::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ord
 use std::sync::Arc;
 
 use ferroce_hw::{
-    QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, MAX_LOG_QUEUE, MAX_WQE_SIZE,
+    QpDbRecord, Ring, WqCaps, WqGeometry, WqLimits, WqRing, DB_RECORD_SLEEPING_OFFSET,
+    MAX_LOG_QUEUE, MAX_WQE_SIZE,
 };
 use libc::{EINVAL, ENOMEM};
 
@@ -262,8 +263,9 @@ pub(crate) struct WorkQueue {
     pi: u16,
     /// Byte offset of this queue's producer index in the doorbell record.
     pi_offset: usize,
-    /// The device polls the record (`FERROCE_CREATE_QP_DB_RECORD`): posting rings nothing.
-    watched: bool,
+    /// The device polls the record (`FERROCE_CREATE_QP_DB_RECORD`): the offset of the word it
+    /// sets while it sleeps. Posting rings only then.
+    watched: Option<usize>,
     progress: Arc<QueueProgress>,
 }
 
@@ -281,7 +283,7 @@ impl WorkQueue {
             stride: 1 << layout.log_stride,
             pi: 0,
             pi_offset,
-            watched: false,
+            watched: None,
             progress: Arc::new(QueueProgress::new(ring, shared)),
         })
     }
@@ -299,10 +301,11 @@ impl WorkQueue {
         )
     }
 
-    /// From now on the device watches this queue's record: posting only publishes the
-    /// producer index there (no doorbell, no push).
-    pub(crate) fn set_watched(&mut self) {
-        self.watched = true;
+    /// From now on the device watches the record of this send queue (its QP's `layout`):
+    /// posting publishes the producer index there, and writes `DB_SQ` only if the device's
+    /// sleeping word is set (no push).
+    pub(crate) fn set_watched(&mut self, layout: &QpLayout) {
+        self.watched = Some(layout.dbrec_offset + DB_RECORD_SLEEPING_OFFSET);
     }
 
     /// The RQ of a QP (`QpDbRecord::rq_pi`), or an SRQ's ring (`SrqDbRecord::pi`, also at 0).
@@ -474,7 +477,7 @@ impl WorkQueue {
 
     /// After `posted` WQEs of a send queue: the record, then one doorbell for the chain, or
     /// for a single WQE that fits the push window, the WQE through the window and `DB_PUSH`;
-    /// only the record if the device watches it.
+    /// if the device watches the record, the doorbell only while it sleeps.
     pub(crate) fn ring_sq(
         &self,
         buf: &DmaBuf,
@@ -488,7 +491,14 @@ impl WorkQueue {
             return;
         }
         self.publish(buf);
-        if self.watched {
+        if let Some(sleeping) = self.watched {
+            // Store-load barrier: the record is visible before the device's word is read, so
+            // either its last poll before sleeping sees the record or this sees the word set
+            // (ferroce-hw.rst, "Polled records").
+            fence(Ordering::SeqCst);
+            if buf.load_u32(sleeping) != 0 {
+                doorbell::ring(page, QueueDb::Sq, qid, self.pi);
+            }
             return;
         }
         if let Some(w) = push.filter(|_| posted == 1) {
@@ -663,7 +673,7 @@ mod tests {
     #[test]
     fn a_watched_queue_writes_only_its_record() {
         let (l, mut sq, buf) = sq_for_test(3);
-        sq.set_watched();
+        sq.set_watched(&l);
         let mut scratch = [0u8; MAX_WQE_SIZE];
         for (chain, want_pi) in [(&[send(1)][..], 1), (&[send(2), send(3), send(4)][..], 4)] {
             let page = FakePage::default();
@@ -679,6 +689,16 @@ mod tests {
             );
             assert_eq!(buf.load_u32(l.dbrec_offset), want_pi);
         }
+        // The device sleeps: the doorbell wakes it (no push).
+        buf.store_u32(l.dbrec_offset + DB_RECORD_SLEEPING_OFFSET, 1);
+        let page = FakePage::default();
+        let reqs = [send(5)];
+        let mut it = reqs.iter();
+        let (n, _, last) = sq.fill(&buf, 0, &mut scratch, |slot| {
+            it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
+        });
+        sq.ring_sq(&buf, &page, 2, n, &scratch[..last], Some(&PUSH));
+        assert_eq!(*page.writes.borrow(), vec![(0x000, 0x0002_0005, 32)]);
     }
 
     #[test]

@@ -136,7 +136,7 @@ unsafe fn create(
     let (buf, sq, rq) = DmaBuf::new(layout.buf_size).and_then(|buf| {
         let mut sq = WorkQueue::sq(&layout)?;
         if ctx.db_record {
-            sq.set_watched();
+            sq.set_watched(&layout);
         }
         let rq = match &layout.rq {
             Some(rq) => Some(WorkQueue::rq(rq, layout.dbrec_offset, false)?),

@@ -222,6 +222,15 @@ hw_layout! {
     }
 }
 
+/// Offset, in the record of a QP the device polls (`QP_FLAG_DB_RECORD`), of the u32 the device
+/// sets (1) while it sleeps and clears (0) when it polls again: a producer that reads non-zero
+/// after writing `sq_pi` writes `DB_SQ` to wake it.
+#[cfg(userspace)] // The driver's own QPs are not polled.
+pub const DB_RECORD_SLEEPING_OFFSET: usize = 8;
+/// Bytes of the record of a QP the device polls: [`QpDbRecord`] and the sleeping word.
+#[cfg(userspace)] // As above.
+pub const POLLED_DB_RECORD_SIZE: usize = 16;
+
 hw_layout! {
     /// CQ doorbell record: the consumer index the driver has polled up to. The device reads it
     /// before writing a CQE to detect overrun.

@@ -13,8 +13,9 @@ RECORD_RUNS = (64, 256)
 
 @scenario.check
 def doorbell_records(run: Run) -> str:
-    """With FERROCE_DOORBELL=record a WR costs no doorbell write and no push: the NIC finds it
-    in the QP's doorbell record (record_doorbells) and fetches it."""
+    """With FERROCE_DOORBELL=record a WR costs no doorbell write and no push while the NIC is
+    awake (perftest.py keeps it so): the NIC finds the WR in the QP's doorbell record
+    (record_doorbells) and fetches it."""
     a = run.vm("a")
     moved = {}
     for n in RECORD_RUNS:
