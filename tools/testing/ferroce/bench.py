@@ -9,8 +9,8 @@ figures in `<logs>/<scenario>/bench.json`; `report` (benchreport.py) joins the f
 out/bench/.
 
 The counted cost of a WR (ferroce only, deterministic): ib_write_bw of 64 B in chains of 1, 8
-and 32 WRs (`-l`), pushed, not pushed (`FERROCE_PUSH=0`) or announced in doorbell records the NIC
-polls (`FERROCE_DOORBELL=record`), with the NIC's counters read before and after (`hostctl nic
+and 32 WRs (`-l`), not pushed (the default), pushed (`FERROCE_PUSH=1`) or announced in doorbell
+records the NIC polls (`FERROCE_DOORBELL=record`), with the NIC's counters read before and after (`hostctl nic
 counters`) and divided by the WRs posted.
 """
 
@@ -44,7 +44,7 @@ class Test:
     args: str
     kinds: tuple[str, ...] = KINDS
     env: str = ""
-    """The environment of client and server (FERROCE_PUSH=0, FERROCE_DOORBELL=record)."""
+    """The environment of client and server (FERROCE_PUSH=1, FERROCE_DOORBELL=record)."""
     wrs: int = 0
     """WRs the client posts, for a cost test (its NIC counters are read around it)."""
     nic_latency: bool = False
@@ -61,13 +61,13 @@ SIZES = [(64, "64B", 1000), (4096, "4KiB", 500), (65536, "64KiB", 200), (1 << 20
 # connection).
 COST_WRS = (256, 1024)
 # How the cost rows' WRs reach the NIC: push window and doorbell, doorbell only, doorbell record.
-COST_MODES = {"push": "", "nopush": "FERROCE_PUSH=0", "record": "FERROCE_DOORBELL=record"}
+COST_MODES = {"push": "FERROCE_PUSH=1", "nopush": "", "record": "FERROCE_DOORBELL=record"}
 TESTS = [
     *(Test(f"{op}-bw-{label}", f"ib_{op}_bw", f"-s {size} -n {n}")
       for op in ("write", "read", "send") for size, label, n in SIZES),
     Test("send-lat", "ib_send_lat", "-s 8 -n 500", nic_latency=True),
-    # Seed 1's table on the NIC's clock: the same run with every WQE fetched after its doorbell.
-    Test("send-lat-nopush", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",), env="FERROCE_PUSH=0",
+    # Seed 1's table on the NIC's clock: the same run with every WQE pushed with its doorbell.
+    Test("send-lat-push", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",), env="FERROCE_PUSH=1",
          nic_latency=True),
     # ... and with doorbell records the NIC polls (seed 1's polling mode): no MMIO at all.
     Test("send-lat-record", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",),

@@ -90,8 +90,8 @@ def costs(runs: dict) -> tuple[list[str], dict]:
 # Seed 1 §3.3/§5.3: doorbell-to-send of a 100 Gb/s NIC by how it notices the doorbell (µs).
 SEED1 = {"event-driven": (1.2, 2.5), "polling": (0.6, 1.1), "push": (0.3, 0.8)}
 # Which of ferroce's runs and samples stand for each mode.
-MODES = {"event-driven": ("send-lat-nopush", "rung"), "polling": ("send-lat-record", "polled"),
-         "push": ("send-lat", "pushed")}
+MODES = {"event-driven": ("send-lat", "rung"), "polling": ("send-lat-record", "polled"),
+         "push": ("send-lat-push", "pushed")}
 
 
 def seed1(runs: dict) -> tuple[list[str], dict]:

@@ -192,8 +192,8 @@ class BenchTest(unittest.TestCase):
     def test_cost_rows_read_the_counters_around_the_run(self):
         import bench
         client = bench.scenario_for("ferroce", 1500).files["a.sh"]
-        self.assertIn("step cost-chain32-nopush-n1024-before 15 hostctl nic counters\n"
-                      "RETRY_FOR=60 retry cost-chain32-nopush-n1024 140 env FERROCE_PUSH=0 ib_write_bw", client)
+        self.assertIn("step cost-chain32-push-n1024-before 15 hostctl nic counters\n"
+                      "RETRY_FOR=60 retry cost-chain32-push-n1024 140 env FERROCE_PUSH=1 ib_write_bw", client)
         self.assertEqual(bench.cost_rows()[:2], ["cost-chain1-push", "cost-chain1-nopush"])
         short = dict.fromkeys(bench.COST_COUNTERS, 100)
         long = dict.fromkeys(bench.COST_COUNTERS, 100 + 768 // 32)

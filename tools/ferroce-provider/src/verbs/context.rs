@@ -228,8 +228,10 @@ unsafe extern "C" fn alloc_context(
     let inner = check(ret)
         .and_then(|()| limits_from(&resp.drv))
         .and_then(|(limits, push)| {
-            // FERROCE_PUSH=0: every WR goes through the ring and a doorbell (to compare).
-            let push = push.filter(|_| std::env::var_os("FERROCE_PUSH").is_none_or(|v| v != "0"));
+            // FERROCE_PUSH=1: single WRs go through the push window. Not by default: under
+            // QEMU every 8 bytes of it are an MMIO trap and a vfio-user message, and `make
+            // bench` measured ib_send_lat 2.8 times slower with it than with a doorbell.
+            let push = push.filter(|_| std::env::var_os("FERROCE_PUSH").is_some_and(|v| v == "1"));
             let db_record = doorbell::record_mode(
                 std::env::var("FERROCE_DOORBELL").ok().as_deref(),
                 resp.drv.flags & sys::FERROCE_UCONTEXT_DB_RECORD != 0,
