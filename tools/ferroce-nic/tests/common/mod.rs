@@ -482,6 +482,43 @@ impl GuestCq {
     }
 }
 
+/// Allocates the rings of a test QP, `1 << sq_log` send WQEs of `1 << sq_stride_log` bytes and
+/// `1 << rq_log` receive WQEs of 64, and its doorbell record: (send ring, receive ring, record).
+pub fn qp_rings(guest: &mut Guest, sq_log: u8, sq_stride_log: u8, rq_log: u8) -> (u64, u64, u64) {
+    let sq = guest.alloc(1 << (sq_log + sq_stride_log), 4096);
+    let rq = guest.alloc(64 << rq_log, 4096);
+    let dbrec = guest.alloc(64, 64);
+    (sq, rq, dbrec)
+}
+
+/// `CREATE_QP` of a QP on the rings of [`qp_rings`]; the caller adds PD, CQs, type and flags.
+pub fn create_qp_cmd(
+    sq: u64,
+    rq: u64,
+    dbrec: u64,
+    sq_log: u8,
+    sq_stride_log: u8,
+    rq_log: u8,
+) -> CreateQpCmd {
+    CreateQpCmd {
+        sq: BufDesc {
+            addr: sq,
+            ..BufDesc::default()
+        },
+        rq: BufDesc {
+            addr: rq,
+            ..BufDesc::default()
+        },
+        dbrec_addr: dbrec,
+        srqn: NONE,
+        sq_log_size: sq_log,
+        sq_log_stride: sq_stride_log,
+        rq_log_size: rq_log,
+        rq_log_stride: 6,
+        ..CreateQpCmd::default()
+    }
+}
+
 /// A QP as the guest sees it.
 pub struct GuestQp {
     pub qpn: u32,
@@ -518,30 +555,15 @@ impl GuestQp {
         flags: u8,
     ) -> (Self, CmdCompletion) {
         let (sq_log, sq_stride_log, rq_log) = (6u8, 9u8, 4u8);
-        let sq = guest.alloc(1 << (sq_log + sq_stride_log), 4096);
-        let rq = guest.alloc(64 << rq_log, 4096);
-        let dbrec = guest.alloc(64, 64);
+        let (sq, rq, dbrec) = qp_rings(guest, sq_log, sq_stride_log, rq_log);
         let c = guest.cmd(&CreateQpCmd {
-            sq: BufDesc {
-                addr: sq,
-                ..BufDesc::default()
-            },
-            rq: BufDesc {
-                addr: rq,
-                ..BufDesc::default()
-            },
-            dbrec_addr: dbrec,
             pd: 1,
             sq_cqn: send_cq,
             rq_cqn: recv_cq,
             srqn,
             qp_type: qp_type.into(),
-            sq_log_size: sq_log,
-            sq_log_stride: sq_stride_log,
-            rq_log_size: rq_log,
-            rq_log_stride: 6,
             flags,
-            ..CreateQpCmd::default()
+            ..create_qp_cmd(sq, rq, dbrec, sq_log, sq_stride_log, rq_log)
         });
         let qp = Self {
             qpn: c.results[0],

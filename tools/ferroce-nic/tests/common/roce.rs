@@ -17,7 +17,7 @@ use ferroce_nic::engine::wire::{back_to_back, PortEnd};
 use ferroce_nic::engine::StubLog;
 use ferroce_nic::trace::Tracer;
 
-use super::{Guest, GuestCq};
+use super::{create_qp_cmd, qp_rings, Guest, GuestCq};
 
 /// PD tag used for everything.
 pub const PD: u32 = 1;
@@ -213,32 +213,16 @@ impl Qp {
     /// A QP with `CreateQpCmd::flags` `flags` (`QP_FLAG_*`).
     pub fn create_with_flags(node: &mut Node, qp_type: QpType, flags: u8) -> Self {
         let (sq_log, stride_log, rq_log) = (8u8, 9u8, 8u8);
-        let g = &mut node.g;
-        let sq = g.alloc(1 << (sq_log + stride_log), 4096);
-        let rq = g.alloc(64 << rq_log, 4096);
-        let dbrec = g.alloc(64, 64);
-        let qpn = g
+        let (sq, rq, dbrec) = qp_rings(&mut node.g, sq_log, stride_log, rq_log);
+        let qpn = node
+            .g
             .ok(&CreateQpCmd {
-                sq: BufDesc {
-                    addr: sq,
-                    ..BufDesc::default()
-                },
-                rq: BufDesc {
-                    addr: rq,
-                    ..BufDesc::default()
-                },
-                dbrec_addr: dbrec,
                 pd: PD,
                 sq_cqn: node.cq.cqn,
                 rq_cqn: node.cq.cqn,
-                srqn: NONE,
                 qp_type: qp_type.into(),
-                sq_log_size: sq_log,
-                sq_log_stride: stride_log,
-                rq_log_size: rq_log,
-                rq_log_stride: 6,
                 flags,
-                ..CreateQpCmd::default()
+                ..create_qp_cmd(sq, rq, dbrec, sq_log, stride_log, rq_log)
             })
             .qpn;
         Self {
