@@ -62,18 +62,10 @@ pub struct Guest {
 
 impl Guest {
     pub fn new() -> Self {
-        let (engine, log) = StubEngine::new();
-        Self::with_engine(
-            DeviceConfig::default().mac,
-            RAM_SIZE,
-            Box::new(engine),
-            log,
-            Arc::new(Tracer::new()),
-        )
+        Self::with_config(|_| {})
     }
 
     /// A guest with the stub engine whose device configuration `adjust` changed.
-    #[allow(dead_code)]
     pub fn with_config(adjust: impl FnOnce(&mut DeviceConfig)) -> Self {
         let (engine, log) = StubEngine::new();
         Self::build(
