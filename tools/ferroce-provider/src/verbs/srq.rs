@@ -12,7 +12,8 @@ use libc::{EINVAL, ENOMEM};
 use super::context::{context, ContextInner};
 use super::{check, fail, Pod, WithDrv};
 use crate::dma::DmaBuf;
-use crate::queue::{srq_layout, QueueProgress, WorkQueue};
+use crate::queue::layout::srq_layout;
+use crate::queue::{QueueProgress, WorkQueue};
 use crate::sys;
 use crate::wqe::build_recv_wqe;
 
