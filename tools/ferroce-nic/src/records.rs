@@ -19,6 +19,7 @@
 //! it wakes.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
@@ -108,8 +109,7 @@ impl DeviceCore {
     fn set_sleeping(&mut self, sleeping: bool) {
         self.records.sleeping = sleeping;
         let word = u32::from(sleeping).to_le_bytes();
-        let qpns: Vec<u32> = self.records.qps.keys().copied().collect();
-        for qpn in qpns {
+        for &qpn in self.records.qps.keys() {
             let Some(addr) = self.objects().qps().get(qpn).map(|qp| qp.dbrec_addr) else {
                 continue;
             };
@@ -129,10 +129,18 @@ impl DeviceCore {
         // The producer wrote the record after the previous round read it: counting the
         // doorbell-to-wire interval from that round bounds it from above.
         let since = self.records.last_poll.replace(Instant::now());
-        let qpns: Vec<u32> = self.records.qps.keys().copied().collect();
+        // In QPN order without a copy of the keys (this runs on every round): each step finds
+        // the next watched QP after the last one, which `poll_record` may have unwatched.
         let mut found = false;
-        for qpn in qpns {
+        let mut next = self.records.qps.keys().next().copied();
+        while let Some(qpn) = next {
             found |= self.poll_record(qpn, since);
+            next = self
+                .records
+                .qps
+                .range((Bound::Excluded(qpn), Bound::Unbounded))
+                .next()
+                .map(|(&n, _)| n);
         }
         found
     }
