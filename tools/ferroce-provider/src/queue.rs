@@ -430,23 +430,13 @@ impl WorkQueue {
 
 #[cfg(test)]
 mod tests {
+    use super::layout::tests::{caps, DEV};
     use super::*;
     use crate::doorbell::tests::FakePage;
     use crate::wqe::{build_recv_wqe, build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
-    use ferroce_hw::{QpType, WqCaps, WqLimits, WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
+    use ferroce_hw::{QpType, WqeCtrl, PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE};
 
-    const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
     static PUSH: PushWindow = PushWindow::new(PUSH_WINDOW_OFFSET, PUSH_WINDOW_SIZE);
-
-    fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> WqCaps {
-        WqCaps {
-            max_send_wr: send,
-            max_recv_wr: recv,
-            max_send_sge: sge,
-            max_recv_sge: sge,
-            max_inline: inline,
-        }
-    }
 
     fn send(wr_id: u64) -> SendRequest<'static> {
         SendRequest {

@@ -97,12 +97,14 @@ pub(crate) fn srq_layout(max_wr: u32, max_sge: u32, dev: &WqLimits) -> Result<Qp
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
+    /// The device's limits in the queue tests.
+    pub(crate) const DEV: WqLimits = WqLimits::new(1 << 15, 16, 256);
 
-    fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> WqCaps {
+    /// Caps of `send` and `recv` WRs with `sge` SGEs each way and `inline` bytes.
+    pub(crate) fn caps(send: u32, recv: u32, sge: u32, inline: u32) -> WqCaps {
         WqCaps {
             max_send_wr: send,
             max_recv_wr: recv,
