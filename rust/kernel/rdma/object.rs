@@ -11,6 +11,7 @@
 use crate::{
     bindings,
     prelude::*,
+    sync::LockClassKey,
     types::Opaque, //
 };
 use core::{
@@ -170,12 +171,28 @@ impl Drop for XaGuard<'_> {
 
 impl<O> Table<O> {
     /// An empty table; numbers go up to `max` (the device's limit, kept for the error).
-    pub(crate) fn new(_max: u32) -> Result<impl PinInit<Self, Error>> {
+    ///
+    /// Its lock is of class `key`, named `name`: one class per kind of table, so that lockdep
+    /// tells the tables apart (every XArray initialised through one `xa_init_flags` call would
+    /// otherwise share its class, and taking the QP table's lock under a CQ's, as polling does,
+    /// would look like the inverse of taking a CQ's under the CQ table's).
+    pub(crate) fn new(
+        _max: u32,
+        name: &'static CStr,
+        key: Pin<&'static LockClassKey>,
+    ) -> Result<impl PinInit<Self, Error>> {
         Ok(try_pin_init!(Self {
-            // SAFETY: `xa_init_flags` initialises the XArray in place; it cannot fail.
+            // SAFETY: `xa_init_flags` initialises the XArray in place; it cannot fail. Its lock
+            // is then initialised again, unused yet, with the table's class: `name` and `key`
+            // are static.
             xa <- unsafe {
                 Opaque::ffi_init(|xa: *mut bindings::xarray| {
-                    bindings::xa_init_flags(xa, bindings::XA_FLAGS_LOCK_IRQ)
+                    bindings::xa_init_flags(xa, bindings::XA_FLAGS_LOCK_IRQ);
+                    bindings::__spin_lock_init(
+                        &raw mut (*xa).xa_lock,
+                        name.as_char_ptr(),
+                        key.as_ptr(),
+                    );
                 })
             },
             _objects: PhantomData,

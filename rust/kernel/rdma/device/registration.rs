@@ -3,6 +3,7 @@
 //! Registration of a device with ib_core, and its unregistration.
 
 use super::*;
+use crate::sync::static_lock_class;
 
 /// How a device is registered: see [`Registration::new`].
 pub struct Config<'a> {
@@ -84,9 +85,9 @@ impl<T: Operations> Registration<T> {
             node_guid,
         } = config;
         let objects = try_pin_init!(Objects::<T> {
-            cqs <- Table::new(cq_numbers)?,
-            qps <- Table::new(qp_numbers)?,
-            srqs <- Table::new(srq_numbers)?,
+            cqs <- Table::new(cq_numbers, c"rdma_cq_table", static_lock_class!())?,
+            qps <- Table::new(qp_numbers, c"rdma_qp_table", static_lock_class!())?,
+            srqs <- Table::new(srq_numbers, c"rdma_srq_table", static_lock_class!())?,
         });
         // SAFETY: `init_net` is a static that lives forever; the size covers `struct ib_device`,
         // which is the first field of `Device<T>`.
