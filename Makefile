@@ -5,6 +5,7 @@
 #
 #   make run         two VMs doing RDMA, printing what happens
 #   make check       every test; the last line reads "N passed, N failed"
+#   make check-debug every VM scenario on the debug kernel (KASAN, kmemleak, lockdep)
 #
 #   make toolchain   the pinned Debian trixie root (mmdebstrap), cached
 #   make kernel      the Rust-enabled 7.3 guest kernel with our files in it
@@ -22,7 +23,7 @@
 FERROCE := tools/ferroce
 export FERROCE_CACHE VARIANT ACCEL JOBS FUZZ_SECONDS
 
-.PHONY: all toolchain kernel modules nic initramfs run check bench soak fuzz shell clean
+.PHONY: all toolchain kernel modules nic initramfs run check check-debug bench soak fuzz shell clean
 
 all: initramfs
 
@@ -34,6 +35,9 @@ bench:
 
 check:
 	@$(FERROCE) check $(SCENARIOS)
+
+check-debug:
+	@$(FERROCE) check-debug $(SCENARIOS)
 
 soak:
 	@$(FERROCE) soak $(SCENARIOS)

@@ -39,19 +39,23 @@ RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeou
 
 
 def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str] | None = None,  # noqa: N803
-                 expect_retransmits: bool = False, target_srq: bool = False, mibs: int = 64) -> Scenario:
+                 expect_retransmits: bool = False, target_srq: bool = False, mibs: int = 64,
+                 lies: list[str] | None = None, debug_lane: bool = False) -> Scenario:
     """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce"). `nic_args` go to
     the ferroce NICs (fault injection); with `expect_retransmits` the NICs must have recovered
     lost frames by retransmission; with `target_srq` the target's nvmet-rdma (built in) gets
     use_srq=1 and must have received through SRQs (b.sh's steps nvmet-srq and srqs). The host
-    writes and reads back `mibs` MiB (its script sets NVME_MIB to the same)."""
+    writes and reads back `mibs` MiB (its script sets NVME_MIB to the same). With `lies`, the
+    host's NIC then tells one lie of each kind under its reads (its script sets NVME_LIES to
+    the same): each must be counted by the driver and survived by nvme-rdma with the data
+    intact."""
     moved = mibs << 20
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
     VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []),
               cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "")
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     TARGET = VMS[1]
-    scenario = Scenario(vms=VMS, timeout=timeout, faults=expect_retransmits)
+    scenario = Scenario(vms=VMS, timeout=timeout, faults=expect_retransmits, debug_lane=debug_lane)
 
 
     @scenario.check
@@ -122,6 +126,27 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
             raise CheckFailed(f"read back sha256 {read}, wrote {written}:\n{compare.output.strip()}")
         compare.ok()  # cmp found no difference
         return f"sha256 {want[:16]}... written and read back"
+
+
+    if lies:
+        @scenario.check
+        def lies_survived(run: Run) -> str:
+            """Each lie of the host's NIC under NVMe reads was dropped and counted by the driver
+            (a CQE's in driver_bad_cqes, an event's in driver_bad_events), nvme-rdma's
+            controller was live again afterwards and the data read was the pattern."""
+            step = run.vm("a").step("lies")
+            step.expect(rf"^lies: {len(lies)}, failed: 0$")
+            said = []
+            for lie in lies:
+                m = step.expect(rf"^lie {re.escape(lie)}: bad_cqes=(\d+) bad_events=(\d+) -> "
+                                rf"bad_cqes=(\d+) bad_events=(\d+), told, state live, data intact, ([\d.]+) s$")
+                cqes, events = int(m.group(3)) - int(m.group(1)), int(m.group(4)) - int(m.group(2))
+                counted = events if lie.startswith("eqe-") else cqes
+                if counted != 1:
+                    raise CheckFailed(f"lie {lie}: driver_bad_cqes +{cqes}, driver_bad_events +{events}, "
+                                      f"expected +1 of {'events' if lie.startswith('eqe-') else 'CQEs'}")
+                said.append(f"{lie} {m.group(5)} s")
+            return "each dropped, counted once and survived: " + ", ".join(said)
 
 
     @scenario.check

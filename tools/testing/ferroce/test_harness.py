@@ -24,11 +24,15 @@ def frame(dst: str, src: str, payload: bytes = b"x" * 46) -> bytes:
     return mac(dst) + mac(src) + b"\x08\x00" + payload
 
 
-class SwitchTest(unittest.TestCase):
+class SwitchPorts(unittest.TestCase):
+    """A switch of ports a, b and c (MIRRORS: its mirror ports), a socket on each."""
+
+    MIRRORS: tuple[str, ...] = ()
+
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         d = Path(self.dir.name)
-        self.switch = harness.Switch(d, ["a", "b", "c"])
+        self.switch = harness.Switch(d, ["a", "b", "c"], self.MIRRORS)
         self.ports = {}
         for name in "abc":
             s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -55,6 +59,8 @@ class SwitchTest(unittest.TestCase):
         except socket.timeout:
             return None
 
+
+class SwitchTest(SwitchPorts):
     def test_floods_broadcast_to_other_ports_only(self):
         f = frame("ff:ff:ff:ff:ff:ff", "52:54:00:00:00:01")
         self.send("a", f)
@@ -115,6 +121,31 @@ attempt
 def nic(tx: int, retransmits: int = 0, queue_drops: int = 0) -> dict:
     return {"tx_packets": tx, "rx_packets": tx, "retransmits": retransmits, "timeouts": 0,
             "queue_drops": queue_drops, "drops": 0, "port_lost": 0}
+
+
+class MirrorTest(SwitchPorts):
+    MIRRORS = ("c",)
+
+    def test_the_mirror_sees_unicast_between_the_others(self):
+        self.send("b", frame("ff:ff:ff:ff:ff:ff", "52:54:00:00:00:02"))
+        self.assertIsNotNone(self.received("a"))
+        self.assertIsNotNone(self.received("c"))
+        f = frame("52:54:00:00:00:02", "52:54:00:00:00:01")
+        self.send("a", f)
+        self.assertEqual(self.received("b"), f)
+        self.assertEqual(self.received("c"), f)
+
+    def test_what_the_mirror_cannot_take_is_not_congestion(self):
+        self.ports["c"].close()  # nobody reads: every copy is lost
+        del self.ports["c"]
+        f = frame("ff:ff:ff:ff:ff:ff", "52:54:00:00:00:01")
+        self.send("a", f)
+        self.assertEqual(self.received("b"), f)
+        time.sleep(0.1)
+        self.assertEqual((self.switch.congested, self.switch.mirror_dropped), (0, 1))
+
+    def test_a_mirror_makes_two_ports_a_switch(self):
+        self.assertIsInstance(harness.segment_for(Path(self.dir.name), ["x", "y"], ("y",)), harness.Switch)
 
 
 class CableTest(unittest.TestCase):
@@ -339,6 +370,21 @@ class SplitStreamsTest(unittest.TestCase):
             "[    2.300000] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
         ])
         self.assertEqual(harness.kernel_trouble(self.result(OUTPUT.replace("1 new suspected memory leaks", ""), "")), [])
+
+    def test_only_known_upstream_lockdep_reports_are_excused(self):
+        def report(held, wanted, frame):
+            return "".join(f"[   50.{i:06d}] {line}\n" for i, line in enumerate([
+                "WARNING: possible circular locking dependency detected",
+                f"rm/252 is trying to acquire lock: ({wanted}){{+.+.}}, at: {frame}+0x16/0x20",
+                f"but task is already holding lock: ({held}){{++++}}",
+                "stack backtrace:"]))
+        upstream = report("nvmet_config_sem", "&id_priv->handler_mutex", "rdma_destroy_id")
+        self.assertEqual(harness.kernel_trouble(self.result("", upstream)), [])
+        ours = report("nvmet_config_sem", "&id_priv->handler_mutex", "destroy_qp [ferroce]")
+        other = report("&xa->xa_lock#8", "ferroce::cq", "with")
+        for log in (ours, other):
+            self.assertEqual(harness.kernel_trouble(self.result("", log)),
+                             ["[   50.000000] WARNING: possible circular locking dependency detected"])
 
     def test_kernel_trouble_needs_a_printk_timestamp(self):
         r = self.result(output="=== STEP s begin\ngrep WARNING: in a test's output\n=== STEP s rc=0\n",

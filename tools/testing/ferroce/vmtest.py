@@ -16,6 +16,7 @@ passed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import sys
 import tempfile
@@ -83,8 +84,10 @@ def tails(result: harness.VmResult) -> str:
 def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, follow: bool):
     log_dir = logs / scenario.name
     log_dir.mkdir(parents=True, exist_ok=True)
-    print(f"--- {scenario.name}: {len(scenario.vms)} VM(s), {machine.accel}, "
-          f"timeout {scenario.timeout:.0f} s, logs in {log_dir}", flush=True)
+    build = next((p.name for p in machine.kernel.parents if p.name.startswith("linux-")), str(machine.kernel))
+    kernel = f"{build} (time x{machine.slow:g})" if machine.slow != 1 else "default kernel"
+    print(f"--- {scenario.name}: {len(scenario.vms)} VM(s), {machine.accel}, {kernel}, "
+          f"timeout {scenario.timeout * machine.slow:.0f} s, logs in {log_dir}", flush=True)
     try:
         run = harness.run_scenario(machine, scenario, log_dir, follow)
     except Exception as e:  # a scenario that cannot even start fails, the others still run
@@ -154,6 +157,16 @@ def main() -> int:
     parser.add_argument("--nic", type=Path, help="the ferroce-nic binary, for VMs with a NIC")
     parser.add_argument("--suite", choices=["scenarios", "benchmarks", "soak"], default="scenarios",
                         help="scenarios (make check), benchmarks (make bench) or soak (make soak)")
+    parser.add_argument("--lane", choices=["default", "debug", "all"], default="all",
+                        help="of the scenarios named (or all), those make check runs on the default "
+                             "kernel, those it runs on the debug kernel (Scenario.debug_lane), or all")
+    parser.add_argument("--slow", type=float, default=1.0,
+                        help="time factor of the kernel (the debug kernel's checkers): timeouts scale")
+    parser.add_argument("--debug-kernel", type=Path,
+                        help="the debug kernel: the debug lane's scenarios (Scenario.debug_lane) run on it")
+    parser.add_argument("--debug-initrd", type=Path, action="append", default=[],
+                        help="initramfs piece for the debug kernel (its modules); repeat")
+    parser.add_argument("--debug-slow", type=float, default=3.0, help="the debug kernel's --slow")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--follow", action="store_true", help="echo the VMs' output and kernel logs while they run")
     parser.add_argument("scenarios", nargs="*")
@@ -162,6 +175,8 @@ def main() -> int:
     SCENARIOS = HERE / args.suite
 
     names = args.scenarios or sorted(p.parent.name for p in SCENARIOS.glob("*/scenario.py"))
+    if args.lane != "all":
+        names = [name for name in names if load(name).debug_lane == (args.lane == "debug")]
     if args.list:
         for name in names:
             print(f"{name}: {load(name).doc}")
@@ -169,8 +184,13 @@ def main() -> int:
 
     harness.private_network()
     with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
-        machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic)
+        machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic,
+                                  args.slow)
         machine.accel = choose_accel(args.accel, machine, args.cache)
+        debug_machine = machine
+        if args.debug_kernel:
+            debug_machine = dataclasses.replace(machine, kernel=args.debug_kernel,
+                                                initrds=args.debug_initrd or args.initrd, slow=args.debug_slow)
         earlier = ktap.parse_results(args.results.read_text()) if args.results and args.results.exists() else []
         out = open(args.results, "a") if args.results else None
         kt = None
@@ -182,7 +202,8 @@ def main() -> int:
         start = time.monotonic()
         for name in names:
             began = time.monotonic()
-            results = run_one(machine, load(name), args.logs, args.follow)
+            scenario = load(name)
+            results = run_one(debug_machine if scenario.debug_lane else machine, scenario, args.logs, args.follow)
             seconds = time.monotonic() - began
             report(results, out)
             print(f"--- {timing(name, results, seconds)}", flush=True)

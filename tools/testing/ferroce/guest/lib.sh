@@ -17,9 +17,10 @@ ip_of() {
 _uptime() { cut -d' ' -f1 /proc/uptime; }
 
 # _bounded TIMEOUT CMD...: CMD (a program or one of these functions) with a
-# time limit; functions run in a shell that has this library loaded.
+# time limit; functions run in a shell that has this library loaded. On a slower kernel
+# (FERROCE_SLOW, from the command line: the debug kernel) the limit scales.
 _bounded() {
-	_limit=$1
+	_limit=$(awk -v t="$1" -v f="${FERROCE_SLOW:-1}" 'BEGIN { printf "%d", t * f + 0.5 }')
 	shift
 	timeout "$_limit" sh -c '. /ferroce/lib.sh; "$@"' sh "$@"
 }
@@ -95,12 +96,12 @@ wait_for_gid() {
 
 # hw_counters DEV: port 1's hardware counters of RDMA device DEV (for ferroce, the NIC's
 # own), one "name value" line each. ib_core keeps the values 10 ms: wait that out first.
+# One process reads them all (a fork per counter is slow on the debug kernel).
 hw_counters() {
 	sleep 0.05
-	for _f in "/sys/class/infiniband/$1/ports/1/hw_counters"/*; do
-		[ -f "$_f" ] || { echo "no hw_counters for $1"; return 1; }
-		[ "${_f##*/}" = lifespan ] || echo "${_f##*/} $(cat "$_f")"
-	done
+	_dir=/sys/class/infiniband/$1/ports/1/hw_counters
+	[ -f "$_dir/lifespan" ] || { echo "no hw_counters for $1"; return 1; }
+	awk 'FNR == 1 { n = FILENAME; sub(".*/", "", n) } n != "lifespan" { print n, $0 }' "$_dir"/*
 }
 
 # hostctl CMD...: ask the host (the harness, over ttyS1) to run CMD and print
@@ -161,11 +162,54 @@ nvme_host() {
 	step write 600 timed_dd write $((_mib << 20)) if=/tmp/nvme-pattern of=/dev/nvme0n1 bs=1M count=$_mib oflag=direct conv=fsync || _fail=1
 	step read 600 timed_dd read $((_mib << 20)) if=/dev/nvme0n1 of=/tmp/nvme-readback bs=1M count=$_mib iflag=direct || _fail=1
 	step compare 300 sh -c 'sha256sum /tmp/nvme-pattern /tmp/nvme-readback; cmp /tmp/nvme-pattern /tmp/nvme-readback' || _fail=1
+	[ -n "${NVME_LIES:-}" ] && { step lies 900 nvme_lies $NVME_LIES || _fail=1; }
 	step rdma-stats 10 rdma statistic show
 	step disconnect 60 nvme_disconnect || _fail=1
 	step host-qps 60 rc_qps_gone || _fail=1
 	retry notify 10 sh -c "echo host-disconnected | nc -w 5 $1 4421" || _fail=1
 	return $_fail
+}
+
+# nvme_lies LIE...: for each kind of lie (host control "lie KIND 1"), the host's NIC tells one
+# while O_DIRECT reads of 4 MiB run. The driver must drop it and count it (driver_bad_cqes, or
+# driver_bad_events for an event), nvme-rdma must recover (the driver moves a QP it was lied
+# about to ERR, which nvme-rdma's error recovery reconnects; a command whose completion was
+# dropped times out, with the same end) and what is read afterwards must be the pattern. One
+# line per lie: "lie KIND: bad_cqes=A bad_events=B -> bad_cqes=C bad_events=D, told, state S,
+# data intact|differs, T s".
+_distrust() {
+	hw_counters ferroce0 | awk '$1 == "driver_bad_cqes" { c = $2 } $1 == "driver_bad_events" { e = $2 }
+		END { printf "bad_cqes=%d bad_events=%d", c, e }'
+}
+nvme_lies() {
+	_failed=0 _k=0
+	for _lie in "$@"; do
+		_k=$((_k + 1)) _t0=$(_uptime)
+		_before=$(_distrust)
+		hostctl nic lie "$_lie" 1 > /dev/null || { echo "lie $_lie: host control refused it"; return 1; }
+		_skip=$(((_k * 4) % (${NVME_MIB:-64} - 4)))
+		# Reads until the NIC has told the lie (it waits for an entry of its kind).
+		_told=untold
+		for _ in $(seq 20); do
+			dd if=/dev/nvme0n1 of=/dev/null bs=1M count=4 skip="$_skip" iflag=direct 2> /dev/null
+			hostctl nic status | grep -q '"lie": null' && { _told=told; break; }
+		done
+		_state=
+		for _ in $(seq 600); do
+			_state=$(cat /sys/class/nvme/nvme0/state 2> /dev/null)
+			[ "$_state" = live ] && break
+			sleep 0.1
+		done
+		dd if=/dev/nvme0n1 of=/tmp/lie-read bs=1M count=4 skip="$_skip" iflag=direct 2> /dev/null
+		dd if=/tmp/nvme-pattern of=/tmp/lie-want bs=1M count=4 skip="$_skip" 2> /dev/null
+		if cmp -s /tmp/lie-read /tmp/lie-want; then _data=intact; else _data=differs; _failed=$((_failed + 1)); fi
+		[ "$_told" = told ] && [ "$_state" = live ] || _failed=$((_failed + 1))
+		echo "lie $_lie: $_before -> $(_distrust), $_told, state $_state, data $_data," \
+			"$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }') s"
+	done
+	rm -f /tmp/lie-read /tmp/lie-want
+	echo "lies: $#, failed: $_failed"
+	[ "$_failed" = 0 ]
 }
 
 # nvme_pattern: /tmp/nvme-pattern, NVME_MIB (64, at most 64) MiB of 8-byte records "<m><nnnnnn>\n"

@@ -17,6 +17,9 @@
  *              IB_EVENT_CQ_ERR must reach its event handler
  *   srq        receives on an SRQ with a limit armed by ib_modify_srq():
  *              IB_EVENT_SRQ_LIMIT_REACHED once fewer than the limit remain
+ *   stream     a kernel thread posts chains of RDMA WRITEs and polls them until it
+ *              is stopped (teardown, device removal): removal under traffic, the
+ *              last chain still in flight when the QPs are destroyed
  *   teardown   everything goes (also on unload and on device removal)
  *
  * The counted phases (chain, inline, push) only post and poll: objects come
@@ -30,6 +33,7 @@
 #include <linux/delay.h>
 #include <linux/ipv6.h>
 #include <linux/jiffies.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
@@ -305,11 +309,15 @@ static bool kv_check_wcs(struct ib_wc *wc, int n, enum ib_wc_opcode opcode,
 	return true;
 }
 
+static void kv_stream_stop(void);
+
 static void kv_teardown(void)
 {
 	struct ib_qp **qps[] = { &kv.qa, &kv.qb, &kv.qc, &kv.qs, &kv.qr,
 				 &kv.qd, &kv.qe, &kv.qf };
 	int i, ret;
+
+	kv_stream_stop();
 
 	for (i = 0; i < ARRAY_SIZE(qps); i++) {
 		if (!*qps[i])
@@ -1061,6 +1069,99 @@ static int kv_srq(void)
 	return 0;
 }
 
+/*
+ * stream: a thread that keeps a chain of KV_CHAIN WRITEs from qa to qb in flight, polls it
+ * and posts the next, until kthread_stop(). It takes no lock: the objects it uses live until
+ * kv_teardown(), which stops it first. Stopped, it leaves the last chain in flight.
+ */
+static struct task_struct *kv_streamer;
+static struct {
+	long rounds, completed, bad;
+	int first_bad_status;
+	u64 first_bad_wr_id;
+} kv_stream;
+
+static void kv_stream_bad(const struct ib_wc *wc)
+{
+	if (!kv_stream.bad++) {
+		kv_stream.first_bad_status = wc->status;
+		kv_stream.first_bad_wr_id = wc->wr_id;
+	}
+}
+
+static int kv_stream_fn(void *unused)
+{
+	static struct ib_rdma_wr wrs[KV_CHAIN];
+	static struct ib_sge sges[KV_CHAIN];
+	static struct ib_wc wc[KV_CHAIN];
+	const struct ib_send_wr *bad;
+	int got, n, i;
+
+	while (!kthread_should_stop()) {
+		kv_chain_writes(wrs, sges, KV_SLOT_CHAIN, KV_CHAIN, false);
+		if (ib_post_send(kv.qa, &wrs[0].wr, &bad)) {
+			kv_stream.bad++;
+			break;
+		}
+		for (got = 0; got < KV_CHAIN && !kthread_should_stop(); got += n) {
+			n = ib_poll_cq(kv.cq, KV_CHAIN - got, wc);
+			if (n < 0) {
+				kv_stream.bad++;
+				goto out;
+			}
+			for (i = 0; i < n; i++)
+				if (wc[i].status != IB_WC_SUCCESS || wc[i].qp != kv.qa ||
+				    wc[i].wr_id < KV_SLOT_CHAIN ||
+				    wc[i].wr_id >= KV_SLOT_CHAIN + KV_CHAIN)
+					kv_stream_bad(&wc[i]);
+			kv_stream.completed += n;
+			if (!n)
+				usleep_range(50, 200);
+		}
+		kv_stream.rounds++;
+	}
+out:
+	/* kthread_stop() wants a thread that is still there. */
+	while (!kthread_should_stop())
+		msleep(10);
+	return 0;
+}
+
+static int kv_stream_start(void)
+{
+	struct task_struct *t;
+
+	if (!kv.qa) {
+		kv_report("stream FAIL not set up");
+		return -ENODEV;
+	}
+	if (kv_streamer) {
+		kv_report("stream FAIL already streaming");
+		return -EBUSY;
+	}
+	memset(&kv_stream, 0, sizeof(kv_stream));
+	t = kthread_run(kv_stream_fn, NULL, "kv_stream");
+	if (IS_ERR(t)) {
+		kv_report("stream FAIL kthread_run: %ld", PTR_ERR(t));
+		return PTR_ERR(t);
+	}
+	kv_streamer = t;
+	kv_report("stream ok started");
+	return 0;
+}
+
+/* Stops the streamer (if any) and notes what it did for the next report. */
+static void kv_stream_stop(void)
+{
+	if (!kv_streamer)
+		return;
+	kthread_stop(kv_streamer);
+	kv_streamer = NULL;
+	pr_info("stream stopped rounds=%ld completed=%ld bad=%ld first_bad_status=%d first_bad_wr_id=%llu\n",
+		kv_stream.rounds, kv_stream.completed, kv_stream.bad,
+		kv_stream.first_bad_status, kv_stream.first_bad_wr_id);
+}
+
 static int kv_teardown_phase(void)
 {
 	kv_teardown();
@@ -1081,6 +1182,7 @@ static const struct {
 	{ "srq", kv_srq },
 	{ "distrust", kv_distrust },
 	{ "reuse", kv_reuse },
+	{ "stream", kv_stream_start },
 	{ "teardown", kv_teardown_phase },
 };
 
@@ -1121,7 +1223,7 @@ static const struct kernel_param_ops kv_run_ops = {
 	.set = kv_run_set,
 };
 module_param_cb(run, &kv_run_ops, NULL, 0200);
-MODULE_PARM_DESC(run, "write a phase name to run it: setup chain inline push cqoverrun srq distrust reuse teardown");
+MODULE_PARM_DESC(run, "write a phase name to run it: setup chain inline push cqoverrun srq distrust reuse stream teardown");
 
 static const struct kernel_param_ops kv_result_ops = {
 	.get = kv_result_get,
@@ -1147,9 +1249,16 @@ static void kv_remove(struct ib_device *dev, void *client_data)
 {
 	mutex_lock(&kv_lock);
 	if (kv.dev == dev) {
+		bool streamed = kv_streamer;
+
 		kv_teardown();
 		kv.dev = NULL;
-		kv_report("removed device=%s", device);
+		if (streamed)
+			kv_report("removed device=%s under traffic: stream rounds=%ld completed=%ld bad=%ld first_bad_status=%d",
+				  device, kv_stream.rounds, kv_stream.completed, kv_stream.bad,
+				  kv_stream.first_bad_status);
+		else
+			kv_report("removed device=%s", device);
 	}
 	mutex_unlock(&kv_lock);
 }

@@ -25,6 +25,8 @@ wait_for_gid ferroce0 3
 step setup-again 60 sh /scenario/phase.sh setup
 step remove-device 30 rmmod ferroce
 step removed 5 cat /sys/module/ferroce_kverbs_test/parameters/result
+# And under traffic: the device removed while a kernel thread streams WRITEs, 20 times.
+step unload-under-traffic 300 sh /scenario/unload.sh 20
 step unload-again 30 rmmod ferroce_kverbs_test
 step modules-gone 5 sh -c 'cat /proc/modules; ! grep -E "^(ferroce|ferroce_kverbs_test) " /proc/modules'
 step nic-counters 15 hostctl nic counters

@@ -2,9 +2,14 @@
 
 Both VMs have a ferroce NIC; nvme-rdma and nvmet-rdma run on ferroce0 through the kernel verbs
 (fast registration, RDMA READ/WRITE, SEND, ib_cm over QP1); the target receives through
-SRQs (nvmet-rdma use_srq=1). Checks: nvme_rdma.py.
+SRQs (nvmet-rdma use_srq=1). Then the host's NIC lies, once per kind, under the host's reads
+(a.sh's NVME_LIES): the driver drops and counts each lie, nvme-rdma recovers and the data read
+is the pattern. On the debug kernel in make check (memory lifetime under error recovery).
+Checks: nvme_rdma.py.
 """
 
 from nvme_rdma import scenario_for
 
-scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, target_srq=True)
+LIES = ["cqe-opcode", "cqe-qpn", "cqe-wr-id", "cqe-byte-len", "cqe-wqe-index", "eqe-object"]
+
+scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, target_srq=True, lies=LIES, debug_lane=True)
