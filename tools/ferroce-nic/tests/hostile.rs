@@ -5,7 +5,9 @@
 
 mod common;
 
+use common::fuzz::{self, still_works};
 use common::roce::{self, Node};
+use common::seeds;
 use common::*;
 use ferroce_hw::*;
 use ferroce_nic::engine::wire::back_to_back;
@@ -21,23 +23,6 @@ fn populated() -> (Guest, GuestCq, GuestQp) {
     let qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
     qp.connect(&mut g);
     (g, cq, qp)
-}
-
-/// After anything, the device still answers a NOP (unless the fuzz input reset or disabled it,
-/// in which case it comes back with a bring-up).
-fn still_works(g: &mut Guest) {
-    g.run();
-    if g.r32(REG_DEV_STATUS) & STATUS_FATAL != 0 || g.r32(REG_DEV_STATUS) & STATUS_ENABLED == 0 {
-        g.bring_up();
-    } else if g.r32(REG_CMDQ_STATUS) != CMDQ_STATUS_ENABLED
-        || g.r32(REG_CMDQ_CI) != u32::from(g.cmd_pi)
-    {
-        // The fuzz input rang the command doorbell behind the guest's back: the driver
-        // recovers by re-creating its queue.
-        g.w32(REG_CMDQ_CTRL, 0);
-        g.setup_cmdq(4);
-    }
-    assert_eq!(g.cmd(&NopCmd::default()).status, STATUS_OK);
 }
 
 fn addr_strategy() -> impl Strategy<Value = u64> {
@@ -252,6 +237,43 @@ proptest! {
         }
         prop_assert_eq!(a.g.cmd(&NopCmd::default()).status, STATUS_OK);
         prop_assert_eq!(b.g.cmd(&NopCmd::default()).status, STATUS_OK);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The libFuzzer command target's body on random bytes: command entries, doorbells, send
+    /// and receive WQEs and device rounds on an enabled device with the RoCE engine and live
+    /// QPs; the device answers a NOP afterwards (after a bring-up, if the bytes killed it).
+    #[test]
+    fn random_command_streams(data in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        fuzz::commands(&data);
+    }
+}
+
+/// The seeds of the command corpus do what they are named for.
+#[test]
+fn the_command_seeds_reach_the_queues() {
+    for (name, data) in seeds::command_seeds() {
+        let live = fuzz::commands_after(&data);
+        let got: Vec<(u64, WcStatus)> = live
+            .s
+            .cqes
+            .iter()
+            .map(|c| (c.wr_id, c.wc_status()))
+            .collect();
+        let has = |id, status| got.contains(&(id, status));
+        let ok = match name {
+            // A send to the UD QP itself and the first receive posted there.
+            "ud-loopback" => has(9, WcStatus::Success) && has(200, WcStatus::Success),
+            // Sent, never answered: nothing completes.
+            "rc-write" => got.is_empty(),
+            "bad-wqe" => has(12, WcStatus::WrFlushErr) || has(12, WcStatus::LocQpOpErr),
+            "error-then-post" => has(10, WcStatus::WrFlushErr) && has(1, WcStatus::WrFlushErr),
+            _ => true,
+        };
+        assert!(ok, "{name}: {got:?}");
     }
 }
 

@@ -5,7 +5,9 @@
 
 #![allow(dead_code)]
 
+pub mod fuzz;
 pub mod roce;
+pub mod seeds;
 
 use std::sync::{Arc, Mutex};
 

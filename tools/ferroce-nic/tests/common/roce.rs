@@ -163,6 +163,9 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Bytes of a receive WQE (`create_qp_cmd`'s receive stride).
+pub const RECV_STRIDE: usize = 64;
+
 /// A QP as the guest sees it.
 pub struct Qp {
     pub qpn: u32,
@@ -468,6 +471,11 @@ impl Qp {
         self.ring(node);
     }
 
+    /// Bytes of a send WQE (the send ring's stride).
+    pub fn send_stride(&self) -> usize {
+        1 << self.stride_log
+    }
+
     /// Posts a receive WQE with one SGE (of the data MR) and publishes it.
     pub fn post_recv(&mut self, node: &mut Node, wr_id: u64, addr: u64, len: u32) {
         let mut wqe = vec![0u8; 64];
@@ -483,10 +491,22 @@ impl Qp {
             lkey: node.key,
         }
         .write_to(&mut wqe[16..]));
+        self.put_recv(node, &wqe);
+        self.ring_recv(node);
+    }
+
+    /// Writes the receive WQE `wqe` (at most [`RECV_STRIDE`] bytes, whatever they hold) at
+    /// the producer index and publishes it in the doorbell record (no doorbell).
+    pub fn put_recv(&mut self, node: &Node, wqe: &[u8]) {
+        let wqe = wqe.get(..RECV_STRIDE).unwrap_or(wqe);
         let slot = u64::from(self.rq_pi) & ((1 << self.rq_log) - 1);
-        node.g.write(self.rq + slot * 64, &wqe);
+        node.g.write(self.rq + slot * RECV_STRIDE as u64, wqe);
         self.rq_pi = self.rq_pi.wrapping_add(1);
         node.g.write_u32(self.dbrec + 4, u32::from(self.rq_pi));
+    }
+
+    /// Rings the RQ doorbell (context 0, QID = QPN).
+    pub fn ring_recv(&self, node: &mut Node) {
         node.g.w32(
             db_page_offset(0) + DB_RQ,
             Doorbell {
