@@ -590,11 +590,13 @@ ferroce 16384 0 - Live 0x0000000000000000
 class VmtestMainTest(unittest.TestCase):
     """vmtest.py end to end with the VMs faked: both streams, results, KTAP and timings."""
 
-    def run_main(self, kernel_log):
+    def run_main(self, kernel_log, scenarios=("module",), extra=(), machines=None):
         import contextlib
         import vmtest
 
         def fake_run(machine, scenario, log_dir, follow=False):
+            if machines is not None:
+                machines[scenario.name] = machine
             vm = scenario.vms[0]
             return harness.Run({vm.name: harness.VmResult(vm, MODULE_OUTPUT, 0, 0, kernel_log)}, False, 3.5, log_dir)
 
@@ -603,7 +605,8 @@ class VmtestMainTest(unittest.TestCase):
             results = d / "results"
             results.write_text("PASS cargo-fmt\nPASS harness:test_x\n")
             argv = ["vmtest.py", "--kernel", str(d / "bzImage"), "--initrd", str(d / "base.cpio"), "--accel", "tcg",
-                    "--logs", str(d / "logs"), "--results", str(results), "--ktap", str(d / "results.ktap"), "module"]
+                    "--logs", str(d / "logs"), "--results", str(results), "--ktap", str(d / "results.ktap"),
+                    *extra, *scenarios]
             saved = harness.run_scenario, harness.private_network, sys.argv
             harness.run_scenario, harness.private_network, sys.argv = fake_run, lambda: True, argv
             out = io.StringIO()
@@ -636,6 +639,18 @@ class VmtestMainTest(unittest.TestCase):
         self.assertIn("  # a: [    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n"
                       "  not ok 2 kernel-clean\n", kt)
         self.assertIn("not ok 3 module", kt)
+
+
+    def test_the_debug_lane_runs_on_the_debug_kernel(self):
+        machines = {}
+        self.run_main("", ("module", "kverbs"), ("--debug-kernel", "/k/linux-7.3-debug/bzImage",
+                                                 "--debug-initrd", "/k/modules-debug.cpio"), machines)
+        self.assertEqual((machines["module"].kernel.name, machines["module"].slow), ("bzImage", 1.0))
+        self.assertEqual((str(machines["kverbs"].kernel), machines["kverbs"].slow), ("/k/linux-7.3-debug/bzImage", 3.0))
+        self.assertEqual([str(i) for i in machines["kverbs"].initrds], ["/k/modules-debug.cpio"])
+        machines.clear()
+        self.run_main("", ("module", "kverbs"), ("--lane", "default"), machines)
+        self.assertEqual(list(machines), ["module"])
 
 
 class PrivateNetworkTest(unittest.TestCase):

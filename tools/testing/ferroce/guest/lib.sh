@@ -206,6 +206,9 @@ nvme_lies() {
 		[ "$_told" = told ] && [ "$_state" = live ] || _failed=$((_failed + 1))
 		echo "lie $_lie: $_before -> $(_distrust), $_told, state $_state, data $_data," \
 			"$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }') s"
+		# What the driver and nvme-rdma said meanwhile (every level: recovery, reconnect).
+		dmesg | awk -v t="$_t0" '{ ts = substr($0, 2, index($0, "]") - 2) + 0 }
+			ts >= t && /nvme|ferroce/ { print "  " $0 }'
 	done
 	rm -f /tmp/lie-read /tmp/lie-want
 	echo "lies: $#, failed: $_failed"
