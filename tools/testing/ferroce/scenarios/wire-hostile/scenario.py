@@ -42,9 +42,11 @@ def responses_forged(run: Run) -> str:
     requesters = {ip for ip, _ in conns}
     if requesters != {"10.0.0.1", "10.0.0.2"}:
         raise CheckFailed(f"connections learnt of requesters {sorted(requesters)}, expected both VMs:\n{step.output}")
-    few = {k: n for k, n in counts.items() if n < 10}
+    # The forger keeps pace with the traffic it sees: fewer frames on a slower kernel.
+    least = max(3, int(10 / run.slow))
+    few = {k: n for k, n in counts.items() if n < least}
     if few:
-        raise CheckFailed(f"fewer than 10 frames forged of {few}:\n{step.output}")
+        raise CheckFailed(f"fewer than {least} frames forged of {few}:\n{step.output}")
     return f"{sum(counts.values())} frames against {len(conns)} connections: " + ", ".join(
         f"{k} {n}" for k, n in counts.items())
 
