@@ -325,8 +325,9 @@ int main(int argc, char **argv)
 		if (poll(&pfd, 1, 100) <= 0)
 			continue;
 		len = recv(fd, frame, sizeof(frame), MSG_DONTWAIT);
+		/* IPv4 without options (the offsets below assume a 20-byte header), UDP to 4791. */
 		if (len < HDRS + BTH_LEN || frame[12] != 0x08 || frame[13] != 0x00 ||
-		    frame[ETH_LEN + 9] != IPPROTO_UDP ||
+		    frame[ETH_LEN] != 0x45 || frame[ETH_LEN + 9] != IPPROTO_UDP ||
 		    (frame[ETH_LEN + IP_LEN + 2] << 8 | frame[ETH_LEN + IP_LEN + 3]) != ROCE_PORT)
 			continue;
 		/* Our own frames come back on a packet socket: not the wire's. */
