@@ -548,6 +548,11 @@ class Scenario:
         return fn
 
 
+DEBUG_SLOW = 3.0
+"""How much slower the debug kernel (VARIANT=debug: KASAN, kmemleak, lockdep, under TCG) runs
+scenarios than the default one: its `Machine.slow` unless vmtest is told otherwise."""
+
+
 @dataclasses.dataclass
 class Machine:
     """How VMs are booted: kernel, base initramfs pieces, accelerator."""

@@ -646,11 +646,23 @@ class VmtestMainTest(unittest.TestCase):
         self.run_main("", ("module", "kverbs"), ("--debug-kernel", "/k/linux-7.3-debug/bzImage",
                                                  "--debug-initrd", "/k/modules-debug.cpio"), machines)
         self.assertEqual((machines["module"].kernel.name, machines["module"].slow), ("bzImage", 1.0))
-        self.assertEqual((str(machines["kverbs"].kernel), machines["kverbs"].slow), ("/k/linux-7.3-debug/bzImage", 3.0))
+        self.assertEqual((str(machines["kverbs"].kernel), machines["kverbs"].slow), ("/k/linux-7.3-debug/bzImage", harness.DEBUG_SLOW))
         self.assertEqual([str(i) for i in machines["kverbs"].initrds], ["/k/modules-debug.cpio"])
         machines.clear()
         self.run_main("", ("module", "kverbs"), ("--lane", "default"), machines)
         self.assertEqual(list(machines), ["module"])
+
+    def test_one_time_factor_of_the_debug_kernel(self):
+        """check-debug (--debug) and the debug lane take the same factor, harness.DEBUG_SLOW, unless told."""
+        machines = {}
+        self.run_main("", ("module",), ("--debug",), machines)
+        self.assertEqual(machines["module"].slow, harness.DEBUG_SLOW)
+        self.run_main("", ("module",), ("--debug", "--debug-slow", "4"), machines)
+        self.assertEqual(machines["module"].slow, 4.0)
+        self.run_main("", ("module",), ("--slow", "2"), machines)
+        self.assertEqual(machines["module"].slow, 2.0)
+        self.run_main("", ("kverbs",), ("--debug-kernel", "/k/bzImage", "--debug-slow", "5"), machines)
+        self.assertEqual(machines["kverbs"].slow, 5.0)
 
 
 class PrivateNetworkTest(unittest.TestCase):

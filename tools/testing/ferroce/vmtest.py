@@ -160,17 +160,22 @@ def main() -> int:
     parser.add_argument("--lane", choices=["default", "debug", "all"], default="all",
                         help="of the scenarios named (or all), those make check runs on the default "
                              "kernel, those it runs on the debug kernel (Scenario.debug_lane), or all")
-    parser.add_argument("--slow", type=float, default=1.0,
-                        help="time factor of the kernel (the debug kernel's checkers): timeouts scale")
+    parser.add_argument("--slow", type=float,
+                        help="time factor of --kernel (timeouts scale): 1, or with --debug the debug kernel's")
+    parser.add_argument("--debug", action="store_true",
+                        help="--kernel is the debug kernel (make check-debug): it runs --debug-slow times slower")
     parser.add_argument("--debug-kernel", type=Path,
                         help="the debug kernel: the debug lane's scenarios (Scenario.debug_lane) run on it")
     parser.add_argument("--debug-initrd", type=Path, action="append", default=[],
                         help="initramfs piece for the debug kernel (its modules); repeat")
-    parser.add_argument("--debug-slow", type=float, default=3.0, help="the debug kernel's --slow")
+    parser.add_argument("--debug-slow", type=float, default=harness.DEBUG_SLOW,
+                        help=f"the debug kernel's time factor (default {harness.DEBUG_SLOW:g})")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--follow", action="store_true", help="echo the VMs' output and kernel logs while they run")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
+    if args.slow is None:
+        args.slow = args.debug_slow if args.debug else 1.0
     global SCENARIOS
     SCENARIOS = HERE / args.suite
 
