@@ -38,9 +38,10 @@ RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeou
                      "naks_received", "seq_errors", "duplicates", "rnr_retries"]
 
 
-def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str] | None = None,  # noqa: N803
+def scenario_for(KINDS: dict[str, str], timeout: int = 400, nic_args: list[str] | None = None,  # noqa: N803
                  expect_retransmits: bool = False, target_srq: bool = False, mibs: int = 64,
-                 lies: list[str] | None = None, debug_lane: bool = False) -> Scenario:
+                 lies: list[str] | None = None, debug_lane: bool = False,
+                 connect_opts: dict[str, str] | None = None) -> Scenario:
     """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce"). `nic_args` go to
     the ferroce NICs (fault injection); with `expect_retransmits` the NICs must have recovered
     lost frames by retransmission; with `target_srq` the target's nvmet-rdma (built in) gets
@@ -48,7 +49,8 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
     writes and reads back `mibs` MiB (its script sets NVME_MIB to the same). With `lies`, the
     host's NIC then tells one lie of each kind under its reads (its script sets NVME_LIES to
     the same): each must be counted by the driver and survived by nvme-rdma with the data
-    intact."""
+    intact. `connect_opts` are the options the host connects with (its script exports them as
+    NVME_CONNECT_OPTS): the controller must show each as asked."""
     moved = mibs << 20
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
     VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []),
@@ -107,6 +109,8 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 1200, nic_args: list[str]
         ns.expect(r"^state: live$")
         ns.expect(rf'nvme nvme0: new ctrl: NQN "{re.escape(NQN)}", addr {re.escape(TARGET.address)}:4420')
         ns.expect(rf"^namespace bytes: {SIZE}$")
+        for key, value in (connect_opts or {}).items():
+            ns.expect(rf"^option {re.escape(key)}: {re.escape(value)}$")
         # The target's side of it.
         run.vm("b").step("nvmet-log").expect(rf"nvmet: Created nvm controller {reply.group(2)} for subsystem {re.escape(NQN)}")
         return f"{reply.group(0)} after {connect.tries} tries; namespace of {SIZE >> 20} MiB"

@@ -9,6 +9,9 @@ from nvme_rdma import scenario_for
 
 FAULTS = ["--fault-drop", "0.05", "--fault-reorder", "0.05", "--fault-seed", "7"]
 
+# a.sh's NVME_CONNECT_OPTS: a slow machine fails the checks, not NVMe's error recovery.
+CONNECT_OPTS = {"ctrl_loss_tmo": "900"}
+
 # 16 MiB: enough losses to recover from (thousands), in a quarter of the time.
 scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, nic_args=FAULTS, expect_retransmits=True,
-                        mibs=16)
+                        mibs=16, connect_opts=CONNECT_OPTS)
