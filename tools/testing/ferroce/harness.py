@@ -363,7 +363,8 @@ class VmResult:
 KERNEL_TROUBLE = re.compile(r"^\[\s*\d+\.\d+\] .*\b(BUG:|WARNING:|Oops|Kernel panic|KASAN:|UBSAN:|"
                             r"new suspected memory leaks|"
                             r"possible recursive locking|circular locking|"
-                            r"sleeping function called from invalid context|general protection fault)")
+                            r"sleeping function called from invalid context|general protection fault|"
+                            r"blocked for more than \d+ seconds)")
 
 
 # Lockdep reports of upstream code that ferroce takes no part in, by the two locks they name;

@@ -386,6 +386,12 @@ class SplitStreamsTest(unittest.TestCase):
             self.assertEqual(harness.kernel_trouble(self.result("", log)),
                              ["[   50.000000] WARNING: possible circular locking dependency detected"])
 
+    def test_a_hung_task_is_trouble(self):
+        log = ("[  250.100000] INFO: task kworker/u8:3:77 blocked for more than 120 seconds.\n"
+               "[  250.100100]       Not tainted 7.3.4 #1\n")
+        self.assertEqual(harness.kernel_trouble(self.result("", log)),
+                         ["[  250.100000] INFO: task kworker/u8:3:77 blocked for more than 120 seconds."])
+
     def test_kernel_trouble_needs_a_printk_timestamp(self):
         r = self.result(output="=== STEP s begin\ngrep WARNING: in a test's output\n=== STEP s rc=0\n",
                         kernel_log="no timestamp: BUG: not a kernel line\n")

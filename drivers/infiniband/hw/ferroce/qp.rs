@@ -602,11 +602,6 @@ impl QpData {
         Ok(())
     }
 
-    /// Claims a CQE the device wrote to CQ `cqn` for this QP. It must complete a WQE that was
-    /// posted and is not completed yet, in the queue of this QP that completes on `cqn`, and
-    /// agree with what was posted there; the device is then done with the WQEs up to its
-    /// index. Nothing in the queues changes for a CQE that is refused. A receive of a QP with
-    /// an SRQ is the SRQ's to check.
     /// Attaches the QP (UD: ib_core checked) to multicast group `mgid`, or with `attach` false
     /// detaches it: `-EINVAL` for a group it is not attached to (as rxe), `-ENOMEM` when the
     /// device's group tables are full; neither is logged (the consumer's doing).
@@ -635,6 +630,11 @@ impl QpData {
         done.map_err(|e| if e == ENOENT { EINVAL } else { e })
     }
 
+    /// Claims a CQE the device wrote to CQ `cqn` for this QP. It must complete a WQE that was
+    /// posted and is not completed yet, in the queue of this QP that completes on `cqn`, and
+    /// agree with what was posted there; the device is then done with the WQEs up to its
+    /// index. Nothing in the queues changes for a CQE that is refused. A receive of a QP with
+    /// an SRQ is the SRQ's to check.
     pub(crate) fn claim(&self, cqn: u32, cqe: &hw::Cqe) -> Result<Claim, BadCqe> {
         let QpMem::Kernel(kq) = &self.mem else {
             return Err(BadCqe::ForeignQp);
