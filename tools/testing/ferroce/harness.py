@@ -475,7 +475,7 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[
             report["nics"][name] = {"error": f"{type(e).__name__}: {e}"}
             continue
         report["nics"][name] = {key: counters.get(key, 0) for key in (
-            "tx_packets", "rx_packets", "retransmits", "timeouts", "queue_drops", "drops")}
+            "tx_packets", "rx_packets", "retransmits", "timeouts", "rnr_resends", "queue_drops", "drops")}
         report["nics"][name]["port_lost"] = port.get("lost", 0)
     return report
 
@@ -504,8 +504,10 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
             continue
         sent += nic["tx_packets"]
         retransmitted += nic["retransmits"]
+        # Frames sent again after an RNR NAK are the receiver's flow control, not loss.
+        rnr = f", {nic['rnr_resends']} sent again after RNR NAKs" if nic.get("rnr_resends") else ""
         lines.append(f"NIC {name}: {nic['tx_packets']} frames sent, {nic['retransmits']} "
-                     f"retransmitted ({nic['timeouts']} timer expiries), {nic['queue_drops']} "
+                     f"retransmitted ({nic['timeouts']} timer expiries){rnr}, {nic['queue_drops']} "
                      f"queue drops, {nic['port_lost']} lost by the port")
         if nic["queue_drops"] and scenario.wire_judged:
             problems.append(f"NIC {name} dropped {nic['queue_drops']} frames: a queue was full")

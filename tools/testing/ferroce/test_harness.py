@@ -190,6 +190,14 @@ class WireCleanTest(unittest.TestCase):
         self.assertIn("2 of 1000 frames retransmitted (0.200 %) in a fault-free run", text)
         self.assertTrue(harness.wire_clean(harness.Scenario([], faults=True), report)[0])
 
+    def test_frames_sent_again_after_rnr_naks_are_not_losses(self):
+        # tools-parity's ib_send_bw outran its receiver's reposting: 11 RNR NAKs, 337 frames again.
+        report = self.report(a=dict(nic(213709), rnr_resends=337), b=nic(20634))
+        passed, text = harness.wire_clean(harness.Scenario([]), report)
+        self.assertTrue(passed, text)
+        self.assertIn("NIC a: 213709 frames sent, 0 retransmitted (0 timer expiries), "
+                      "337 sent again after RNR NAKs", text)
+
     def test_queue_drops_fail_and_congestion_always_fails(self):
         self.assertFalse(harness.wire_clean(harness.Scenario([]), self.report(a=nic(10, 0, 1)))[0])
         faulty = harness.Scenario([], faults=True)

@@ -15,7 +15,7 @@ use serde_json::json;
 use super::headers::{AtomicEth, Deth, PacketBuilder, Reth};
 use super::opcode::{self, op, Position, Transport};
 use super::psn;
-use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, GSI_QKEY, MIN_ACK_TIMEOUT};
+use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, Resend, GSI_QKEY, MIN_ACK_TIMEOUT};
 use super::{EngineHost, SendWork};
 use crate::objects::ah_from_av;
 use crate::qp::QpAttrs;
@@ -167,6 +167,8 @@ pub struct Requester {
     /// Packets that were in flight when the last go-back began: their answers, still on the
     /// way, report the same loss again and again.
     rewound_span: u32,
+    /// The last go-back was for an RNR NAK: what it sends again is flow control, not loss.
+    after_rnr: bool,
     retry_cnt: u8,
     rnr_retry: u8,
     max_rd_atomic: u8,
@@ -299,6 +301,7 @@ impl Requester {
     pub fn probe(&mut self) {
         self.cwnd = MIN_CWND;
         self.cwnd_acked = 0;
+        self.after_rnr = true;
     }
 
     /// Halves the window after a loss.
@@ -329,6 +332,8 @@ impl Requester {
         };
         self.last_retry_psn = Some(from);
         self.sent_since_rewind = 0;
+        // A loss, unless the RNR NAK that asked for this go-back says otherwise (`probe`).
+        self.after_rnr = false;
         self.rewound_span = psn::diff(self.high_psn, from).max(0) as u32;
         // Karn: the timed packet gives no sample once it is sent again.
         if self.rtt_probe.is_some_and(|(at, _)| !psn::before(at, from)) {
@@ -619,7 +624,7 @@ fn send_datagram(
         return WcStatus::LocProtErr;
     };
     qp.req.next_psn = psn::add(qp.req.next_psn, 1);
-    io.send(host, &route, &b, &payload, false);
+    io.send(host, &route, &b, &payload, Resend::No);
     host.wqe_on_wire(qp.qpn, w.work.index);
     WcStatus::Success
 }
@@ -776,6 +781,11 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             break;
         }
         let retransmit = psn::before(pkt_psn, qp.req.high_psn);
+        let resend = match (retransmit, qp.req.after_rnr) {
+            (false, _) => Resend::No,
+            (true, false) => Resend::Loss,
+            (true, true) => Resend::AfterRnr,
+        };
         // A READ piece lost in part is asked for again up to its old end (a duplicate request
         // must lie within the original); a new piece is a window long.
         let read_pieces = if w.resp_pkts < w.read_end {
@@ -820,7 +830,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                     }
                     req.arm(now, timeout);
                 }
-                io.send(host, route, &packet, &payload, retransmit);
+                io.send(host, route, &packet, &payload, resend);
                 if let Some(index) = first_frame {
                     host.wqe_on_wire(qp.qpn, index);
                 }

@@ -28,7 +28,7 @@ use super::headers::{syndrome, Aeth, Packet, PacketBuilder};
 use super::icrc::NetKind;
 use super::opcode::{self, flag, op, OpInfo, Position};
 use super::psn;
-use super::roce::{sge_pieces, Io, QpCtx, GSI_QKEY};
+use super::roce::{sge_pieces, Io, QpCtx, Resend, GSI_QKEY};
 use super::{EngineHost, RecvCompletion, RecvWork};
 
 /// READ response packets sent per QP per poll.
@@ -161,7 +161,7 @@ fn send_aeth(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, syn: u
         kind,
         || json!({"dir": "tx", "qpn": qp.qpn, "psn": at, "syndrome": syn}),
     );
-    io.send(host, &route, &b, &[], false);
+    io.send(host, &route, &b, &[], Resend::No);
 }
 
 /// Sends the coalesced ACK, if one is due.
@@ -249,7 +249,7 @@ fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, 
         msn: qp.resp.msn,
     });
     b.atomic_ack = Some(original);
-    io.send(host, &route, &b, &[], false);
+    io.send(host, &route, &b, &[], Resend::No);
 }
 
 /// The operation a request packet belongs to, from the opcode table.

@@ -207,6 +207,17 @@ fn transmit(
     }
 }
 
+/// Whether a packet was sent before, and why it goes again (each kind has its counter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resend {
+    /// Its first time on the wire.
+    No,
+    /// Again, to recover a loss (`COUNTER_RETRANSMITS`).
+    Loss,
+    /// Again after an RNR NAK, which refused it and what followed it (`COUNTER_RNR_RESENDS`).
+    AfterRnr,
+}
+
 impl Io {
     /// Sends one packet of QP `qpn` along `route`.
     pub fn send(
@@ -215,7 +226,7 @@ impl Io {
         route: &Route,
         packet: &PacketBuilder,
         payload: &[u8],
-        retransmit: bool,
+        resend: Resend,
     ) {
         self.transport.clear();
         packet.write(payload, &mut self.transport);
@@ -223,9 +234,12 @@ impl Io {
         frame::build(route, &self.transport, &mut out);
         host.count(COUNTER_TX_PACKETS, 1);
         host.count(COUNTER_TX_BYTES, out.len() as u64);
-        if retransmit {
-            host.count(COUNTER_RETRANSMITS, 1);
+        match resend {
+            Resend::No => {}
+            Resend::Loss => host.count(COUNTER_RETRANSMITS, 1),
+            Resend::AfterRnr => host.count(COUNTER_RNR_RESENDS, 1),
         }
+        let retransmit = resend != Resend::No;
         let bth = packet.bth;
         let looped = route.dmac == self.mac;
         self.trace.event("frame", || {

@@ -56,7 +56,8 @@ mod index {
     pub const COUNTER_RX_PACKETS: usize = 20;
     /// Bytes received.
     pub const COUNTER_RX_BYTES: usize = 21;
-    /// Retransmitted packets.
+    /// Packets sent again to recover a loss (timer expiry, sequence NAK, a gap in READ
+    /// responses); not those sent again after an RNR NAK ([`COUNTER_RNR_RESENDS`]).
     pub const COUNTER_RETRANSMITS: usize = 22;
     /// NAKs sent.
     pub const COUNTER_NAKS_SENT: usize = 23;
@@ -81,10 +82,13 @@ mod index {
     /// Producer indexes the device found by polling doorbell records (`QP_FLAG_DB_RECORD`):
     /// each stands for a doorbell no one wrote.
     pub const COUNTER_RECORD_DOORBELLS: usize = 33;
+    /// Packets sent again after an RNR NAK: the responder had no receive WQE and dropped what
+    /// followed the refused packet. Flow control, not loss: they are not in `retransmits`.
+    pub const COUNTER_RNR_RESENDS: usize = 34;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 34;
+pub const NUM_COUNTERS: usize = 35;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -123,6 +127,7 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"timeouts",
     c"queue_drops",
     c"record_doorbells",
+    c"rnr_resends",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.

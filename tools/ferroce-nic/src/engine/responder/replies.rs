@@ -47,7 +47,9 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
                 msn: qp.resp.msn,
             });
         }
-        io.send(host, &route, &b, &payload, job.replay);
+        // A replay answers a duplicate request: the requester lost the first answer.
+        let resend = if job.replay { Resend::Loss } else { Resend::No };
+        io.send(host, &route, &b, &payload, resend);
         if let Some(j) = qp.resp.jobs.front_mut() {
             j.next += 1;
             if j.next >= j.npkts {
