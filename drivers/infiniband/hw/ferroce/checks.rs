@@ -15,15 +15,17 @@ use kernel::{
 use crate::hw;
 
 /// The driver's counters, after the device's in ib_core's `hw_counters/`: CQEs refused, events
-/// for objects that do not exist, and CQEs of destroyed QPs removed from their CQs.
+/// for objects that do not exist, CQEs of destroyed QPs removed from their CQs, doorbells the
+/// device rejected, and WRs whose CQEs never came that the driver completed as flushed.
 pub(crate) const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"driver_bad_cqes",
     c"driver_bad_events",
     c"driver_cleaned_cqes",
     c"driver_doorbell_errors",
+    c"driver_flushed_wrs",
 ];
 /// Number of driver counters.
-pub(crate) const NUM_COUNTERS: usize = 4;
+pub(crate) const NUM_COUNTERS: usize = 5;
 
 /// Why a CQE was not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +66,7 @@ pub(crate) struct DeviceChecks {
     bad_events: Atomic<u64>,
     cleaned_cqes: Atomic<u64>,
     doorbell_errors: Atomic<u64>,
+    flushed_wrs: Atomic<u64>,
 }
 
 impl DeviceChecks {
@@ -73,6 +76,7 @@ impl DeviceChecks {
             bad_events: Atomic::new(0),
             cleaned_cqes: Atomic::new(0),
             doorbell_errors: Atomic::new(0),
+            flushed_wrs: Atomic::new(0),
         }
     }
 
@@ -83,12 +87,27 @@ impl DeviceChecks {
             self.bad_events.load(Relaxed),
             self.cleaned_cqes.load(Relaxed),
             self.doorbell_errors.load(Relaxed),
+            self.flushed_wrs.load(Relaxed),
         ]
     }
 
     /// Counts `n` CQEs of a destroyed QP removed from a CQ.
     pub(crate) fn cleaned_cqes(&self, n: u16) {
         self.cleaned_cqes.fetch_add(u64::from(n), Relaxed);
+    }
+
+    /// Counts a WR of QP `qpn` (posted at `index`) whose CQE never came, which the driver
+    /// completed as flushed, and reports it (rate-limited). Callable in any context.
+    pub(crate) fn flushed_wr(&self, qpn: u32, index: u16) {
+        let n = self.flushed_wrs.fetch_add(1, Relaxed) + 1;
+        if reported(n) {
+            pr_warn!(
+                "ferroce: QP {}: the device went past WQE {} without its CQE; completed it as flushed ({} so far)\n",
+                qpn,
+                index,
+                n
+            );
+        }
     }
 
     /// Counts a CQE the driver dropped and reports it (rate-limited). Callable in any context.

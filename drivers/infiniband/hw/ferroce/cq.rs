@@ -245,14 +245,19 @@ impl CqData {
         let start = *ci;
         let mut bytes = [0u8; hw::CQE_SIZE];
         while !out.is_full() && ring.read_owned(*ci, hw::CQE_OWNER_OFFSET, &mut bytes)? {
-            *ci = ci.wrapping_add(1);
             let cqe = hw::Cqe::decode(&bytes);
             match self.accept(dev, &cqe) {
-                Ok(wc) => {
+                Ok(Accepted::Wc(wc)) => {
                     let _ = out.push(&wc);
+                }
+                Ok(Accepted::Lost { index, posted }) => {
+                    // Completed first; the CQE is read again.
+                    RoceDevice::flush_lost(dev, cqe.qpn, index, &posted, out);
+                    continue;
                 }
                 Err(why) => RoceDevice::refuse_cqe(dev, self.cqn, &cqe, why),
             }
+            *ci = ci.wrapping_add(1);
         }
         if *ci != start {
             dbrec.write(0, u32::from(*ci))?;
@@ -263,12 +268,9 @@ impl CqData {
     /// The work completion of `cqe`, if the driver believes it: its values are defined, it
     /// names a kernel QP completing on this CQ, and it completes a WQE posted there and not
     /// completed yet, agreeing with it (`wr_id`, opcode, length). The QP (or SRQ) then
-    /// learns how far the device got in its queue.
-    fn accept(
-        &self,
-        dev: &rdma::Device<RoceDevice>,
-        cqe: &hw::Cqe,
-    ) -> Result<WorkCompletion, BadCqe> {
+    /// learns how far the device got in its queue. A signaled WR of the QP's queue that it
+    /// went past, whose own CQE never came, comes first.
+    fn accept(&self, dev: &rdma::Device<RoceDevice>, cqe: &hw::Cqe) -> Result<Accepted, BadCqe> {
         let mut wc = work_completion(cqe).ok_or(BadCqe::Undefined)?;
         let claim = dev
             .qps()
@@ -276,6 +278,7 @@ impl CqData {
             .ok_or(BadCqe::UnknownQp)??;
         let len = match claim {
             Claim::Own { len } => len,
+            Claim::Lost { index, posted } => return Ok(Accepted::Lost { index, posted }),
             Claim::Srq(srqn) => dev
                 .srqs()
                 .with(srqn, |srq| srq.claim(cqe))
@@ -283,7 +286,7 @@ impl CqData {
         };
         // An error completion's length means nothing; it never exceeds the WQE's either.
         wc.byte_len = wc.byte_len.min(len);
-        Ok(wc)
+        Ok(Accepted::Wc(wc))
     }
 
     /// Removes the CQEs of QP `qpn`, just destroyed in the device, from the ring (as mlx5's
@@ -373,9 +376,16 @@ impl CqData {
     }
 }
 
-/// Decodes a CQE; `None` for values the interface does not define (a buggy device).
-fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
-    let opcode = match cqe.opcode {
+/// What a CQE the driver believes gives: its completion, or first that of a WR it went past
+/// whose own CQE never came (posted at `index`).
+enum Accepted {
+    Wc(WorkCompletion),
+    Lost { index: u16, posted: hw::Posted },
+}
+
+/// The work completion opcode of a `CQE_OP_*`; `None` for values the interface does not define.
+fn wc_opcode(opcode: u8) -> Option<WcOpcode> {
+    Some(match opcode {
         hw::CQE_OP_SEND => WcOpcode::Send,
         hw::CQE_OP_RDMA_WRITE => WcOpcode::RdmaWrite,
         hw::CQE_OP_RDMA_READ => WcOpcode::RdmaRead,
@@ -386,7 +396,34 @@ fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
         hw::CQE_OP_RECV => WcOpcode::Recv,
         hw::CQE_OP_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
         _ => return None,
-    };
+    })
+}
+
+/// The completion the driver gives WR `posted` of QP `qpn`, whose CQE never came: flushed, as
+/// the WRs of a QP in error are.
+pub(crate) fn flushed(qpn: u32, posted: &hw::Posted) -> WorkCompletion {
+    WorkCompletion {
+        wr_id: posted.wr_id,
+        qp_num: qpn,
+        status: WcStatus::WrFlushErr,
+        // What it was: a flush's opcode means nothing to ib_core, but a consumer may look.
+        opcode: wc_opcode(posted.opcode).unwrap_or(WcOpcode::Send),
+        vendor_err: 0,
+        byte_len: 0,
+        imm: None,
+        invalidated_rkey: None,
+        src_qp: 0,
+        smac: None,
+        vlan: None,
+        network_header: None,
+        pkey_index: 0,
+        port: crate::commands::PORT_U8,
+    }
+}
+
+/// Decodes a CQE; `None` for values the interface does not define (a buggy device).
+fn work_completion(cqe: &hw::Cqe) -> Option<WorkCompletion> {
+    let opcode = wc_opcode(cqe.opcode)?;
     let status = match hw::WcStatus::from_raw(cqe.status) {
         Some(hw::WcStatus::Success) => WcStatus::Success,
         Some(hw::WcStatus::LocLenErr) => WcStatus::LocLenErr,

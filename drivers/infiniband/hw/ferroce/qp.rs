@@ -70,6 +70,9 @@ pub(crate) enum Claim {
         /// The most bytes the WQE can have moved.
         len: u32,
     },
+    /// The CQE went past a signaled WQE of the QP's whose own CQE never came: that one, posted
+    /// at `index`, is to be completed first (flushed); the CQE is to be read again.
+    Lost { index: u16, posted: hw::Posted },
     /// A receive WQE of SRQ `srqn`, which checks it.
     Srq(u32),
 }
@@ -633,8 +636,9 @@ impl QpData {
     /// Claims a CQE the device wrote to CQ `cqn` for this QP. It must complete a WQE that was
     /// posted and is not completed yet, in the queue of this QP that completes on `cqn`, and
     /// agree with what was posted there; the device is then done with the WQEs up to its
-    /// index. Nothing in the queues changes for a CQE that is refused. A receive of a QP with
-    /// an SRQ is the SRQ's to check.
+    /// index. A signaled WQE it went past never got its CQE: that one comes back first, as
+    /// lost, and the queue's consumer index moves past it only. Nothing in the queues changes
+    /// for a CQE that is refused. A receive of a QP with an SRQ is the SRQ's to check.
     pub(crate) fn claim(&self, cqn: u32, cqe: &hw::Cqe) -> Result<Claim, BadCqe> {
         let QpMem::Kernel(kq) = &self.mem else {
             return Err(BadCqe::ForeignQp);
@@ -652,11 +656,16 @@ impl QpData {
             (kq.sq.ring(), &kq.sq_prod, &kq.sq_ci)
         };
         let prod = prod.lock();
-        if !ring.outstanding(prod.pi, ci.load(Relaxed) as u16, cqe.wqe_index) {
+        let first = ci.load(Relaxed) as u16;
+        if !ring.outstanding(prod.pi, first, cqe.wqe_index) {
             return Err(BadCqe::WqeIndex);
         }
         let posted = prod.wrs.get(cqe.wqe_index).ok_or(BadCqe::WqeIndex)?;
         posted.check(cqe).map_err(BadCqe::Mismatch)?;
+        if let Some((index, posted)) = prod.wrs.first_lost(first, cqe.wqe_index) {
+            ci.store(u32::from(index.wrapping_add(1)), Relaxed);
+            return Ok(Claim::Lost { index, posted });
+        }
         ci.store(u32::from(cqe.wqe_index.wrapping_add(1)), Relaxed);
         Ok(Claim::Own { len: posted.len })
     }
@@ -823,6 +832,34 @@ mod tests {
         // A flush says nothing of length or opcode, but names the WR.
         let flush = hw::WcStatus::WrFlushErr;
         assert_eq!(posted.check(&cqe(7, 0, u32::MAX, flush)), Ok(()));
+    }
+
+    #[test]
+    fn a_cqe_past_a_signaled_wqe_finds_it_lost() -> Result {
+        let ring = hw::Ring::new(3, hw::MAX_LOG_QUEUE).ok_or(EINVAL)?;
+        let mut wrs = WrTable::new(ring)?;
+        let wr = |wr_id, signaled| hw::Posted {
+            wr_id,
+            signaled,
+            ..Default::default()
+        };
+        // 65534 signaled, 65535 not, 0 signaled: a CQE for 1 went past all three.
+        for (index, posted) in [
+            (65534, wr(1, true)),
+            (65535, wr(2, false)),
+            (0, wr(3, true)),
+            (1, wr(4, true)),
+        ] {
+            wrs.set(index, posted);
+        }
+        let lost = |from, to| wrs.first_lost(from, to).map(|(index, p)| (index, p.wr_id));
+        assert_eq!(lost(65534, 1), Some((65534, 1)));
+        // After it, the next; the unsignaled one between lost nothing.
+        assert_eq!(lost(65535, 1), Some((0, 3)));
+        assert_eq!(lost(65535, 0), None);
+        // The CQE of the next WQE in order went past nothing.
+        assert_eq!(lost(1, 1), None);
+        Ok(())
     }
 
     #[test]

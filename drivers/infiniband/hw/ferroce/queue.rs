@@ -164,6 +164,20 @@ impl WrTable {
         }
     }
 
+    /// The first signaled WR posted at `from..to` (wrapping), with its index: the device
+    /// completes a queue in order, so a CQE for the WQE at `to` that went past it means its
+    /// own CQE never came (the device lost it, or wrote one the driver refused).
+    pub(crate) fn first_lost(&self, from: u16, to: u16) -> Option<(u16, hw::Posted)> {
+        let mut index = from;
+        while index != to {
+            if let Some(posted) = self.get(index).filter(|posted| posted.signaled) {
+                return Some((index, posted));
+            }
+            index = index.wrapping_add(1);
+        }
+        None
+    }
+
     /// Takes what was posted at `index` out of its slot, freeing it.
     pub(crate) fn take(&mut self, index: u16) -> Option<hw::Posted> {
         let posted = self.get(index)?;

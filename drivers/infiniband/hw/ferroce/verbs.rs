@@ -262,13 +262,33 @@ impl RoceDevice {
             })
             .unwrap_or(false);
         if newly_broken {
-            match dev.ib_events.as_ref() {
-                Some(events) => events.qp_broken(cqe.qpn),
-                None => pr_warn!(
-                    "ferroce: QP {} is broken; it cannot be moved to ERR\n",
-                    cqe.qpn
-                ),
-            }
+            Self::to_err(dev, cqe.qpn);
+        }
+    }
+
+    /// Completes WR `posted` of kernel QP `qpn`, posted at `index`, whose CQE never came (a
+    /// later CQE of its queue went past it), as flushed into `out`; counts and reports it, and
+    /// moves the QP to ERR, as for a refused CQE: the device skipped a completion.
+    pub(crate) fn flush_lost(
+        dev: &rdma::Device<Self>,
+        qpn: u32,
+        index: u16,
+        posted: &hw::Posted,
+        out: &mut Completions<'_, Self>,
+    ) {
+        if out.push(&crate::cq::flushed(qpn, posted)).is_ok() {
+            dev.checks().flushed_wr(qpn, index);
+        }
+        if dev.qps().with(qpn, |qp| qp.set_broken()) == Some(true) {
+            Self::to_err(dev, qpn);
+        }
+    }
+
+    /// Queues broken kernel QP `qpn` for its move to ERR.
+    fn to_err(dev: &rdma::Device<Self>, qpn: u32) {
+        match dev.ib_events.as_ref() {
+            Some(events) => events.qp_broken(qpn),
+            None => pr_warn!("ferroce: QP {} is broken; it cannot be moved to ERR\n", qpn),
         }
     }
 

@@ -113,6 +113,10 @@ pub struct Posted {
     /// Most bytes a successful completion can report: the payload of a send, READ or atomic
     /// (8), the buffers of a receive.
     pub len: u32,
+    /// Whether the WQE gets a CQE when it succeeds (a receive always does). The device
+    /// completes a queue in order, so a CQE that goes past a signaled WQE still waiting for
+    /// its own means that one was lost.
+    pub signaled: bool,
 }
 
 /// How a CQE disagrees with the WQE it claims to complete.
@@ -143,6 +147,7 @@ impl Posted {
             wr_id: req.wr_id,
             opcode: cqe_opcode_for_send(req.op.opcode()),
             len,
+            signaled: req.signaled,
         }
     }
 
@@ -152,6 +157,7 @@ impl Posted {
             wr_id,
             opcode: CQE_OP_RECV,
             len: sges.iter().fold(0u32, |n, s| n.saturating_add(s.length)),
+            signaled: true,
         }
     }
 

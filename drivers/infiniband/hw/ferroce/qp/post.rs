@@ -112,7 +112,8 @@ impl QpData {
         let request = hw::SendRequest {
             wr_id: wr.wr_id(),
             op,
-            signaled: wr.signaled(),
+            // The device signals every WQE of a QP created with IB_SIGNAL_ALL_WR.
+            signaled: wr.signaled() || self.signal_all,
             solicited: wr.solicited(),
             fence: wr.fence(),
             payload,
