@@ -4,6 +4,7 @@ load/unload cycles are clean.
 """
 
 import re
+from pathlib import Path
 
 from harness import CheckFailed, Run, Scenario, Vm, mac_of
 
@@ -26,6 +27,9 @@ PROBE_COMMANDS = 2 + COMPLETION_EQS + 1 + GID_ENTRIES + MAD_AGENT_COMMANDS
 MAD_AGENT_TEARDOWN = 3
 REMOVE_COMMANDS = MAD_AGENT_TEARDOWN + GID_ENTRIES + COMPLETION_EQS
 DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
+# The device's counters, as the hardware interface defines them (hw/counters.rs).
+NUM_COUNTERS = int(re.search(r"^pub const NUM_COUNTERS: usize = (\d+);$", (
+    Path(__file__).resolve().parents[5] / "drivers/infiniband/hw/ferroce/hw/counters.rs").read_text(), re.M).group(1))
 
 
 def reply(run: Run, step: str) -> dict:
@@ -52,7 +56,7 @@ def probe_log(run: Run) -> str:
                r"db_record\]$")
     limits = log.expect(DEV + r"limits: \d+ QPs, \d+ CQs, \d+ MRs, \d+ SRQs, \d+ AHs, \d+ EQs, "
                         r"8 MSI-X vectors, 128 GIDs, 64 contexts, queues of 2\^15, 16 SGEs, "
-                        r"256 inline bytes, 262144 MR pages, 34 counters; command timeout 2000 ms$")
+                        rf"256 inline bytes, 262144 MR pages, {NUM_COUNTERS} counters; command timeout 2000 ms$")
     port = log.expect(DEV + rf"port 1: ACTIVE, active MTU 1024, max MTU 4096, companion MAC {mac_of(0)}$")
     log.expect(DEV + r"ready: command queue of 64 entries \(timeout 2000 ms\), EQ 0 async, EQ 1 command$")
     for bad in ("timed out", "bogus", "failed", "refused"):
