@@ -99,8 +99,7 @@ impl DeviceChecks {
     /// Counts a WR of QP `qpn` (posted at `index`) whose CQE never came, which the driver
     /// completed as flushed, and reports it (rate-limited). Callable in any context.
     pub(crate) fn flushed_wr(&self, qpn: u32, index: u16) {
-        let n = self.flushed_wrs.fetch_add(1, Relaxed) + 1;
-        if reported(n) {
+        if let Some(n) = count_reported(&self.flushed_wrs) {
             pr_warn!(
                 "ferroce: QP {}: the device went past WQE {} without its CQE; completed it as flushed ({} so far)\n",
                 qpn,
@@ -112,8 +111,7 @@ impl DeviceChecks {
 
     /// Counts a CQE the driver dropped and reports it (rate-limited). Callable in any context.
     pub(crate) fn bad_cqe(&self, cqn: u32, cqe: &hw::Cqe, why: BadCqe) {
-        let n = self.bad_cqes.fetch_add(1, Relaxed) + 1;
-        if reported(n) {
+        if let Some(n) = count_reported(&self.bad_cqes) {
             pr_warn!(
                 "ferroce: CQ {}: dropped a CQE the device wrote ({}): QP {} index {} opcode {:#x} status {} byte_len {} ({} so far)\n",
                 cqn,
@@ -131,8 +129,7 @@ impl DeviceChecks {
     /// Counts a doorbell the device rejected (a process's: it hurts only its own queues) and
     /// notes it in the log (rate-limited: a process ringing garbage cannot flood it).
     pub(crate) fn doorbell_error(&self, dev: &kernel::device::Device, ctx: u32, value: u32) {
-        let n = self.doorbell_errors.fetch_add(1, Relaxed) + 1;
-        if reported(n) {
+        if let Some(n) = count_reported(&self.doorbell_errors) {
             dev_info!(
                 dev,
                 "doorbell {:#010x} of context {} rejected ({} so far)\n",
@@ -145,8 +142,7 @@ impl DeviceChecks {
 
     /// Counts an event for an object that does not exist and reports it (rate-limited).
     pub(crate) fn bad_event(&self, kind: &str, number: u32) {
-        let n = self.bad_events.fetch_add(1, Relaxed) + 1;
-        if reported(n) {
+        if let Some(n) = count_reported(&self.bad_events) {
             pr_warn!(
                 "ferroce: dropped an event of {} {}, which does not exist ({} so far)\n",
                 kind,
@@ -155,6 +151,12 @@ impl DeviceChecks {
             );
         }
     }
+}
+
+/// Counts one more in `counter`; its new value if this one is to be reported ([`reported`]).
+fn count_reported(counter: &Atomic<u64>) -> Option<u64> {
+    let n = counter.fetch_add(1, Relaxed) + 1;
+    reported(n).then_some(n)
 }
 
 /// Whether the `n`th report (from 1) of a kind goes to the log: the first few, then every power
