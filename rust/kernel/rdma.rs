@@ -15,49 +15,145 @@
 //!
 //! # Examples
 //!
-//! A device with kernel verbs: PDs are numbers, CQs and QPs are the driver's rings.
+//! A device with kernel CQs: the driver reads completions from its own rings, its completion
+//! interrupt wakes the CQ's consumer, and its probe registers it.
 //!
-//! ```ignore
-//! use kernel::rdma::{self, Completions, CqInit, Numbered, Operations, Udata};
+//! ```
+//! use core::sync::atomic::{AtomicU32, Ordering};
+//! use kernel::{
+//!     device::Bound,
+//!     pci,
+//!     prelude::*,
+//!     rdma::{
+//!         self, Completions, CqInit, DeviceAttr, LinkLayer, Numbered, Operations, PortAttr,
+//!         PortImmutable, PortState, Udata, WorkCompletion,
+//!     },
+//!     ThisModule,
+//! };
 //!
-//! struct MyCq { cqn: u32 /* , ring, doorbell record... */ }
-//! impl Numbered for MyCq {
-//!     fn number(&self) -> u32 { self.cqn }
+//! /// The driver's data of one device (pinned in the device's allocation, so it may hold locks).
+//! #[pin_data]
+//! struct Example {
+//!     next_pd: AtomicU32,
+//!     next_queue: AtomicU32,
+//! }
+//!
+//! /// A CQ, QP or SRQ: its number (and, in a real driver, its ring in DMA memory).
+//! struct Queue {
+//!     number: u32,
+//! }
+//!
+//! impl Numbered for Queue {
+//!     fn number(&self) -> u32 {
+//!         self.number
+//!     }
+//! }
+//!
+//! impl Queue {
+//!     /// The next completion the device wrote into the CQ's ring, decoded and checked.
+//!     fn next_completion(&self) -> Option<WorkCompletion> {
+//!         None
+//!     }
 //! }
 //!
 //! #[vtable]
-//! impl Operations for MyDevice {
+//! impl Operations for Example {
 //!     const DRIVER_ID: rdma::DriverId = rdma::DriverId::Unknown;
 //!     type Pd = u32;
-//!     type Cq = MyCq;
-//!     // type Qp, Srq, Ah, Mr, Ucontext ...
+//!     type Cq = Queue;
+//!     type Qp = Queue;
+//!     type Srq = Queue;
+//!     type Ah = ();
+//!     type Mr = ();
+//!     type Mw = ();
+//!     type Ucontext = ();
+//!     type MmapEntry = ();
 //!
-//!     fn alloc_pd(dev: &rdma::Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<u32> {
-//!         Ok(dev.next_pd())
+//!     fn query_device(_dev: &rdma::Device<Self>, attr: &mut DeviceAttr<'_>) -> Result {
+//!         attr.max_pd(64).max_cq(64).max_cqe(1024);
+//!         Ok(())
 //!     }
 //!
-//!     fn create_cq(dev: &rdma::Device<Self>, init: &CqInit, _: Option<&mut Udata<'_>>)
-//!         -> Result<(MyCq, u32)>
-//!     {
-//!         let cq = dev.create_ring(init.entries)?; // DMA memory via `dev.parent()`
-//!         Ok((cq, init.entries.next_power_of_two()))
+//!     fn query_port(_dev: &rdma::Device<Self>, _port: u32, attr: &mut PortAttr<'_>) -> Result {
+//!         attr.state(PortState::Down).gid_tbl_len(16).pkey_tbl_len(1).ip_gids(true);
+//!         Ok(())
+//!     }
+//!
+//!     fn get_port_immutable(_dev: &rdma::Device<Self>, _port: u32) -> Result<PortImmutable> {
+//!         Ok(PortImmutable {
+//!             pkey_tbl_len: 1,
+//!             gid_tbl_len: 16,
+//!             core_cap_flags: PortImmutable::ROCE_V1_V2,
+//!             max_mad_size: PortImmutable::MGMT_MAD_SIZE,
+//!         })
+//!     }
+//!
+//!     fn get_link_layer(_dev: &rdma::Device<Self>, _port: u32) -> LinkLayer {
+//!         LinkLayer::Ethernet
+//!     }
+//!
+//!     fn alloc_pd(dev: &rdma::Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<u32> {
+//!         Ok(dev.next_pd.fetch_add(1, Ordering::Relaxed))
+//!     }
+//!
+//!     fn create_cq(
+//!         dev: &rdma::Device<Self>,
+//!         init: &CqInit,
+//!         _udata: Option<&mut Udata<'_>>,
+//!     ) -> Result<(Queue, u32)> {
+//!         // A real driver allocates the ring with `dev.parent()` and creates the CQ in the device.
+//!         let number = dev.next_queue.fetch_add(1, Ordering::Relaxed);
+//!         Ok((Queue { number }, init.entries.next_power_of_two()))
 //!     }
 //!
 //!     fn poll_cq(cq: &rdma::Cq<Self>, out: &mut Completions<'_, Self>) -> Result {
 //!         while !out.is_full() {
-//!             let Some(wc) = cq.next_completion() else { break };
-//!             // Completions of QPs that are gone are dropped by `push`.
+//!             let Some(wc) = cq.next_completion() else {
+//!                 break;
+//!             };
+//!             // `push` refuses a completion of a QP that is gone: it is dropped.
 //!             let _ = out.push(&wc);
 //!         }
 //!         Ok(())
 //!     }
-//!     // query_device, query_port, get_port_immutable, ...
+//!
+//!     fn req_notify_cq(_cq: &rdma::Cq<Self>, _solicited_only: bool) -> Result<bool> {
+//!         // A real driver rings the CQ's arm doorbell here.
+//!         Ok(false)
+//!     }
 //! }
 //!
-//! // In the completion interrupt: wake the consumer of CQ `cqn`.
-//! fn completion_event(handle: &rdma::DeviceHandle<MyDevice>, cqn: u32) {
+//! /// The completion interrupt for CQ `cqn` wakes its consumer. The handle outlives the
+//! /// registration; `with_atomic` runs only while the device is registered.
+//! fn completion_event(handle: &rdma::DeviceHandle<Example>, cqn: u32) {
 //!     handle.with_atomic(|dev| dev.cqs().with(cqn, |cq| cq.notify_completion()));
 //! }
+//!
+//! /// The PCI probe registers the device; dropping the registration unregisters it.
+//! fn probe(
+//!     pdev: &pci::Device<Bound>,
+//!     module: &'static ThisModule,
+//!     mac: &[u8; 6],
+//! ) -> Result<rdma::Registration<Example>> {
+//!     let config = rdma::Config {
+//!         ports: 1,
+//!         comp_vectors: 1,
+//!         netdev: None,
+//!         cq_numbers: 64,
+//!         qp_numbers: 64,
+//!         srq_numbers: 64,
+//!         node_guid: rdma::Config::guid_from_mac(mac),
+//!     };
+//!     let data = try_pin_init!(Example {
+//!         next_pd: AtomicU32::new(1),
+//!         next_queue: AtomicU32::new(0),
+//!     });
+//!     rdma::Registration::new(pdev.as_ref(), module, c"example%d", config, data)
+//! }
+//!
+//! // The node GUID is the MAC's EUI-64, which librdmacm finds the device by.
+//! let guid = rdma::Config::guid_from_mac(&[0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
+//! assert_eq!(guid, 0x5054_00ff_fe12_3456);
 //! ```
 //!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),

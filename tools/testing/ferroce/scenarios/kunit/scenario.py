@@ -1,6 +1,7 @@
 """KUnit: every #[kunit_tests] suite of the abstractions and the driver passes.
 
-The kernel crate's suites (rust_rdma_device, rust_net_device) run at boot; the driver's
+The kernel crate's suites (rust_rdma_device, rust_net_device) and its rustdoc examples
+(rust_doctests_kernel: every `# Examples` block of rust/kernel/, upstream's and ours) run at boot; the driver's
 (ferroce_verbs, ferroce_cmdq, ferroce_qp, ferroce_checks, ferroce_ids) when ferroce.ko loads. Their KTAP results are read from dmesg.
 """
 
@@ -35,6 +36,16 @@ def suites(run: Run, step: str, names: list[str]) -> str:
 @scenario.check
 def abstraction_suites(run: Run) -> str:
     return suites(run, "boot-suites", ["rust_rdma_device", "rust_net_device"])
+
+
+@scenario.check
+def rustdoc_examples(run: Run) -> str:
+    """The examples in rust/kernel/ compile (into the kernel) and pass."""
+    out = run.vm("a").step("boot-suites").output
+    ours = re.findall(r"(?<!not )ok \d+ (rust_doctest_kernel_(?:rdma|pci_irq_handlers)\S*)", out)
+    if not ours:
+        raise CheckFailed(f"no example of rust/kernel/rdma or pci/irq_handlers ran:\n{out}")
+    return suites(run, "boot-suites", ["rust_doctests_kernel"]) + f"; ours: {', '.join(ours)}"
 
 
 @scenario.check
