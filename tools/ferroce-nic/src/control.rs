@@ -173,6 +173,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                     "to_host": nic.port_stats.to_host.load(Ordering::Relaxed),
                     "from_host": nic.port_stats.from_host.load(Ordering::Relaxed),
                     "lost": nic.port_stats.lost.load(Ordering::Relaxed),
+                    "wire": nic.port_stats.wire.get(),
                 },
             }))
         }

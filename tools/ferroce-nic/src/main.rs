@@ -10,7 +10,7 @@ use ferroce_nic::control;
 use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
 use ferroce_nic::engine::wire::{FrameSink, NullSink};
-use ferroce_nic::port::{Port, PortConfig, PortStats};
+use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
 use ferroce_nic::server::{self, Nic};
 use std::sync::Arc;
 
@@ -109,12 +109,13 @@ struct ServeArgs {
     /// Converged port: QEMU's netdev socket; non-RoCE frames from the segment go there.
     #[arg(long)]
     netdev_peer: Option<PathBuf>,
-    /// Converged port: bind this datagram socket for the segment (the switch sends here).
-    #[arg(long)]
-    wire_socket: Option<PathBuf>,
-    /// Converged port: the switch port's socket; frames for the segment go there.
-    #[arg(long)]
-    wire_peer: Option<PathBuf>,
+    /// Converged port: the segment side. `unix:SOCKET,PEER` (bind SOCKET, send to PEER: the
+    /// harness's switch, QEMU's `-netdev dgram` with unix addresses), `tap:NAME` (a Linux TAP
+    /// device, created if missing, for a bridge, Open vSwitch or VXLAN) or `udp:LOCAL,REMOTE`
+    /// (`IP:PORT` each: one frame per UDP datagram, as QEMU's `-netdev dgram` with inet
+    /// addresses).
+    #[arg(long, value_name = "SPEC")]
+    wire: Option<WireSpec>,
     /// Fault injection on the wire side: drop rate (0..=1).
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     fault_drop: f64,
@@ -189,8 +190,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         PortConfig {
             netdev_socket: args.netdev_socket.clone(),
             netdev_peer: args.netdev_peer.clone(),
-            wire_socket: args.wire_socket.clone(),
-            wire_peer: args.wire_peer.clone(),
+            wire: args.wire.clone(),
         },
         stats.clone(),
     )?;

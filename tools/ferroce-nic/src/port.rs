@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The converged Ethernet port. The NIC sits between the VM's virtio-net NIC (same MAC) and the
-//! L2 segment; both sides are unix datagram sockets carrying one whole Ethernet frame per
-//! datagram (QEMU's `-netdev dgram` framing). Frames from the segment that are RoCE and
+//! L2 segment. The virtio-net side is a unix datagram socket carrying one whole Ethernet frame
+//! per datagram (QEMU's `-netdev dgram` framing); the segment side is a [`Wire`]: the same kind
+//! of socket, a TAP device or a UDP tunnel. Frames from the segment that are RoCE and
 //! addressed to the port's MAC or to a multicast MAC go to the engine; everything else goes to
 //! the virtio-net (netdev) side, and everything from the virtio-net goes to the segment. A peer
 //! socket that does not exist or does not listen loses the frame, like an unplugged cable. RoCE
@@ -14,9 +15,8 @@ use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use anyhow::Context as _;
 use serde_json::json;
 
 use crate::capture::Direction;
@@ -26,6 +26,9 @@ use crate::server::Nic;
 use crate::trace::Tracer;
 
 pub mod membership;
+pub mod wire;
+
+pub use wire::{Wire, WireSpec};
 
 /// Traces `frame` if it is an IGMP or MLD membership message (`dir`: `"tx"` from the host to
 /// the wire, `"rx"` the other way).
@@ -41,17 +44,15 @@ fn trace_membership(trace: &Tracer, dir: &str, frame: &[u8]) {
     }
 }
 
-/// Socket paths of the port (all optional: a NIC without them has no cable).
+/// The port's two sides (both optional: a NIC without a wire has no cable).
 #[derive(Clone, Debug, Default)]
 pub struct PortConfig {
     /// Bound by the NIC; QEMU's virtio-net `-netdev dgram` sends here.
     pub netdev_socket: Option<PathBuf>,
     /// Where QEMU's netdev is bound; frames for the guest's IP stack go there.
     pub netdev_peer: Option<PathBuf>,
-    /// Bound by the NIC; the switch sends here.
-    pub wire_socket: Option<PathBuf>,
-    /// The switch port's socket; frames for the segment go there.
-    pub wire_peer: Option<PathBuf>,
+    /// The segment side.
+    pub wire: Option<WireSpec>,
 }
 
 /// Frame counts of the pass-through paths.
@@ -66,13 +67,8 @@ pub struct PortStats {
     /// Frames lost because a peer socket was absent (an unplugged cable) or would not take them;
     /// those the engine's queue could not take count in its `queue_drops`.
     pub lost: AtomicU64,
-}
-
-fn bind(path: &Path) -> anyhow::Result<UnixDatagram> {
-    if path.exists() {
-        std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
-    }
-    UnixDatagram::bind(path).with_context(|| format!("binding {}", path.display()))
+    /// The wire the port was given (`--wire`), once it is open.
+    pub wire: OnceLock<String>,
 }
 
 /// Sends `frame` to `peer`; an absent or closed peer loses it (`false`).
@@ -94,16 +90,15 @@ fn send_to(sock: &UnixDatagram, frame: &[u8], peer: &Path) -> bool {
     }
 }
 
-/// The engine's transmit side: frames go to the segment from the wire socket.
+/// The engine's transmit side: frames go to the segment.
 pub struct WireSink {
-    sock: UnixDatagram,
-    peer: PathBuf,
+    wire: Wire,
     stats: Arc<PortStats>,
 }
 
 impl FrameSink for WireSink {
     fn send(&mut self, frame: &[u8]) {
-        if !send_to(&self.sock, frame, &self.peer) {
+        if !self.wire.send(frame) {
             self.stats.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -111,7 +106,7 @@ impl FrameSink for WireSink {
 
 /// The sockets of a started port.
 pub struct Port {
-    wire: Option<UnixDatagram>,
+    wire: Option<Wire>,
     netdev: Option<UnixDatagram>,
     config: PortConfig,
     /// Pass-through counts.
@@ -119,10 +114,17 @@ pub struct Port {
 }
 
 impl Port {
-    /// Binds the NIC's sockets.
+    /// Binds the NIC's sockets and opens its wire.
     pub fn bind(config: PortConfig, stats: Arc<PortStats>) -> anyhow::Result<Self> {
-        let wire = config.wire_socket.as_deref().map(bind).transpose()?;
-        let netdev = config.netdev_socket.as_deref().map(bind).transpose()?;
+        let wire = config.wire.as_ref().map(Wire::open).transpose()?;
+        if let Some(spec) = &config.wire {
+            let _ = stats.wire.set(spec.to_string());
+        }
+        let netdev = config
+            .netdev_socket
+            .as_deref()
+            .map(wire::bind_unix)
+            .transpose()?;
         Ok(Self {
             wire,
             netdev,
@@ -133,12 +135,11 @@ impl Port {
 
     /// The engine's sink, if the port has a wire side.
     pub fn sink(&self) -> anyhow::Result<Option<WireSink>> {
-        let (Some(wire), Some(peer)) = (&self.wire, &self.config.wire_peer) else {
+        let Some(wire) = &self.wire else {
             return Ok(None);
         };
         Ok(Some(WireSink {
-            sock: wire.try_clone()?,
-            peer: peer.clone(),
+            wire: wire.try_clone()?,
             stats: self.stats.clone(),
         }))
     }
@@ -194,7 +195,6 @@ impl Port {
                 Some(s) => Some(s.try_clone()?),
                 None => None,
             };
-            let peer = self.config.wire_peer.clone();
             let stats = self.stats.clone();
             std::thread::Builder::new()
                 .name("ferroce-netdev".into())
@@ -208,10 +208,10 @@ impl Port {
                                 return;
                             }
                         };
-                        if let (Some(sock), Some(peer)) = (&wire, &peer) {
+                        if let Some(wire) = &wire {
                             trace.capture.frame(Direction::Out, &buf[..n], None);
                             trace_membership(&trace, "tx", &buf[..n]);
-                            if send_to(sock, &buf[..n], peer) {
+                            if wire.send(&buf[..n]) {
                                 stats.from_host.fetch_add(1, Ordering::Relaxed);
                             } else {
                                 stats.lost.fetch_add(1, Ordering::Relaxed);

@@ -13,7 +13,7 @@ use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
 use ferroce_nic::engine::frame::{self, Route};
 use ferroce_nic::engine::wire::FrameSink;
-use ferroce_nic::port::{Port, PortConfig, PortStats};
+use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
 use ferroce_nic::server::Nic;
 
 fn wait(mut done: impl FnMut() -> bool) {
@@ -42,8 +42,10 @@ fn steering_and_pass_through() {
         PortConfig {
             netdev_socket: Some(path("nic-netdev")),
             netdev_peer: Some(path("qemu")),
-            wire_socket: Some(path("nic-wire")),
-            wire_peer: Some(path("switch")),
+            wire: Some(WireSpec::Unix {
+                socket: path("nic-wire"),
+                peer: path("switch"),
+            }),
         },
         stats.clone(),
     )

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from hosts import Hosts
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -248,6 +250,12 @@ class Vm:
     second: tuple[str, str] | None = None
     """(segment, address/prefix) of a second virtio-net NIC, eth1; the VM then routes IPv4
     between its two segments."""
+    host: str | None = None
+    """The host (a network namespace with a bridge, `hosts.Hosts`) the VM's port is on; its
+    segment is then that of the hosts' bridges and tunnels, not the harness's switch."""
+    wire: str = "tap"
+    """On a host: the NIC port's `--wire` kind, "tap" (the host's bridge, VXLAN between hosts)
+    or "udp" (a UDP tunnel to the other VM of its segment)."""
 
     @property
     def address(self) -> str:
@@ -517,6 +525,14 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
         if share > RETRANSMIT_LIMIT and scenario.wire_judged:
             problems.append(f"{retransmitted} of {sent} frames retransmitted ({100 * share:.3f} %)"
                             f" in a fault-free run; at most {100 * RETRANSMIT_LIMIT:.1f} %")
+    for host, fabric in report.get("hosts", {}).items():
+        if "error" in fabric:
+            lines.append(f"host {host}: {fabric['error']}")
+            continue
+        lines.append(f"host {host}: " + ", ".join(
+            f"{name} {link['tx']} out, {link['rx']} in, {link['dropped']} dropped"
+            for name, link in fabric["links"].items())
+            + f"; UDP receive buffer overflows {fabric['udp_rcvbuf_errors']}")
     if not scenario.wire_judged:
         why = "the scenario injects faults" if scenario.faults else "a benchmark judges no figure"
         lines.append(f"({why}: retransmits and queue drops are not judged)")
@@ -680,9 +696,11 @@ class HostControl(threading.Thread):
 
 
 def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
-              procs: dict[str, subprocess.Popen], switch: "Switch") -> tuple[list[str], list[str], str]:
+              procs: dict[str, subprocess.Popen], wire: str,
+              prefix: list[str]) -> tuple[list[str], list[str], str]:
     """Start the VM's ferroce-nic, the VM's converged port: the NIC owns the VM's place on the
-    segment and passes non-RoCE frames to and from the virtio-net NIC.
+    segment (`wire`, its `--wire`) and passes non-RoCE frames to and from the virtio-net NIC.
+    `prefix` runs it in its host's network namespace.
 
     Returns the QEMU device args, the ctl command and the socket QEMU's netdev must send to.
     """
@@ -693,12 +711,12 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
     # from another shell while the scenario runs.
     ctl = log_dir / f"{vm.name}.nic-ctl"
     netdev_side = work / f"{vm.name}.nic-netdev"
-    cmd = [str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
+    cmd = [*prefix, str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
            "--mac", mac_of(index),
            *(["--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl")] if vm.trace else []),
            *(["--pcap", str(log_dir / f"{vm.name}.pcapng")] if vm.capture else []),
            "--netdev-socket", str(netdev_side), "--netdev-peer", str(work / f"{vm.name}.qemu-net"),
-           "--wire-socket", switch.port_path(vm.name), "--wire-peer", switch.switch_path(vm.name),
+           "--wire", wire,
            *vm.nic_args]
     procs[f"{vm.name}.nic"] = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=open(log_dir / f"{vm.name}.nic.log", "wb"),
@@ -776,13 +794,15 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     # One switch per segment; a VM's eth1 is port "<name>.1" of its second segment.
     ports: dict[str, list[str]] = {}
     for vm in scenario.vms:
-        ports.setdefault(vm.segment, []).append(vm.name)
+        if not vm.host:
+            ports.setdefault(vm.segment, []).append(vm.name)
         if vm.second:
             ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
     mirrors = tuple(vm.name for vm in scenario.vms if vm.mirror)
     switches = {segment: segment_for(work, names, tuple(m for m in mirrors if m in names))
                 for segment, names in ports.items()}
     nic_ctls: dict[str, list[str]] = {}
+    hosts = Hosts(scenario.vms)
     wire = None
     timed_out = False
     start = time.monotonic()
@@ -798,17 +818,26 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
 
         for switch in switches.values():
             switch.start()
+        hosts.start()
         for index, vm in enumerate(scenario.vms):
-            switch = switches[vm.segment]
+            switch = switches.get(vm.segment)
+            prefix = []
             if vm.nic:
-                extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, switch)
+                port = (hosts.wire(vm) if vm.host else
+                        f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
+                extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, port,
+                                                   hosts.prefix(vm))
                 nic_ctls[vm.name] = nic_ctl
                 local = str(work / f"{vm.name}.qemu-net")
             else:
                 extra, nic_ctl = [], None
-                local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
-            netdev = ["-netdev", "dgram,id=net0,"
-                      f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"]
+                if not vm.host:
+                    local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
+                else:
+                    prefix = hosts.prefix(vm)
+            netdev = (hosts.netdev(vm) if vm.host and not vm.nic else
+                      ["-netdev", "dgram,id=net0,"
+                       f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"])
             if vm.second:
                 second = switches[vm.second[0]]
                 port = f"{vm.name}.1"
@@ -840,7 +869,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
             extra += output_console(logs[vm.name])
             procs[vm.name] = subprocess.Popen(
-                qemu_command(machine, vm, index, initrd, netdev, cmdline, extra),
+                [*prefix, *qemu_command(machine, vm, index, initrd, netdev, cmdline, extra)],
                 stdin=subprocess.DEVNULL, stdout=open(kernel_logs[vm.name], "wb"),
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -857,6 +886,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             follower.poll()
         # The VMs are gone, their NICs still answer: what the segments carried and lost.
         wire = wire_report(switches, nic_ctls)
+        if hosts.names:
+            wire["hosts"] = hosts.report()
         (log_dir / "wire.json").write_text(json.dumps(wire, indent=1) + "\n")
     finally:
         for proc in procs.values():
@@ -867,6 +898,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             hostctl.stop()
         for switch in switches.values():
             switch.close()
+        hosts.close()
         shutil.rmtree(work, ignore_errors=True)
 
     results = {}

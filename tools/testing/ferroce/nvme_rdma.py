@@ -41,7 +41,8 @@ RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeou
 def scenario_for(KINDS: dict[str, str], timeout: int = 400, nic_args: list[str] | None = None,  # noqa: N803
                  expect_retransmits: bool = False, target_srq: bool = False, mibs: int = 64,
                  lies: list[str] | None = None, debug_lane: bool = False,
-                 connect_opts: dict[str, str] | None = None) -> Scenario:
+                 connect_opts: dict[str, str] | None = None, hosts: dict[str, str] | None = None,
+                 wire: str = "tap") -> Scenario:
     """The scenario for VM a's and VM b's device kinds ("rxe" or "ferroce"). `nic_args` go to
     the ferroce NICs (fault injection); with `expect_retransmits` the NICs must have recovered
     lost frames by retransmission; with `target_srq` the target's nvmet-rdma (built in) gets
@@ -50,11 +51,13 @@ def scenario_for(KINDS: dict[str, str], timeout: int = 400, nic_args: list[str] 
     host's NIC then tells one lie of each kind under its reads (its script sets NVME_LIES to
     the same): each must be counted by the driver and survived by nvme-rdma with the data
     intact. `connect_opts` are the options the host connects with (its script exports them as
-    NVME_CONNECT_OPTS): the controller must show each as asked."""
+    NVME_CONNECT_OPTS): the controller must show each as asked. `hosts` places VMs on hosts
+    (network namespaces, hosts.py) whose NIC ports have `wire` ("tap" or "udp")."""
     moved = mibs << 20
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
     VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []),
-              cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "")
+              cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "",
+              host=(hosts or {}).get(name), wire=wire)
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     TARGET = VMS[1]
     scenario = Scenario(vms=VMS, timeout=timeout, faults=expect_retransmits, debug_lane=debug_lane)

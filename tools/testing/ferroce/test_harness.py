@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 
 import harness
+import hosts
 import ktap
 import pcapcheck
 
@@ -210,6 +211,66 @@ class WireCleanTest(unittest.TestCase):
         passed, text = harness.wire_clean(harness.Scenario([]), self.report(a={"error": "refused"}))
         self.assertTrue(passed)
         self.assertIn("NIC a: refused", text)
+
+    def test_hosts_links_are_shown(self):
+        report = self.report(a=nic(10))
+        report["hosts"] = {"east": {"links": {"uplink": {"tx": 900, "rx": 800, "dropped": 0}},
+                                    "udp_rcvbuf_errors": 0},
+                           "west": {"error": "host west: gone"}}
+        passed, text = harness.wire_clean(harness.Scenario([]), report)
+        self.assertTrue(passed, text)
+        self.assertIn("host east: uplink 900 out, 800 in, 0 dropped; UDP receive buffer overflows 0", text)
+        self.assertIn("host west: gone", text)
+
+
+class HostsTest(unittest.TestCase):
+    """The wires of VMs placed on hosts (hosts.py), without making the namespaces."""
+
+    VMS = [harness.Vm("a", "10.0.0.1/24", nic=True, host="east", wire="udp"),
+           harness.Vm("b", "10.0.0.2/24", nic=True, host="west", wire="udp"),
+           harness.Vm("c", "10.0.0.3/24", host="west"),
+           harness.Vm("d", "10.0.0.4/24", nic=True, host="east")]
+
+    def test_hosts_are_numbered_in_order_of_their_vms(self):
+        h = hosts.Hosts(self.VMS)
+        self.assertEqual(h.names, ["east", "west"])
+        self.assertEqual((h.address("east"), h.address("west")), ("10.99.0.1", "10.99.0.2"))
+
+    def test_a_udp_wire_points_at_the_other_end(self):
+        h = hosts.Hosts(self.VMS)
+        self.assertEqual(h.wire(self.VMS[0]), "udp:10.99.0.1:7000,10.99.0.2:7001")
+        self.assertEqual(h.wire(self.VMS[1]), "udp:10.99.0.2:7001,10.99.0.1:7000")
+
+    def test_taps_for_nics_and_for_qemu(self):
+        h = hosts.Hosts(self.VMS)
+        self.assertEqual(h.wire(self.VMS[3]), "tap:tap-d")
+        self.assertEqual(h.netdev(self.VMS[2]),
+                         ["-netdev", "tap,id=net0,ifname=tap-c,script=no,downscript=no"])
+        self.assertEqual(hosts.tap_name(harness.Vm("a-very-long-name", "10.0.0.9/24")), "tap-a-very-long")
+
+    @unittest.skipUnless(os.geteuid() == 0, "namespaces need root")
+    def test_two_hosts_bridges_reach_each_other_over_vxlan(self):
+        h = hosts.Hosts(self.VMS[2:])
+        try:
+            h.start()
+            for host, ip in [("west", "192.168.77.2"), ("east", "192.168.77.1")]:
+                h.namespaces[host].run("ip", "addr", "add", f"{ip}/24", "dev", "br0")
+            h.namespaces["east"].run("busybox", "ping", "-c", "2", "-W", "5", "192.168.77.2")
+            report = h.report()
+            east, west = report["east"]["links"], report["west"]["links"]
+            self.assertGreaterEqual(east["vx0"]["tx"], 2, report)
+            self.assertGreaterEqual(west["uplink"]["rx"], 2, report)
+            self.assertIn("tap-c", west)
+            self.assertIn("tap-d", east)
+            self.assertEqual(report["east"]["udp_rcvbuf_errors"], 0)
+        finally:
+            h.close()
+        self.assertTrue(all(ns.holder.poll() is not None for ns in h.namespaces.values()))
+
+    def test_a_udp_segment_of_three_is_refused(self):
+        vms = [*self.VMS[:2], harness.Vm("e", "10.0.0.5/24", nic=True, host="east", wire="udp")]
+        with self.assertRaisesRegex(hosts.HostError, "a UDP tunnel joins two VMs"):
+            hosts.Hosts(vms).wire(vms[0])
 
 
 class BenchTest(unittest.TestCase):

@@ -403,3 +403,45 @@ pyverbs_suite() {
 		echo "=== MODULE $_m rc=$?"
 	done
 }
+
+# RDMA across hosts (the multi-host* scenarios, across_hosts.py). across_hosts_client (VM a):
+# ibv_rc_pingpong and ib_write_bw against VM b, ibv_rc_pingpong against rxe VM c if there is
+# one, then NVMe over RDMA to b. across_hosts_server (VM b): their other ends, then the NVMe
+# target. rxe_pingpong_server (VM c): rxe and the pingpong's server.
+across_hosts_client() {
+	step rdma-setup 30 modprobe ferroce
+	wait_for_gid ferroce0 3
+	step rdma-link 10 rdma link show
+	step nic-wire 10 hostctl nic status
+	wait_for_ping "$(ip_of b)"
+	retry rc-pingpong 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18700 "$(ip_of b)"
+	retry write-bw 280 ib_write_bw -d ferroce0 -x 3 -s 65536 -n 200 -p 18701 "$(ip_of b)"
+	if [ -n "$(ip_of c)" ]; then
+		wait_for_ping "$(ip_of c)"
+		retry rc-pingpong-rxe 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18702 "$(ip_of c)"
+	fi
+	export NVME_MIB=16
+	nvme_host "$(ip_of b)"
+	_rc=$?
+	step nic-counters 15 hostctl nic counters
+	return $_rc
+}
+
+across_hosts_server() {
+	step rdma-setup 30 modprobe ferroce
+	wait_for_gid ferroce0 3
+	step rdma-link 10 rdma link show
+	step nic-wire 10 hostctl nic status
+	step rc-pingpong 180 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18700
+	step write-bw 300 ib_write_bw -d ferroce0 -x 3 -s 65536 -n 200 -p 18701
+	nvme_target "$(ip_of b)"
+	_rc=$?
+	step nic-counters 15 hostctl nic counters
+	return $_rc
+}
+
+rxe_pingpong_server() {
+	step rdma-setup 30 sh -c 'modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0'
+	wait_for_gid rxe0 1
+	step rc-pingpong-rxe 300 ibv_rc_pingpong -d rxe0 -g 1 -s 4096 -n 100 -p 18702
+}

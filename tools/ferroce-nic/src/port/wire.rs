@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The port's cable: what carries its Ethernet frames to the segment. Three kinds, one whole
+//! frame per datagram or read in each:
+//!
+//! - `unix:SOCKET,PEER`: a unix datagram socket bound at SOCKET, sending to PEER (the harness's
+//!   switch, or QEMU's `-netdev dgram` with unix addresses);
+//! - `tap:NAME`: a Linux TAP device (`IFF_TAP | IFF_NO_PI`), created if it is missing, so that
+//!   the port can be enslaved to a bridge, an Open vSwitch or a VXLAN like a VM's tap;
+//! - `udp:LOCAL,REMOTE`: a UDP socket bound at LOCAL sending each frame as one datagram to
+//!   REMOTE, QEMU's `-netdev dgram` framing with inet addresses, so that a ferroce port and a
+//!   plain QEMU NIC on another host can share a segment.
+//!
+//! A peer that is absent or does not take a frame loses it, like an unplugged cable: the
+//! caller counts it.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, ErrorKind, Read as _, Write as _};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd as _;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::{bail, Context as _};
+
+/// Where a port's frames go, as given on the command line (`--wire`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireSpec {
+    /// `unix:SOCKET,PEER`.
+    Unix {
+        /// Bound by the NIC: the segment sends here.
+        socket: PathBuf,
+        /// The segment's socket: frames go there.
+        peer: PathBuf,
+    },
+    /// `tap:NAME`.
+    Tap {
+        /// The interface name (at most 15 bytes).
+        name: String,
+    },
+    /// `udp:LOCAL,REMOTE` (`HOST:PORT` each; IPv6 hosts in brackets).
+    Udp {
+        /// Bound by the NIC.
+        local: SocketAddr,
+        /// Where frames go.
+        remote: SocketAddr,
+    },
+}
+
+/// Longest interface name the kernel takes (`IFNAMSIZ` less its NUL).
+const MAX_IFNAME: usize = libc::IFNAMSIZ - 1;
+
+impl FromStr for WireSpec {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        let Some((kind, rest)) = s.split_once(':') else {
+            bail!("wire '{s}': expected unix:SOCKET,PEER, tap:NAME or udp:LOCAL,REMOTE");
+        };
+        let pair = || {
+            rest.split_once(',')
+                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+                .with_context(|| format!("wire '{s}': {kind} takes two addresses, LOCAL,REMOTE"))
+        };
+        match kind {
+            "unix" => {
+                let (socket, peer) = pair()?;
+                Ok(Self::Unix {
+                    socket: socket.into(),
+                    peer: peer.into(),
+                })
+            }
+            "tap" => {
+                if rest.is_empty() || rest.len() > MAX_IFNAME || rest.contains(['/', ' ', ',']) {
+                    bail!("wire '{s}': a TAP name has 1 to {MAX_IFNAME} bytes, no '/', ' ' or ','");
+                }
+                Ok(Self::Tap { name: rest.into() })
+            }
+            "udp" => {
+                let (local, remote) = pair()?;
+                let addr = |a: &str| -> anyhow::Result<SocketAddr> {
+                    a.parse()
+                        .with_context(|| format!("wire '{s}': '{a}' is not an IP:PORT address"))
+                };
+                Ok(Self::Udp {
+                    local: addr(local)?,
+                    remote: addr(remote)?,
+                })
+            }
+            _ => bail!("wire '{s}': unknown kind '{kind}' (unix, tap or udp)"),
+        }
+    }
+}
+
+impl fmt::Display for WireSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unix { socket, peer } => {
+                write!(f, "unix:{},{}", socket.display(), peer.display())
+            }
+            Self::Tap { name } => write!(f, "tap:{name}"),
+            Self::Udp { local, remote } => write!(f, "udp:{local},{remote}"),
+        }
+    }
+}
+
+/// An open cable; each thread that sends or receives holds its own clone.
+#[derive(Debug)]
+pub enum Wire {
+    /// A unix datagram socket and the peer it sends to.
+    Unix(UnixDatagram, PathBuf),
+    /// A TAP device's file: each read is one frame, each write sends one.
+    Tap(File),
+    /// A UDP socket and the address it sends to.
+    Udp(UdpSocket, SocketAddr),
+}
+
+impl Wire {
+    /// Opens the cable `spec` describes.
+    ///
+    /// # Errors
+    ///
+    /// A socket that cannot be bound, or a TAP that cannot be opened, with what to do about it.
+    pub fn open(spec: &WireSpec) -> anyhow::Result<Self> {
+        match spec {
+            WireSpec::Unix { socket, peer } => Ok(Self::Unix(bind_unix(socket)?, peer.clone())),
+            WireSpec::Tap { name } => open_tap(name).map(Self::Tap),
+            WireSpec::Udp { local, remote } => {
+                let sock = UdpSocket::bind(local).map_err(|e| match e.kind() {
+                    ErrorKind::AddrInUse => anyhow::anyhow!(
+                        "wire udp: {local} is in use (another NIC or QEMU netdev has it)"
+                    ),
+                    ErrorKind::AddrNotAvailable => anyhow::anyhow!(
+                        "wire udp: {local} is not an address of this host (or its namespace)"
+                    ),
+                    _ => anyhow::Error::new(e).context(format!("wire udp: binding {local}")),
+                })?;
+                make_room(&sock, UDP_BUFFER);
+                Ok(Self::Udp(sock, *remote))
+            }
+        }
+    }
+
+    /// Another handle on the same cable, for another thread.
+    ///
+    /// # Errors
+    ///
+    /// The descriptor could not be duplicated.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(match self {
+            Self::Unix(sock, peer) => Self::Unix(sock.try_clone()?, peer.clone()),
+            Self::Tap(file) => Self::Tap(file.try_clone()?),
+            Self::Udp(sock, remote) => Self::Udp(sock.try_clone()?, *remote),
+        })
+    }
+
+    /// Sends one frame; `false` when it was lost (the peer is absent, refuses, or is full).
+    pub fn send(&self, frame: &[u8]) -> bool {
+        let sent = match self {
+            Self::Unix(sock, peer) => sock.send_to(frame, peer).map(drop),
+            Self::Tap(file) => (&*file).write(frame).map(drop),
+            Self::Udp(sock, remote) => sock.send_to(frame, remote).map(drop),
+        };
+        match sent {
+            Ok(()) => true,
+            Err(e) => {
+                if !is_unplugged(&e) {
+                    tracing::debug!("wire: sending a frame of {} bytes: {e}", frame.len());
+                }
+                false
+            }
+        }
+    }
+
+    /// Receives one frame into `buf`, waiting for it; its length.
+    ///
+    /// # Errors
+    ///
+    /// The cable failed for good (a receive error other than an interrupted call, or a
+    /// refused datagram, which a UDP socket reports when a former frame found no listener).
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let got = match self {
+                Self::Unix(sock, _) => sock.recv(buf),
+                Self::Tap(file) => (&*file).read(buf),
+                Self::Udp(sock, _) => sock.recv(buf),
+            };
+            match got {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+                    ) => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Bytes of UDP socket buffer each way. A datagram socket cannot make its sender wait as a unix
+/// one does: what arrives while the receive buffer is full is dropped (the namespace's
+/// `RcvbufErrors`), and RC must retransmit it. This holds a full perftest window of 64 KiB
+/// WRITEs (128 of them, in Ethernet frames, counted at the kernel's per-datagram truesize).
+const UDP_BUFFER: libc::c_int = 32 << 20;
+
+/// Gives `sock` buffers of `bytes` each way: beyond `net.core.rmem_max`/`wmem_max` where the
+/// process may (`CAP_NET_ADMIN`: `SO_RCVBUFFORCE`), else as much as they allow.
+fn make_room(sock: &UdpSocket, bytes: libc::c_int) {
+    for (force, plain) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ] {
+        let set = |opt| {
+            // SAFETY: `sock` is an open socket; the option's value is a `c_int` that lives
+            // across the call, and its size is given.
+            unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&raw const bytes).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            }
+        };
+        if set(force) != 0 && set(plain) != 0 {
+            tracing::warn!("wire udp: socket buffer: {}", io::Error::last_os_error());
+        }
+    }
+}
+
+/// A send error that means the other end is not there (a frame lost, not a failure).
+fn is_unplugged(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::NotFound | ErrorKind::ConnectionRefused | ErrorKind::WouldBlock
+    ) || e.raw_os_error() == Some(libc::EIO) // a TAP whose link is down
+        || e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
+/// Binds a unix datagram socket at `path`, replacing a stale socket file.
+pub(crate) fn bind_unix(path: &Path) -> anyhow::Result<UnixDatagram> {
+    if path.exists() {
+        std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
+    }
+    UnixDatagram::bind(path).with_context(|| format!("binding {}", path.display()))
+}
+
+/// `TUNSETIFF` (`_IOW('T', 202, int)`, linux/if_tun.h).
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// `IFF_TAP` and `IFF_NO_PI` (linux/if_tun.h): Ethernet frames without the packet-info header.
+const IFF_TAP: libc::c_short = 0x0002;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+/// The `struct ifreq` of `TUNSETIFF`: the name and the flags (the rest of its union unused).
+#[repr(C)]
+struct IfReq {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Opens (and, if it does not exist, creates) TAP device `name` for Ethernet frames.
+fn open_tap(name: &str) -> anyhow::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map_err(|e| match e.kind() {
+            ErrorKind::NotFound => anyhow::anyhow!(
+                "wire tap:{name}: /dev/net/tun does not exist (load the tun module, or give a \
+                 container the device)"
+            ),
+            ErrorKind::PermissionDenied => {
+                anyhow::anyhow!("wire tap:{name}: /dev/net/tun: permission denied")
+            }
+            _ => anyhow::Error::new(e).context(format!("wire tap:{name}: opening /dev/net/tun")),
+        })?;
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: IFF_TAP | IFF_NO_PI,
+        _pad: [0; 22],
+    };
+    // `WireSpec` bounds the name to IFNAMSIZ - 1 bytes; the rest stays NUL.
+    for (to, from) in req.name.iter_mut().zip(name.bytes().take(MAX_IFNAME)) {
+        *to = from as libc::c_char;
+    }
+    // SAFETY: `file` is an open /dev/net/tun; TUNSETIFF reads and writes a `struct ifreq`, whose
+    // name and flags `IfReq` lays out as the kernel does (and which it is as large as), and
+    // `req` lives across the call.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF, &raw mut req) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        bail!(match e.raw_os_error() {
+            Some(libc::EPERM) => format!(
+                "wire tap:{name}: creating or attaching the TAP needs CAP_NET_ADMIN, or a TAP made \
+                 for this user beforehand (ip tuntap add {name} mode tap user $USER)"
+            ),
+            Some(libc::EBUSY) => format!("wire tap:{name}: the TAP is in use by another process"),
+            Some(libc::EINVAL) => format!(
+                "wire tap:{name}: {name} exists and is not a single-queue TAP without \
+                 packet information ({e})"
+            ),
+            _ => format!("wire tap:{name}: TUNSETIFF: {e}"),
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print_back() {
+        for s in [
+            "unix:/tmp/a.port,/tmp/b.port",
+            "tap:fer0",
+            "udp:10.0.0.1:7000,10.0.0.2:7000",
+            "udp:[::1]:7000,[::1]:7001",
+        ] {
+            let spec: WireSpec = s.parse().expect(s);
+            assert_eq!(spec.to_string(), s);
+        }
+        assert_eq!(
+            "tap:fer0".parse::<WireSpec>().expect("tap"),
+            WireSpec::Tap {
+                name: "fer0".into()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (s, why) in [
+            ("fer0", "expected unix:SOCKET,PEER"),
+            ("eth:x", "unknown kind 'eth'"),
+            ("unix:/tmp/a", "two addresses"),
+            ("udp:10.0.0.1:7000,", "two addresses"),
+            (
+                "udp:10.0.0.1,10.0.0.2:7000",
+                "'10.0.0.1' is not an IP:PORT address",
+            ),
+            ("tap:", "1 to 15 bytes"),
+            ("tap:a-name-far-too-long", "1 to 15 bytes"),
+            ("tap:a/b", "no '/'"),
+        ] {
+            let err = s.parse::<WireSpec>().expect_err(s).to_string();
+            assert!(err.contains(why), "{s}: {err}");
+        }
+    }
+
+    #[test]
+    fn udp_carries_one_frame_per_datagram_both_ways() {
+        let sa = UdpSocket::bind("127.0.0.1:0").expect("bind a");
+        let sb = UdpSocket::bind("127.0.0.1:0").expect("bind b");
+        let (la, lb) = (sa.local_addr().expect("a"), sb.local_addr().expect("b"));
+        let (a, b) = (Wire::Udp(sa, lb), Wire::Udp(sb, la));
+        let frame = [0x5au8; 1514];
+        assert!(b.send(&frame));
+        let mut buf = [0u8; 9216];
+        assert_eq!(a.recv(&mut buf).expect("recv"), frame.len());
+        assert_eq!(&buf[..frame.len()], &frame);
+        assert!(a.try_clone().expect("clone").send(&frame[..60]));
+        assert_eq!(b.recv(&mut buf).expect("recv"), 60);
+    }
+
+    /// Moves this test's thread into a network namespace of its own (the TAPs it makes are
+    /// gone with it); `false` where that is not permitted (not root).
+    fn private_netns() -> bool {
+        // SAFETY: `unshare` changes only the calling thread's network namespace.
+        let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+        if rc != 0 {
+            eprintln!(
+                "skipped: unshare(CLONE_NEWNET): {}",
+                io::Error::last_os_error()
+            );
+        }
+        rc == 0
+    }
+
+    #[test]
+    fn a_tap_is_created_and_held_by_one_port() {
+        if !private_netns() {
+            return;
+        }
+        let spec: WireSpec = "tap:fer-test0".parse().expect("spec");
+        let wire = Wire::open(&spec).expect("a missing TAP is created");
+        // SAFETY: The name is a NUL-terminated string.
+        assert_ne!(unsafe { libc::if_nametoindex(c"fer-test0".as_ptr()) }, 0);
+        // The link is down: a frame sent is lost, not an error.
+        assert!(!wire.send(&[0u8; 60]));
+        let err = Wire::open(&spec).expect_err("in use").to_string();
+        assert!(err.contains("in use by another process"), "{err}");
+        drop(wire);
+        // Not persistent: closing it removed it, and it can be made again.
+        Wire::open(&spec).expect("again");
+    }
+
+    #[test]
+    fn a_udp_address_in_use_is_named() {
+        let first = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let taken = first.local_addr().expect("addr");
+        let err = Wire::open(&WireSpec::Udp {
+            local: taken,
+            remote: "127.0.0.1:9".parse().expect("addr"),
+        })
+        .expect_err("in use")
+        .to_string();
+        assert!(err.contains(&format!("{taken} is in use")), "{err}");
+        let err = Wire::open(&WireSpec::Udp {
+            local: "192.0.2.77:7000".parse().expect("addr"),
+            remote: "127.0.0.1:9".parse().expect("addr"),
+        })
+        .expect_err("not ours")
+        .to_string();
+        assert!(err.contains("not an address of this host"), "{err}");
+    }
+}

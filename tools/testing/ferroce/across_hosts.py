@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+"""RDMA between VMs on different hosts (the multi-host* scenarios): NVMe over RDMA from VM a
+to VM b as in nvme_rdma.py, preceded by ibv_rc_pingpong and ib_write_bw between them, and, with
+an rxe VM c on b's host, ibv_rc_pingpong from ferroce to rxe across the hosts.
+
+The hosts are network namespaces (hosts.py); the guest scripts are the same whatever carries
+the frames (guest/lib.sh: across_hosts_client, across_hosts_server).
+"""
+
+from harness import CheckFailed, Run, Scenario, Vm
+from nvme_rdma import scenario_for
+
+HOSTS = {"a": "east", "b": "west", "c": "west"}
+
+
+def scenario_across(wire: str, rxe: bool) -> Scenario:
+    """VM a on host east, VM b (and, with `rxe`, rxe VM c) on host west; ferroce ports on
+    `wire` ("tap": the hosts' bridges and VXLAN; "udp": a UDP tunnel between a's and b's NIC)."""
+    scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, mibs=16, hosts=HOSTS, wire=wire,
+                            timeout=600)
+    if rxe:
+        # A new list: the NVMe checks go over the two VMs they were made with.
+        scenario.vms = [*scenario.vms, Vm("c", "10.0.0.3/24", host=HOSTS["c"])]
+
+    def pingpong(run: Run, step: str, vms: tuple[str, str]) -> str:
+        figures = []
+        for name in vms:
+            s = run.vm(name).step(step)
+            s.ok()
+            m = s.expect(r"^(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec")
+            if int(m.group(1)) != 4096 * 100 * 2:
+                raise CheckFailed(f"{name}: {m.group(0)}: expected 100 round trips of 4096 B")
+            figures.append(f"{name}: {m.group(0)}")
+        return "\n".join(figures)
+
+    @scenario.check
+    def ports_on_their_wires(run: Run) -> str:
+        """Each NIC's port has the wire it was given, in its host's namespace."""
+        said = []
+        for name in ("a", "b"):
+            status = run.vm(name).step("nic-wire").json("port")
+            want = "tap:tap-" + name if wire == "tap" else "udp:"
+            if not str(status.get("wire", "")).startswith(want):
+                raise CheckFailed(f"VM {name}: the port's wire is {status.get('wire')!r}, not {want}...")
+            said.append(f"{name}: {status['wire']}")
+        return ", ".join(said)
+
+    @scenario.check
+    def rc_pingpong_across_hosts(run: Run) -> str:
+        return pingpong(run, "rc-pingpong", ("a", "b"))
+
+    @scenario.check
+    def write_bw_across_hosts(run: Run) -> str:
+        for name in ("a", "b"):
+            run.vm(name).step("write-bw").ok()
+        row = run.vm("a").step("write-bw").expect(r"^\s*65536\s+200\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
+        return f"{row.group(1)} MiB/s average"
+
+    if rxe:
+        @scenario.check
+        def rc_pingpong_ferroce_to_rxe_across_hosts(run: Run) -> str:
+            return pingpong(run, "rc-pingpong-rxe", ("a", "c"))
+
+    @scenario.check
+    def frames_crossed_the_hosts(run: Run) -> str:
+        """The frames went through the hosts' own networking: each host's uplink carried them
+        and, over TAPs, its VXLAN tunnel and the VMs' TAPs. Loss is judged by wire-clean (the
+        NICs' retransmits); a link's drops are shown (a TAP drops what the bridge floods to
+        it before its VM opens it)."""
+        hosts = (run.wire or {}).get("hosts")
+        if not hosts:
+            raise CheckFailed("no host report in wire.json")
+        said = []
+        for host, fabric in hosts.items():
+            if "error" in fabric:
+                raise CheckFailed(f"host {host}: {fabric['error']}")
+            links = fabric["links"]
+            names = ["uplink"] + (["vx0"] + [n for n in links if n.startswith("tap-")]
+                                  if wire == "tap" else [])
+            for name in names:
+                if links.get(name, {}).get("tx", 0) < 500:
+                    raise CheckFailed(f"host {host}: {name} sent {links.get(name)}: too few frames")
+            # A UDP wire's socket has no back-pressure: a full receive buffer is a lost frame.
+            if fabric["udp_rcvbuf_errors"]:
+                raise CheckFailed(f"host {host}: {fabric['udp_rcvbuf_errors']} datagrams dropped "
+                                  "by full UDP receive buffers")
+            said.append(f"{host}: " + ", ".join(
+                f"{n} {links[n]['tx']} out {links[n]['rx']} in {links[n]['dropped']} dropped"
+                for n in names) + f", UDP receive buffer overflows {fabric['udp_rcvbuf_errors']}")
+        return "\n".join(said)
+
+    return scenario
