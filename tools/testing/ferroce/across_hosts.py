@@ -9,6 +9,7 @@ the frames (guest/lib.sh: across_hosts_client, across_hosts_server).
 
 from harness import CheckFailed, Run, Scenario, Vm
 from nvme_rdma import scenario_for
+from pingpong import pingpong
 
 HOSTS = {"a": "east", "b": "west", "c": "west"}
 
@@ -21,17 +22,6 @@ def scenario_across(wire: str, rxe: bool) -> Scenario:
     if rxe:
         # A new list: the NVMe checks go over the two VMs they were made with.
         scenario.vms = [*scenario.vms, Vm("c", "10.0.0.3/24", host=HOSTS["c"])]
-
-    def pingpong(run: Run, step: str, vms: tuple[str, str]) -> str:
-        figures = []
-        for name in vms:
-            s = run.vm(name).step(step)
-            s.ok()
-            m = s.expect(r"^(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec")
-            if int(m.group(1)) != 4096 * 100 * 2:
-                raise CheckFailed(f"{name}: {m.group(0)}: expected 100 round trips of 4096 B")
-            figures.append(f"{name}: {m.group(0)}")
-        return "\n".join(figures)
 
     @scenario.check
     def ports_on_their_wires(run: Run) -> str:

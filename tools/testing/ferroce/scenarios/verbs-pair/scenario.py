@@ -10,24 +10,12 @@ RoCE v2 IPv4 GID (index 3).
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
+from pingpong import pingpong
 
 VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)]
+NAMES = [vm.name for vm in VMS]
 scenario = Scenario(vms=VMS, timeout=1200)
 SIZES = [1, 4096, 65536, 1048576]
-
-
-def pingpong(run: Run, name: str, size: int, iters: int) -> str:
-    """Both sides report the bytes of `iters` round trips of `size` bytes."""
-    figures = []
-    for vm in VMS:
-        step = run.vm(vm.name).step(name)
-        step.ok()
-        m = step.expect(r"^(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec")
-        done = step.expect(r"^(\d+) iters in ")
-        if int(done.group(1)) != iters or int(m.group(1)) != size * iters * 2:
-            raise CheckFailed(f"{vm.name}: {m.group(0)}, {done.group(0)}: expected {iters} iterations of {size} B")
-        figures.append(f"{vm.name}: {m.group(0)}")
-    return "\n".join(figures)
 
 
 def sized(size: int) -> int:
@@ -36,10 +24,10 @@ def sized(size: int) -> int:
 
 for _size in SIZES:
     def _rc(run: Run, size: int = _size) -> str:
-        return pingpong(run, f"rc-pingpong-{size}", size, sized(size))
+        return pingpong(run, f"rc-pingpong-{size}", NAMES, size, sized(size))
 
     def _rc_events(run: Run, size: int = _size) -> str:
-        return pingpong(run, f"rc-pingpong-events-{size}", size, sized(size))
+        return pingpong(run, f"rc-pingpong-events-{size}", NAMES, size, sized(size))
 
     _rc.__name__ = f"rc_pingpong_{_size}"
     _rc_events.__name__ = f"rc_pingpong_events_{_size}"
@@ -49,7 +37,7 @@ for _size in SIZES:
 
 @scenario.check
 def ud_pingpong(run: Run) -> str:
-    return pingpong(run, "ud-pingpong", 1024, 100)
+    return pingpong(run, "ud-pingpong", NAMES, 1024, 100)
 
 
 @scenario.check

@@ -11,6 +11,7 @@ transport error instead of hanging.
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm, mac_of, second_mac_of
+from pingpong import pingpong
 
 VMS = [
     Vm("a", "10.0.0.1/24", nic=True, gateway="10.0.0.254"),
@@ -32,15 +33,7 @@ def routed_path(run: Run) -> str:
 
 @scenario.check
 def rc_pingpong_routed(run: Run) -> str:
-    figures = []
-    for vm in ("a", "b"):
-        step = run.vm(vm).step("rc-pingpong-routed")
-        step.ok()
-        m = step.expect(r"^(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec")
-        if int(m.group(1)) != 4096 * 100 * 2:
-            raise CheckFailed(f"{vm}: {m.group(0)}: expected 100 round trips of 4096 B")
-        figures.append(f"{vm}: {m.group(0)}")
-    return "\n".join(figures)
+    return pingpong(run, "rc-pingpong-routed", ["a", "b"])
 
 
 @scenario.check
