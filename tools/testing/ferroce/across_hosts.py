@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """RDMA between VMs on different hosts (the multi-host* scenarios): NVMe over RDMA from VM a
-to VM b as in nvme_rdma.py, preceded by ibv_rc_pingpong and ib_write_bw between them, and, with
-an rxe VM c on b's host, ibv_rc_pingpong from ferroce to rxe across the hosts.
+to VM b as in nvme_rdma.py, preceded by ibv_rc_pingpong and ib_write_bw between them, and
+ibv_rc_pingpong from ferroce to an rxe VM c across the hosts: from a over the bridges, or,
+over UDP tunnels, from a fourth VM d whose NIC's tunnel ends at c's plain QEMU NIC (`-netdev
+dgram` with inet addresses), which proves the two share one framing.
 
 The hosts are network namespaces (hosts.py); the guest scripts are the same whatever carries
 the frames (guest/lib.sh: across_hosts_client, across_hosts_server).
@@ -11,23 +13,29 @@ from harness import CheckFailed, Run, Scenario, Vm
 from nvme_rdma import scenario_for
 from pingpong import pingpong
 
-HOSTS = {"a": "east", "b": "west", "c": "west"}
+HOSTS = {"a": "east", "b": "west", "c": "west", "d": "east"}
 
 
-def scenario_across(wire: str, rxe: bool) -> Scenario:
-    """VM a on host east, VM b (and, with `rxe`, rxe VM c) on host west; ferroce ports on
-    `wire` ("tap": the hosts' bridges and VXLAN; "udp": a UDP tunnel between a's and b's NIC)."""
+def scenario_across(wire: str) -> Scenario:
+    """VM a on host east, VM b and rxe VM c on host west (and, over UDP, VM d on host east);
+    ferroce ports on `wire` ("tap": the hosts' bridges and VXLAN; "udp": UDP tunnels, a's NIC
+    to b's and d's to c's QEMU)."""
     scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, mibs=16, hosts=HOSTS, wire=wire,
                             timeout=600)
-    if rxe:
-        # A new list: the NVMe checks go over the two VMs they were made with.
+    # A new list: the NVMe checks go over the two VMs they were made with.
+    if wire == "tap":
         scenario.vms = [*scenario.vms, Vm("c", "10.0.0.3/24", host=HOSTS["c"])]
+    else:  # c and d: a tunnel of their own
+        scenario.vms = [*scenario.vms,
+                        Vm("c", "10.0.0.3/24", host=HOSTS["c"], wire="udp", segment="rxe"),
+                        Vm("d", "10.0.0.4/24", nic=True, host=HOSTS["d"], wire="udp", segment="rxe")]
+    rxe_client = "a" if wire == "tap" else "d"
 
     @scenario.check
     def ports_on_their_wires(run: Run) -> str:
         """Each NIC's port has the wire it was given, in its host's namespace."""
         said = []
-        for name in ("a", "b"):
+        for name in [vm.name for vm in scenario.vms if vm.nic]:
             status = run.vm(name).step("nic-wire").json("port")
             want = "tap:tap-" + name if wire == "tap" else "udp:"
             if not str(status.get("wire", "")).startswith(want):
@@ -46,10 +54,9 @@ def scenario_across(wire: str, rxe: bool) -> Scenario:
         row = run.vm("a").step("write-bw").expect(r"^\s*65536\s+200\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
         return f"{row.group(1)} MiB/s average"
 
-    if rxe:
-        @scenario.check
-        def rc_pingpong_ferroce_to_rxe_across_hosts(run: Run) -> str:
-            return pingpong(run, "rc-pingpong-rxe", ("a", "c"))
+    @scenario.check
+    def rc_pingpong_ferroce_to_rxe_across_hosts(run: Run) -> str:
+        return pingpong(run, "rc-pingpong-rxe", (rxe_client, "c"))
 
     @scenario.check
     def frames_crossed_the_hosts(run: Run) -> str:

@@ -6,7 +6,8 @@ A VM placed on a host (``Vm(host=...)``) reaches its segment through the host's 
 not the harness's switch: a ferroce VM's NIC runs in the host's namespace with ``--wire
 tap:NAME`` on the host's bridge (``wire="tap"``) or ``--wire udp:LOCAL,REMOTE`` to another
 host's address (``wire="udp"``, a point-to-point tunnel, QEMU's ``-netdev dgram`` framing); a VM
-without a NIC (rxe) gets QEMU's ``-netdev tap`` on the bridge. Frames between hosts cross a
+without a NIC (rxe) gets QEMU's ``-netdev tap`` on the bridge, or QEMU's ``-netdev dgram`` with
+inet addresses as its end of a UDP tunnel. Frames between hosts cross a
 veth into the underlay namespace (a bridge of its own: the hosts' LAN, 10.99.0.0/24) and, for
 the bridges, VXLAN VNI 42 with head-end replication to every other host. Nothing of it is
 visible outside these namespaces, and all of it goes when the namespaces' holders are killed.
@@ -144,24 +145,31 @@ class Hosts:
         """What a process of `vm` on its host runs under (nothing for a VM without a host)."""
         return self.namespaces[vm.host].prefix() if vm.host else []
 
+    def udp_ends(self, vm: "Vm") -> tuple[tuple[str, int], tuple[str, int]]:
+        """The (address, port) of `vm`'s end of its UDP tunnel, and of the other end."""
+        peers = [p for p in self.vms if p.host and p.wire == "udp" and p.segment == vm.segment]
+        if len(peers) != 2 or vm not in peers:
+            raise HostError(f"segment {vm.segment}: a UDP tunnel joins two VMs, not "
+                            f"{[p.name for p in peers]}")
+        other = peers[1] if peers[0] is vm else peers[0]
+        return ((self.address(vm.host), UDP_WIRE_PORT + self.vms.index(vm)),
+                (self.address(other.host), UDP_WIRE_PORT + self.vms.index(other)))
+
     def wire(self, vm: "Vm") -> str:
         """The `--wire` of VM `vm`'s NIC."""
         if vm.wire == "tap":
             return f"tap:{tap_name(vm)}"
-        peers = [p for p in self.vms if p.host and p.wire == "udp" and p.segment == vm.segment]
-        if len(peers) != 2:
-            raise HostError(f"segment {vm.segment}: a UDP tunnel joins two VMs, not "
-                            f"{[p.name for p in peers]}")
-        other = peers[1] if peers[0] is vm else peers[0]
-        port = lambda v: UDP_WIRE_PORT + self.vms.index(v)  # noqa: E731
-        return (f"udp:{self.address(vm.host)}:{port(vm)},"
-                f"{self.address(other.host)}:{port(other)}")
+        (local, lport), (remote, rport) = self.udp_ends(vm)
+        return f"udp:{local}:{lport},{remote}:{rport}"
 
     def netdev(self, vm: "Vm") -> list[str]:
-        """QEMU's eth0 for a VM without a NIC: a tap on its host's bridge."""
-        if vm.wire != "tap":
-            raise HostError(f"VM {vm.name}: without a ferroce NIC only wire='tap' is possible")
-        return ["-netdev", f"tap,id=net0,ifname={tap_name(vm)},script=no,downscript=no"]
+        """QEMU's eth0 for a VM without a NIC: a tap on its host's bridge, or its end of a UDP
+        tunnel (`-netdev dgram` with inet addresses, the framing a NIC's udp wire shares)."""
+        if vm.wire == "tap":
+            return ["-netdev", f"tap,id=net0,ifname={tap_name(vm)},script=no,downscript=no"]
+        (local, lport), (remote, rport) = self.udp_ends(vm)
+        return ["-netdev", f"dgram,id=net0,local.type=inet,local.host={local},local.port={lport},"
+                           f"remote.type=inet,remote.host={remote},remote.port={rport}"]
 
     def report(self) -> dict:
         """Each host's links (bridge, tunnel, TAPs, uplink) with the frames they carried and

@@ -267,6 +267,15 @@ class HostsTest(unittest.TestCase):
             h.close()
         self.assertTrue(all(ns.holder.poll() is not None for ns in h.namespaces.values()))
 
+    def test_qemu_ends_a_udp_tunnel_with_its_dgram_netdev(self):
+        vms = [harness.Vm("c", "10.0.0.3/24", host="west", wire="udp", segment="u2"),
+               harness.Vm("d", "10.0.0.4/24", nic=True, host="east", wire="udp", segment="u2")]
+        h = hosts.Hosts(vms)
+        self.assertEqual(h.netdev(vms[0]), [
+            "-netdev", "dgram,id=net0,local.type=inet,local.host=10.99.0.1,local.port=7000,"
+                       "remote.type=inet,remote.host=10.99.0.2,remote.port=7001"])
+        self.assertEqual(h.wire(vms[1]), "udp:10.99.0.2:7001,10.99.0.1:7000")
+
     def test_a_udp_segment_of_three_is_refused(self):
         vms = [*self.VMS[:2], harness.Vm("e", "10.0.0.5/24", nic=True, host="east", wire="udp")]
         with self.assertRaisesRegex(hosts.HostError, "a UDP tunnel joins two VMs"):

@@ -405,9 +405,10 @@ pyverbs_suite() {
 }
 
 # RDMA across hosts (the multi-host* scenarios, across_hosts.py). across_hosts_client (VM a):
-# ibv_rc_pingpong and ib_write_bw against VM b, ibv_rc_pingpong against rxe VM c if there is
-# one, then NVMe over RDMA to b. across_hosts_server (VM b): their other ends, then the NVMe
-# target. rxe_pingpong_server (VM c): rxe and the pingpong's server.
+# ibv_rc_pingpong and ib_write_bw against VM b, ibv_rc_pingpong against rxe VM $RXE_PEER if
+# set, then NVMe over RDMA to b. across_hosts_server (VM b): their other ends, then the NVMe
+# target. rxe_pingpong_server: rxe and the pingpong's server; rxe_pingpong_client PEER: its
+# client on ferroce.
 across_hosts_client() {
 	step rdma-setup 30 modprobe ferroce
 	wait_for_gid ferroce0 3
@@ -416,10 +417,7 @@ across_hosts_client() {
 	wait_for_ping "$(ip_of b)"
 	retry rc-pingpong 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18700 "$(ip_of b)"
 	retry write-bw 280 ib_write_bw -d ferroce0 -x 3 -s 65536 -n 200 -p 18701 "$(ip_of b)"
-	if [ -n "$(ip_of c)" ]; then
-		wait_for_ping "$(ip_of c)"
-		retry rc-pingpong-rxe 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18702 "$(ip_of c)"
-	fi
+	[ -n "${RXE_PEER:-}" ] && rxe_pingpong_client "$RXE_PEER"
 	export NVME_MIB=16
 	nvme_host "$(ip_of b)"
 	_rc=$?
@@ -438,6 +436,11 @@ across_hosts_server() {
 	_rc=$?
 	step nic-counters 15 hostctl nic counters
 	return $_rc
+}
+
+rxe_pingpong_client() {
+	wait_for_ping "$(ip_of "$1")"
+	retry rc-pingpong-rxe 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18702 "$(ip_of "$1")"
 }
 
 rxe_pingpong_server() {

@@ -1,3 +1,3 @@
-# VM a, on host east: the client of b (and of rxe VM c), then the NVMe host (guest/lib.sh).
+# VM a, on host east: the client of b, then the NVMe host (guest/lib.sh).
 . /ferroce/lib.sh
 across_hosts_client
