@@ -9,7 +9,7 @@ import re
 
 from harness import CheckFailed, Run, Scenario, Vm
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24")], timeout=120)
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", boot_tests=True)], timeout=120)
 
 RESULT = re.compile(r"^\[[ \d.]+\] (\s*)(not ok|ok) \d+ (\S+)", re.M)
 
