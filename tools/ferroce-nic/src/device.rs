@@ -58,6 +58,9 @@ pub struct DeviceConfig {
     /// Polling records: µs of polling without sleep after activity
     /// ([`PollWindow`](crate::records::PollWindow)).
     pub poll_spin_us: u32,
+    /// QP numbers: the lowest free one, so that a destroyed QP's number comes back at once
+    /// (tests of what a reused number must not receive), instead of in turn.
+    pub qpn_lowest_free: bool,
 }
 
 impl Default for DeviceConfig {
@@ -75,6 +78,7 @@ impl Default for DeviceConfig {
             qid_table_len: QID_TABLE_LEN as u32,
             db_record: true,
             poll_spin_us: crate::records::PollWindow::SPIN.as_micros() as u32,
+            qpn_lowest_free: false,
         }
     }
 }

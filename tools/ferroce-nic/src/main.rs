@@ -82,6 +82,11 @@ struct ServeArgs {
     /// Local QIDs per context (`REG_QID_TABLE_LEN`).
     #[arg(long, default_value_t = ferroce_hw::QID_TABLE_LEN as u32, value_parser = clap::value_parser!(u32).range(1..=ferroce_hw::QID_TABLE_LEN as i64))]
     qid_table_len: u32,
+    /// Hand out the lowest free QP number, so that a destroyed QP's number is reused at once
+    /// (the scenarios that prove a reused number gets nothing of its former owner); by
+    /// default numbers are handed out in turn, as RNICs do.
+    #[arg(long)]
+    qpn_lowest_free: bool,
     /// Do not offer doorbell records polled by the device (`CAP_DB_RECORD`): QPs then need
     /// doorbell writes.
     #[arg(long)]
@@ -170,6 +175,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         qid_table_len: args.qid_table_len,
         db_record: !args.no_db_record,
         poll_spin_us: args.poll_spin_us,
+        qpn_lowest_free: args.qpn_lowest_free,
         ..DeviceConfig::default()
     };
     let mut faults = FaultConfig {

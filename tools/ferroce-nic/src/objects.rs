@@ -17,14 +17,31 @@ use crate::qp::QpAttrs;
 pub struct Table<T> {
     slots: Vec<Option<T>>,
     first: u32,
+    /// For a cyclic table, where the search for a free number starts: after the last one
+    /// handed out.
+    next: Option<u32>,
 }
 
 impl<T> Table<T> {
-    /// A table whose numbers run from `first` to `capacity - 1`.
+    /// A table whose numbers run from `first` to `capacity - 1`; a new object takes the lowest
+    /// free number.
     pub fn new(capacity: u32, first: u32) -> Self {
         Self {
             slots: (0..capacity).map(|_| None).collect(),
             first,
+            next: None,
+        }
+    }
+
+    /// As [`Table::new`], but numbers are handed out in turn, wrapping at the end: a number
+    /// comes back only after every other free one was used. QP numbers are such numbers (as
+    /// RNICs' and rxe's are): a peer's connection manager still knows a QPN whose connection
+    /// it has not torn down, and refuses a new connection from it as stale (IBTA 12.6.7,
+    /// `IB_CM_REJ_STALE_CONN`).
+    pub fn new_cyclic(capacity: u32, first: u32) -> Self {
+        Self {
+            next: Some(first),
+            ..Self::new(capacity, first)
         }
     }
 
@@ -33,11 +50,18 @@ impl<T> Table<T> {
         self.slots.len() as u32
     }
 
-    /// Inserts at the lowest free number; `None` if full.
+    /// Inserts at the lowest free number, or for a cyclic table at the next free one in
+    /// turn; `None` if full.
     pub fn insert(&mut self, item: T) -> Option<u32> {
-        let start = self.first as usize;
-        let index = self.slots.iter().skip(start).position(Option::is_none)? + start;
+        let first = self.first as usize;
+        let from = self.next.map_or(first, |n| (n as usize).max(first));
+        let index = (from..self.slots.len())
+            .chain(first..from)
+            .find(|&i| self.slots[i].is_none())?;
         self.slots[index] = Some(item);
+        if self.next.is_some() {
+            self.next = Some(index as u32 + 1);
+        }
         Some(index as u32)
     }
 
@@ -126,7 +150,11 @@ impl Objects {
         Self {
             eqs: Table::new(config.max_eq.max(EQN_FIRST_COMPLETION), 0),
             cqs: Table::new(config.max_cq, 0),
-            qps: Table::new(config.max_qp.max(FIRST_QPN), FIRST_QPN),
+            qps: if config.qpn_lowest_free {
+                Table::new(config.max_qp.max(FIRST_QPN), FIRST_QPN)
+            } else {
+                Table::new_cyclic(config.max_qp.max(FIRST_QPN), FIRST_QPN)
+            },
             mrs: Table::new(config.max_mr, 1),
             ahs: Table::new(config.max_ah, 0),
             srqs: Table::new(config.max_srq, 0),
@@ -914,4 +942,34 @@ pub fn ah_from_av(pd: u32, av: &UdAvSeg) -> Result<Ah, CmdError> {
     };
     check_ah(&ah)?;
     Ok(ah)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Table;
+
+    #[test]
+    fn a_table_takes_the_lowest_free_number() {
+        let mut t = Table::new(8, 1);
+        assert_eq!((t.insert('a'), t.insert('b')), (Some(1), Some(2)));
+        t.remove(1);
+        assert_eq!(t.insert('c'), Some(1));
+    }
+
+    #[test]
+    fn a_cyclic_table_hands_a_freed_number_out_last() {
+        let mut t = Table::new_cyclic(5, 2);
+        assert_eq!((t.insert('a'), t.insert('b')), (Some(2), Some(3)));
+        t.remove(2);
+        // The freed 2 comes back only after 4, the last free number.
+        assert_eq!(t.insert('c'), Some(4));
+        assert_eq!(t.insert('d'), Some(2));
+        assert_eq!(t.insert('e'), None);
+        t.remove(3);
+        assert!(
+            t.insert_at(1, 'r'),
+            "numbers below `first` stay reserved for insert_at"
+        );
+        assert_eq!(t.insert('f'), Some(3));
+    }
 }

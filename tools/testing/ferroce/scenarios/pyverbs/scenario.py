@@ -21,7 +21,9 @@ import re
 
 from harness import CheckFailed, Run, Scenario, Step, Vm
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, toolroot=True, memory_mib=1536)],
+# --qpn-lowest-free: reuse-ferroce needs a destroyed QP's number back at once.
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, toolroot=True, memory_mib=1536,
+                         nic_args=["--qpn-lowest-free"])],
                     timeout=3900)
 HEADER = re.compile(r"^(test_\w+) \(([\w.]+)\)", re.M)
 # After " ... ", or alone on a line when warnings or late tracebacks came in between.
