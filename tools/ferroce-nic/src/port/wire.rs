@@ -174,7 +174,8 @@ impl Wire {
         }
     }
 
-    /// Receives one frame into `buf`, waiting for it; its length.
+    /// Receives one frame into `buf`, waiting for it; its length. A UDP wire takes datagrams
+    /// from its REMOTE only: anyone else who sends to LOCAL is not on this cable.
     ///
     /// # Errors
     ///
@@ -185,7 +186,10 @@ impl Wire {
             let got = match self {
                 Self::Unix(sock, _) => sock.recv(buf),
                 Self::Tap(file) => (&*file).read(buf),
-                Self::Udp(sock, _) => sock.recv(buf),
+                Self::Udp(sock, remote) => match sock.recv_from(buf) {
+                    Ok((_, from)) if from != *remote => continue,
+                    other => other.map(|(n, _)| n),
+                },
             };
             match got {
                 Err(e)
@@ -365,6 +369,15 @@ mod tests {
         assert_eq!(&buf[..frame.len()], &frame);
         assert!(a.try_clone().expect("clone").send(&frame[..60]));
         assert_eq!(b.recv(&mut buf).expect("recv"), 60);
+        // A datagram from anyone but the other end is not a frame of this cable.
+        let stranger = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        stranger.send_to(&[0xee; 60], la).expect("send");
+        assert!(b.send(&frame[..64]));
+        assert_eq!(
+            a.recv(&mut buf).expect("recv"),
+            64,
+            "the stranger's datagram was taken"
+        );
     }
 
     /// Moves this test's thread into a network namespace of its own (the TAPs it makes are
