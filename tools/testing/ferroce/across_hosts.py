@@ -11,7 +11,7 @@ the frames (guest/lib.sh: across_hosts_client, across_hosts_server).
 
 from harness import CheckFailed, Run, Scenario, Vm
 from nvme_rdma import scenario_for
-from pingpong import pingpong
+from pingpong import pingpong, write_bw
 
 HOSTS = {"a": "east", "b": "west", "c": "west", "d": "east"}
 
@@ -49,10 +49,7 @@ def scenario_across(wire: str) -> Scenario:
 
     @scenario.check
     def write_bw_across_hosts(run: Run) -> str:
-        for name in ("a", "b"):
-            run.vm(name).step("write-bw").ok()
-        row = run.vm("a").step("write-bw").expect(r"^\s*65536\s+200\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
-        return f"{row.group(1)} MiB/s average"
+        return write_bw(run, "write-bw", ("a", "b"), "a")
 
     @scenario.check
     def rc_pingpong_ferroce_to_rxe_across_hosts(run: Run) -> str:

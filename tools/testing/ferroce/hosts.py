@@ -111,6 +111,8 @@ class Hosts:
         return f"{UNDERLAY}.{self.names.index(host) + 1}"
 
     def start(self) -> None:
+        if not self.names:  # no VM on a host: nothing to build
+            return
         self.underlay = _namespace("underlay")
         u = self.underlay
         u.run("ip", "link", "add", "lan", "type", "bridge")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The result of an ibv_*_pingpong run (rdma-core's examples), as every scenario that runs one
-checks it."""
+"""The results of an ibv_*_pingpong run (rdma-core's examples) and of an ib_write_bw run
+(perftest), as every scenario that runs one checks them."""
 
 from collections.abc import Iterable
 
@@ -21,3 +21,14 @@ def pingpong(run: Run, step: str, vms: Iterable[str], size: int = 4096, iters: i
                               f"iterations of {size} B")
         figures.append(f"{name}: {m.group(0)}")
     return "\n".join(figures)
+
+
+def write_bw(run: Run, step: str, vms: Iterable[str], client: str, size: int = 65536,
+             iters: int = 200) -> str:
+    """Both sides (`vms`) of ib_write_bw step `step` exited 0, and the client printed the row of
+    `iters` messages of `size` bytes; its average."""
+    for name in vms:
+        run.vm(name).step(step).ok()
+    row = run.vm(client).step(step).expect(
+        rf"^\s*{size}\s+{iters}\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
+    return f"{row.group(1)} MiB/s average"

@@ -8,6 +8,7 @@ smoke test.
 
 import nictrace
 import pcapcheck
+import pingpong
 from harness import CheckFailed, Run, Scenario, Vm
 
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
@@ -23,10 +24,7 @@ def rc_pingpong(run: Run) -> str:
 
 @scenario.check
 def write_bw(run: Run) -> str:
-    for vm in ("a", "b"):
-        run.vm(vm).step("write-bw").ok()
-    row = run.vm("a").step("write-bw").expect(r"^\s*65536\s+500\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
-    return f"{row.group(1)} MiB/s average"
+    return pingpong.write_bw(run, "write-bw", ("a", "b"), "a", iters=500)
 
 
 @scenario.check
