@@ -125,6 +125,7 @@ fn identity_and_layout_constants_are_documented() {
     for needle in [
         format!("``{PCI_VENDOR_ID:#06x}``"),
         format!("``{PCI_DEVICE_ID:#06x}``"),
+        format!("``{PCI_VF_DEVICE_ID:#06x}`` for a virtual function"),
         format!("``{PCI_CLASS_CODE:#08x}``"),
         format!("``{ID_MAGIC:#010x}``"),
         format!("``{IF_VERSION:#010x}``"),

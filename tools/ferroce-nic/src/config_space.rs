@@ -24,13 +24,14 @@ pub struct ConfigSpace {
 }
 
 impl ConfigSpace {
-    /// Config space of the ferroce function with `msix_vectors` vectors.
-    pub fn new(msix_vectors: u16) -> Self {
+    /// Config space of a ferroce function (`device_id`: `PCI_DEVICE_ID` or
+    /// `PCI_VF_DEVICE_ID`) with `msix_vectors` vectors.
+    pub fn new(msix_vectors: u16, device_id: u16) -> Self {
         let mut bytes = [0u8; CONFIG_SIZE];
         let mut writable = [0u8; CONFIG_SIZE];
         let mut put = |off: usize, data: &[u8]| bytes[off..off + data.len()].copy_from_slice(data);
         put(0x00, &PCI_VENDOR_ID.to_le_bytes());
-        put(0x02, &PCI_DEVICE_ID.to_le_bytes());
+        put(0x02, &device_id.to_le_bytes());
         put(0x06, &PCI_STATUS_CAP_LIST.to_le_bytes());
         put(0x08, &[PCI_REVISION]);
         put(
@@ -127,8 +128,13 @@ mod tests {
 
     #[test]
     fn identity_bar_sizing_and_msix() {
-        let mut cfg = ConfigSpace::new(8);
         let mut id = [0u8; 4];
+        ConfigSpace::new(8, PCI_VF_DEVICE_ID).read(0, &mut id);
+        assert_eq!(
+            u32::from_le_bytes(id),
+            u32::from(PCI_VF_DEVICE_ID) << 16 | u32::from(PCI_VENDOR_ID)
+        );
+        let mut cfg = ConfigSpace::new(8, PCI_DEVICE_ID);
         cfg.read(0, &mut id);
         assert_eq!(
             u32::from_le_bytes(id),

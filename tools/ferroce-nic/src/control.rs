@@ -14,6 +14,7 @@ use ferroce_hw::*;
 use serde_json::{json, Value};
 
 use crate::device::Device;
+use crate::functions::Functions;
 use crate::lies::Lie;
 use crate::server::Nic;
 
@@ -24,7 +25,8 @@ const MAX_LINE: u64 = 4096;
 pub const COMMANDS: &str = "counters | gids | latency [reset] | objects | status | stall on|off | hang on|off | \
 bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | trace mark NAME | \
 pcap start PATH | pcap stop | fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
-fault direction both|tx|rx | fault off";
+fault direction both|tx|rx | fault off; with VFs, on the PF's socket: functions | vf N limits KEY=VALUE... | \
+vf N COMMAND";
 
 fn on_off(arg: Option<&str>) -> Result<bool, String> {
     match arg {
@@ -172,6 +174,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
                     "to_engine": nic.port_stats.to_engine.load(Ordering::Relaxed),
                     "to_host": nic.port_stats.to_host.load(Ordering::Relaxed),
                     "from_host": nic.port_stats.from_host.load(Ordering::Relaxed),
+                    "switched": nic.port_stats.switched.load(Ordering::Relaxed),
                     "lost": nic.port_stats.lost.load(Ordering::Relaxed),
                     "wire": nic.port_stats.wire.get(),
                 },
@@ -271,21 +274,26 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
     }
 }
 
-fn handle(nic: &Nic, stream: UnixStream) -> std::io::Result<()> {
+fn handle(nic: &Nic, functions: Option<&Functions>, stream: UnixStream) -> std::io::Result<()> {
     // A client that connects and stays silent must not block the next one for long.
     stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
     let mut line = String::new();
     BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
-    let reply = execute(nic, line.trim());
+    let line = line.trim();
+    let reply = functions
+        .and_then(|f| f.execute(line))
+        .unwrap_or_else(|| execute(nic, line));
     let mut out = &stream;
     serde_json::to_writer(&mut out, &reply)?;
     out.write_all(b"\n")
 }
 
-/// Serves the control socket on a thread of its own.
+/// Serves the control socket of function `nic` on a thread of its own; with `functions` (the
+/// physical function's socket of a NIC with VFs) it also takes the host's commands about them.
 pub fn spawn_control_server(
     nic: Arc<Nic>,
     path: &Path,
+    functions: Option<Arc<Functions>>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     if path.exists() {
         std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
@@ -298,7 +306,7 @@ pub fn spawn_control_server(
             for stream in listener.incoming() {
                 match stream {
                     Ok(stream) => {
-                        if let Err(e) = handle(&nic, stream) {
+                        if let Err(e) = handle(&nic, functions.as_deref(), stream) {
                             tracing::warn!("control connection: {e}");
                         }
                     }

@@ -61,6 +61,56 @@ pub struct DeviceConfig {
     /// QP numbers: the lowest free one, so that a destroyed QP's number comes back at once
     /// (tests of what a reused number must not receive), instead of in turn.
     pub qpn_lowest_free: bool,
+    /// Page-list entries all objects together may hold (MRs' pages and rings' pages).
+    pub max_translation_entries: u64,
+    /// Doorbells per second the function may ring before the device thread makes it wait
+    /// ([`Schedule`](crate::schedule::Schedule)); 0: no limit.
+    pub db_rate: u32,
+    /// Which function of its NIC this is, and where its numbers sit in the NIC's.
+    pub function: FunctionSlot,
+}
+
+/// A function's place in its NIC: its index (0 the physical function, `k` virtual function
+/// `k`) and the bases of its slices of the NIC's QP, CQ, SRQ and MR numbers. A function names
+/// its objects by local numbers (`0..max`); the NIC's number of local `n` is `base + n`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FunctionSlot {
+    /// 0: the physical function; `k`: virtual function `k`.
+    pub index: u16,
+    /// NIC QPN of the function's QPN 0.
+    pub qpn_base: u32,
+    /// NIC CQN of the function's CQN 0.
+    pub cqn_base: u32,
+    /// NIC SRQN of the function's SRQN 0.
+    pub srqn_base: u32,
+    /// NIC MR index of the function's MR index 0.
+    pub mr_base: u32,
+}
+
+impl FunctionSlot {
+    /// Whether this is a virtual function.
+    pub fn is_vf(&self) -> bool {
+        self.index != 0
+    }
+
+    /// The NIC's number of the function's queue `n` of `kind` (`QID_KIND_*`).
+    pub fn nic_number(&self, kind: u8, n: u32) -> u32 {
+        let base = match kind {
+            QID_KIND_QP => self.qpn_base,
+            QID_KIND_SRQ => self.srqn_base,
+            _ => self.cqn_base,
+        };
+        base.wrapping_add(n)
+    }
+
+    /// The PCI device ID the function reports.
+    pub fn device_id(&self) -> u16 {
+        if self.is_vf() {
+            PCI_VF_DEVICE_ID
+        } else {
+            PCI_DEVICE_ID
+        }
+    }
 }
 
 impl Default for DeviceConfig {
@@ -79,6 +129,9 @@ impl Default for DeviceConfig {
             db_record: true,
             poll_spin_us: crate::records::PollWindow::SPIN.as_micros() as u32,
             qpn_lowest_free: false,
+            max_translation_entries: crate::objects::MAX_TRANSLATION_ENTRIES,
+            db_rate: 0,
+            function: FunctionSlot::default(),
         }
     }
 }
@@ -182,6 +235,8 @@ pub struct DeviceCore {
     pending_port: Option<bool>,
     /// Fatal error requested by the host.
     pending_fatal: bool,
+    /// Object limits set by the host, taken at the next function reset.
+    pending_limits: Option<DeviceConfig>,
     start: Instant,
     /// Doorbell-to-wire intervals.
     latency: DoorbellLatency,
@@ -227,6 +282,7 @@ impl Device {
             doorbells: Doorbells::default(),
             pending_port: None,
             pending_fatal: false,
+            pending_limits: None,
             start: Instant::now(),
             latency: DoorbellLatency::default(),
             records: RecordWatch::default(),
@@ -235,14 +291,17 @@ impl Device {
     }
 
     /// Function reset: every object, queue and register goes; counters, host switches and the
-    /// port stay.
+    /// port stay. Object limits the host set meanwhile take effect.
     pub fn reset(&mut self) {
         let core = &mut self.core;
         for (qpn, _) in core.objects.qps().iter() {
             self.engine.qp_destroyed(qpn);
         }
         self.engine.reset();
-        core.objects.clear();
+        if let Some(limits) = core.pending_limits.take() {
+            core.config = limits;
+        }
+        core.objects = Objects::new(&core.config);
         core.cmdq.disable();
         core.work.clear();
         core.doorbells = Doorbells::default();
@@ -488,6 +547,25 @@ impl DeviceCore {
     /// Requests a port state change (host control); the device thread applies it.
     pub fn request_port_state(&mut self, up: bool) {
         self.pending_port = Some(up);
+    }
+
+    /// Sets the object limits (host control: `max_qp`, `max_cq`, `max_mr`, `max_srq`,
+    /// `max_translation_entries` of `config`). They take effect at the function's next reset,
+    /// when its driver probes and reads them from the capability registers; at once if the
+    /// function is not enabled (no driver holds objects).
+    pub fn set_limits(&mut self, config: DeviceConfig) {
+        if self.regs.enabled() {
+            self.pending_limits = Some(config);
+        } else {
+            self.config = config;
+            self.objects = Objects::new(&self.config);
+            self.pending_limits = None;
+        }
+    }
+
+    /// The limits the function will have after its next reset, if the host changed them.
+    pub fn pending_limits(&self) -> Option<&DeviceConfig> {
+        self.pending_limits.as_ref()
     }
 
     /// Requests a fatal error (host control); the device thread applies it.

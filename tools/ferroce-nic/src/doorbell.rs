@@ -109,11 +109,14 @@ impl DeviceCore {
             _ => return self.bad_doorbell(ctx, reg, value),
         };
         let qid = (value >> 16) as u16;
-        self.trace().event(
-            "doorbell",
-            || serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value}),
-        );
-        let Some(global) = self.objects().translate_qid(ctx, qid, kind) else {
+        let number = self.objects().translate_qid(ctx, qid, kind);
+        let slot = self.config().function;
+        // The context's QID, the function's number it names, and that number in the NIC.
+        self.trace().event("doorbell", || {
+            serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value,
+                "fn": slot.index, "num": number, "nic": number.map(|n| slot.nic_number(kind, n))})
+        });
+        let Some(global) = number else {
             return self.bad_doorbell(ctx, reg, value);
         };
         let accepted = match reg {

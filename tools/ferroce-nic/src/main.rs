@@ -9,9 +9,9 @@ use clap::{Parser, Subcommand};
 use ferroce_nic::control;
 use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
-use ferroce_nic::engine::wire::{FrameSink, NullSink};
+use ferroce_nic::functions::{self, parse_mac, Functions, Limits, PfPaths, VfSpec};
 use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
-use ferroce_nic::server::{self, Nic};
+use ferroce_nic::server::{self, Nic, NicParts};
 use std::sync::Arc;
 
 #[derive(Parser)]
@@ -121,6 +121,20 @@ struct ServeArgs {
     /// addresses).
     #[arg(long, value_name = "SPEC")]
     wire: Option<WireSpec>,
+    /// Virtual functions besides the physical one (each a PCI function of its own on its own
+    /// vfio-user socket, sharing this NIC's port and device thread). Unless `--vf` says
+    /// otherwise, VF K serves on SOCKET.vfK with MAC + K in its last byte, and its netdev
+    /// sockets are the PF's with `.vfK` appended.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=ferroce_nic::functions::MAX_VFS as i64))]
+    functions: u16,
+    /// A virtual function's options and limits: `K:KEY=VALUE,...`, keys socket, mac,
+    /// netdev-socket, netdev-peer, control, trace, pcap and the limits qp, cq, mr, srq, pages
+    /// (page-list entries of its MRs and rings) and db_rate (doorbells per second).
+    #[arg(long, value_name = "K:SPEC", value_parser = VfSpec::parse)]
+    vf: Vec<(usize, VfSpec)>,
+    /// The physical function's limits (`qp=N,cq=N,mr=N,srq=N,pages=N,db_rate=N`).
+    #[arg(long, value_name = "LIMITS")]
+    limits: Option<Limits>,
     /// Fault injection on the wire side: drop rate (0..=1).
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     fault_drop: f64,
@@ -156,14 +170,73 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_mac(text: &str) -> Result<[u8; 6], String> {
-    let bytes: Vec<u8> = text
-        .split(':')
-        .map(|part| u8::from_str_radix(part, 16).map_err(|e| format!("{text}: {e}")))
-        .collect::<Result<_, _>>()?;
-    bytes
-        .try_into()
-        .map_err(|_| format!("{text}: expected 6 bytes"))
+/// Every function's configuration and options: the PF's first, then VF 1..=N.
+fn functions_of(
+    args: &ServeArgs,
+    pf: DeviceConfig,
+) -> anyhow::Result<(Vec<DeviceConfig>, Vec<VfSpec>)> {
+    let count = usize::from(args.functions);
+    let mut specs = vec![VfSpec::default(); count];
+    for (k, spec) in &args.vf {
+        anyhow::ensure!(
+            *k <= count,
+            "--vf {k}: the NIC has {count} VFs (--functions)"
+        );
+        specs[k - 1] = spec.clone();
+    }
+    let paths = PfPaths {
+        socket: args.socket.clone(),
+        mac: args.mac,
+        netdev_socket: args.netdev_socket.clone(),
+        netdev_peer: args.netdev_peer.clone(),
+    };
+    let specs: Vec<VfSpec> = specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, spec)| spec.derive(i + 1, &paths))
+        .collect();
+    let pf = args.limits.unwrap_or_default().applied_to(&pf);
+    let mut configs = vec![pf.clone()];
+    for spec in &specs {
+        let mut config = spec.limits.applied_to(&pf);
+        config.mac = spec.mac.unwrap_or(pf.mac);
+        configs.push(config);
+    }
+    let mut macs: Vec<[u8; 6]> = configs.iter().map(|c| c.mac).collect();
+    macs.sort();
+    macs.dedup();
+    anyhow::ensure!(
+        macs.len() == configs.len(),
+        "two functions have the same MAC"
+    );
+    functions::lay_out(&mut configs);
+    Ok((configs, specs))
+}
+
+/// Starts a function's trace, capture and control socket.
+fn observe(
+    nic: &Arc<Nic>,
+    trace: Option<&PathBuf>,
+    pcap: Option<&PathBuf>,
+    control: Option<&PathBuf>,
+    functions: Option<Arc<Functions>>,
+) -> anyhow::Result<()> {
+    let mac = nic.lock().core.config().mac;
+    if let Some(path) = trace {
+        nic.trace
+            .start(path)
+            .with_context(|| format!("trace file {}", path.display()))?;
+    }
+    if let Some(path) = pcap {
+        nic.trace
+            .capture
+            .start(path, mac)
+            .with_context(|| format!("capture file {}", path.display()))?;
+    }
+    if let Some(path) = control {
+        control::spawn_control_server(nic.clone(), path, functions)?;
+    }
+    Ok(())
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -191,45 +264,85 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     faults
         .apply_command(&["direction", &args.fault_direction])
         .map_err(anyhow::Error::msg)?;
-    let stats = Arc::new(PortStats::default());
-    let port = Port::bind(
+    let (configs, specs) = functions_of(&args, config)?;
+    let stats: Vec<Arc<PortStats>> = configs.iter().map(|_| Arc::default()).collect();
+    let mut port = Port::bind(
         PortConfig {
             netdev_socket: args.netdev_socket.clone(),
             netdev_peer: args.netdev_peer.clone(),
             wire: args.wire.clone(),
         },
-        stats.clone(),
+        stats[0].clone(),
     )?;
-    let sink: Box<dyn FrameSink> = match port.sink()? {
-        Some(sink) => Box::new(sink),
-        None => Box::new(NullSink),
-    };
-    let nic = Nic::with_port(config, sink, FaultControl::new(faults), stats);
-    port.spawn(nic.clone())?;
-    nic.host.stall.store(args.stall, Ordering::Relaxed);
-    nic.host
+    for spec in &specs {
+        port.add_function(spec.netdev_socket.as_deref(), spec.netdev_peer.clone())?;
+    }
+    let faults = FaultControl::new(faults);
+    let doorbell = Arc::new(server::Doorbell::default());
+    let nics: Vec<Arc<Nic>> = configs
+        .iter()
+        .zip(&stats)
+        .enumerate()
+        .map(|(i, (config, stats))| {
+            let parts = NicParts {
+                doorbell: doorbell.clone(),
+                ..NicParts::default()
+            };
+            let sink = Box::new(port.sink(i));
+            Nic::with_parts(config.clone(), sink, faults.clone(), stats.clone(), parts)
+        })
+        .collect();
+    port.spawn(&nics)?;
+    let pf = nics[0].clone();
+    pf.host.stall.store(args.stall, Ordering::Relaxed);
+    pf.host
         .bogus_version
         .store(args.bogus_version, Ordering::Relaxed);
-    nic.host.lies.arm(args.lie, u32::MAX);
+    pf.host.lies.arm(args.lie, u32::MAX);
     if args.port_down {
-        nic.lock().set_initial_port_state(false);
+        nics.iter()
+            .for_each(|nic| nic.lock().set_initial_port_state(false));
     }
-    if let Some(path) = &args.trace {
-        nic.trace
-            .start(path)
-            .with_context(|| format!("trace file {}", path.display()))?;
+    let functions = (nics.len() > 1).then(|| {
+        Arc::new(Functions {
+            nics: nics.clone(),
+            slices: configs.clone(),
+        })
+    });
+    observe(
+        &pf,
+        args.trace.as_ref(),
+        args.pcap.as_ref(),
+        args.control.as_ref(),
+        functions,
+    )?;
+    for (nic, spec) in nics[1..].iter().zip(&specs) {
+        observe(
+            nic,
+            spec.trace.as_ref(),
+            spec.pcap.as_ref(),
+            spec.control.as_ref(),
+            None,
+        )?;
     }
-    if let Some(path) = &args.pcap {
-        nic.trace
-            .capture
-            .start(path, args.mac)
-            .with_context(|| format!("capture file {}", path.display()))?;
+    server::spawn_device_thread(nics.clone())?;
+    for (nic, spec) in nics[1..].iter().zip(specs) {
+        let nic = nic.clone();
+        let socket = spec.socket.unwrap_or_default();
+        let vectors = args.msix_vectors;
+        std::thread::Builder::new()
+            .name(format!(
+                "ferroce-vfio-vf{}",
+                nic.lock().core.config().function.index
+            ))
+            .spawn(move || {
+                if let Err(e) = server::serve(nic, &socket, vectors) {
+                    tracing::error!("VF on {}: {e:#}", socket.display());
+                    std::process::exit(1);
+                }
+            })?;
     }
-    if let Some(path) = &args.control {
-        control::spawn_control_server(nic.clone(), path)?;
-    }
-    nic.spawn_device_thread()?;
-    server::serve(nic, &args.socket, args.msix_vectors)
+    server::serve(pf, &args.socket, args.msix_vectors)
 }
 
 fn main() -> anyhow::Result<()> {

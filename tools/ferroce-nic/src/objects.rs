@@ -136,6 +136,8 @@ pub struct Objects {
     mcast: McastGroups,
     /// Contexts (doorbell pages); 0 is the kernel's and always exists.
     contexts: Vec<Option<Context>>,
+    /// Page-list entries all objects together may hold.
+    max_translation_entries: u64,
 }
 
 fn fresh_contexts() -> Vec<Option<Context>> {
@@ -161,20 +163,8 @@ impl Objects {
             gids: vec![None; GID_TABLE_LEN as usize],
             mcast: McastGroups::default(),
             contexts: fresh_contexts(),
+            max_translation_entries: config.max_translation_entries,
         }
-    }
-
-    /// Drops every object, GID entry and user context (reset).
-    pub fn clear(&mut self) {
-        self.eqs.clear();
-        self.cqs.clear();
-        self.qps.clear();
-        self.mrs.clear();
-        self.ahs.clear();
-        self.srqs.clear();
-        self.gids.iter_mut().for_each(|g| *g = None);
-        self.mcast.clear();
-        self.contexts = fresh_contexts();
     }
 
     /// Multicast groups.
@@ -371,7 +361,7 @@ impl Objects {
 
     /// Refuses an object that would need `extra` more page-list entries than the budget allows.
     pub fn check_translation_budget(&self, extra: u64) -> Result<(), CmdError> {
-        if self.translation_entries().saturating_add(extra) > MAX_TRANSLATION_ENTRIES {
+        if self.translation_entries().saturating_add(extra) > self.max_translation_entries {
             return Err(CmdError::new(STATUS_NO_RESOURCES));
         }
         Ok(())
@@ -380,8 +370,9 @@ impl Objects {
 
 /// Largest page list of a ring.
 pub const MAX_RING_PAGES: u32 = 8192;
-/// Page-list entries all objects together may hold (32 MiB of translations): a guest cannot make
-/// the device allocate without bound by creating many large MRs or rings.
+/// Page-list entries all objects of a function together may hold by default (32 MiB of
+/// translations): a guest cannot make the device allocate without bound by creating many large
+/// MRs or rings. The host may set a function's own (`max_translation_entries`).
 pub const MAX_TRANSLATION_ENTRIES: u64 = 1 << 22;
 
 /// A command failure: status code and the payload offset of the offending field.

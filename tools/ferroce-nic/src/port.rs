@@ -10,24 +10,27 @@
 //! frames the engine sends to the port's own MAC never come here: the engine receives them
 //! itself ([`crate::engine::wire::LoopbackQueue`]). The host's IGMP and MLD membership
 //! messages, both ways, are traced ([`membership`]).
+//!
+//! A NIC with several functions (`serve --functions N`) shares the port among them through an
+//! embedded [`switch`]: frames between its functions stay inside the NIC, and each function
+//! has its own netdev side for its own VM.
 
 use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::json;
 
-use crate::capture::Direction;
-use crate::engine::frame::{classify, Steer, MAX_FRAME};
-use crate::engine::wire::FrameSink;
 use crate::server::Nic;
 use crate::trace::Tracer;
 
 pub mod membership;
+pub mod switch;
 pub mod wire;
 
+pub use switch::{Source, Switch, SwitchSink, Vport};
 pub use wire::{Wire, WireSpec};
 
 /// Traces `frame` if it is an IGMP or MLD membership message (`dir`: `"tx"` from the host to
@@ -58,12 +61,14 @@ pub struct PortConfig {
 /// Frame counts of the pass-through paths.
 #[derive(Default)]
 pub struct PortStats {
-    /// Wire → netdev frames.
+    /// Frames to the netdev (from the wire or another function).
     pub to_host: AtomicU64,
-    /// Netdev → wire frames.
+    /// Frames from the netdev (to the wire or another function).
     pub from_host: AtomicU64,
-    /// Wire → engine frames.
+    /// Frames to the engine (from the wire or another function).
     pub to_engine: AtomicU64,
+    /// Frames from this function to another function of the NIC, switched inside it.
+    pub switched: AtomicU64,
     /// Frames lost because a peer socket was absent (an unplugged cable) or would not take them;
     /// those the engine's queue could not take count in its `queue_drops`.
     pub lost: AtomicU64,
@@ -90,26 +95,14 @@ fn send_to(sock: &UnixDatagram, frame: &[u8], peer: &Path) -> bool {
     }
 }
 
-/// The engine's transmit side: frames go to the segment.
-pub struct WireSink {
-    wire: Wire,
-    stats: Arc<PortStats>,
-}
-
-impl FrameSink for WireSink {
-    fn send(&mut self, frame: &[u8]) {
-        if !self.wire.send(frame) {
-            self.stats.lost.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 /// The sockets of a started port.
 pub struct Port {
     wire: Option<Wire>,
-    netdev: Option<UnixDatagram>,
-    config: PortConfig,
-    /// Pass-through counts.
+    /// Each function's netdev side: its bound socket and QEMU's, where frames for its guest's
+    /// IP stack go (function 0 from [`PortConfig`], the others from [`Port::add_function`]).
+    netdevs: Vec<Option<(UnixDatagram, PathBuf)>>,
+    switch: Arc<OnceLock<Switch>>,
+    /// Pass-through counts of function 0.
     pub stats: Arc<PortStats>,
 }
 
@@ -120,106 +113,105 @@ impl Port {
         if let Some(spec) = &config.wire {
             let _ = stats.wire.set(spec.to_string());
         }
-        let netdev = config
-            .netdev_socket
-            .as_deref()
-            .map(wire::bind_unix)
-            .transpose()?;
-        Ok(Self {
+        let mut port = Self {
             wire,
-            netdev,
-            config,
+            netdevs: Vec::new(),
+            switch: Arc::default(),
             stats,
-        })
+        };
+        port.add_function(config.netdev_socket.as_deref(), config.netdev_peer)?;
+        Ok(port)
     }
 
-    /// The engine's sink, if the port has a wire side.
-    pub fn sink(&self) -> anyhow::Result<Option<WireSink>> {
-        let Some(wire) = &self.wire else {
-            return Ok(None);
-        };
-        Ok(Some(WireSink {
-            wire: wire.try_clone()?,
-            stats: self.stats.clone(),
-        }))
+    /// Adds the next function's vport: its netdev socket (bound here) and QEMU's peer.
+    /// Returns the function's index.
+    pub fn add_function(
+        &mut self,
+        netdev_socket: Option<&Path>,
+        netdev_peer: Option<PathBuf>,
+    ) -> anyhow::Result<usize> {
+        let netdev = netdev_socket.map(wire::bind_unix).transpose()?;
+        self.netdevs.push(netdev.zip(netdev_peer));
+        Ok(self.netdevs.len() - 1)
     }
 
-    /// Starts the two forwarding threads: wire → engine or netdev, netdev → wire.
-    pub fn spawn(self, nic: Arc<Nic>) -> anyhow::Result<()> {
-        let (mac, trace) = {
-            let dev = nic.lock();
-            (dev.core.config().mac, dev.core.trace_handle())
-        };
-        if let Some(wire) = &self.wire {
-            let rx = wire.try_clone()?;
-            let netdev = match &self.netdev {
-                Some(s) => Some(s.try_clone()?),
+    /// The transmit side of function `vport`'s engine: the switch.
+    pub fn sink(&self, vport: usize) -> SwitchSink {
+        SwitchSink::new(self.switch.clone(), vport)
+    }
+
+    /// Starts switching for `functions` (function 0 first, one per [`Port::add_function`]):
+    /// a thread for the wire and one for each function's netdev.
+    pub fn spawn(self, functions: &[Arc<Nic>]) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            functions.len() == self.netdevs.len(),
+            "{} functions for a port with {} vports",
+            functions.len(),
+            self.netdevs.len()
+        );
+        let mut netdevs = Vec::new();
+        let mut vports = Vec::new();
+        for (nic, netdev) in functions.iter().zip(self.netdevs) {
+            let theirs = match &netdev {
+                Some((sock, _)) => Some(sock.try_clone()?),
                 None => None,
             };
-            let peer = self.config.netdev_peer.clone();
-            let stats = self.stats.clone();
-            let nic = nic.clone();
-            let trace = trace.clone();
+            netdevs.push(theirs);
+            vports.push(Vport::of(nic, netdev));
+        }
+        let uplink = match &self.wire {
+            Some(wire) => Some(wire.try_clone()?),
+            None => None,
+        };
+        if self.switch.set(Switch::new(uplink, vports)).is_err() {
+            anyhow::bail!("the port is started already");
+        }
+        if let Some(wire) = self.wire {
+            let switch = self.switch.clone();
             std::thread::Builder::new()
                 .name("ferroce-wire".into())
                 .spawn(move || {
-                    let mut buf = vec![0u8; 65536];
-                    loop {
-                        let n = match rx.recv(&mut buf) {
-                            Ok(n) => n,
-                            Err(e) => {
-                                tracing::warn!("wire socket: {e}");
-                                return;
-                            }
-                        };
-                        let frame = &buf[..n];
-                        if classify(frame, &mac) == Steer::Engine && n <= MAX_FRAME {
-                            stats.to_engine.fetch_add(1, Ordering::Relaxed);
-                            // A full queue counts in the engine's `queue_drops`.
-                            nic.port_rx.push(frame.to_vec());
-                            nic.doorbell.ring();
-                        } else if let (Some(sock), Some(peer)) = (&netdev, &peer) {
-                            trace.capture.frame(Direction::In, frame, None);
-                            trace_membership(&trace, "rx", frame);
-                            if send_to(sock, frame, peer) {
-                                stats.to_host.fetch_add(1, Ordering::Relaxed);
-                            } else {
-                                stats.lost.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
+                    forward_from("wire socket", |buf| wire.recv(buf), &switch, Source::Uplink)
                 })?;
         }
-        if let Some(netdev) = self.netdev {
-            let wire = match &self.wire {
-                Some(s) => Some(s.try_clone()?),
-                None => None,
+        for (n, netdev) in netdevs.into_iter().enumerate() {
+            let Some(netdev) = netdev else {
+                continue;
             };
-            let stats = self.stats.clone();
+            let switch = self.switch.clone();
             std::thread::Builder::new()
-                .name("ferroce-netdev".into())
+                .name(format!("ferroce-netdev{n}"))
                 .spawn(move || {
-                    let mut buf = vec![0u8; 65536];
-                    loop {
-                        let n = match netdev.recv(&mut buf) {
-                            Ok(n) => n,
-                            Err(e) => {
-                                tracing::warn!("netdev socket: {e}");
-                                return;
-                            }
-                        };
-                        if let Some(wire) = &wire {
-                            trace.capture.frame(Direction::Out, &buf[..n], None);
-                            trace_membership(&trace, "tx", &buf[..n]);
-                            if wire.send(&buf[..n]) {
-                                stats.from_host.fetch_add(1, Ordering::Relaxed);
-                            } else {
-                                stats.lost.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
+                    forward_from(
+                        "netdev socket",
+                        |buf| netdev.recv(buf),
+                        &switch,
+                        Source::Netdev(n),
+                    )
                 })?;
         }
         Ok(())
+    }
+}
+
+/// Receives frames with `recv` and switches them as coming from `from`, until `recv` fails.
+fn forward_from(
+    what: &str,
+    recv: impl Fn(&mut [u8]) -> std::io::Result<usize>,
+    switch: &OnceLock<Switch>,
+    from: Source,
+) {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let n = match recv(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!("{what}: {e}");
+                return;
+            }
+        };
+        if let Some(switch) = switch.get() {
+            switch.forward(from, &buf[..n]);
+        }
     }
 }

@@ -24,7 +24,9 @@ use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
 use crate::interrupts::{InterruptSink, MsixController};
 use crate::port::PortStats;
 use crate::records::PollWindow;
+use crate::schedule::Schedule;
 use crate::trace::Tracer;
+use ferroce_hw::COUNTER_DOORBELLS;
 
 /// Wakes the device thread.
 #[derive(Default)]
@@ -61,8 +63,8 @@ impl Doorbell {
 pub struct Nic {
     /// The device model.
     pub device: Mutex<Device>,
-    /// Wakes the device thread.
-    pub doorbell: Doorbell,
+    /// Wakes the device thread (shared by the functions of one NIC, which one thread serves).
+    pub doorbell: Arc<Doorbell>,
     /// DMA regions.
     pub dma: Arc<DmaTable>,
     /// MSI-X.
@@ -81,6 +83,30 @@ pub struct Nic {
     pub port_stats: Arc<PortStats>,
     /// Stops the device thread.
     pub shutdown: AtomicBool,
+    /// The device thread's share for this function (the functions of a NIC take turns).
+    pub schedule: Schedule,
+}
+
+/// What a NIC's functions share and the port's switch needs before they exist: the device
+/// thread's wake-up, and each function's receive queue and trace.
+#[derive(Clone)]
+pub struct NicParts {
+    /// Wakes the device thread.
+    pub doorbell: Arc<Doorbell>,
+    /// Frames the port steered to the function's engine.
+    pub port_rx: Arc<RxQueue>,
+    /// The function's trace and capture.
+    pub trace: Arc<Tracer>,
+}
+
+impl Default for NicParts {
+    fn default() -> Self {
+        Self {
+            doorbell: Arc::new(Doorbell::default()),
+            port_rx: RxQueue::new(),
+            trace: Arc::new(Tracer::new()),
+        }
+    }
 }
 
 impl Nic {
@@ -101,12 +127,27 @@ impl Nic {
         faults: Arc<FaultControl>,
         port_stats: Arc<PortStats>,
     ) -> Arc<Self> {
+        Self::with_parts(config, sink, faults, port_stats, NicParts::default())
+    }
+
+    /// A function of a NIC, with the parts it shares with the NIC's port and device thread.
+    pub fn with_parts(
+        config: DeviceConfig,
+        sink: Box<dyn FrameSink>,
+        faults: Arc<FaultControl>,
+        port_stats: Arc<PortStats>,
+        parts: NicParts,
+    ) -> Arc<Self> {
         let dma = Arc::new(DmaTable::new());
         let msix = Arc::new(MsixController::new(config.msix_vectors));
         let counters = Arc::new(Counters::new());
-        let trace = Arc::new(Tracer::new());
+        let NicParts {
+            doorbell,
+            port_rx,
+            trace,
+        } = parts;
         let host = Arc::new(HostControls::default());
-        let port_rx = RxQueue::new();
+        let schedule = Schedule::new(config.db_rate);
         let engine = RoceEngine::new(
             config.mac,
             PortEnd {
@@ -127,7 +168,7 @@ impl Nic {
         );
         Arc::new(Self {
             device: Mutex::new(device),
-            doorbell: Doorbell::default(),
+            doorbell,
             dma,
             msix,
             counters,
@@ -137,6 +178,7 @@ impl Nic {
             port_rx,
             port_stats,
             shutdown: AtomicBool::new(false),
+            schedule,
         })
     }
 
@@ -147,52 +189,89 @@ impl Nic {
 
     /// Starts the device thread.
     pub fn spawn_device_thread(self: &Arc<Self>) -> std::io::Result<JoinHandle<()>> {
-        let nic = self.clone();
-        std::thread::Builder::new()
-            .name("ferroce-device".into())
-            .spawn(move || nic.device_loop())
+        spawn_device_thread(vec![self.clone()])
     }
+}
 
-    /// The device thread: processes, then waits for a doorbell, a frame or a timer. While it
-    /// polls doorbell records it first goes on polling for a [`PollWindow`] after activity
-    /// (signals and work count), then sleeps as the records' producers are told.
-    fn device_loop(&self) {
-        let spin = Duration::from_micros(self.lock().core.config().poll_spin_us.into());
-        let mut window = PollWindow::new(spin, Instant::now());
-        let mut signalled = false;
-        while !self.shutdown.load(Ordering::Relaxed) {
-            let (more, timed_work, polls) = {
-                let mut device = self.lock();
-                let more = device.process();
-                (more, device.has_work(), device.polls_records())
-            };
-            // Short sleeps only while something is pending (moderation timers, budgets).
-            let timeout = if timed_work {
-                Duration::from_micros(200)
-            } else {
-                Duration::from_millis(50)
-            };
+/// Starts the one device thread of a NIC's functions (which share `doorbell`).
+pub fn spawn_device_thread(functions: Vec<Arc<Nic>>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ferroce-device".into())
+        .spawn(move || device_loop(&functions))
+}
+
+/// What one turn of the device thread found.
+#[derive(Default)]
+struct Turn {
+    /// Work left over (another round at once).
+    more: bool,
+    /// Something timed is pending (moderation, retransmission, a throttled function).
+    timed: bool,
+    /// Some function polls doorbell records.
+    polls: bool,
+}
+
+/// The device thread: each function in turn processes one budgeted round (commands, then
+/// queued objects, then the engine), then the thread waits for a doorbell, a frame or a timer.
+/// A function over its doorbell rate sits its turns out until its budget refills. While
+/// functions poll doorbell records the thread first goes on polling for a [`PollWindow`]
+/// after activity (signals and work count), then sleeps as the records' producers are told.
+fn device_loop(functions: &[Arc<Nic>]) {
+    let Some(first) = functions.first() else {
+        return;
+    };
+    let spin = Duration::from_micros(first.lock().core.config().poll_spin_us.into());
+    let mut window = PollWindow::new(spin, Instant::now());
+    let mut signalled = false;
+    while !first.shutdown.load(Ordering::Relaxed) {
+        let mut turn = Turn::default();
+        for nic in functions {
             let now = Instant::now();
-            if more || signalled {
-                window.active(now);
+            if !nic
+                .schedule
+                .take_turn(now, nic.counters.get(COUNTER_DOORBELLS))
+            {
+                turn.timed = true;
+                continue;
             }
-            signalled = if more || (polls && window.spinning(now)) {
-                // Work left over, or polling: another round at once.
-                std::thread::yield_now();
-                self.doorbell.take()
-            } else if polls {
-                if self.lock().core.records_sleep() {
-                    let rung = self.doorbell.wait(timeout);
-                    self.lock().core.records_wake();
-                    rung
-                } else {
-                    true
-                }
-            } else {
-                self.doorbell.wait(timeout)
-            };
-            self.trace.flush();
+            let mut device = nic.lock();
+            let more = device.process();
+            nic.schedule.ran(more);
+            turn.more |= more;
+            turn.timed |= device.has_work();
+            turn.polls |= device.polls_records();
         }
+        // Short sleeps only while something is pending (moderation timers, budgets).
+        let timeout = if turn.timed {
+            Duration::from_micros(200)
+        } else {
+            Duration::from_millis(50)
+        };
+        let now = Instant::now();
+        if turn.more || signalled {
+            window.active(now);
+        }
+        signalled = if turn.more || (turn.polls && window.spinning(now)) {
+            // Work left over, or polling: another round at once.
+            std::thread::yield_now();
+            first.doorbell.take()
+        } else if turn.polls {
+            if functions.iter().all(|nic| nic.lock().core.records_sleep()) {
+                let rung = first.doorbell.wait(timeout);
+                functions
+                    .iter()
+                    .for_each(|nic| nic.lock().core.records_wake());
+                rung
+            } else {
+                functions
+                    .iter()
+                    .for_each(|nic| nic.lock().core.records_wake());
+                true
+            }
+        } else {
+            first.doorbell.wait(timeout)
+        };
+        functions.iter().for_each(|nic| nic.trace.flush());
     }
 }
 
@@ -217,9 +296,10 @@ impl Backend {
         }
         // The command register starts clear: no DMA until the driver turns bus mastering on.
         nic.dma.set_bus_master(false);
+        let device_id = nic.lock().core.config().function.device_id();
         Self {
             nic,
-            config: ConfigSpace::new(msix_vectors),
+            config: ConfigSpace::new(msix_vectors, device_id),
             irq_counts,
         }
     }

@@ -93,7 +93,7 @@ fn qemu_like_client_end_to_end() {
     let socket: PathBuf = dir.join("nic.sock");
     let control = dir.join("nic.ctl");
     let nic = Nic::new(DeviceConfig::default());
-    ferroce_nic::control::spawn_control_server(nic.clone(), &control).expect("control");
+    ferroce_nic::control::spawn_control_server(nic.clone(), &control, None).expect("control");
     nic.spawn_device_thread().expect("device thread");
     {
         let nic = nic.clone();

@@ -42,14 +42,7 @@ from pathlib import Path
 from typing import Callable
 
 from hosts import Hosts
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In a child: be killed when the harness dies, however it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+from nics import ctl_reply, die_with_parent as _die_with_parent, mac_of, second_mac_of, start_nic
 
 
 class Switch:
@@ -260,6 +253,12 @@ class Vm:
     wire: str = "tap"
     """On a host: the NIC port's `--wire` kind, "tap" (the host's bridge, VXLAN between hosts)
     or "udp" (a UDP tunnel to the other VM of its segment)."""
+    function_of: str | None = None
+    """The VM (earlier in the scenario, with `nic`) whose NIC this VM's ferroce function is a
+    virtual function of (`ferroce-nic --functions`): the VM's function and its virtio-net are
+    on that NIC's port and switch, and it has no NIC of its own."""
+    vf_limits: str = ""
+    """With `function_of`: the VF's limits (`qp=N,cq=N,mr=N,srq=N,pages=N,db_rate=N`)."""
 
     @property
     def address(self) -> str:
@@ -461,14 +460,6 @@ class Run:
 Check = Callable[[Run], None]
 
 
-def ctl_reply(ctl: list[str], command: str, timeout: float = 10) -> dict:
-    """The JSON reply of `ferroce-nic ctl ... COMMAND` (`ctl`: the command `start_nic` returned)."""
-    proc = subprocess.run([*ctl, *command.split()], capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise OSError(f"ctl {command}: rc={proc.returncode}: {(proc.stderr or proc.stdout).strip()}")
-    return json.loads(proc.stdout)
-
-
 def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[str]]) -> dict:
     """What the segments carried and lost: each switch's frames and losses, each NIC's engine
     counters (frames, retransmits, queue drops) and its port's losses. A NIC that does not
@@ -489,6 +480,7 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[
         report["nics"][name] = {key: counters.get(key, 0) for key in (
             "tx_packets", "rx_packets", "retransmits", "timeouts", "rnr_resends", "queue_drops", "drops")}
         report["nics"][name]["port_lost"] = port.get("lost", 0)
+        report["nics"][name]["switched"] = port.get("switched", 0)
     return report
 
 
@@ -520,7 +512,8 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
         rnr = f", {nic['rnr_resends']} sent again after RNR NAKs" if nic.get("rnr_resends") else ""
         lines.append(f"NIC {name}: {nic['tx_packets']} frames sent, {nic['retransmits']} "
                      f"retransmitted ({nic['timeouts']} timer expiries){rnr}, {nic['queue_drops']} "
-                     f"queue drops, {nic['port_lost']} lost by the port")
+                     f"queue drops, {nic['port_lost']} lost by the port"
+                     + (f", {nic['switched']} switched to another function" if nic.get("switched") else ""))
         if nic["queue_drops"] and scenario.wire_judged:
             problems.append(f"NIC {name} dropped {nic['queue_drops']} frames: a queue was full")
     if sent:
@@ -622,16 +615,6 @@ def make_cpio(directory: Path, out: Path) -> None:
                        input="\n".join(names).encode(), stdout=f, check=True)
 
 
-def mac_of(index: int) -> str:
-    """The MAC of the index-th VM of a scenario (also its NIC's MAC)."""
-    return f"52:54:00:fe:00:{index + 1:02x}"
-
-
-def second_mac_of(index: int) -> str:
-    """The MAC of the index-th VM's eth1 (`Vm.second`)."""
-    return f"52:54:00:fe:01:{index + 1:02x}"
-
-
 def eui64_link_local(mac: str) -> str:
     """The fe80:: address (and RoCE GID) derived from a MAC (RFC 4291 EUI-64)."""
     b = [int(x, 16) for x in mac.split(":")]
@@ -699,41 +682,6 @@ class HostControl(threading.Thread):
         self.listener.close()
 
 
-def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
-              procs: dict[str, subprocess.Popen], wire: str,
-              prefix: list[str]) -> tuple[list[str], list[str], str]:
-    """Start the VM's ferroce-nic, the VM's converged port: the NIC owns the VM's place on the
-    segment (`wire`, its `--wire`) and passes non-RoCE frames to and from the virtio-net NIC.
-    `prefix` runs it in its host's network namespace.
-
-    Returns the QEMU device args, the ctl command and the socket QEMU's netdev must send to.
-    """
-    if machine.nic_binary is None:
-        raise RuntimeError(f"VM {vm.name} wants a ferroce-nic but none was built (--nic)")
-    sock = work / f"{vm.name}.vfio-user"
-    # The control socket sits with the logs, where `tools/ferroce top SCENARIO VM` finds it
-    # from another shell while the scenario runs.
-    ctl = log_dir / f"{vm.name}.nic-ctl"
-    netdev_side = work / f"{vm.name}.nic-netdev"
-    cmd = [*prefix, str(machine.nic_binary), "serve", "--socket", str(sock), "--control", str(ctl),
-           "--mac", mac_of(index),
-           *(["--trace", str(log_dir / f"{vm.name}.nic-trace.jsonl")] if vm.trace else []),
-           *(["--pcap", str(log_dir / f"{vm.name}.pcapng")] if vm.capture else []),
-           "--netdev-socket", str(netdev_side), "--netdev-peer", str(work / f"{vm.name}.qemu-net"),
-           "--wire", wire,
-           *vm.nic_args]
-    procs[f"{vm.name}.nic"] = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=open(log_dir / f"{vm.name}.nic.log", "wb"),
-        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
-    deadline = time.monotonic() + 10
-    while not (sock.exists() and ctl.exists()):
-        if procs[f"{vm.name}.nic"].poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"ferroce-nic for VM {vm.name} did not come up; see its log")
-        time.sleep(0.05)
-    device = json.dumps({"driver": "vfio-user-pci", "socket": {"path": str(sock), "type": "unix"}})
-    return ["-device", device], [str(machine.nic_binary), "ctl", "--control", str(ctl)], str(netdev_side)
-
-
 def output_console(path: Path) -> list[str]:
     """QEMU options for the guest's output stream: a virtio console (the guest's hvc0, where
     guest/init sends its and the script's output) written to `path`. One port only, so
@@ -798,7 +746,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     # One switch per segment; a VM's eth1 is port "<name>.1" of its second segment.
     ports: dict[str, list[str]] = {}
     for vm in scenario.vms:
-        if not vm.host:
+        if not vm.host and not vm.function_of:
             ports.setdefault(vm.segment, []).append(vm.name)
         if vm.second:
             ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
@@ -823,14 +771,21 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         for switch in switches.values():
             switch.start()
         hosts.start()
+        functions = {}
         for index, vm in enumerate(scenario.vms):
             switch = switches.get(vm.segment)
             prefix = []
             if vm.nic:
                 port = (hosts.wire(vm) if vm.host else
                         f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
-                extra, nic_ctl, remote = start_nic(machine, vm, index, work, log_dir, procs, port,
-                                                   hosts.prefix(vm))
+                vfs = [(i, v) for i, v in enumerate(scenario.vms) if v.function_of == vm.name]
+                functions.update(start_nic(machine, vm, index, work, log_dir, procs, port,
+                                           hosts.prefix(vm), vfs))
+            if vm.nic or vm.function_of:
+                if vm.name not in functions:
+                    raise RuntimeError(f"VM {vm.name}: no VM before it has the NIC {vm.function_of}")
+                function = functions[vm.name]
+                extra, nic_ctl, remote = [*function.device], function.ctl, function.netdev_remote
                 nic_ctls[vm.name] = nic_ctl
                 local = str(work / f"{vm.name}.qemu-net")
             else:

@@ -60,28 +60,55 @@ const _: () = assert!(FERROCE_VENDOR.as_raw() == hw::PCI_VENDOR_ID);
 
 struct FerroceDriver;
 
+/// Which function of a NIC the driver is bound to. A virtual function has the same interface
+/// within limits the host set, which it reports in its capability registers like any
+/// function's: the driver treats both alike.
+#[derive(Clone, Copy)]
+enum Function {
+    /// [`hw::PCI_DEVICE_ID`].
+    Physical,
+    /// [`hw::PCI_VF_DEVICE_ID`].
+    Virtual,
+}
+
+impl Function {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Physical => "physical",
+            Self::Virtual => "virtual",
+        }
+    }
+}
+
 kernel::pci_device_table!(
     PCI_TABLE,
     <FerroceDriver as pci::Driver>::IdInfo,
-    [(
-        pci::DeviceId::from_id(FERROCE_VENDOR, hw::PCI_DEVICE_ID as u32),
-        ()
-    )]
+    [
+        (
+            pci::DeviceId::from_id(FERROCE_VENDOR, hw::PCI_DEVICE_ID as u32),
+            Function::Physical
+        ),
+        (
+            pci::DeviceId::from_id(FERROCE_VENDOR, hw::PCI_VF_DEVICE_ID as u32),
+            Function::Virtual
+        )
+    ]
 );
 
 impl pci::Driver for FerroceDriver {
-    type IdInfo = ();
+    type IdInfo = Function;
     type Data<'bound> = FerroceDevice<'bound>;
 
     const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        _info: Option<&'bound Self::IdInfo>,
+        info: Option<&'bound Self::IdInfo>,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         dev_info!(
             pdev,
-            "ferroce function {:04x}:{:04x} rev {:#04x} found\n",
+            "ferroce {} function {:04x}:{:04x} rev {:#04x} found\n",
+            info.map_or("unknown", |f| f.name()),
             pdev.vendor_id().as_raw(),
             pdev.device_id(),
             pdev.revision_id()

@@ -574,6 +574,17 @@ impl Pair {
     /// The pair with connected QPs of `qp_type` (RC or UC).
     pub fn of_type(buf_len: usize, conn: Conn, qp_type: QpType) -> Self {
         let (pa, pb) = back_to_back();
+        Self::with_ports(buf_len, conn, qp_type, pa, pb)
+    }
+
+    /// The pair on ports `pa` (node 1, MAC ..:01) and `pb` (node 2, MAC ..:02).
+    pub fn with_ports(
+        buf_len: usize,
+        conn: Conn,
+        qp_type: QpType,
+        pa: PortEnd,
+        pb: PortEnd,
+    ) -> Self {
         let mut a = Node::new(1, buf_len, pa);
         let mut b = Node::new(2, buf_len, pb);
         let qa = Qp::create(&mut a, qp_type);

@@ -7,7 +7,10 @@ use core::mem::{offset_of, size_of};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ferroce_hw::{MAX_INLINE, MAX_LOG_QUEUE, MAX_SGE, MAX_WQE_SIZE, PCI_DEVICE_ID, PCI_VENDOR_ID};
+use ferroce_hw::{
+    MAX_INLINE, MAX_LOG_QUEUE, MAX_SGE, MAX_WQE_SIZE, PCI_DEVICE_ID, PCI_VENDOR_ID,
+    PCI_VF_DEVICE_ID,
+};
 use libc::{EINVAL, EPROTO};
 
 use super::{ah, check, cq, fail, mr, mw, qp, srq, Pod, WithDrv};
@@ -22,14 +25,20 @@ pub(super) struct Shared<T>(pub(super) T);
 // SAFETY: the wrapped tables are immutable statics that only point to other statics.
 unsafe impl<T> Sync for Shared<T> {}
 
-static MATCH_TABLE: Shared<[sys::verbs_match_ent; 2]> = Shared([
+/// The PCI functions the provider serves: a NIC's physical function and its virtual ones.
+const fn pci_match(device: u16) -> sys::verbs_match_ent {
     sys::verbs_match_ent {
         driver_data: core::ptr::null_mut(),
         u: sys::verbs_match_ent__bindgen_ty_1 { driver_id: 0 },
         vendor: PCI_VENDOR_ID,
-        device: PCI_DEVICE_ID,
+        device,
         kind: sys::VERBS_MATCH_PCI as u8,
-    },
+    }
+}
+
+static MATCH_TABLE: Shared<[sys::verbs_match_ent; 3]> = Shared([
+    pci_match(PCI_DEVICE_ID),
+    pci_match(PCI_VF_DEVICE_ID),
     sys::verbs_match_ent {
         driver_data: core::ptr::null_mut(),
         u: sys::verbs_match_ent__bindgen_ty_1 { driver_id: 0 },

@@ -4,8 +4,10 @@
 
 /// PCI vendor ID (QEMU's experimental vendor ID range, as used by emulated devices).
 pub const PCI_VENDOR_ID: u16 = 0x1234;
-/// PCI device ID of the ferroce function.
+/// PCI device ID of the ferroce function (the physical function of a NIC).
 pub const PCI_DEVICE_ID: u16 = 0xfe01;
+/// PCI device ID of a virtual function: the same interface, within limits the host set.
+pub const PCI_VF_DEVICE_ID: u16 = 0xfe02;
 /// Subsystem vendor ID.
 #[cfg(userspace)] // The device presents them.
 pub const PCI_SUBSYSTEM_VENDOR_ID: u16 = 0x1234;

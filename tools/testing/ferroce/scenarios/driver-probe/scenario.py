@@ -50,7 +50,7 @@ def probe_log(run: Run) -> str:
     vm.step("modprobe").ok()
     vm.step("bound").ok()
     log = vm.step("dmesg-probe")
-    log.expect(DEV + r"ferroce function 1234:fe01 rev 0x01 found$")
+    log.expect(DEV + r"ferroce physical function 1234:fe01 rev 0x01 found$")
     log.expect(DEV + r"hardware interface 1\.1, capabilities 0x1ffff \[roce_v1 roce_v2 rc ud srq atomic "
                r"inline wqe_push cq_moderation qid_translation fast_reg uc cq_resize srq_resize mw mcast "
                r"db_record\]$")
