@@ -171,6 +171,22 @@ def draw(rows: list[dict], out: Path) -> str:
     return f"figure: {out / 'bench.svg'}, {out / 'bench.png'}"
 
 
+def fairness(logs: Path) -> tuple[list[str], dict | None]:
+    """The functions-fairness benchmark (two VFs' ib_write_bw while the PF floods
+    doorbells), if it ran."""
+    path = logs / "functions-fairness" / "bench.json"
+    if not path.exists():
+        return [], None
+    f = json.loads(path.read_text())
+    bw = f["write_bw_mib_s"]
+    lines = ["One NIC, many functions: two VFs' ib_write_bw 64 KiB while the PF floods its doorbells "
+             f"({f['flood_doorbells']} in {f['flood_secs']:g} s):", "",
+             f"VF 1 {bw['b']:g} MiB/s, VF 2 {bw['c']:g} MiB/s: ratio {f['ratio']:.2f} (goal ≥ 0.80)", ""]
+    lines += [f"- function {n}: {s['turns']} turns, {s['full_turns']} with work left, "
+              f"{s['throttled']} sat out" for n, s in f["schedule"].items()]
+    return lines + [""], f
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", type=Path)
@@ -183,10 +199,11 @@ def main() -> int:
     cost_lines, cost_table = costs(runs)
     seed_lines, seed_table = seed1(runs)
     eng = engine(args.engine)
+    fair_lines, fair = fairness(args.logs)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
           "latency µs typical; × is how many times better ferroce is).", "", *table, "",
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
-          *seed_lines, "", "Wire:", "", *wire(runs), ""]
+          *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines]
     if eng:
         md += [f"NIC engine on the host: RC WRITE 64 KiB {eng['rc_write_64kib_us']:g} µs "
                f"({eng['rc_write_mib_s']:g} MiB/s), memcpy {eng['memcpy_64kib_us']:g} µs "
@@ -194,6 +211,7 @@ def main() -> int:
     (args.out / "bench.md").write_text("\n".join(md))
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
+         "functions_fairness": fair,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     print(draw(rows, args.out))

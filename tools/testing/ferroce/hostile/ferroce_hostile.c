@@ -18,6 +18,10 @@
  * "ferroce_hostile cqs" opens a context and creates CQs until the kernel refuses one (each
  * takes a local QID of the context's doorbell page), then prints "created N CQs, then errno E
  * (message)" and exits 0, leaving the cleanup to the kernel.
+ *
+ * "ferroce_hostile flood SECONDS" opens a context with a CQ and rings the CQ's arm doorbell
+ * (a valid doorbell the device services each time) as fast as it can for SECONDS, then prints
+ * "flood: N doorbells in S s (R per second)": a function that floods its NIC's device thread.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -182,21 +187,21 @@ static int create_srq(uint32_t pd, uint32_t max_wr, uint32_t limit,
 		       resp_len);
 }
 
-/* Holds a context until the device goes away; see the top of the file. */
-static int hold(void)
+/*
+ * Opens ferroce0 with a context, a PD and a CQ (of 64 CQEs), and maps the context's doorbell
+ * page into *db; returns 0, or 100 after saying what failed.
+ */
+static int context_with_cq(struct context_resp *ctx_resp, struct cq_resp *cq_resp,
+			   volatile uint32_t **db)
 {
-	struct context_resp ctx_resp = { 0 };
 	struct ib_uverbs_alloc_pd_resp pd_resp = { 0 };
 	struct ib_uverbs_alloc_pd alloc_pd = { .response = (uintptr_t)&pd_resp };
-	struct ib_uverbs_async_event_desc event = { 0 };
-	struct cq_resp cq_resp;
 	uint8_t *cq_buf = queue_memory(2 * PAGE);
 	struct ferroce_create_cq_req cq_req = {
 		.buf_addr = (uintptr_t)cq_buf, .buf_size = 2 * PAGE, .log_size = 6,
 		.dbrec_offset = PAGE,
 	};
-	void *db;
-	ssize_t got;
+	void *page;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uverbs_fd = open_uverbs("ferroce0");
@@ -204,18 +209,34 @@ static int hold(void)
 		perror("ferroce0");
 		return 100;
 	}
-	if (get_context(&ctx_resp) ||
+	if (get_context(ctx_resp) ||
 	    command(IB_USER_VERBS_CMD_ALLOC_PD, &alloc_pd, sizeof(alloc_pd), NULL, 0,
 		    sizeof(pd_resp)) ||
-	    create_cq(&cq_req, 64, &cq_resp)) {
+	    create_cq(&cq_req, 64, cq_resp)) {
 		perror("setting up the context");
 		return 100;
 	}
-	db = mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, uverbs_fd, ctx_resp.drv.db_mmap_offset);
-	if (db == MAP_FAILED) {
+	page = mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, uverbs_fd, ctx_resp->drv.db_mmap_offset);
+	if (page == MAP_FAILED) {
 		perror("mmap doorbell page");
 		return 100;
 	}
+	*db = page;
+	return 0;
+}
+
+/* Holds a context until the device goes away; see the top of the file. */
+static int hold(void)
+{
+	struct context_resp ctx_resp = { 0 };
+	struct ib_uverbs_async_event_desc event = { 0 };
+	struct cq_resp cq_resp;
+	volatile uint32_t *db;
+	ssize_t got;
+	int err = context_with_cq(&ctx_resp, &cq_resp, &db);
+
+	if (err)
+		return err;
 	printf("holding\n");
 	got = read(ctx_resp.core.async_fd, &event, sizeof(event));
 	if (got != sizeof(event)) {
@@ -225,6 +246,37 @@ static int hold(void)
 	printf("event %u%s\n", event.event_type,
 	       event.event_type == IB_EVENT_DEVICE_FATAL ? " IB_EVENT_DEVICE_FATAL" : "");
 	return event.event_type == IB_EVENT_DEVICE_FATAL ? 0 : 1;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Rings its CQ's arm doorbell as fast as it can for `seconds`; see the top of the file. */
+static int flood(double seconds)
+{
+	struct context_resp ctx_resp = { 0 };
+	struct cq_resp cq_resp;
+	volatile uint32_t *db;
+	unsigned long rung = 0;
+	double start, elapsed;
+	int err = context_with_cq(&ctx_resp, &cq_resp, &db);
+
+	if (err)
+		return err;
+	start = now_s();
+	do {
+		for (int i = 0; i < 256; i++)
+			db[DB_CQ_ARM / 4] = cq_resp.drv.db_qid << 16;
+		rung += 256;
+		elapsed = now_s() - start;
+	} while (elapsed < seconds);
+	printf("flood: %lu doorbells in %.1f s (%.0f per second)\n", rung, elapsed, rung / elapsed);
+	return 0;
 }
 
 /* Creates CQs until one is refused; at most 2048 (more than any QID table). */
@@ -277,6 +329,8 @@ int main(int argc, char **argv)
 		return hold();
 	if (argc > 1 && !strcmp(argv[1], "cqs"))
 		return many_cqs();
+	if (argc > 2 && !strcmp(argv[1], "flood"))
+		return flood(atof(argv[2]));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uverbs_fd = open_uverbs("ferroce0");
 	if (uverbs_fd < 0) {
