@@ -41,10 +41,16 @@ def vf_limits(run: Run) -> str:
         value = int(devinfo.expect(rf"^\s*{attr}:\s+(\d+)$").group(1))
         if value != C_LIMITS[key]:
             raise CheckFailed(f"c reports {attr} {value}; its limit is {C_LIMITS[key]}")
+    over = run.vm("c").step("cqs-over-limit")
+    over.ok()
+    cqs = over.expect(r"^created (\d+) CQs, then errno (\d+) \((.*)\)$")
+    if int(cqs.group(1)) >= C_LIMITS["cq"] or int(cqs.group(2)) == 0:
+        raise CheckFailed(f"c: {cqs.group(0)}; its limit is {C_LIMITS['cq']} CQs")
     refused = run.vm("a").step("limits-over-slice")
     refused.ok()
     refused.expect(r"slice of the NIC holds")
-    return f"c: {', '.join(f'{k}={v}' for k, v in C_LIMITS.items())} reported; qp=5000 refused"
+    return (f"c: {', '.join(f'{k}={v}' for k, v in C_LIMITS.items())} reported; {cqs.group(0)}; "
+            "qp=5000 refused")
 
 
 def _delta(run: Run, before: str, after: str) -> dict[str, int]:
