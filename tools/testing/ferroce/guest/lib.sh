@@ -349,17 +349,37 @@ _perftests() {
 	done
 }
 
+# A perftest run over rdma_cm (-R) connects twice: its exchange channel, then, after a first
+# handshake, its data QP, whose listener the server makes only after that handshake. The
+# client's REQ can come first: it is rejected (no listener), the client gives up, and the
+# server waits for good; a client run again then meets the server's data listener with its
+# exchange channel, and both wait. So both sides of a -R run are bounded by CM_TRY seconds a
+# run and run again until the pair succeeds: a lost race costs one CM_TRY. Other runs get
+# one server run and client runs until the server listens.
+CM_TRY=90
+
+# pair_step ROLE NAME TIMEOUT CMD...: one side of a client/server pair (ROLE server or
+# client); a perftest CMD (ib_*) with -R connects through rdma_cm.
+pair_step() {
+	_role=$1 _pname=$2 _ptimeout=$3
+	shift 3
+	case "$* " in
+	ib_*" -R "*) RETRY_FOR=$((_ptimeout + CM_TRY)) retry "$_pname" $CM_TRY "$@" ;;
+	*) if [ "$_role" = server ]; then step "$_pname" "$_ptimeout" "$@"; else retry "$_pname" "$_ptimeout" "$@"; fi ;;
+	esac
+}
+
 perftest_server() {
 	_perftests | while read -r _name _tool _port _rest; do
 		# shellcheck disable=SC2086 # _rest holds the tool's options
-		step "$_name" 300 $_tool -F -d "$1" -x "$2" -p "$_port" $_rest < /dev/null
+		pair_step server "$_name" 300 $_tool -F -d "$1" -x "$2" -p "$_port" $_rest < /dev/null
 	done
 }
 
 perftest_client() {
 	_perftests | while read -r _name _tool _port _rest; do
 		# shellcheck disable=SC2086
-		retry "$_name" 280 $_tool -F -d "$1" -x "$2" -p "$_port" $_rest "$3" < /dev/null
+		pair_step client "$_name" 280 $_tool -F -d "$1" -x "$2" -p "$_port" $_rest "$3" < /dev/null
 	done
 }
 

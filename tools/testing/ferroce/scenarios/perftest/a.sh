@@ -5,6 +5,14 @@ wait_for_gid ferroce0 3
 server=$(ip_of b)
 wait_for_ping "$server"
 perftest_client ferroce0 3 "$server"
+# A -R client that quits half way, once it has exchanged its QP with the server (as one that
+# lost perftest's race does): the next client must find the server listening afresh (pair_step
+# runs the server again).
+step cm-quitter 40 sh -c "until timeout -s KILL 2 ib_read_lat -F -d ferroce0 -x 3 -R -p 18790 \
+	-s 8 -n 1000000 $server < /dev/null > /tmp/quitter.out 2>&1; grep -q 'remote address' /tmp/quitter.out
+	do sleep 1; done; cat /tmp/quitter.out"
+CM_TRY=10 pair_step client cm-rejoin 60 ib_read_lat -F -d ferroce0 -x 3 -R -p 18790 -s 8 -n 100 \
+	"$server" < /dev/null
 # How WRs reach the NIC, FERROCE_DOORBELL=record (doorbell records it polls) and FERROCE_PUSH=1
 # (push window): ib_write_bw of 64 and of 256 WRs, the NIC's counters around each; scenario.py
 # checks what the 192 more WRs cost.

@@ -68,3 +68,14 @@ def push_window(run: Run) -> str:
         raise CheckFailed(f"{WRS} more WRs moved {extra}, expected {WRS} doorbells and pushes "
                           f"(some) plus fetches making {WRS}")
     return f"{WRS} more WRs: {doorbells} doorbells, {pushes} pushes, {fetches} fetches"
+
+
+@scenario.check
+def cm_rejoin(run: Run) -> str:
+    """After a -R client quit half way, the server ran again and served the next client (a
+    client that lost perftest's race, whose data connection came before the server listened,
+    left the server waiting for good: tools-parity/read-lat-cm failed so)."""
+    for vm in ("a", "b"):
+        run.vm(vm).step("cm-rejoin").ok()
+    server = run.vm("b").step("cm-rejoin")
+    return f"server: {server.tries} runs; client: {run.vm('a').step('cm-rejoin').tries} runs"

@@ -109,10 +109,21 @@ run_tools() {
 			port=$((_base + 10 * _line + $([ "$kind" = rxe ] && echo 1 || echo 0)))
 			me=$(addr_of "$ndev")
 			if [ "$1" = server ]; then
-				step "$name-$kind" $((${TOOLS_SECS:-150} + 30)) sh -c "$(tool_cmd server "$cmd" "$dev" "$gid" "$port" "$me" "")" < /dev/null
+				full=$(tool_cmd server "$cmd" "$dev" "$gid" "$port" "$me" "")
+				secs=$((${TOOLS_SECS:-150} + 30))
 			else
-				RETRY_FOR=${TOOLS_RETRY_FOR:-120} retry "$name-$kind" "${TOOLS_SECS:-150}" sh -c "$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")" < /dev/null
+				full=$(tool_cmd client "$cmd" "$dev" "$gid" "$port" "$me" "$(peer_on "$kind" "$2")")
+				secs=${TOOLS_SECS:-150}
 			fi
+			# shellcheck disable=SC2086 # a -R tool's options are words for pair_step
+			case "$full " in
+			ib_*" -R "*) pair_step "$1" "$name-$kind" "$secs" $full < /dev/null ;;
+			*) if [ "$1" = server ]; then
+				step "$name-$kind" "$secs" sh -c "$full" < /dev/null
+			else
+				RETRY_FOR=${TOOLS_RETRY_FOR:-120} retry "$name-$kind" "$secs" sh -c "$full" < /dev/null
+			fi ;;
+			esac
 		done
 		_line=$((_line + 1))
 	done
