@@ -26,7 +26,7 @@ use crate::port::PortStats;
 use crate::records::PollWindow;
 use crate::schedule::Schedule;
 use crate::trace::Tracer;
-use ferroce_hw::COUNTER_DOORBELLS;
+use ferroce_hw::{COUNTER_DOORBELLS, COUNTER_RECORD_DOORBELLS};
 
 /// Wakes the device thread.
 #[derive(Default)]
@@ -227,10 +227,10 @@ fn device_loop(functions: &[Arc<Nic>]) {
         let mut turn = Turn::default();
         for nic in functions {
             let now = Instant::now();
-            if !nic
-                .schedule
-                .take_turn(now, nic.counters.get(COUNTER_DOORBELLS))
-            {
+            // Doorbells written and doorbells found in records count alike.
+            let rung =
+                nic.counters.get(COUNTER_DOORBELLS) + nic.counters.get(COUNTER_RECORD_DOORBELLS);
+            if !nic.schedule.take_turn(now, rung) {
                 turn.timed = true;
                 continue;
             }
