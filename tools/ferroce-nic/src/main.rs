@@ -37,7 +37,8 @@ enum Command {
         /// hang on|off | bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal |
         /// trace start PATH | trace stop | trace mark NAME | pcap start PATH | pcap stop |
         /// fault | fault drop|duplicate|reorder|corrupt RATE |
-        /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off.
+        /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off; on the
+        /// PF's socket of a NIC with VFs also functions | vf N limits KEY=VALUE... | vf N COMMAND.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
     },
