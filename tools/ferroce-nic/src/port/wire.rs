@@ -412,6 +412,107 @@ mod tests {
         Wire::open(&spec).expect("again");
     }
 
+    /// Brings link `name` up (in this thread's network namespace).
+    fn link_up(name: &std::ffi::CStr) {
+        // SAFETY: a datagram socket for the ioctl, closed below.
+        let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+        assert!(sock >= 0, "socket: {}", io::Error::last_os_error());
+        // SAFETY: ifreq is plain data; all zeroes is a valid value.
+        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (dst, src) in req.ifr_name.iter_mut().zip(name.to_bytes()) {
+            *dst = *src as libc::c_char;
+        }
+        req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        // SAFETY: SIOCSIFFLAGS reads the ifreq it is given.
+        let rc = unsafe { libc::ioctl(sock, libc::SIOCSIFFLAGS, &req) };
+        assert_eq!(rc, 0, "SIOCSIFFLAGS: {}", io::Error::last_os_error());
+        // SAFETY: the socket is ours.
+        unsafe { libc::close(sock) };
+    }
+
+    /// Waits up to 5 s for `fd` to be readable.
+    fn readable(fd: i32) -> bool {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, ours.
+        unsafe { libc::poll(&mut pfd, 1, 5000) == 1 }
+    }
+
+    #[test]
+    fn a_tap_carries_frames_both_ways() {
+        if !private_netns() {
+            return;
+        }
+        let wire = Wire::open(&"tap:fer-test1".parse().expect("spec")).expect("TAP");
+        link_up(c"fer-test1");
+        // SAFETY: The name is a NUL-terminated string.
+        let ifindex = unsafe { libc::if_nametoindex(c"fer-test1".as_ptr()) };
+        let all = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: a packet socket, closed at the end.
+        let pkt = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(all)) };
+        assert!(pkt >= 0, "AF_PACKET: {}", io::Error::last_os_error());
+        // SAFETY: sockaddr_ll is plain data.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = all;
+        sll.sll_ifindex = ifindex as i32;
+        sll.sll_halen = 6;
+        let sll_len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: binds to the address above.
+        let rc = unsafe { libc::bind(pkt, std::ptr::addr_of!(sll).cast(), sll_len) };
+        assert_eq!(rc, 0, "bind: {}", io::Error::last_os_error());
+        // An experimental ethertype (0x88b5): no protocol of the kernel answers it.
+        let frame = |tag: u8| {
+            let mut f = vec![0xff; 6];
+            f.extend_from_slice(&[0x02, 0, 0, 0, 0, tag, 0x88, 0xb5]);
+            f.resize(60, tag);
+            f
+        };
+        let mut buf = [0u8; 9216];
+        // The port's frame reaches the interface (the bridge a TAP is enslaved to hears it).
+        assert!(wire.send(&frame(1)), "the TAP took no frame");
+        let mut heard = false;
+        while !heard && readable(pkt) {
+            // SAFETY: reads into buf, within its length.
+            let n = unsafe { libc::recv(pkt, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            heard = n > 0 && buf[..n as usize] == frame(1)[..];
+        }
+        assert!(heard, "the interface did not receive the port's frame");
+        // A frame sent on the interface reaches the port.
+        let out = frame(2);
+        // SAFETY: sends `out` to the address above.
+        let n = unsafe {
+            libc::sendto(
+                pkt,
+                out.as_ptr().cast(),
+                out.len(),
+                0,
+                std::ptr::addr_of!(sll).cast(),
+                sll_len,
+            )
+        };
+        assert_eq!(
+            n,
+            out.len() as isize,
+            "sendto: {}",
+            io::Error::last_os_error()
+        );
+        let Wire::Tap(file) = &wire else {
+            unreachable!("a TAP wire")
+        };
+        let mut got = false;
+        while !got && readable(file.as_raw_fd()) {
+            let n = wire.recv(&mut buf).expect("recv");
+            got = buf[..n] == out[..];
+        }
+        assert!(got, "the port did not receive the interface's frame");
+        // SAFETY: the socket is ours.
+        unsafe { libc::close(pkt) };
+    }
+
     #[test]
     fn a_udp_address_in_use_is_named() {
         let first = UdpSocket::bind("127.0.0.1:0").expect("bind");
