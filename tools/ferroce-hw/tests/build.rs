@@ -301,6 +301,91 @@ fn atomics_need_one_8_byte_sge_and_alignment() {
 }
 
 #[test]
+fn atomic_writes_and_flushes_carry_their_operands_in_the_segment() {
+    let mut out = [0u8; 256];
+    let write = SendOp::AtomicWrite {
+        remote_addr: 0x1008,
+        rkey: 7,
+        value: *b"8 bytes!",
+    };
+    assert_eq!(
+        send(&req(write, Payload::Sges(&[])), &RC, &mut out),
+        Ok(WQE_HEADER_SIZE)
+    );
+    assert_eq!(ctrl(&out).opcode, WR_ATOMIC_WRITE);
+    let seg = AtomicWriteSeg::read_from(&out[WQE_SEG_OFFSET..]).expect("seg");
+    assert_eq!(
+        (seg.remote_addr, seg.rkey, seg.value),
+        (0x1008, 7, *b"8 bytes!")
+    );
+    let flush = SendOp::Flush {
+        remote_addr: 0x2000,
+        rkey: 9,
+        length: 4096,
+        placement: FLUSH_GLOBAL,
+        level: FLUSH_RANGE,
+    };
+    assert!(send(&req(flush, Payload::Sges(&[])), &RC, &mut out).is_ok());
+    assert_eq!(ctrl(&out).opcode, WR_FLUSH);
+    let seg = FlushSeg::read_from(&out[WQE_SEG_OFFSET..]).expect("seg");
+    assert_eq!(
+        (seg.length, seg.placement, seg.level),
+        (4096, FLUSH_GLOBAL, FLUSH_RANGE)
+    );
+    // Refused: data to gather, a misaligned store, no or an unknown placement, a range too
+    // long, an undefined level, and either on UC or UD.
+    let bad = [
+        (write, Payload::Sges(&[sge(1)]), RC),
+        (
+            SendOp::AtomicWrite {
+                remote_addr: 0x1004,
+                rkey: 7,
+                value: [0; 8],
+            },
+            Payload::Sges(&[]),
+            RC,
+        ),
+        (flush_op(0, FLUSH_RANGE, 64), Payload::Sges(&[]), RC),
+        (flush_op(4, FLUSH_RANGE, 64), Payload::Sges(&[]), RC),
+        (
+            flush_op(FLUSH_GLOBAL, FLUSH_RANGE, (1 << 31) + 1),
+            Payload::Sges(&[]),
+            RC,
+        ),
+        (flush_op(FLUSH_GLOBAL, 2, 64), Payload::Sges(&[]), RC),
+        (
+            flush,
+            Payload::Sges(&[]),
+            SqLimits {
+                qp_type: QpType::Uc,
+                ..RC
+            },
+        ),
+        (write, Payload::Sges(&[]), UD),
+    ];
+    for (op, payload, limits) in bad {
+        assert_eq!(
+            send(&req(op, payload), &limits, &mut out),
+            Err(()),
+            "{op:?}"
+        );
+    }
+    // A whole-MR flush takes any length.
+    let whole = flush_op(FLUSH_PERSISTENT, FLUSH_MR, u64::MAX);
+    assert!(send(&req(whole, Payload::Sges(&[])), &RC, &mut out).is_ok());
+}
+
+fn flush_op(placement: u8, level: u8, length: u64) -> SendOp {
+    SendOp::Flush {
+        remote_addr: 0,
+        rkey: 1,
+        length,
+        placement,
+        level,
+    }
+}
+
+#[test]
 fn ud_sends_carry_the_address_vector() {
     let av = UdAvSeg {
         dgid: [0xfe; 16],

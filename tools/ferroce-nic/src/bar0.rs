@@ -47,6 +47,8 @@ impl DeviceCore {
                     | CAP_SRQ_RESIZE
                     | CAP_MW
                     | CAP_MCAST
+                    | CAP_ATOMIC_WRITE
+                    | CAP_FLUSH
                     | if config.db_record { CAP_DB_RECORD } else { 0 }
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),

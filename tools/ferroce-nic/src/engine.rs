@@ -206,6 +206,9 @@ pub trait EngineHost {
         len: u64,
         access: u32,
     ) -> Result<(), HostError>;
+    /// The range `(iova, length)` of the MR or window `key` names, if it may be used for
+    /// `access` in `pd` (a FLUSH of a whole MR checks the key, not a range).
+    fn key_range(&self, pd: u32, key: u32, access: u32) -> Result<(u64, u64), HostError>;
     /// Moves a QP to ERR after a transport error it detected as responder, with async event
     /// `event_type` (`EventType::QpReqErr`, `EventType::QpAccessErr`); outstanding WQEs are flushed.
     fn qp_error(&mut self, qpn: u32, event_type: EventType);

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use ferroce_hw::{
     CqDbRecord, Cqe, Ring, WcStatus, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV,
-    CQE_OP_BIND_MW, CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ,
-    CQE_OP_RDMA_WRITE, CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM, CQE_OP_REG_MR, CQE_OP_RESIZE,
-    CQE_OP_SEND, CQE_OWNER_OFFSET, CQE_SIZE,
+    CQE_OP_ATOMIC_WRITE, CQE_OP_BIND_MW, CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_FLUSH,
+    CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE, CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM,
+    CQE_OP_REG_MR, CQE_OP_RESIZE, CQE_OP_SEND, CQE_OWNER_OFFSET, CQE_SIZE,
 };
 use libc::EINVAL;
 
@@ -243,6 +243,8 @@ pub(crate) fn wc_opcode(cqe: &Cqe) -> sys::ibv_wc_opcode {
         CQE_OP_FETCH_ADD => sys::IBV_WC_FETCH_ADD,
         CQE_OP_LOCAL_INV => sys::IBV_WC_LOCAL_INV,
         CQE_OP_BIND_MW => sys::IBV_WC_BIND_MW,
+        CQE_OP_ATOMIC_WRITE => sys::IBV_WC_ATOMIC_WRITE,
+        CQE_OP_FLUSH => sys::IBV_WC_FLUSH,
         CQE_OP_RECV => sys::IBV_WC_RECV,
         CQE_OP_RECV_RDMA_WITH_IMM => sys::IBV_WC_RECV_RDMA_WITH_IMM,
         _ => sys::IBV_WC_SEND,
@@ -278,6 +280,8 @@ pub(crate) fn known_opcode(cqe: &Cqe) -> bool {
             | CQE_OP_REG_MR
             | CQE_OP_LOCAL_INV
             | CQE_OP_BIND_MW
+            | CQE_OP_ATOMIC_WRITE
+            | CQE_OP_FLUSH
             | CQE_OP_RECV
             | CQE_OP_RECV_RDMA_WITH_IMM
     )
@@ -728,6 +732,8 @@ mod tests {
             (CQE_OP_RDMA_READ, sys::IBV_WC_RDMA_READ),
             (CQE_OP_CMP_SWAP, sys::IBV_WC_COMP_SWAP),
             (CQE_OP_FETCH_ADD, sys::IBV_WC_FETCH_ADD),
+            (CQE_OP_ATOMIC_WRITE, sys::IBV_WC_ATOMIC_WRITE),
+            (CQE_OP_FLUSH, sys::IBV_WC_FLUSH),
             (CQE_OP_RECV_RDMA_WITH_IMM, sys::IBV_WC_RECV_RDMA_WITH_IMM),
             (CQE_OP_SEND, sys::IBV_WC_SEND),
         ];

@@ -136,7 +136,7 @@ const MAX_CMD_TIMEOUT_MS: u32 = 60_000;
 const MAX_OBJECTS: u32 = 1 << 24;
 
 /// Names of the `hw::CAP_*` bits.
-const CAP_NAMES: [(u32, &str); 17] = [
+const CAP_NAMES: [(u32, &str); 19] = [
     (hw::CAP_ROCE_V1, "roce_v1"),
     (hw::CAP_ROCE_V2, "roce_v2"),
     (hw::CAP_RC, "rc"),
@@ -154,6 +154,8 @@ const CAP_NAMES: [(u32, &str); 17] = [
     (hw::CAP_MW, "mw"),
     (hw::CAP_MCAST, "mcast"),
     (hw::CAP_DB_RECORD, "db_record"),
+    (hw::CAP_ATOMIC_WRITE, "atomic_write"),
+    (hw::CAP_FLUSH, "flush"),
 ];
 
 /// Capability bits, printed by name.

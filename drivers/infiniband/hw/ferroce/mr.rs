@@ -29,12 +29,14 @@ use kernel::{
 use crate::{hw, ids::MrKeys, queue::PageList, verbs::RoceDevice};
 
 /// ib_core's access rights and the device's bits for them (`hw::ACCESS_*`).
-const ACCESS_BITS: [(AccessFlag, u32); 5] = [
+const ACCESS_BITS: [(AccessFlag, u32); 7] = [
     (AccessFlag::LocalWrite, hw::ACCESS_LOCAL_WRITE),
     (AccessFlag::RemoteWrite, hw::ACCESS_REMOTE_WRITE),
     (AccessFlag::RemoteRead, hw::ACCESS_REMOTE_READ),
     (AccessFlag::RemoteAtomic, hw::ACCESS_REMOTE_ATOMIC),
     (AccessFlag::MwBind, hw::ACCESS_MW_BIND),
+    (AccessFlag::FlushGlobal, hw::ACCESS_FLUSH_GLOBAL),
+    (AccessFlag::FlushPersistent, hw::ACCESS_FLUSH_PERSISTENT),
 ];
 const _: () = {
     let mut bits = 0;

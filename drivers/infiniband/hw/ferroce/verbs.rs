@@ -410,6 +410,16 @@ fn device_caps(caps: u32) -> DeviceCaps {
     if caps & hw::CAP_MW != 0 {
         flags |= DeviceCap::MemWindow | DeviceCap::MemWindowType2B;
     }
+    if caps & hw::CAP_ATOMIC_WRITE != 0 {
+        flags |= DeviceCap::AtomicWrite;
+    }
+    // Global visibility only: the device's writes are in the VM's memory when it has done
+    // them, but that memory is not persistent memory, so no MR may promise persistence
+    // (ib_core then refuses `IB_ACCESS_FLUSH_PERSISTENT`, as rxe does for memory that is not
+    // pmem).
+    if caps & hw::CAP_FLUSH != 0 {
+        flags |= DeviceCap::FlushGlobal;
+    }
     flags
 }
 

@@ -189,6 +189,13 @@ crate::impl_flags!(
         SrqResize = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64,
         /// `sys_image_guid` is set (`IB_DEVICE_SYS_IMAGE_GUID`).
         SysImageGuid = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64,
+        /// FLUSH requests with global visibility placement, and MRs that allow them
+        /// (`IB_DEVICE_FLUSH_GLOBAL`).
+        FlushGlobal = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64,
+        /// FLUSH requests with persistence placement (`IB_DEVICE_FLUSH_PERSISTENT`).
+        FlushPersistent = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64,
+        /// ATOMIC WRITE requests (`IB_DEVICE_ATOMIC_WRITE`).
+        AtomicWrite = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64,
     }
 );
 

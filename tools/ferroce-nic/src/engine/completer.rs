@@ -265,8 +265,13 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
         }
         None => WcStatus::LocLenErr,
     };
+    answered(qp, i, at, status, now);
+}
+
+/// WQE `i`, whose one PSN `at` was answered, is done with `status`.
+fn answered(qp: &mut QpCtx, i: usize, at: u32, status: WcStatus, now: Instant) {
     if let Some(w) = qp.req.wqes.get_mut(i) {
-        w.done = Some((status, 8));
+        w.done = Some((status, w.len as u32));
     }
     let una = psn::add(at, 1);
     if psn::after(una, qp.req.una) {
@@ -274,6 +279,27 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
     }
     let timeout = qp.ack_timeout();
     qp.req.progress(1, now, timeout);
+}
+
+/// The answer to an ATOMIC WRITE or a FLUSH (`i`, at the packet's PSN): an RDMA READ response
+/// only, with no payload and an ACK in its AETH (a NAK comes as an ACKNOWLEDGE).
+fn write_or_flush_answer(
+    qp: &mut QpCtx,
+    io: &Io,
+    host: &mut dyn EngineHost,
+    i: usize,
+    pkt: &Packet<'_>,
+    now: Instant,
+) {
+    let ack = pkt
+        .aeth
+        .is_some_and(|a| syndrome::kind(a.syndrome) == syndrome::KIND_ACK);
+    if pkt.bth.opcode != op::RC_READ_RESPONSE_ONLY || !pkt.payload.is_empty() || !ack {
+        return out_of_window(qp, io, host, pkt, "not an ATOMIC WRITE or FLUSH answer");
+    }
+    let at = pkt.bth.psn;
+    ack_through(qp, io, psn::sub(at, 1), now);
+    answered(qp, i, at, WcStatus::Success, now);
 }
 
 /// Drops a response outside the requester's window, counting it.
@@ -328,7 +354,15 @@ pub fn receive_response(
         }
         op::RC_ATOMIC_ACKNOWLEDGE => atomic_ack(qp, io, host, pkt, now),
         _ if pkt.info.has(flag::RESP) && pkt.info.has(flag::PAYLOAD) => {
-            read_response_packet(qp, io, host, pkt, now)
+            let single = qp.req.wqes.iter().position(|w| {
+                matches!(w.kind, Kind::AtomicWrite | Kind::Flush)
+                    && w.outstanding()
+                    && w.first_psn == at
+            });
+            match single {
+                Some(i) => write_or_flush_answer(qp, io, host, i, pkt, now),
+                None => read_response_packet(qp, io, host, pkt, now),
+            }
         }
         _ => {}
     }

@@ -341,7 +341,7 @@ pub fn parse(frame: &[u8]) -> Result<RoceFrame<'_>, FrameError> {
     let (covered, icrc_bytes) = packet.split_at(kind.header_len() + body_len);
     let mut received = [0u8; 4];
     received.copy_from_slice(icrc_bytes);
-    let icrc_ok = icrc::compute(kind, covered) == Some(u32::from_le_bytes(received));
+    let icrc_ok = icrc::matches(kind, covered, u32::from_le_bytes(received));
     Ok(RoceFrame {
         dmac: eth.destination,
         smac: eth.source,

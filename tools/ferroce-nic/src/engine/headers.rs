@@ -128,6 +128,28 @@ pub struct AtomicEth {
     pub compare: u64,
 }
 
+/// Flush extended transport header (IBTA 1.5): what a FLUSH makes of the writes before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Feth {
+    /// Placement type, `FLUSH_GLOBAL` and/or `FLUSH_PERSISTENT` (bits 3-0).
+    pub placement: u8,
+    /// Selectivity level, `FLUSH_RANGE` or `FLUSH_MR` (bits 5-4).
+    pub level: u8,
+}
+
+impl Feth {
+    fn encode(self) -> u32 {
+        u32::from(self.placement & 0xf) | u32::from(self.level & 0x3) << 4
+    }
+
+    fn decode(w: u32) -> Self {
+        Self {
+            placement: (w & 0xf) as u8,
+            level: ((w >> 4) & 0x3) as u8,
+        }
+    }
+}
+
 /// Datagram extended transport header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Deth {
@@ -144,6 +166,8 @@ pub struct Packet<'a> {
     pub bth: Bth,
     /// The opcode's table entry.
     pub info: &'static OpInfo,
+    /// FETH.
+    pub feth: Option<Feth>,
     /// RETH, if the opcode has one.
     pub reth: Option<Reth>,
     /// AETH.
@@ -219,6 +243,8 @@ impl<'a> Packet<'a> {
             qkey: be32(bytes, o),
             src_qpn: be32(bytes, o + 4) & 0x00ff_ffff,
         });
+        let feth =
+            take(info.has(flag::FETH), opcode::FETH_LEN).map(|o| Feth::decode(be32(bytes, o)));
         let reth = take(info.has(flag::RETH), opcode::RETH_LEN).map(|o| Reth {
             va: be64(bytes, o),
             rkey: be32(bytes, o + 8),
@@ -249,6 +275,7 @@ impl<'a> Packet<'a> {
         Ok(Self {
             bth,
             info,
+            feth,
             reth,
             aeth,
             atomic,
@@ -266,6 +293,8 @@ impl<'a> Packet<'a> {
 pub struct PacketBuilder {
     /// BTH; `pad` is computed from the payload.
     pub bth: Bth,
+    /// FETH.
+    pub feth: Option<Feth>,
     /// RETH.
     pub reth: Option<Reth>,
     /// AETH.
@@ -309,6 +338,9 @@ impl PacketBuilder {
             let d = self.deth.unwrap_or_default();
             out.extend_from_slice(&d.qkey.to_be_bytes());
             out.extend_from_slice(&(d.src_qpn & 0x00ff_ffff).to_be_bytes());
+        }
+        if has(flag::FETH) {
+            out.extend_from_slice(&self.feth.unwrap_or_default().encode().to_be_bytes());
         }
         if has(flag::RETH) {
             let r = self.reth.unwrap_or_default();
@@ -397,6 +429,21 @@ mod tests {
         let p = Packet::parse(&out).expect("parse");
         assert_eq!(p.aeth, a.aeth);
         assert_eq!(p.atomic_ack, a.atomic_ack);
+
+        // FLUSH: the FETH comes before the RETH (rxe's layout); bits 3-0 and 5-4.
+        let mut f = PacketBuilder::new(op::RC_FLUSH, 9, 2);
+        f.feth = Some(Feth {
+            placement: 2,
+            level: 1,
+        });
+        f.reth = b.reth;
+        out.clear();
+        f.write(&[], &mut out);
+        assert_eq!(out.len(), 12 + 4 + 16);
+        assert_eq!(&out[12..16], &[0, 0, 0, 0x12]);
+        let p = Packet::parse(&out).expect("parse");
+        assert_eq!((p.feth, p.reth), (f.feth, f.reth));
+        assert!(p.payload.is_empty());
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub mod flag {
     pub const UD: u32 = 1 << 20;
     /// Unreliable connected.
     pub const UC: u32 = 1 << 21;
+    /// Flush extended transport header (4 bytes, before the RETH).
+    pub const FETH: u32 = 1 << 22;
+    /// FLUSH request (IBTA 1.5).
+    pub const FLUSH: u32 = 1 << 23;
+    /// ATOMIC WRITE request (IBTA 1.5): an RETH and exactly 8 bytes of payload.
+    pub const ATOMIC_WRITE: u32 = 1 << 24;
 }
 
 /// Sizes of the headers, in wire order after the BTH.
@@ -68,6 +74,8 @@ pub const ATMACK_LEN: usize = 8;
 pub const DETH_LEN: usize = 8;
 /// IETH length.
 pub const IETH_LEN: usize = 4;
+/// FETH length.
+pub const FETH_LEN: usize = 4;
 /// ICRC length.
 pub const ICRC_LEN: usize = 4;
 
@@ -119,6 +127,10 @@ pub mod op {
     pub const RC_SEND_LAST_INV: u8 = 0x16;
     /// SEND only with invalidate.
     pub const RC_SEND_ONLY_INV: u8 = 0x17;
+    /// FLUSH (IBTA 1.5).
+    pub const RC_FLUSH: u8 = 0x1c;
+    /// ATOMIC WRITE (IBTA 1.5).
+    pub const RC_ATOMIC_WRITE: u8 = 0x1d;
     /// UC SEND first.
     pub const UC_SEND_FIRST: u8 = 0x20;
     /// UC SEND middle.
@@ -170,6 +182,9 @@ impl OpInfo {
         let mut len = BTH_LEN;
         if f & flag::DETH != 0 {
             len += DETH_LEN;
+        }
+        if f & flag::FETH != 0 {
+            len += FETH_LEN;
         }
         if f & flag::RETH != 0 {
             len += RETH_LEN;
@@ -242,6 +257,11 @@ pub static OPCODES: [Option<OpInfo>; 256] = {
         info("RC_ATOMIC_ACKNOWLEDGE", RESP | AETH | ATMACK | ONLY);
     t[op::RC_COMPARE_SWAP as usize] = info("RC_COMPARE_SWAP", REQ | ATOMIC | ATMETH | ONLY);
     t[op::RC_FETCH_ADD as usize] = info("RC_FETCH_ADD", REQ | ATOMIC | ATMETH | ONLY);
+    t[op::RC_FLUSH as usize] = info("RC_FLUSH", REQ | FLUSH | FETH | RETH | ONLY);
+    t[op::RC_ATOMIC_WRITE as usize] = info(
+        "RC_ATOMIC_WRITE",
+        REQ | ATOMIC_WRITE | RETH | PAYLOAD | ONLY,
+    );
     t[op::RC_SEND_LAST_INV as usize] =
         info("RC_SEND_LAST_WITH_INVALIDATE", send | LAST | COMP | IETH);
     t[op::RC_SEND_ONLY_INV as usize] = info(
@@ -422,6 +442,8 @@ mod tests {
         assert_eq!(len(op::RC_WRITE_ONLY_IMM), Some(32));
         assert_eq!(len(op::RC_WRITE_LAST_IMM), Some(16));
         assert_eq!(len(op::RC_READ_REQUEST), Some(28));
+        assert_eq!(len(op::RC_FLUSH), Some(32));
+        assert_eq!(len(op::RC_ATOMIC_WRITE), Some(28));
         assert_eq!(len(op::RC_READ_RESPONSE_MIDDLE), Some(12));
         assert_eq!(len(op::RC_READ_RESPONSE_FIRST), Some(16));
         assert_eq!(len(op::RC_ACKNOWLEDGE), Some(16));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ferroce_hw::*;
 use serde_json::json;
 
-use super::headers::{AtomicEth, Deth, PacketBuilder, Reth};
+use super::headers::{AtomicEth, Deth, Feth, PacketBuilder, Reth};
 use super::opcode::{self, op, Position, Transport};
 use super::psn;
 use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, Resend, GSI_QKEY, MIN_ACK_TIMEOUT};
@@ -55,6 +55,10 @@ pub enum Kind {
     Read,
     /// CMP_SWAP or FETCH_ADD.
     Atomic,
+    /// ATOMIC_WRITE: 8 bytes from its segment, answered by an empty READ response.
+    AtomicWrite,
+    /// FLUSH: no payload, answered by an empty READ response.
+    Flush,
     /// REG_MR, LOCAL_INV or BIND_MW: no packets.
     Local,
     /// UD or GSI SEND: one packet, unacknowledged.
@@ -104,7 +108,10 @@ impl ReqWqe {
 
     /// Whether it waits for a response of its own (not just an ACK).
     pub fn needs_response(&self) -> bool {
-        matches!(self.kind, Kind::Read | Kind::Atomic)
+        matches!(
+            self.kind,
+            Kind::Read | Kind::Atomic | Kind::AtomicWrite | Kind::Flush
+        )
     }
 
     /// Whether it is on the wire and not done.
@@ -367,6 +374,8 @@ fn kind_of(opcode: u8, qp_type: QpType) -> Kind {
         WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => Kind::Write,
         WR_RDMA_READ => Kind::Read,
         WR_ATOMIC_CMP_SWAP | WR_ATOMIC_FETCH_ADD => Kind::Atomic,
+        WR_ATOMIC_WRITE => Kind::AtomicWrite,
+        WR_FLUSH => Kind::Flush,
         WR_REG_MR | WR_LOCAL_INV | WR_BIND_MW => Kind::Local,
         _ => Kind::Send,
     }
@@ -390,6 +399,10 @@ pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
     if kind == Kind::Atomic && (inline || len < 8) {
         done = Some((WcStatus::LocLenErr, 0));
     }
+    let flush = FlushSeg::decode(&work.seg);
+    if kind == Kind::Flush && !flush_valid(flush.placement, flush.level, flush.length) {
+        done = Some((WcStatus::LocQpOpErr, 0));
+    }
     if kind == Kind::Datagram {
         let port_mtu = mtu_bytes(host.port_mtu()).unwrap_or(1024);
         if len > u64::from(port_mtu) {
@@ -404,7 +417,11 @@ pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
     qp.req.wqes.push_back(ReqWqe {
         work,
         kind,
-        len: if kind == Kind::Atomic { 8 } else { len },
+        len: match kind {
+            Kind::Atomic | Kind::AtomicWrite => 8,
+            Kind::Flush => 0,
+            _ => len,
+        },
         npkts,
         first_psn: 0,
         started: false,
@@ -522,6 +539,36 @@ fn request_packet(
                 rkey: seg.rkey,
                 swap_add: if cmp_swap { seg.swap } else { seg.compare_add },
                 compare: seg.compare_add,
+            });
+            Ok((b, Vec::new()))
+        }
+        Kind::AtomicWrite => {
+            let seg = AtomicWriteSeg::decode(&w.work.seg);
+            let mut b = PacketBuilder::new(op::RC_ATOMIC_WRITE, dest, w.first_psn);
+            b.bth.ack_req = true;
+            b.reth = Some(Reth {
+                va: seg.remote_addr,
+                rkey: seg.rkey,
+                len: 8,
+            });
+            Ok((b, seg.value.to_vec()))
+        }
+        Kind::Flush => {
+            let seg = FlushSeg::decode(&w.work.seg);
+            let mut b = PacketBuilder::new(op::RC_FLUSH, dest, w.first_psn);
+            b.bth.ack_req = true;
+            b.feth = Some(Feth {
+                placement: seg.placement,
+                level: seg.level,
+            });
+            b.reth = Some(Reth {
+                va: seg.remote_addr,
+                rkey: seg.rkey,
+                len: if seg.level == FLUSH_MR {
+                    0
+                } else {
+                    seg.length as u32
+                },
             });
             Ok((b, Vec::new()))
         }

@@ -13,6 +13,7 @@
 //! responses are sent from a queue ([`send_read_responses`]); UD and GSI datagrams are received
 //! by [`receive_ud`] (both in [`replies`]).
 
+mod atomics;
 mod replies;
 
 pub use replies::{receive_ud, send_read_responses};
@@ -24,7 +25,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::frame::RoceFrame;
-use super::headers::{syndrome, Aeth, Packet, PacketBuilder};
+use super::headers::{syndrome, Aeth, Feth, Packet, PacketBuilder};
 use super::icrc::NetKind;
 use super::opcode::{self, flag, op, OpInfo, Position};
 use super::psn;
@@ -55,8 +56,18 @@ struct Writing {
 /// What a READ or atomic left behind, to answer its duplicates.
 #[derive(Clone, Copy, Debug)]
 enum Resource {
-    Read { first: u32, last: u32 },
-    Atomic { psn: u32, original: u64 },
+    Read {
+        first: u32,
+        last: u32,
+    },
+    Atomic {
+        psn: u32,
+        original: u64,
+    },
+    /// An ATOMIC WRITE or FLUSH, answered by an empty READ response.
+    Answered {
+        psn: u32,
+    },
 }
 
 /// READ responses to send.
@@ -241,17 +252,6 @@ fn scatter(
     Ok(())
 }
 
-fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, original: u64) {
-    let Some(route) = qp.route(host) else { return };
-    let mut b = PacketBuilder::new(op::RC_ATOMIC_ACKNOWLEDGE, qp.attrs.dest_qpn, at);
-    b.aeth = Some(Aeth {
-        syndrome: syndrome::ACK,
-        msn: qp.resp.msn,
-    });
-    b.atomic_ack = Some(original);
-    io.send(host, &route, &b, &[], Resend::No);
-}
-
 /// The operation a request packet belongs to, from the opcode table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -259,6 +259,8 @@ enum Kind {
     Write,
     Read,
     Atomic,
+    AtomicWrite,
+    Flush,
     /// Not a request this responder executes.
     Unsupported,
 }
@@ -273,17 +275,23 @@ impl Kind {
             Kind::Read
         } else if info.has(flag::ATOMIC) {
             Kind::Atomic
+        } else if info.has(flag::ATOMIC_WRITE) {
+            Kind::AtomicWrite
+        } else if info.has(flag::FLUSH) {
+            Kind::Flush
         } else {
             Kind::Unsupported
         }
     }
 
-    /// The QP access flag (`ACCESS_REMOTE_*`) the operation needs; 0 for SEND.
-    fn access(self) -> u32 {
+    /// The QP access flags (`ACCESS_*`) the operation needs; 0 for SEND (a FLUSH's come from
+    /// its FETH: [`atomics::flush_access`]).
+    fn access(self, feth: Option<Feth>) -> u32 {
         match self {
-            Kind::Write => ACCESS_REMOTE_WRITE,
+            Kind::Write | Kind::AtomicWrite => ACCESS_REMOTE_WRITE,
             Kind::Read => ACCESS_REMOTE_READ,
             Kind::Atomic => ACCESS_REMOTE_ATOMIC,
+            Kind::Flush => atomics::flush_access(feth),
             Kind::Send | Kind::Unsupported => 0,
         }
     }
@@ -300,6 +308,8 @@ impl Kind {
 ///                    └─ ePSN ──→ CHK_OP_SEQ → CHK_OP_VALID → CHK_LENGTH → CHK_RKEY
 ///   → CHK_RESOURCE → EXECUTE ─┬─ READ ───→ READ_REPLY
 ///                             ├─ atomic ─→ ATOMIC_REPLY
+///                             ├─ ATOMIC WRITE → ATOMIC_WRITE_REPLY
+///                             ├─ FLUSH ──→ FLUSH_REPLY
 ///                             ├─ message ends with a receive WQE → COMPLETE → ACKNOWLEDGE
 ///                             └─ otherwise ───────────────────────────────→ ACKNOWLEDGE
 /// a failed check → ERR_*: ERR_RNR and ERR_PSN_OUT_OF_SEQ only NAK, the others also move the
@@ -381,6 +391,14 @@ enum RespState {
     /// and MSN advanced, and an Atomic Acknowledge carrying the original value sent, behind any
     /// coalesced ACK and queued READ responses.
     AtomicReply,
+    /// IBTA 1.5: the ATOMIC WRITE's 8 bytes are stored in one piece (a fault is a Remote Access
+    /// Error NAK), the request saved as a responder resource, the ePSN and MSN advanced, and an
+    /// RDMA READ response with no payload sent, behind coalesced ACKs and READ responses.
+    AtomicWriteReply,
+    /// IBTA 1.5: the writes before the FLUSH are globally visible (and persistent, as far as
+    /// the VM's memory is) once the device has done them, which it has: the FLUSH is saved as
+    /// a responder resource, the ePSN and MSN advance, and an empty RDMA READ response answers.
+    FlushReply,
     /// The last packet of a SEND or WRITE with immediate completes its receive WQE: byte count,
     /// immediate data, the invalidated R_Key of a SEND with invalidate (a failed invalidation
     /// does not fail the SEND), the solicited event flag.
@@ -476,6 +494,8 @@ impl Request<'_, '_> {
             Execute => self.execute(),
             ReadReply => self.read_reply(),
             AtomicReply => self.atomic_reply(),
+            AtomicWriteReply => self.atomic_write_reply(),
+            FlushReply => self.answer(),
             Complete => self.complete(),
             Acknowledge => self.acknowledge(),
             ErrInvalidRequest => self.fatal(
@@ -598,6 +618,7 @@ impl Request<'_, '_> {
         match self.kind {
             Kind::Read => self.replay_read(),
             Kind::Atomic => self.replay_atomic(),
+            Kind::AtomicWrite | Kind::Flush => self.replay_answer(),
             Kind::Send | Kind::Write | Kind::Unsupported => {
                 // SEND / WRITE seen before: acknowledge everything received so far.
                 self.qp.resp.pending_ack = Some(psn::sub(self.qp.resp.epsn, 1));
@@ -642,19 +663,6 @@ impl Request<'_, '_> {
         });
     }
 
-    /// DUPLICATE_REQUEST of an atomic: sends its saved result again.
-    fn replay_atomic(&mut self) {
-        let at = self.pkt.bth.psn;
-        let saved = self.qp.resp.resources.iter().find_map(|r| match r {
-            Resource::Atomic { psn, original } if *psn == at => Some(*original),
-            _ => None,
-        });
-        if let Some(original) = saved {
-            drain_read_responses(self.qp, self.io, self.host);
-            send_atomic_ack(self.qp, self.io, self.host, at, original);
-        }
-    }
-
     fn chk_op_seq(&mut self) -> RespState {
         if opcode::sequence_valid(self.qp.resp.last_opcode, self.pkt.info) {
             RespState::ChkOpValid
@@ -667,7 +675,10 @@ impl Request<'_, '_> {
         if self.kind == Kind::Unsupported {
             return RespState::ErrInvalidRequest;
         }
-        let needed = self.kind.access();
+        let needed = self.kind.access(self.pkt.feth);
+        if self.kind == Kind::Flush && needed == 0 {
+            return RespState::ErrInvalidRequest; // No placement type, or an unknown one.
+        }
         if self.qp.attrs.access_flags & needed != needed {
             return RespState::ErrRemoteAccess;
         }
@@ -687,7 +698,9 @@ impl Request<'_, '_> {
     fn chk_rkey(&mut self) -> RespState {
         // A type 2 memory window serves the QP it is bound to only.
         let rkey = match self.kind {
-            Kind::Write | Kind::Read => self.pkt.reth.map(|r| r.rkey),
+            Kind::Write | Kind::Read | Kind::AtomicWrite | Kind::Flush => {
+                self.pkt.reth.map(|r| r.rkey)
+            }
             Kind::Atomic => self.pkt.atomic.map(|a| a.rkey),
             Kind::Send | Kind::Unsupported => None,
         };
@@ -746,6 +759,8 @@ impl Request<'_, '_> {
                     return RespState::ErrInvalidRequest;
                 }
             }
+            Kind::AtomicWrite => return self.chk_atomic_write(),
+            Kind::Flush => return self.chk_flush(),
             Kind::Send | Kind::Unsupported => {}
         }
         RespState::ChkResource
@@ -756,7 +771,11 @@ impl Request<'_, '_> {
         // 0: none; a READ holds one until its last response is sent) is an invalid request.
         let limit = usize::from(self.qp.attrs.max_dest_rd_atomic.min(MAX_RD_ATOMIC));
         let held = self.qp.resp.jobs.iter().filter(|j| !j.replay).count();
-        if matches!(self.kind, Kind::Read | Kind::Atomic) && held >= limit {
+        let responds = matches!(
+            self.kind,
+            Kind::Read | Kind::Atomic | Kind::AtomicWrite | Kind::Flush
+        );
+        if responds && held >= limit {
             return RespState::ErrInvalidRequest;
         }
         let consumes = matches!(self.kind, Kind::Send | Kind::Write);
@@ -831,6 +850,8 @@ impl Request<'_, '_> {
             }
             Kind::Read => return RespState::ReadReply,
             Kind::Atomic => return RespState::AtomicReply,
+            Kind::AtomicWrite => return RespState::AtomicWriteReply,
+            Kind::Flush => return RespState::FlushReply,
             Kind::Unsupported => return RespState::ErrInvalidRequest,
         }
         let completes = match self.kind {
@@ -867,52 +888,6 @@ impl Request<'_, '_> {
             replay: false,
         });
         resp.accept(self.pkt.bth.opcode, npkts, true);
-        RespState::Done
-    }
-
-    fn atomic_reply(&mut self) -> RespState {
-        let Some(a) = self.pkt.atomic else {
-            return RespState::ErrInvalidRequest;
-        };
-        let mut bytes = [0u8; 8];
-        if self
-            .host
-            .read_payload(self.pd, a.rkey, a.va, &mut bytes, ACCESS_REMOTE_ATOMIC)
-            .is_err()
-        {
-            return RespState::ErrRemoteAccess;
-        }
-        let original = u64::from_le_bytes(bytes);
-        let new = if self.pkt.bth.opcode == op::RC_COMPARE_SWAP {
-            if original == a.compare {
-                a.swap_add
-            } else {
-                original
-            }
-        } else {
-            original.wrapping_add(a.swap_add)
-        };
-        if self
-            .host
-            .write_payload(
-                self.pd,
-                a.rkey,
-                a.va,
-                &new.to_le_bytes(),
-                ACCESS_REMOTE_ATOMIC,
-            )
-            .is_err()
-        {
-            return RespState::ErrRemoteAccess;
-        }
-        let at = self.pkt.bth.psn;
-        self.qp
-            .resp
-            .remember(Resource::Atomic { psn: at, original });
-        self.qp.resp.accept(self.pkt.bth.opcode, 1, true);
-        flush_ack(self.qp, self.io, self.host);
-        drain_read_responses(self.qp, self.io, self.host);
-        send_atomic_ack(self.qp, self.io, self.host, at, original);
         RespState::Done
     }
 
@@ -959,7 +934,7 @@ impl Request<'_, '_> {
                     let _ = self.host.complete_recv(self.qp.qpn, &work, c);
                 }
             }
-            Kind::Read | Kind::Atomic | Kind::Unsupported => {}
+            Kind::Read | Kind::Atomic | Kind::AtomicWrite | Kind::Flush | Kind::Unsupported => {}
         }
         RespState::Acknowledge
     }

@@ -451,6 +451,12 @@ impl EngineHost for DeviceCore {
         self.translate(pd, key, iova, len, access).map(|_| ())
     }
 
+    fn key_range(&self, pd: u32, key: u32, access: u32) -> Result<(u64, u64), HostError> {
+        let entry = self.mr_for_key(key)?;
+        let range = (entry.iova, entry.length);
+        self.translate(pd, key, range.0, 0, access).map(|_| range)
+    }
+
     fn key_usable_on(&self, key: u32, qpn: u32) -> bool {
         match self.mr_for_key(key).map(|mr| mr.window) {
             Ok(Some(w)) if w.mw_type == MW_TYPE_2 => w.bound.is_some_and(|b| b.qpn == Some(qpn)),

@@ -62,9 +62,9 @@ struct QpRequest {
     extended: bool,
 }
 
-/// The `ibv_qp_ex` send operations the hardware has and the device opcode each posts (TSO,
-/// XRC, flush and atomic write are not among them).
-const QP_EX_OPS: [(u32, u8); 10] = [
+/// The `ibv_qp_ex` send operations the hardware has and the device opcode each posts (TSO and
+/// XRC are not among them).
+const QP_EX_OPS: [(u32, u8); 12] = [
     (sys::IBV_QP_EX_WITH_SEND, ferroce_hw::WR_SEND),
     (
         sys::IBV_QP_EX_WITH_SEND_WITH_IMM,
@@ -90,6 +90,11 @@ const QP_EX_OPS: [(u32, u8); 10] = [
     ),
     (sys::IBV_QP_EX_WITH_LOCAL_INV, ferroce_hw::WR_LOCAL_INV),
     (sys::IBV_QP_EX_WITH_BIND_MW, ferroce_hw::WR_BIND_MW),
+    (
+        sys::IBV_QP_EX_WITH_ATOMIC_WRITE,
+        ferroce_hw::WR_ATOMIC_WRITE,
+    ),
+    (sys::IBV_QP_EX_WITH_FLUSH, ferroce_hw::WR_FLUSH),
 ];
 
 /// The `ibv_qp_ex` send operations a QP type has: those whose opcode the device allows on it.

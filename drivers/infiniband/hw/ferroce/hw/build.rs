@@ -14,8 +14,11 @@ pub enum BuildError {
     /// A UD or GSI send without an address vector.
     NoAddress,
     /// An atomic whose remote address is not 8-byte aligned or whose result SGE is not one
-    /// of at least 8 bytes.
+    /// of at least 8 bytes; an atomic write or a flush with data to send.
     AtomicOperand,
+    /// A flush with no placement type, an undefined one or level, or a range over 2^31
+    /// bytes.
+    FlushOperand,
     /// More than the queue's stride or the output holds.
     TooBig,
 }
@@ -85,6 +88,36 @@ pub enum SendOp {
         )
     )]
     BindMw(BindMwSeg),
+    /// Atomic write of 8 bytes (IBTA 1.5).
+    #[cfg_attr(
+        not(userspace),
+        expect(dead_code, reason = "no kernel consumer posts atomic writes")
+    )]
+    AtomicWrite {
+        /// Remote virtual address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The bytes stored, in memory order.
+        value: [u8; 8],
+    },
+    /// Flush (IBTA 1.5).
+    #[cfg_attr(
+        not(userspace),
+        expect(dead_code, reason = "no kernel consumer posts flushes")
+    )]
+    Flush {
+        /// Remote virtual address (`FLUSH_RANGE`).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Bytes (`FLUSH_RANGE`).
+        length: u64,
+        /// `FLUSH_GLOBAL` and/or `FLUSH_PERSISTENT`.
+        placement: u8,
+        /// `FLUSH_RANGE` or `FLUSH_MR`.
+        level: u8,
+    },
 }
 
 impl SendOp {
@@ -102,11 +135,18 @@ impl SendOp {
             SendOp::RegMr(_) => WR_REG_MR,
             SendOp::LocalInv(_) => WR_LOCAL_INV,
             SendOp::BindMw(_) => WR_BIND_MW,
+            SendOp::AtomicWrite { .. } => WR_ATOMIC_WRITE,
+            SendOp::Flush { .. } => WR_FLUSH,
         }
     }
 
     const fn is_atomic(&self) -> bool {
         matches!(self, SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. })
+    }
+
+    /// Whether the operation carries all it needs in its segment (no data to gather).
+    const fn takes_no_data(&self) -> bool {
+        matches!(self, SendOp::AtomicWrite { .. } | SendOp::Flush { .. })
     }
 }
 
@@ -201,6 +241,9 @@ pub fn build_send_wqe(
             if req.op.is_atomic() && (sges.len() != 1 || sges[0].length < 8) {
                 return Err(BuildError::AtomicOperand);
             }
+            if req.op.takes_no_data() && !sges.is_empty() {
+                return Err(BuildError::AtomicOperand);
+            }
             (sges.len(), 0)
         }
         Payload::Inline(pieces) => {
@@ -251,11 +294,24 @@ pub fn build_send_wqe(
     };
     validate_send_wqe(&ctrl, limits.qp_type, limits.stride).map_err(BuildError::Wqe)?;
     let atomic_addr = match req.op {
-        SendOp::CmpSwap { remote_addr, .. } | SendOp::FetchAdd { remote_addr, .. } => remote_addr,
+        SendOp::CmpSwap { remote_addr, .. }
+        | SendOp::FetchAdd { remote_addr, .. }
+        | SendOp::AtomicWrite { remote_addr, .. } => remote_addr,
         _ => 0,
     };
     if atomic_addr % 8 != 0 {
         return Err(BuildError::AtomicOperand);
+    }
+    if let SendOp::Flush {
+        placement,
+        level,
+        length,
+        ..
+    } = req.op
+    {
+        if !flush_valid(placement, level, length) {
+            return Err(BuildError::FlushOperand);
+        }
     }
 
     let seg = match (req.op, req.ud) {
@@ -307,6 +363,38 @@ pub fn build_send_wqe(
         .encode(),
         (SendOp::RegMr(reg), _) => reg.encode(),
         (SendOp::BindMw(bind), _) => bind.encode(),
+        (
+            SendOp::AtomicWrite {
+                remote_addr,
+                rkey,
+                value,
+            },
+            _,
+        ) => AtomicWriteSeg {
+            remote_addr,
+            rkey,
+            value,
+            ..AtomicWriteSeg::default()
+        }
+        .encode(),
+        (
+            SendOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                placement,
+                level,
+            },
+            _,
+        ) => FlushSeg {
+            remote_addr,
+            rkey,
+            length,
+            placement,
+            level,
+            ..FlushSeg::default()
+        }
+        .encode(),
         _ => [0; RdmaSeg::SIZE],
     };
 

@@ -79,6 +79,10 @@ pub const CQE_OP_REG_MR: u8 = 0x05;
 pub const CQE_OP_LOCAL_INV: u8 = 0x06;
 /// BIND_MW completed.
 pub const CQE_OP_BIND_MW: u8 = 0x07;
+/// Atomic write.
+pub const CQE_OP_ATOMIC_WRITE: u8 = 0x08;
+/// Flush.
+pub const CQE_OP_FLUSH: u8 = 0x09;
 /// Receive completed (SEND, SEND_WITH_IMM, SEND_WITH_INV).
 pub const CQE_OP_RECV: u8 = 0x80;
 /// Receive of an RDMA WRITE with immediate.
@@ -98,6 +102,8 @@ pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {
         WR_REG_MR => CQE_OP_REG_MR,
         WR_LOCAL_INV => CQE_OP_LOCAL_INV,
         WR_BIND_MW => CQE_OP_BIND_MW,
+        WR_ATOMIC_WRITE => CQE_OP_ATOMIC_WRITE,
+        WR_FLUSH => CQE_OP_FLUSH,
         _ => CQE_OP_SEND,
     }
 }

@@ -15,12 +15,18 @@ pub const ACCESS_REMOTE_READ: u32 = 1 << 2;
 pub const ACCESS_REMOTE_ATOMIC: u32 = 1 << 3;
 /// Memory windows may be bound to the MR.
 pub const ACCESS_MW_BIND: u32 = 1 << 4;
+/// Remote FLUSH with global visibility placement (`IB_ACCESS_FLUSH_GLOBAL`).
+pub const ACCESS_FLUSH_GLOBAL: u32 = 1 << 8;
+/// Remote FLUSH with persistence placement (`IB_ACCESS_FLUSH_PERSISTENT`).
+pub const ACCESS_FLUSH_PERSISTENT: u32 = 1 << 9;
 /// All access bits the device understands.
 pub const ACCESS_VALID_MASK: u32 = ACCESS_LOCAL_WRITE
     | ACCESS_REMOTE_WRITE
     | ACCESS_REMOTE_READ
     | ACCESS_REMOTE_ATOMIC
-    | ACCESS_MW_BIND;
+    | ACCESS_MW_BIND
+    | ACCESS_FLUSH_GLOBAL
+    | ACCESS_FLUSH_PERSISTENT;
 /// The rights a memory window can grant (a bind's `access`).
 #[cfg(userspace)] // The device checks binds; the provider builds them.
 pub const MW_ACCESS_MASK: u32 = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;

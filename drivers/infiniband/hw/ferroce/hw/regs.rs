@@ -35,7 +35,7 @@ pub const ID_MAGIC: u32 = 0x4543_5246;
 /// A driver must refuse a different major version.
 pub const IF_VERSION_MAJOR: u16 = 1;
 /// Minor interface version (additions only).
-pub const IF_VERSION_MINOR: u16 = 1;
+pub const IF_VERSION_MINOR: u16 = 2;
 /// `REG_IF_VERSION` value for this interface.
 pub const IF_VERSION: u32 = ((IF_VERSION_MAJOR as u32) << 16) | IF_VERSION_MINOR as u32;
 
@@ -262,3 +262,8 @@ pub const CAP_MCAST: u32 = 1 << 15;
 /// Doorbell records polled by the device: a QP created with `QP_FLAG_DB_RECORD` needs no SQ
 /// doorbell write, the device watches its record.
 pub const CAP_DB_RECORD: u32 = 1 << 16;
+/// ATOMIC_WRITE work requests and their responder (IBTA 1.5).
+pub const CAP_ATOMIC_WRITE: u32 = 1 << 17;
+/// FLUSH work requests and their responder, both placement types (IBTA 1.5), and the MR and
+/// QP access flags `ACCESS_FLUSH_GLOBAL` and `ACCESS_FLUSH_PERSISTENT`.
+pub const CAP_FLUSH: u32 = 1 << 18;

@@ -27,6 +27,24 @@ pub const WR_REG_MR: u8 = 0x08;
 pub const WR_LOCAL_INV: u8 = 0x09;
 /// Bind a memory window to part of an MR ([`BindMwSeg`]).
 pub const WR_BIND_MW: u8 = 0x0a;
+/// Atomic write (IBTA 1.5): an 8-byte store at an 8-byte aligned remote address, in one piece
+/// ([`AtomicWriteSeg`]; no SGEs).
+pub const WR_ATOMIC_WRITE: u8 = 0x0b;
+/// Flush (IBTA 1.5): makes earlier writes to a remote range or MR globally visible or
+/// persistent ([`FlushSeg`]; no SGEs).
+pub const WR_FLUSH: u8 = 0x0c;
+
+// Flush placement types (`FlushSeg::placement`, bits; the FETH's PLT and verbs'
+// `ibv_placement_type`).
+/// Global visibility.
+pub const FLUSH_GLOBAL: u8 = 1 << 0;
+/// Persistence.
+pub const FLUSH_PERSISTENT: u8 = 1 << 1;
+// Flush selectivity (`FlushSeg::level`; the FETH's SEL and verbs' `ibv_selectivity_level`).
+/// The range `[remote_addr, remote_addr + length)`.
+pub const FLUSH_RANGE: u8 = 0;
+/// The whole MR the rkey names (`remote_addr` and `length` are not used).
+pub const FLUSH_MR: u8 = 1;
 
 // WQE flags.
 /// Generate a CQE.
@@ -95,6 +113,42 @@ hw_layout! {
         pub swap: u64,
         /// Reserved, zero.
         pub rsvd1: u64,
+    }
+}
+
+hw_layout! {
+    /// Operation segment of ATOMIC_WRITE.
+    pub struct AtomicWriteSeg(40) {
+        /// Remote virtual address (8-byte aligned).
+        pub remote_addr: u64,
+        /// Remote key.
+        pub rkey: u32,
+        /// Reserved, zero.
+        pub rsvd0: u32,
+        /// The 8 bytes stored, as they are to be in remote memory.
+        pub value: [u8; 8],
+        /// Reserved, zero.
+        pub rsvd1: [u8; 16],
+    }
+}
+
+hw_layout! {
+    /// Operation segment of FLUSH.
+    pub struct FlushSeg(40) {
+        /// Remote virtual address ([`FLUSH_RANGE`]).
+        pub remote_addr: u64,
+        /// Remote key.
+        pub rkey: u32,
+        /// Reserved, zero.
+        pub rsvd0: u32,
+        /// Bytes ([`FLUSH_RANGE`]; at most 2^31).
+        pub length: u64,
+        /// `FLUSH_GLOBAL` and/or `FLUSH_PERSISTENT` (at least one).
+        pub placement: u8,
+        /// `FLUSH_RANGE` or `FLUSH_MR`.
+        pub level: u8,
+        /// Reserved, zero.
+        pub rsvd1: [u8; 14],
     }
 }
 
@@ -231,9 +285,18 @@ pub const fn send_wqe_size(num_sge: u32, inline_len: u32) -> usize {
     WQE_HEADER_SIZE + if sges > inline { sges } else { inline }
 }
 
+/// Whether a FLUSH asks for something the device does: a placement type and no undefined
+/// one, a defined level, and for `FLUSH_RANGE` at most 2^31 bytes.
+pub const fn flush_valid(placement: u8, level: u8, length: u64) -> bool {
+    placement != 0
+        && placement & !(FLUSH_GLOBAL | FLUSH_PERSISTENT) == 0
+        && level <= FLUSH_MR
+        && (level == FLUSH_MR || length <= 1 << 31)
+}
+
 /// Whether `opcode` is a defined send opcode.
 pub const fn send_opcode_valid(opcode: u8) -> bool {
-    opcode <= WR_BIND_MW
+    opcode <= WR_FLUSH
 }
 
 /// Whether a send opcode is allowed on a QP type.

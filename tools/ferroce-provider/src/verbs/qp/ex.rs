@@ -6,8 +6,8 @@
 use super::*;
 
 /// Sets every operation of the `ibv_qp_ex`: those the hardware has, and for the others (TSO,
-/// XRC, flush, atomic write) stubs that fail the batch with `EOPNOTSUPP`, so that no pointer
-/// an application may call is NULL.
+/// XRC) stubs that fail the batch with `EOPNOTSUPP`, so that no pointer an application may call
+/// is NULL.
 pub(super) fn set_send_ops(vqp: &mut sys::verbs_qp) {
     // SAFETY: writing function pointers into the union's `ibv_qp_ex` view, which contains
     // the `ibv_qp` view (plain data, no invariant).
@@ -358,22 +358,41 @@ unsafe extern "C" fn wr_set_xrc_srqn(ibqp: *mut sys::ibv_qp_ex, _srqn: u32) {
 
 unsafe extern "C" fn wr_atomic_write(
     ibqp: *mut sys::ibv_qp_ex,
-    _rkey: u32,
-    _remote_addr: u64,
-    _data: *const core::ffi::c_void,
+    rkey: u32,
+    remote_addr: u64,
+    data: *const core::ffi::c_void,
 ) {
+    let mut value = [0u8; 8];
+    if data.is_null() {
+        // SAFETY: as in `wr_start`.
+        return unsafe { begin(ibqp, Err(EINVAL)) };
+    }
+    // SAFETY: `ibv_wr_atomic_write` takes 8 bytes at `data` (libibverbs' contract).
+    unsafe { core::ptr::copy_nonoverlapping(data.cast::<u8>(), value.as_mut_ptr(), 8) };
+    let op = SendOp::AtomicWrite {
+        remote_addr,
+        rkey,
+        value,
+    };
     // SAFETY: as in `wr_start`.
-    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+    unsafe { begin(ibqp, Ok(op)) };
 }
 
 unsafe extern "C" fn wr_flush(
     ibqp: *mut sys::ibv_qp_ex,
-    _rkey: u32,
-    _remote_addr: u64,
-    _len: usize,
-    _type: u8,
-    _level: u8,
+    rkey: u32,
+    remote_addr: u64,
+    len: usize,
+    placement: u8,
+    level: u8,
 ) {
+    let op = SendOp::Flush {
+        remote_addr,
+        rkey,
+        length: len as u64,
+        placement,
+        level,
+    };
     // SAFETY: as in `wr_start`.
-    unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
+    unsafe { begin(ibqp, Ok(op)) };
 }

@@ -50,8 +50,6 @@ MODULE_END = re.compile(r"^=== MODULE (\w+) rc=(\d+)$", re.M)
 # fails the comparison.
 NOT_YET = {
     "ODP": re.compile(r"\.test_odp\."),
-    "atomic write": re.compile(r"test_qp_ex_rc_atomic_write$"),
-    "flush": re.compile(r"test_qp_ex_rc_flush"),
 }
 
 

@@ -1,6 +1,7 @@
 """Userspace interop: ferroce (VM a, through the provider) against Linux rxe (VM b), both ways.
 
-ibv_rc_pingpong and ib_write_bw with ferroce as client and rxe as server, then the reverse.
+ibv_rc_pingpong, ib_write_bw and ferroce_pmem (IBTA 1.5: ATOMIC WRITE and FLUSH, then the
+responder checks its memory) with ferroce as client and rxe as server, then the reverse.
 rxe speaks RoCE v2 only, so its IPv4 GID is index 1 and ferroce's index 3: the frames on the
 wire are the same RoCE v2, which is what this proves.
 """
@@ -30,6 +31,25 @@ def rc_pingpong_rxe_to_ferroce(run: Run) -> str:
 @scenario.check
 def write_bw_rxe_to_ferroce(run: Run) -> str:
     return write_bw(run, "write-bw-from-rxe", ["a", "b"], "b")
+
+
+def pmem(run: Run, step: str, client: str, server: str) -> str:
+    """ferroce_pmem's client saw its five completions in order and its server its memory."""
+    for vm in (client, server):
+        run.vm(vm).step(step).ok()
+    done = run.vm(client).step(step).expect(r"^pmem ok: .*$").group(0)
+    seen = run.vm(server).step(step).expect(r"^pmem ok: .*$").group(0)
+    return f"{client}: {done}\n{server}: {seen}"
+
+
+@scenario.check
+def atomic_write_and_flush_ferroce_to_rxe(run: Run) -> str:
+    return pmem(run, "pmem-to-rxe", "a", "b")
+
+
+@scenario.check
+def atomic_write_and_flush_rxe_to_ferroce(run: Run) -> str:
+    return pmem(run, "pmem-from-rxe", "b", "a")
 
 
 @scenario.check

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ferroce_pmem: the IBTA 1.5 verbs for persistent memory between two hosts, any RDMA devices
+ * (ferroce to rxe and back, in the verbs-interop scenario).
+ *
+ *   ferroce_pmem -d DEV -g GID [-p PORT]           the server (the responder)
+ *   ferroce_pmem -d DEV -g GID [-p PORT] SERVER    the client (the requester)
+ *
+ * As ibv_rc_pingpong, the two exchange their QP numbers, PSNs and GIDs over TCP, and the
+ * server its buffer's address and rkey. The server registers 64 KiB filled with 0xee for
+ * remote write and FLUSH_GLOBAL, and its QP allows both. The client, through the ibv_wr_* API,
+ * posts in one batch: an ATOMIC WRITE of 8 bytes at offset 8, an RDMA WRITE of a 4 KiB pattern
+ * at 4096, a FLUSH of that range, a FLUSH of the whole MR, then a SEND "done". It checks each
+ * completion (status, opcode, order) and prints them. The server, once "done" has arrived,
+ * checks its buffer byte for byte. Each prints "pmem ok" and exits 0, or says what differed
+ * and exits 1.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define BUF_LEN (64 * 1024)
+#define ATOMIC_AT 8
+#define WRITE_AT 4096
+#define WRITE_LEN 4096
+#define VALUE 0x0123456789abcdefULL
+
+/* What each side tells the other (the server's buffer too). */
+struct dest {
+	uint32_t qpn;
+	uint32_t psn;
+	uint8_t gid[16];
+	uint64_t addr;
+	uint32_t rkey;
+} __attribute__((packed));
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "pmem: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+/* ibv_modify_qp returns its error rather than setting errno. */
+static int modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	int rc = ibv_modify_qp(qp, attr, mask);
+
+	if (rc)
+		errno = rc;
+	return rc;
+}
+
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 7 + 1);
+}
+
+/* Connects to SERVER:PORT, or (server NULL) takes one connection on PORT; the socket. */
+static int tcp(const char *server, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = server ? 0 : AI_PASSIVE };
+	struct addrinfo *res;
+	int fd, conn, one = 1, tries;
+
+	if (getaddrinfo(server, port, &hints, &res))
+		return -1;
+	fd = socket(res->ai_family, res->ai_socktype, 0);
+	if (fd < 0)
+		return -1;
+	if (server) {
+		/* The server may not listen yet. */
+		for (tries = 0; connect(fd, res->ai_addr, res->ai_addrlen); tries++) {
+			if (tries > 100)
+				return -1;
+			close(fd);
+			sleep(1);
+			fd = socket(res->ai_family, res->ai_socktype, 0);
+		}
+		return fd;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 1))
+		return -1;
+	conn = accept(fd, NULL, NULL);
+	close(fd);
+	return conn;
+}
+
+static int exchange(int fd, const struct dest *mine, struct dest *theirs)
+{
+	if (write(fd, mine, sizeof(*mine)) != sizeof(*mine))
+		return -1;
+	return recv(fd, theirs, sizeof(*theirs), MSG_WAITALL) == sizeof(*theirs) ? 0 : -1;
+}
+
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int n;
+
+	do
+		n = ibv_poll_cq(cq, 1, wc);
+	while (n == 0);
+	return n < 0 ? -1 : 0;
+}
+
+/* INIT, RTR and RTS towards `theirs`, with remote access `access` (ibv_rc_pingpong's way). */
+static int connect_qp(struct ibv_qp *qp, int gid_index, uint32_t psn, int access,
+		      const struct dest *theirs)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access,
+	};
+
+	if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = theirs->qpn;
+	attr.rq_psn = theirs->psn;
+	attr.max_dest_rd_atomic = 4;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.hop_limit = 64;
+	attr.ah_attr.grh.sgid_index = gid_index;
+	memcpy(attr.ah_attr.grh.dgid.raw, theirs->gid, 16);
+	if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = psn;
+	attr.max_rd_atomic = 4;
+	return modify(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static const char *opcode_name(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_ATOMIC_WRITE: return "ATOMIC_WRITE";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_FLUSH: return "FLUSH";
+	case IBV_WC_SEND: return "SEND";
+	default: return "other";
+	}
+}
+
+static struct ibv_context *open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			return ibv_open_device(list[i]);
+	return NULL;
+}
+
+static int server(struct ibv_context *ctx, int gid_index, int fd)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr init = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	uint8_t *buf = aligned_alloc(4096, BUF_LEN);
+	char done[64] = { 0 };
+	struct dest mine = { .psn = 0x1234 }, theirs;
+	struct ibv_mr *mr, *done_mr;
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad_wr;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	union ibv_gid gid;
+	size_t i, bad = 0;
+
+	if (!pd || !cq || !buf)
+		return fail("pd, cq and buffer");
+	init.send_cq = init.recv_cq = cq;
+	qp = ibv_create_qp(pd, &init);
+	memset(buf, 0xee, BUF_LEN);
+	mr = ibv_reg_mr(pd, buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_FLUSH_GLOBAL);
+	done_mr = ibv_reg_mr(pd, done, sizeof(done), IBV_ACCESS_LOCAL_WRITE);
+	if (!qp || !mr || !done_mr || ibv_query_gid(ctx, 1, gid_index, &gid))
+		return fail("qp, mrs and gid");
+	mine.qpn = qp->qp_num;
+	memcpy(mine.gid, gid.raw, 16);
+	mine.addr = (uintptr_t)buf;
+	mine.rkey = mr->rkey;
+	if (exchange(fd, &mine, &theirs))
+		return fail("exchanging addresses");
+	if (connect_qp(qp, gid_index, mine.psn, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL,
+		       &theirs))
+		return fail("connecting the QP");
+	sge = (struct ibv_sge){ .addr = (uintptr_t)done, .length = sizeof(done),
+				.lkey = done_mr->lkey };
+	if (ibv_post_recv(qp, &wr, &bad_wr))
+		return fail("ibv_post_recv");
+	/* Ready: the client may post. */
+	if (write(fd, "R", 1) != 1)
+		return fail("telling the client");
+	if (wait_wc(cq, &wc) || wc.status != IBV_WC_SUCCESS)
+		return fprintf(stderr, "pmem: no \"done\": %s\n", ibv_wc_status_str(wc.status)), 1;
+	for (i = 0; i < BUF_LEN; i++) {
+		uint8_t want = 0xee;
+
+		if (i >= ATOMIC_AT && i < ATOMIC_AT + 8)
+			want = (uint8_t)(VALUE >> (8 * (i - ATOMIC_AT)));
+		else if (i >= WRITE_AT && i < WRITE_AT + WRITE_LEN)
+			want = pattern(i - WRITE_AT);
+		if (buf[i] != want && bad++ < 4)
+			fprintf(stderr, "pmem: byte %zu is %#x, not %#x\n", i, buf[i], want);
+	}
+	if (bad)
+		return printf("pmem: %zu bytes differ\n", bad), 1;
+	printf("pmem ok: the atomic write and the write are in memory, byte for byte\n");
+	return 0;
+}
+
+static int client(struct ibv_context *ctx, int gid_index, int fd)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex init = {
+		.cap = { .max_send_wr = 8, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_RDMA_WRITE |
+				  IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_SEND,
+	};
+	const enum ibv_wc_opcode want[] = { IBV_WC_ATOMIC_WRITE, IBV_WC_RDMA_WRITE, IBV_WC_FLUSH,
+					    IBV_WC_FLUSH, IBV_WC_SEND };
+	uint8_t *local = aligned_alloc(4096, WRITE_LEN + 64);
+	struct dest mine = { .psn = 0x5678 }, theirs;
+	uint64_t value = VALUE;
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	union ibv_gid gid;
+	char ready;
+	int i, rc = 0;
+
+	if (!pd || !cq || !local)
+		return fail("pd, cq and buffer");
+	init.pd = pd;
+	init.send_cq = init.recv_cq = cq;
+	qp = ibv_create_qp_ex(ctx, &init);
+	if (!qp || ibv_query_gid(ctx, 1, gid_index, &gid))
+		return fail("ibv_create_qp_ex and gid");
+	qpx = ibv_qp_to_qp_ex(qp);
+	for (i = 0; i < WRITE_LEN; i++)
+		local[i] = pattern(i);
+	memcpy(local + WRITE_LEN, "done", 5);
+	mr = ibv_reg_mr(pd, local, WRITE_LEN + 64, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return fail("ibv_reg_mr");
+	mine.qpn = qp->qp_num;
+	memcpy(mine.gid, gid.raw, 16);
+	if (exchange(fd, &mine, &theirs))
+		return fail("exchanging addresses");
+	if (connect_qp(qp, gid_index, mine.psn, 0, &theirs))
+		return fail("connecting the QP");
+	if (recv(fd, &ready, 1, MSG_WAITALL) != 1)
+		return fail("waiting for the server");
+
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	qpx->wr_id = 0;
+	ibv_wr_atomic_write(qpx, theirs.rkey, theirs.addr + ATOMIC_AT, &value);
+	qpx->wr_id = 1;
+	ibv_wr_rdma_write(qpx, theirs.rkey, theirs.addr + WRITE_AT);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)local, WRITE_LEN);
+	qpx->wr_id = 2;
+	ibv_wr_flush(qpx, theirs.rkey, theirs.addr + WRITE_AT, WRITE_LEN, IBV_FLUSH_GLOBAL,
+		     IBV_FLUSH_RANGE);
+	qpx->wr_id = 3;
+	ibv_wr_flush(qpx, theirs.rkey, 0, 0, IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+	qpx->wr_id = 4;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)local + WRITE_LEN, 8);
+	if (ibv_wr_complete(qpx))
+		return fail("ibv_wr_complete");
+	for (i = 0; i < 5; i++) {
+		struct ibv_wc wc;
+
+		if (wait_wc(cq, &wc))
+			return fail("ibv_poll_cq");
+		printf("pmem: wr %llu %s %s\n", (unsigned long long)wc.wr_id, opcode_name(wc.opcode),
+		       ibv_wc_status_str(wc.status));
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != (uint64_t)i || wc.opcode != want[i])
+			rc = 1;
+		if (wc.status != IBV_WC_SUCCESS)
+			break;
+	}
+	if (!rc)
+		printf("pmem ok: atomic write, write, flush of a range and of the MR, send\n");
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *port = "18790", *dev = NULL;
+	struct ibv_context *ctx;
+	int opt, gid_index = -1, fd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
+		switch (opt) {
+		case 'd': dev = optarg; break;
+		case 'g': gid_index = atoi(optarg); break;
+		case 'p': port = optarg; break;
+		default: dev = NULL; break;
+		}
+	}
+	if (!dev || gid_index < 0) {
+		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [SERVER]\n", argv[0]);
+		return 2;
+	}
+	ctx = open_device(dev);
+	if (!ctx)
+		return fail(dev);
+	fd = tcp(optind < argc ? argv[optind] : NULL, port);
+	if (fd < 0)
+		return fail("tcp");
+	return optind < argc ? client(ctx, gid_index, fd) : server(ctx, gid_index, fd);
+}
