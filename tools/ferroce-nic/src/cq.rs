@@ -272,16 +272,21 @@ impl DeviceCore {
     /// Fires moderated completion events whose period expired.
     pub fn moderation_tick(&mut self) {
         let now = self.elapsed_us();
+        let is_due = |cq: &Cq| {
+            cq.moder_period_us > 0
+                && cq
+                    .first_unreported_us
+                    .is_some_and(|t| now.saturating_sub(t) >= u64::from(cq.moder_period_us))
+        };
+        // Called every round: nothing is allocated unless an event is due.
+        if !self.objects().cqs().iter().any(|(_, cq)| is_due(cq)) {
+            return;
+        }
         let due: Vec<u32> = self
             .objects()
             .cqs()
             .iter()
-            .filter(|(_, cq)| {
-                cq.moder_period_us > 0
-                    && cq
-                        .first_unreported_us
-                        .is_some_and(|t| now.saturating_sub(t) >= u64::from(cq.moder_period_us))
-            })
+            .filter(|(_, cq)| is_due(cq))
             .map(|(cqn, _)| cqn)
             .collect();
         for cqn in due {

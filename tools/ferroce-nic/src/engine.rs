@@ -189,6 +189,10 @@ pub trait EngineHost {
     fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
     /// QP attributes and state.
     fn qp_attrs(&self, qpn: u32) -> Option<(QpState, QpAttrs)>;
+    /// QP state alone (taken at every entry into the engine, so without the attributes).
+    fn qp_state(&self, qpn: u32) -> Option<QpState> {
+        self.qp_attrs(qpn).map(|(state, _)| state)
+    }
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
     /// The first frame of send WQE `index` of QP `qpn` went to the wire (its doorbell's

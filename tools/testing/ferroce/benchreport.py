@@ -4,7 +4,7 @@
     benchreport.py LOGS OUT [--engine FILE]
 
 reads `LOGS/<kind>-mtu<mtu>/bench.json` (left by bench.py's benchmark scenarios) and, with
---engine, the NIC engine benchmark's summary line (`cargo bench --bench rc_write`), and writes
+--engine, the NIC engine benchmark's criterion output (`cargo bench --bench engine`), and writes
 OUT/bench.json (everything), OUT/bench.md (the tables, also printed) and OUT/bench.svg and
 OUT/bench.png (ferroce against rxe per test and MTU). A missing scenario leaves its cells
 empty; a figure that cannot be drawn is reported, never fatal.
@@ -20,7 +20,10 @@ from pathlib import Path
 
 from bench import COST_COUNTERS, COST_WRS, KINDS, MTUS, TESTS, cost_rows, marginal_cost
 
-ENGINE = re.compile(r"rc_write 64KiB: ([\d.]+) us \((\d+) MiB/s\); memcpy 64KiB: ([\d.]+) us \((\d+) MiB/s\)")
+# criterion's estimate line: "64KiB/rc_write/mtu4096   time:   [11.687 µs 11.801 µs 11.931 µs]".
+ENGINE = re.compile(r"^(\w+)/(\w+)(?:/(mtu\d+))?\s+time:\s+\[\S+ \S+ ([\d.]+) (ns|µs|us|ms|s) ", re.M)
+UNIT_US = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
+ENGINE_SIZES = {"4KiB": 4 << 10, "64KiB": 64 << 10, "1MiB": 1 << 20}
 
 
 def load(logs: Path) -> dict[str, dict]:
@@ -131,14 +134,39 @@ def wire(runs: dict) -> list[str]:
 
 
 def engine(path: Path | None) -> dict | None:
+    """criterion's median per benchmark of the engine's run: `{size: {name: µs}}`, where a
+    name is `rc_write/mtu4096`, `memcpy` or `icrc`."""
     if path is None or not path.exists():
         return None
-    m = ENGINE.search(path.read_text())
-    if m is None:
-        return None
-    write_us, write_mib, copy_us, copy_mib = (float(x) for x in m.groups())
-    return {"rc_write_64kib_us": write_us, "rc_write_mib_s": write_mib, "memcpy_64kib_us": copy_us,
-            "memcpy_mib_s": copy_mib, "share_of_memcpy": write_mib / copy_mib if copy_mib else None}
+    times: dict[str, dict[str, float]] = {}
+    for size, name, mtu, median, unit in ENGINE.findall(path.read_text()):
+        key = f"{name}/{mtu}" if mtu else name
+        times.setdefault(size, {})[key] = float(median) * UNIT_US[unit]
+    return times or None
+
+
+def engine_lines(times: dict) -> list[str]:
+    """The engine table: each transfer's time and bandwidth, and its share of memcpy's
+    bandwidth (both criterion's median, same run); memcpy's and the ICRC's own rows."""
+    lines = ["NIC engine on the host (criterion, median; two in-process NICs, RC, one message at a "
+             "time; share = engine bandwidth ÷ memcpy bandwidth of the same bytes):", "",
+             "| size | test | µs | MiB/s | share of memcpy |", "| --- | --- | --- | --- | --- |"]
+    for size, t in times.items():
+        copy = t.get("memcpy")
+        for name, us in t.items():
+            mib = ENGINE_SIZES.get(size, 0) / us * 1e6 / (1 << 20) if us else 0
+            share = f"{100 * copy / us:.1f} %" if copy and name != "memcpy" else ""
+            lines.append(f"| {size} | {name} | {us:.3f} | {mib:.0f} | {share} |")
+    lines.append("")
+    # What any engine of this wire format and this emulation must spend: the ICRC at the
+    # sender and again at the receiver, and three copies (guest memory into the frame, the
+    # frame onto the cable, the frame into guest memory).
+    for size, t in times.items():
+        if "memcpy" in t and "icrc" in t:
+            floor = 2 * t["icrc"] + 3 * t["memcpy"]
+            lines.append(f"- {size}: two ICRCs and three copies take {floor:.3f} µs, "
+                         f"{100 * t['memcpy'] / floor:.1f} % of memcpy at best")
+    return lines + [""]
 
 
 def draw(rows: list[dict], out: Path) -> str:
@@ -191,7 +219,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--engine", type=Path, help="the rc_write benchmark's output")
+    parser.add_argument("--engine", type=Path, help="the engine benchmark's output")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     runs = load(args.logs)
@@ -205,9 +233,7 @@ def main() -> int:
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
           *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines]
     if eng:
-        md += [f"NIC engine on the host: RC WRITE 64 KiB {eng['rc_write_64kib_us']:g} µs "
-               f"({eng['rc_write_mib_s']:g} MiB/s), memcpy {eng['memcpy_64kib_us']:g} µs "
-               f"({eng['memcpy_mib_s']:g} MiB/s): {100 * eng['share_of_memcpy']:.0f} % of memcpy.", ""]
+        md += engine_lines(eng)
     (args.out / "bench.md").write_text("\n".join(md))
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,

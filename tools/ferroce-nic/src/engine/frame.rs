@@ -84,6 +84,20 @@ fn ipv4_of(gid: &[u8; 16]) -> [u8; 4] {
 
 /// Appends the frame carrying `transport` (BTH through the padded payload) to `out`.
 pub fn build(route: &Route, transport: &[u8], out: &mut Vec<u8>) {
+    build_with(route, transport.len(), out, |out| {
+        out.extend_from_slice(transport)
+    });
+}
+
+/// Appends the frame whose transport part (BTH through the padded payload) is `transport_len`
+/// bytes, which `write_transport` appends where they go: the transport is written once, in
+/// place, between the network headers and the ICRC.
+pub fn build_with(
+    route: &Route,
+    transport_len: usize,
+    out: &mut Vec<u8>,
+    write_transport: impl FnOnce(&mut Vec<u8>),
+) {
     let kind = route.kind();
     let ether_type = match kind {
         NetKind::V1 => EtherType(ROCE_V1_ETHERTYPE),
@@ -111,7 +125,7 @@ pub fn build(route: &Route, transport: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&tag.to_bytes());
     }
     let l3_start = out.len();
-    let l4_len = transport.len() + ICRC_LEN;
+    let l4_len = transport_len + ICRC_LEN;
     match kind {
         NetKind::V4 => {
             let udp_len = 8 + l4_len;
@@ -171,7 +185,9 @@ pub fn build(route: &Route, transport: &[u8], out: &mut Vec<u8>) {
             }
         }
     }
-    out.extend_from_slice(transport);
+    let transport_start = out.len();
+    write_transport(out);
+    debug_assert_eq!(out.len() - transport_start, transport_len);
     let crc = icrc::compute(kind, &out[l3_start..]).unwrap_or_default();
     out.extend_from_slice(&crc.to_le_bytes());
     if kind == NetKind::V6 {

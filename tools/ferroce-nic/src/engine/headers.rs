@@ -326,6 +326,13 @@ impl PacketBuilder {
         }
     }
 
+    /// Bytes [`write`](Self::write) appends for a payload of `payload_len`: the headers of the
+    /// opcode, the payload and its pad.
+    pub fn transport_len(&self, payload_len: usize) -> usize {
+        let headers = opcode::lookup(self.bth.opcode).map_or(opcode::BTH_LEN, OpInfo::header_len);
+        headers + payload_len.next_multiple_of(4)
+    }
+
     /// Appends headers, `payload` and pad to `out`. Headers the opcode does not have are
     /// skipped; headers it has but that were not given are written as zeros.
     pub fn write(&self, payload: &[u8], out: &mut Vec<u8>) {

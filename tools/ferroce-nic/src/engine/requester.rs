@@ -15,7 +15,9 @@ use serde_json::json;
 use super::headers::{AtomicEth, Deth, Feth, PacketBuilder, Reth};
 use super::opcode::{self, op, Position, Transport};
 use super::psn;
-use super::roce::{route_for, sge_pieces, sge_total, Io, QpCtx, Resend, GSI_QKEY, MIN_ACK_TIMEOUT};
+use super::roce::{
+    route_for, sge_pieces, sge_total, Io, Payload, QpCtx, Resend, GSI_QKEY, MIN_ACK_TIMEOUT,
+};
 use super::{EngineHost, SendWork};
 use crate::objects::ah_from_av;
 use crate::qp::QpAttrs;
@@ -433,33 +435,31 @@ pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
     });
 }
 
-/// Gathers message bytes `[offset, offset + len)` of a WQE.
+/// Gathers message bytes `[offset, offset + len)` of a WQE into `payload`; returns `len`.
 fn gather(
     host: &mut dyn EngineHost,
     pd: u32,
     w: &ReqWqe,
     offset: u64,
     len: usize,
-) -> Option<Vec<u8>> {
+    payload: &mut Payload,
+) -> Option<usize> {
     if w.work.ctrl.flags & WQE_FLAG_INLINE != 0 {
         let start = usize::try_from(offset).ok()?;
-        return w
-            .work
-            .inline_data
-            .get(start..start + len)
-            .map(<[u8]>::to_vec);
+        return Some(payload.set(w.work.inline_data.get(start..start + len)?));
     }
-    let mut buf = vec![0u8; len];
+    let buf = payload.room(len);
     let mut at = 0;
     for (lkey, addr, n) in sge_pieces(&w.work.sges, offset, len)? {
         host.read_payload(pd, lkey, addr, &mut buf[at..at + n], 0)
             .ok()?;
         at += n;
     }
-    Some(buf)
+    Some(len)
 }
 
-/// Builds request packet `k` of WQE `w` (its PSN already assigned) and its payload.
+/// Builds request packet `k` of WQE `w` (its PSN already assigned) and puts its payload in
+/// `payload`; returns the packet and the payload's length.
 fn request_packet(
     qp: &QpCtx,
     host: &mut dyn EngineHost,
@@ -467,7 +467,8 @@ fn request_packet(
     w: &ReqWqe,
     k: u32,
     read_pieces: u32,
-) -> Result<(PacketBuilder, Vec<u8>), WcStatus> {
+    payload: &mut Payload,
+) -> Result<(PacketBuilder, usize), WcStatus> {
     let ctrl = &w.work.ctrl;
     let mtu = qp.mtu();
     let dest = qp.attrs.dest_qpn;
@@ -504,8 +505,8 @@ fn request_packet(
             }
             let offset = u64::from(k) * u64::from(mtu);
             let len = (w.len - offset.min(w.len)).min(u64::from(mtu)) as usize;
-            let payload = gather(host, pd, w, offset, len).ok_or(WcStatus::LocProtErr)?;
-            Ok((b, payload))
+            let len = gather(host, pd, w, offset, len, payload).ok_or(WcStatus::LocProtErr)?;
+            Ok((b, len))
         }
         Kind::Read => {
             let seg = RdmaSeg::decode(&w.work.seg);
@@ -522,7 +523,7 @@ fn request_packet(
                 rkey: seg.rkey,
                 len: (w.len - offset).min(piece) as u32,
             });
-            Ok((b, Vec::new()))
+            Ok((b, 0))
         }
         Kind::Atomic => {
             let seg = AtomicSeg::decode(&w.work.seg);
@@ -540,7 +541,7 @@ fn request_packet(
                 swap_add: if cmp_swap { seg.swap } else { seg.compare_add },
                 compare: seg.compare_add,
             });
-            Ok((b, Vec::new()))
+            Ok((b, 0))
         }
         Kind::AtomicWrite => {
             let seg = AtomicWriteSeg::decode(&w.work.seg);
@@ -551,7 +552,7 @@ fn request_packet(
                 rkey: seg.rkey,
                 len: 8,
             });
-            Ok((b, seg.value.to_vec()))
+            Ok((b, payload.set(&seg.value)))
         }
         Kind::Flush => {
             let seg = FlushSeg::decode(&w.work.seg);
@@ -570,7 +571,7 @@ fn request_packet(
                     seg.length as u32
                 },
             });
-            Ok((b, Vec::new()))
+            Ok((b, 0))
         }
         Kind::Local | Kind::Datagram => Err(WcStatus::LocQpOpErr),
     }
@@ -667,11 +668,11 @@ fn send_datagram(
     if imm {
         b.imm = Some(w.work.ctrl.imm_or_inv.to_le_bytes());
     }
-    let Some(payload) = gather(host, pd, w, 0, w.len as usize) else {
+    let Some(len) = gather(host, pd, w, 0, w.len as usize, &mut io.payload) else {
         return WcStatus::LocProtErr;
     };
     qp.req.next_psn = psn::add(qp.req.next_psn, 1);
-    io.send(host, &route, &b, &payload, Resend::No);
+    io.send_payload(host, &route, &b, len, Resend::No);
     host.wqe_on_wire(qp.qpn, w.work.index);
     WcStatus::Success
 }
@@ -843,16 +844,17 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         // Ask for an ACK when this packet fills the window, or nothing would open it again.
         let window_full =
             reliable && psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= qp.req.cwnd as i32;
-        let built = request_packet(qp, host, pd, w, k, read_pieces).map(|(mut b, payload)| {
-            b.bth.ack_req |= window_full;
-            (b, payload)
-        });
+        let built =
+            request_packet(qp, host, pd, w, k, read_pieces, &mut io.payload).map(|(mut b, len)| {
+                b.bth.ack_req |= window_full;
+                (b, len)
+            });
         let req = &mut qp.req;
         let Some(w) = req.wqes.get_mut(i) else { break };
         // The WQE's first frame (not a resend): its doorbell's latency is sampled.
         let first_frame = (k == 0 && !retransmit).then_some(w.work.index);
         match built {
-            Ok((packet, payload)) => {
+            Ok((packet, len)) => {
                 let end = match w.kind {
                     Kind::Read => {
                         w.read_end = (w.resp_pkts + read_pieces).min(w.npkts);
@@ -877,7 +879,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                     }
                     req.arm(now, timeout);
                 }
-                io.send(host, route, &packet, &payload, resend);
+                io.send_payload(host, route, &packet, len, resend);
                 if let Some(index) = first_frame {
                     host.wqe_on_wire(qp.qpn, index);
                 }

@@ -85,7 +85,7 @@ impl QpCtx {
     /// Takes the device's QP state, which may have moved to ERR without the engine (a fatal
     /// WQE, a broken receive queue, an error completion, a QP gone). Returns the state.
     pub fn sync(&mut self, host: &dyn EngineHost, trace: &Tracer) -> QpState {
-        let device = host.qp_attrs(self.qpn).map(|(state, _)| state);
+        let device = host.qp_state(self.qpn);
         if self.state != QpState::Err && matches!(device, Some(QpState::Err) | None) {
             let was: u8 = self.state.into();
             trace.event(
@@ -179,13 +179,40 @@ pub struct Io {
     mac: [u8; 6],
     /// The trace.
     pub trace: Arc<Tracer>,
-    transport: Vec<u8>,
+    /// The payload of the packet being built ([`Io::send_payload`]).
+    pub payload: Payload,
+    /// The last frame's buffer, sent and not kept: the next frame is built in it.
+    spare: Vec<u8>,
+}
+
+/// A packet's payload on its way into a frame: one buffer, reused by every packet. It grows
+/// when a larger payload comes and is never cleared (each packet overwrites what it sends), so
+/// that a packet costs no allocation and no zeroing.
+#[derive(Default)]
+pub struct Payload(Vec<u8>);
+
+impl Payload {
+    /// The first `len` bytes, for the packet to fill.
+    pub fn room(&mut self, len: usize) -> &mut [u8] {
+        if self.0.len() < len {
+            self.0.resize(len, 0);
+        }
+        &mut self.0[..len]
+    }
+
+    /// Puts `bytes` in; returns their length.
+    pub fn set(&mut self, bytes: &[u8]) -> usize {
+        self.room(bytes.len()).copy_from_slice(bytes);
+        bytes.len()
+    }
 }
 
 /// Where a frame leaving the transmit faults goes: the loopback queue if its destination MAC is
 /// the port's own (a full queue drops it), the wire otherwise. A multicast frame goes both
 /// ways: the group's QPs on this port get it too, as on a switch port that hears its own
 /// groups.
+///
+/// Returns the frame's buffer if nothing kept it (it went to the wire only), for the next frame.
 fn transmit(
     frame: Vec<u8>,
     mac: &[u8; 6],
@@ -193,18 +220,19 @@ fn transmit(
     loopback: &mut LoopbackQueue,
     host: &dyn EngineHost,
     trace: &Tracer,
-) {
+) -> Option<Vec<u8>> {
     let multicast = frame.first().is_some_and(|b| b & 1 != 0);
     if frame.get(..6) != Some(&mac[..]) {
         sink.send(&frame);
         if !multicast {
-            return;
+            return Some(frame);
         }
     }
     if !loopback.push(frame) {
         host.count(COUNTER_QUEUE_DROPS, 1);
         trace.event("drop", || json!({"why": "loopback queue full"}));
     }
+    None
 }
 
 /// Whether a packet was sent before, and why it goes again (each kind has its counter).
@@ -228,10 +256,14 @@ impl Io {
         payload: &[u8],
         resend: Resend,
     ) {
-        self.transport.clear();
-        packet.write(payload, &mut self.transport);
-        let mut out = Vec::with_capacity(self.transport.len() + 80);
-        frame::build(route, &self.transport, &mut out);
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        frame::build_with(
+            route,
+            packet.transport_len(payload.len()),
+            &mut out,
+            |out| packet.write(payload, out),
+        );
         host.count(COUNTER_TX_PACKETS, 1);
         host.count(COUNTER_TX_BYTES, out.len() as u64);
         match resend {
@@ -262,11 +294,28 @@ impl Io {
             tx_faults,
             mac,
             trace,
+            spare,
             ..
         } = self;
-        tx_faults.process(out, Instant::now(), &mut |f| {
-            transmit(f, mac, sink.as_mut(), loopback, host, trace)
+        tx_faults.pass(out, &mut |f| {
+            if let Some(f) = transmit(f, mac, sink.as_mut(), loopback, host, trace) {
+                *spare = f;
+            }
         });
+    }
+
+    /// Sends one packet whose payload is the first `len` bytes of [`Io::payload`].
+    pub fn send_payload(
+        &mut self,
+        host: &dyn EngineHost,
+        route: &Route,
+        packet: &PacketBuilder,
+        len: usize,
+        resend: Resend,
+    ) {
+        let mut payload = std::mem::take(&mut self.payload);
+        self.send(host, route, packet, payload.room(len), resend);
+        self.payload = payload;
     }
 
     fn release(&mut self, host: &dyn EngineHost, now: Instant) {
@@ -279,7 +328,7 @@ impl Io {
             ..
         } = self;
         tx_faults.release(now, &mut |f| {
-            transmit(f, mac, sink.as_mut(), loopback, host, trace)
+            transmit(f, mac, sink.as_mut(), loopback, host, trace);
         });
     }
 }
@@ -313,7 +362,8 @@ impl RoceEngine {
                 looped: 0,
                 mac,
                 trace,
-                transport: Vec::with_capacity(frame::MAX_FRAME),
+                payload: Payload::default(),
+                spare: Vec::with_capacity(frame::MAX_FRAME),
             },
             mac,
         }

@@ -417,6 +417,10 @@ impl EngineHost for DeviceCore {
         self.objects().qps().get(qpn).map(|qp| (qp.state, qp.attrs))
     }
 
+    fn qp_state(&self, qpn: u32) -> Option<QpState> {
+        self.objects().qps().get(qpn).map(|qp| qp.state)
+    }
+
     fn count(&self, counter: usize, n: u64) {
         self.counters().add(counter, n);
     }

@@ -20,14 +20,13 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
         let pos = Position::of(job.next, job.npkts);
         let offset = u64::from(job.next) * mtu;
         let len = (job.len - offset.min(job.len)).min(mtu) as usize;
-        let mut payload = vec![0u8; len];
         if len > 0
             && host
                 .read_payload(
                     pd,
                     job.rkey,
                     job.va.wrapping_add(offset),
-                    &mut payload,
+                    io.payload.room(len),
                     ACCESS_REMOTE_READ,
                 )
                 .is_err()
@@ -49,7 +48,7 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
         }
         // A replay answers a duplicate request: the requester lost the first answer.
         let resend = if job.replay { Resend::Loss } else { Resend::No };
-        io.send(host, &route, &b, &payload, resend);
+        io.send_payload(host, &route, &b, len, resend);
         if let Some(j) = qp.resp.jobs.front_mut() {
             j.next += 1;
             if j.next >= j.npkts {
