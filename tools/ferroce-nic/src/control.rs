@@ -22,7 +22,7 @@ use crate::server::Nic;
 const MAX_LINE: u64 = 4096;
 
 /// The commands, for help texts.
-pub const COMMANDS: &str = "counters | gids | latency [reset] | objects | status | stall on|off | hang on|off | \
+pub const COMMANDS: &str = "counters | gids | latency [reset] | memory | objects | status | stall on|off | hang on|off | \
 bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | trace mark NAME | \
 pcap start PATH | pcap stop | fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
 fault direction both|tx|rx | fault off; with VFs, on the PF's socket: functions | vf N limits KEY=VALUE... | \
@@ -131,6 +131,36 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
     })
 }
 
+/// The NIC process's memory (from `/proc/self/status`, KiB: for every function it serves)
+/// beside what this function's guest created: objects, registered bytes and the page-list
+/// entries the NIC holds for them.
+pub fn memory_json(device: &Device) -> Value {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    let objects = device.core.objects();
+    let registered: u64 = objects
+        .mrs()
+        .iter()
+        .map(|(_, mr)| mr.length)
+        .fold(0, u64::saturating_add);
+    json!({
+        "process_kib": {
+            "vm_rss": kib("VmRSS"), "vm_hwm": kib("VmHWM"), "rss_anon": kib("RssAnon"),
+            "rss_file": kib("RssFile"), "rss_shmem": kib("RssShmem"),
+        },
+        "objects": {
+            "qps": objects.qps().iter().count(), "cqs": objects.cqs().iter().count(),
+            "mrs": objects.mrs().iter().count(), "registered_bytes": registered,
+            "translation_entries": objects.translation_entries(),
+        },
+    })
+}
+
 /// Executes one control command.
 pub fn execute(nic: &Nic, line: &str) -> Value {
     let mut words = line.split_whitespace();
@@ -160,6 +190,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
             }
         }
         "objects" => Ok(objects_json(nic, &nic.lock())),
+        "memory" => Ok(memory_json(&nic.lock())),
         "status" => {
             let device = nic.lock();
             Ok(json!({

@@ -214,6 +214,18 @@ fn qemu_like_client_end_to_end() {
     assert_eq!(reply["counters"]["interrupts"].as_u64(), Some(1));
     let reply = ferroce_nic::control::request(&control, "objects").expect("ctl");
     assert_eq!(reply["dma_regions"].as_array().map(Vec::len), Some(1));
+    // ... and what the NIC process holds, beside what the guest created (nothing yet).
+    let reply = ferroce_nic::control::request(&control, "memory").expect("ctl");
+    assert!(
+        reply["process_kib"]["rss_anon"].as_u64().unwrap_or(0) > 0,
+        "{reply}"
+    );
+    assert_eq!(reply["objects"]["qps"].as_u64(), Some(0), "{reply}");
+    assert_eq!(
+        reply["objects"]["registered_bytes"].as_u64(),
+        Some(0),
+        "{reply}"
+    );
 
     // Masking: a masked vector leaves its pending bit set (read through the PBA) until unmasked.
     qemu.client

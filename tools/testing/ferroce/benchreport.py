@@ -215,6 +215,29 @@ def fairness(logs: Path) -> tuple[list[str], dict | None]:
     return lines + [""], f
 
 
+def scaling(logs: Path) -> tuple[list[str], dict]:
+    """How cost grows with work: two pairs on one segment at once (two-pairs) and the NIC's
+    memory per QP and per MiB (nic-memory), for those that ran."""
+    lines, figures = [], {}
+    path = logs / "two-pairs" / "bench.json"
+    if path.exists():
+        f = figures["two_pairs"] = json.loads(path.read_text())
+        t = f["together_mib_s"]
+        lines += ["Two pairs of VMs on one segment (ib_write_bw 64 KiB, 10 s): one pair alone "
+                  f"{f['alone_mib_s']:g} MiB/s; both at once {t['a-b']:g} + {t['c-d']:g} = "
+                  f"{f['aggregate_mib_s']:g} MiB/s ({f['aggregate_over_alone']:.2f} of one pair alone).", ""]
+    path = logs / "nic-memory" / "bench.json"
+    if path.exists():
+        f = figures["nic_memory"] = json.loads(path.read_text())
+        anon = f["rss_anon_kib"]
+        lines += ["The NIC process's own resident memory (RssAnon, KiB) while the guest holds objects:", "",
+                  "| held | " + " | ".join(anon) + " |", "| --- |" + " --- |" * len(anon),
+                  "| RssAnon KiB | " + " | ".join(str(v) for v in anon.values()) + " |", "",
+                  f"- {f['kib_per_qp']:.2f} KiB per QP, {f['kib_per_mib']:.2f} KiB per MiB registered "
+                  f"({f['translation_entries_per_mib']:g} page-list entries per MiB)", ""]
+    return lines, figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", type=Path)
@@ -228,16 +251,17 @@ def main() -> int:
     seed_lines, seed_table = seed1(runs)
     eng = engine(args.engine)
     fair_lines, fair = fairness(args.logs)
+    scale_lines, scale = scaling(args.logs)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
           "latency µs typical; × is how many times better ferroce is).", "", *table, "",
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
-          *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines]
+          *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines, *scale_lines]
     if eng:
         md += engine_lines(eng)
     (args.out / "bench.md").write_text("\n".join(md))
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
-         "functions_fairness": fair,
+         "functions_fairness": fair, "scaling": scale,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     print(draw(rows, args.out))
