@@ -54,6 +54,17 @@ class Test:
     def latency(self) -> bool:
         return self.tool.endswith("_lat")
 
+    @property
+    def perftest(self) -> bool:
+        """A perftest tool (a client and a server, a result row); otherwise a guest program
+        that runs alone on VM a (ferroce_chain)."""
+        return self.tool.startswith("ib_")
+
+    def command(self, dev: str, gid: int, port: int) -> str:
+        if self.perftest:
+            return f"{self.tool} -F -d {dev} -x {gid} -p {port} {self.args}"
+        return f"{self.tool} {dev} {gid} {self.args}"
+
 
 SIZES = [(64, "64B", 1000), (4096, "4KiB", 500), (65536, "64KiB", 200), (1 << 20, "1MiB", 20)]
 # Each cost row runs twice, with these many WRs: the difference of the two runs' counts is what
@@ -89,6 +100,12 @@ TESTS = [
     *(Test(f"cost-chain{chain}-{mode}-n{n}", "ib_write_bw", f"-s 64 -n {n} -l {chain}",
            kinds=("ferroce",), env=COST_MODES[mode], wrs=n)
       for chain in (1, 8, 32) for mode in COST_MODES for n in COST_WRS),
+    # ... so inline WRs come from ferroce_chain: two QPs of VM a's NIC, connected through its
+    # own GID (the NIC loops the frames back: its counts include the responder's ACKs and
+    # payload writes, never payload reads).
+    *(Test(f"cost-chain{chain}-inline-{mode}-n{n}", "ferroce_chain", f"{n} {chain} inline",
+           kinds=("ferroce",), env=COST_MODES[mode], wrs=n)
+      for chain in (1, 8, 32) for mode in ("push", "nopush") for n in COST_WRS),
 ]
 FIRST_PORT = 18700
 
@@ -108,16 +125,20 @@ def _script(kind: str, mtu: int, client: bool) -> str:
         lines.append('server=$(ip_of b)')
         lines.append('wait_for_ping "$server"')
     for port, t in enumerate(tests_for(kind), FIRST_PORT):
-        cmd = f"{t.tool} -F -d {dev} -x {gid} -p {port} {t.args}"
+        cmd = t.command(dev, gid, port)
         env = f"env {t.env} " if t.env else ""
         if not client:
-            lines.append(f"step {t.name} 150 {env}{cmd} < /dev/null")
+            if t.perftest:
+                lines.append(f"step {t.name} 150 {env}{cmd} < /dev/null")
             continue
         if t.wrs:
             lines.append(f"step {t.name}-before 15 hostctl nic counters")
         if t.nic_latency and kind == "ferroce":
             lines.append(f"step {t.name}-latency-reset 15 hostctl nic latency reset")
-        lines.append(f'RETRY_FOR=60 retry {t.name} 140 {env}{cmd} "$server" < /dev/null')
+        if t.perftest:
+            lines.append(f'RETRY_FOR=60 retry {t.name} 140 {env}{cmd} "$server" < /dev/null')
+        else:
+            lines.append(f"step {t.name} 140 {env}{cmd} < /dev/null")
         if t.wrs:
             lines.append(f"step {t.name}-after 15 hostctl nic counters")
         if t.nic_latency and kind == "ferroce":
@@ -126,7 +147,10 @@ def _script(kind: str, mtu: int, client: bool) -> str:
 
 
 def _figure(test: Test, output: str) -> dict:
-    """The client's result row as numbers (perftest's -F may print inf or nan)."""
+    """The client's result row as numbers (perftest's -F may print inf or nan); a guest
+    program's last line."""
+    if not test.perftest:
+        return {"output": output.strip().splitlines()[-1] if output.strip() else ""}
     m = re.search(ROW["lat" if test.latency else "bw"], output, re.M)
     if m is None:
         raise CheckFailed(f"{test.name}: no result row in:\n{output[-1500:]}")
@@ -166,7 +190,7 @@ def scenario_for(kind: str, mtu: int) -> Scenario:
     figures: dict[str, dict] = {}
 
     def result(run: Run, test: Test) -> str:
-        for vm in vms:
+        for vm in vms if test.perftest else vms[:1]:
             step = run.vm(vm.name).step(test.name)
             step.ok()
             if re.search(r"Couldn't|failed|Failed|Incompatibility", step.output):

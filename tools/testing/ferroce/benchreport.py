@@ -76,7 +76,8 @@ def comparison(runs: dict) -> tuple[list[str], list[dict]]:
 
 def costs(runs: dict) -> tuple[list[str], dict]:
     mtu = next((m for m in MTUS if f"ferroce-mtu{m}" in runs), MTUS[0])
-    lines = [f"| cost per WR (ib_write_bw 64 B, MTU {mtu}; runs of {COST_WRS[1]} less {COST_WRS[0]} WRs) | "
+    lines = [f"| cost per WR (64 B WRITEs, MTU {mtu}: ib_write_bw, the inline rows ferroce_chain "
+             f"looped back through the NIC; runs of {COST_WRS[1]} less {COST_WRS[0]} WRs) | "
              + " | ".join(COST_COUNTERS) + " |",
              "| --- |" + " --- |" * len(COST_COUNTERS)]
     table = {}
