@@ -5,9 +5,11 @@
 
 reads `LOGS/<kind>-mtu<mtu>/bench.json` (left by bench.py's benchmark scenarios) and, with
 --engine, the NIC engine benchmark's criterion output (`cargo bench --bench engine`), and writes
-OUT/bench.json (everything), OUT/bench.md (the tables, also printed) and OUT/bench.svg and
-OUT/bench.png (ferroce against rxe per test and MTU). A missing scenario leaves its cells
-empty; a figure that cannot be drawn is reported, never fatal.
+OUT/bench.json (everything), OUT/bench.md (the tables, also printed), OUT/bench.svg and
+OUT/bench.png (ferroce against rxe per test and MTU) and OUT/bench-latency.svg and .png
+(ib_send_lat in its four modes, and the NIC's doorbell-to-wire clock against seed 1's). A
+missing scenario leaves its cells empty; a figure that cannot be drawn is reported, never
+fatal.
 """
 
 from __future__ import annotations
@@ -170,13 +172,28 @@ def engine_lines(times: dict) -> list[str]:
     return lines + [""]
 
 
+def pyplot():
+    """matplotlib's pyplot, drawing to files (SVG text kept as text)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save(plt, fig, out: Path, name: str) -> str:
+    """Writes `fig` as OUT/NAME.svg and .png; says where."""
+    fig.tight_layout()
+    for ext in ("svg", "png"):
+        fig.savefig(out / f"{name}.{ext}")
+    plt.close(fig)
+    return f"figure: {out / f'{name}.svg'}, {out / f'{name}.png'}"
+
+
 def draw(rows: list[dict], out: Path) -> str:
     """Bars of ferroce's advantage (×) per test, one colour per MTU."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        matplotlib.rcParams["svg.fonttype"] = "none"
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError as e:
         return f"no figure ({e})"
     shown = [r for r in rows if any(r[str(m)]["times_better"] for m in MTUS)]
@@ -193,11 +210,51 @@ def draw(rows: list[dict], out: Path) -> str:
     ax.set_ylabel("ferroce vs rxe (×, higher is better)")
     ax.set_title("make bench: bandwidth ferroce ÷ rxe, latency rxe ÷ ferroce (same run)")
     ax.legend()
-    fig.tight_layout()
-    for ext in ("svg", "png"):
-        fig.savefig(out / f"bench.{ext}")
-    plt.close(fig)
-    return f"figure: {out / 'bench.svg'}, {out / 'bench.png'}"
+    return save(plt, fig, out, "bench")
+
+
+# ib_send_lat 8 B on ferroce by how a WR reaches the NIC and its completion the process.
+LATENCY_MODES = {"CQ events (-e)": "send-lat-events", "doorbell, polled CQ": "send-lat",
+                 "pushed WQE": "send-lat-push", "doorbell record": "send-lat-record"}
+
+
+def draw_latency(runs: dict, seed_table: dict, out: Path) -> str:
+    """The four modes' latency bars: ib_send_lat 8 B on ferroce per mode and MTU (rxe's
+    polled figure beside them), and the NIC's doorbell-to-wire average and p99 per seed 1
+    mode next to the seed's own."""
+    try:
+        plt = pyplot()
+    except ImportError as e:
+        return f"no latency figure ({e})"
+    tests = {m: runs.get(f"ferroce-mtu{m}", {}).get("tests", {}) for m in MTUS}
+    if not any(tests.values()):
+        return "no latency figure (ferroce did not run)"
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    labels = [*LATENCY_MODES, "rxe, polled CQ"]
+    width = 0.8 / len(MTUS)
+    for i, mtu in enumerate(MTUS):
+        rxe = runs.get(f"rxe-mtu{mtu}", {}).get("tests", {}).get("send-lat", {})
+        figures = [tests[mtu].get(name, {}).get("t_typical_us") for name in LATENCY_MODES.values()]
+        figures.append(rxe.get("t_typical_us"))
+        xs = [j + (i - (len(MTUS) - 1) / 2) * width for j in range(len(labels))]
+        left.bar(xs, [f or 0 for f in figures], width, label=f"MTU {mtu}")
+    left.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    left.set_ylabel("µs typical (lower is better)")
+    left.set_title("ib_send_lat 8 B")
+    left.legend()
+    modes = list(SEED1)
+    for k, (name, pick) in enumerate([("ferroce avg", lambda m: seed_table.get(m, {}).get("avg_us")),
+                                      ("ferroce p99", lambda m: seed_table.get(m, {}).get("p99_us")),
+                                      ("seed 1 avg", lambda m: SEED1[m][0]),
+                                      ("seed 1 p99", lambda m: SEED1[m][1])]):
+        xs = [j + (k - 1.5) * 0.2 for j in range(len(modes))]
+        right.bar(xs, [pick(m) or 0 for m in modes], 0.2, label=name)
+    right.set_yscale("log")
+    right.set_xticks(range(len(modes)), modes)
+    right.set_ylabel("µs, doorbell to first frame (log)")
+    right.set_title("the NIC's clock (ib_send_lat 8 B) against seed 1's 100 Gb/s NIC")
+    right.legend()
+    return save(plt, fig, out, "bench-latency")
 
 
 def fairness(logs: Path) -> tuple[list[str], dict | None]:
@@ -265,7 +322,11 @@ def main() -> int:
          "functions_fairness": fair, "scaling": scale,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
-    print(draw(rows, args.out))
+    for figure in (lambda: draw(rows, args.out), lambda: draw_latency(runs, seed_table, args.out)):
+        try:
+            print(figure())
+        except Exception as e:  # a figure never fails the bench
+            print(f"no figure ({type(e).__name__}: {e})")
     print(f"benchreport: {args.out / 'bench.md'}, {args.out / 'bench.json'}")
     return 0
 

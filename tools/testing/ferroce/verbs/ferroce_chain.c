@@ -19,6 +19,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs.h"
+
 #define LEN 64
 #define MAX_CHAIN 64
 #define BUF (1 << 20)
@@ -29,59 +31,21 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-/* INIT, RTR and RTS towards QP `dest` at `gid` (ibv_rc_pingpong's way). */
-static int connect_qp(struct ibv_qp *qp, int gid_index, const union ibv_gid *gid, uint32_t dest)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-	int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			       IBV_QP_ACCESS_FLAGS);
-
-	if (rc)
-		return rc;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = dest;
-	attr.rq_psn = 1;
-	attr.max_dest_rd_atomic = 1;
-	attr.min_rnr_timer = 12;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.port_num = 1;
-	attr.ah_attr.grh.hop_limit = 64;
-	attr.ah_attr.grh.sgid_index = gid_index;
-	attr.ah_attr.grh.dgid = *gid;
-	rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			   IBV_QP_MIN_RNR_TIMER);
-	if (rc)
-		return rc;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.sq_psn = 1;
-	attr.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
 
 int main(int argc, char **argv)
 {
 	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC };
 	struct ibv_send_wr wrs[MAX_CHAIN], *bad;
 	struct ibv_sge sges[MAX_CHAIN];
-	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
+	struct ibv_context *ctx;
 	struct ibv_qp *qa, *qb;
 	union ibv_gid gid;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	long total, chain, posted, done = 0;
-	int gid_index, inl, i, n, rc;
+	int gid_index, inl, i, rc;
+	long n;
 	char *buf;
 
 	if (argc < 5 || argc > 6 || (argc == 6 && strcmp(argv[5], "inline"))) {
@@ -96,14 +60,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "chain: WRS >= 1, 1 <= CHAIN <= %d\n", MAX_CHAIN);
 		return 2;
 	}
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return fail("ibv_get_device_list", errno);
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = open_device(argv[1]);
 	if (!ctx)
-		return fail(argv[1], ENODEV);
+		return fail(argv[1], errno);
 	rc = ibv_query_gid(ctx, 1, gid_index, &gid);
 	if (rc)
 		return fail("ibv_query_gid", rc);
@@ -124,9 +83,9 @@ int main(int argc, char **argv)
 	qb = ibv_create_qp(pd, &init);
 	if (!qa || !qb)
 		return fail("ibv_create_qp", errno);
-	rc = connect_qp(qa, gid_index, &gid, qb->qp_num);
+	rc = connect_rc(qa, gid_index, gid.raw, qb->qp_num, 1, 1, IBV_ACCESS_REMOTE_WRITE);
 	if (!rc)
-		rc = connect_qp(qb, gid_index, &gid, qa->qp_num);
+		rc = connect_rc(qb, gid_index, gid.raw, qa->qp_num, 1, 1, IBV_ACCESS_REMOTE_WRITE);
 	if (rc)
 		return fail("ibv_modify_qp", rc);
 	for (posted = 0; posted < total; posted += n) {

@@ -21,6 +21,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs.h"
+
 static int fail(const char *what, int err)
 {
 	fprintf(stderr, "objects: %s: %s\n", what, strerror(err));
@@ -29,12 +31,11 @@ static int fail(const char *what, int err)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	long qps, mib;
-	int i, n;
+	int i;
 
 	if (argc != 4) {
 		fprintf(stderr, "usage: %s DEVICE QPS MIB\n", argv[0]);
@@ -46,14 +47,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "objects: QPS and MIB count up from 0\n");
 		return 2;
 	}
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return fail("ibv_get_device_list", errno);
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = open_device(argv[1]);
 	if (!ctx)
-		return fail(argv[1], ENODEV);
+		return fail(argv[1], errno);
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		return fail("ibv_alloc_pd", errno);

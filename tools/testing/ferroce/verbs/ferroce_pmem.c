@@ -29,6 +29,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs.h"
+
 #define BUF_LEN (64 * 1024)
 #define ATOMIC_AT 8
 #define WRITE_AT 4096
@@ -50,15 +52,6 @@ static int fail(const char *what)
 	return 1;
 }
 
-/* ibv_modify_qp returns its error rather than setting errno. */
-static int modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
-{
-	int rc = ibv_modify_qp(qp, attr, mask);
-
-	if (rc)
-		errno = rc;
-	return rc;
-}
 
 static uint8_t pattern(size_t i)
 {
@@ -114,43 +107,6 @@ static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return n < 0 ? -1 : 0;
 }
 
-/* INIT, RTR and RTS towards `theirs`, with remote access `access` (ibv_rc_pingpong's way). */
-static int connect_qp(struct ibv_qp *qp, int gid_index, uint32_t psn, int access,
-		      const struct dest *theirs)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access,
-	};
-
-	if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = theirs->qpn;
-	attr.rq_psn = theirs->psn;
-	attr.max_dest_rd_atomic = 4;
-	attr.min_rnr_timer = 12;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.port_num = 1;
-	attr.ah_attr.grh.hop_limit = 64;
-	attr.ah_attr.grh.sgid_index = gid_index;
-	memcpy(attr.ah_attr.grh.dgid.raw, theirs->gid, 16);
-	if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.sq_psn = psn;
-	attr.max_rd_atomic = 4;
-	return modify(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
 
 static const char *opcode_name(enum ibv_wc_opcode op)
 {
@@ -163,16 +119,6 @@ static const char *opcode_name(enum ibv_wc_opcode op)
 	}
 }
 
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			return ibv_open_device(list[i]);
-	return NULL;
-}
 
 static int server(struct ibv_context *ctx, int gid_index, int fd)
 {
@@ -209,8 +155,8 @@ static int server(struct ibv_context *ctx, int gid_index, int fd)
 	mine.rkey = mr->rkey;
 	if (exchange(fd, &mine, &theirs))
 		return fail("exchanging addresses");
-	if (connect_qp(qp, gid_index, mine.psn, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL,
-		       &theirs))
+	if (connect_rc(qp, gid_index, theirs.gid, theirs.qpn, theirs.psn, mine.psn,
+		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL))
 		return fail("connecting the QP");
 	sge = (struct ibv_sge){ .addr = (uintptr_t)done, .length = sizeof(done),
 				.lkey = done_mr->lkey };
@@ -278,7 +224,7 @@ static int client(struct ibv_context *ctx, int gid_index, int fd)
 	memcpy(mine.gid, gid.raw, 16);
 	if (exchange(fd, &mine, &theirs))
 		return fail("exchanging addresses");
-	if (connect_qp(qp, gid_index, mine.psn, 0, &theirs))
+	if (connect_rc(qp, gid_index, theirs.gid, theirs.qpn, theirs.psn, mine.psn, 0))
 		return fail("connecting the QP");
 	if (recv(fd, &ready, 1, MSG_WAITALL) != 1)
 		return fail("waiting for the server");

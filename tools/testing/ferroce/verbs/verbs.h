@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the guest's verbs programs (ferroce_pmem, ferroce_chain, ferroce_objects) share:
+ * opening a device by name and taking an RC QP to RTS, ibv_rc_pingpong's way.
+ */
+#ifndef FERROCE_TEST_VERBS_H
+#define FERROCE_TEST_VERBS_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+/* The device named `name`, opened; NULL (errno set) if there is none. */
+static inline struct ibv_context *open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			return ibv_open_device(list[i]);
+	errno = ENODEV;
+	return NULL;
+}
+
+/*
+ * INIT, RTR and RTS towards QP `dest_qpn` at `dgid` (from our GID `gid_index`), with remote
+ * access `access`: path MTU 1024, 4 READs or atomics each way, 7 retries. 0, or the error of
+ * the transition that failed (also in errno).
+ */
+static inline int connect_rc(struct ibv_qp *qp, int gid_index, const uint8_t dgid[16],
+			     uint32_t dest_qpn, uint32_t dest_psn, uint32_t psn, int access)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access,
+	};
+	int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			       IBV_QP_ACCESS_FLAGS);
+
+	if (rc)
+		goto out;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = dest_qpn;
+	attr.rq_psn = dest_psn;
+	attr.max_dest_rd_atomic = 4;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.hop_limit = 64;
+	attr.ah_attr.grh.sgid_index = gid_index;
+	memcpy(attr.ah_attr.grh.dgid.raw, dgid, 16);
+	rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			   IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		goto out;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = psn;
+	attr.max_rd_atomic = 4;
+	rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+out:
+	if (rc)
+		errno = rc;
+	return rc;
+}
+
+#endif
