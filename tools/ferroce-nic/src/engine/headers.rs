@@ -166,6 +166,9 @@ pub struct Packet<'a> {
     pub bth: Bth,
     /// The opcode's table entry.
     pub info: &'static OpInfo,
+    /// XRCETH: the SRQ an XRC request names at its target (24 bits; the reserved byte is
+    /// ignored).
+    pub xrceth: Option<u32>,
     /// FETH.
     pub feth: Option<Feth>,
     /// RETH, if the opcode has one.
@@ -239,6 +242,8 @@ impl<'a> Packet<'a> {
             }
             present.then_some(start)
         };
+        let xrceth =
+            take(info.has(flag::XRCETH), opcode::XRCETH_LEN).map(|o| be32(bytes, o) & 0x00ff_ffff);
         let deth = take(info.has(flag::DETH), opcode::DETH_LEN).map(|o| Deth {
             qkey: be32(bytes, o),
             src_qpn: be32(bytes, o + 4) & 0x00ff_ffff,
@@ -275,6 +280,7 @@ impl<'a> Packet<'a> {
         Ok(Self {
             bth,
             info,
+            xrceth,
             feth,
             reth,
             aeth,
@@ -309,6 +315,8 @@ pub struct PacketBuilder {
     pub imm: Option<[u8; 4]>,
     /// IETH.
     pub ieth: Option<u32>,
+    /// XRCETH: the SRQ number an XRC request names.
+    pub xrc_srqn: Option<u32>,
 }
 
 impl PacketBuilder {
@@ -341,6 +349,9 @@ impl PacketBuilder {
         let pad = ((4 - payload.len() % 4) % 4) as u8;
         let bth = Bth { pad, ..self.bth };
         out.extend_from_slice(&bth.encode());
+        if has(flag::XRCETH) {
+            out.extend_from_slice(&(self.xrc_srqn.unwrap_or_default() & 0x00ff_ffff).to_be_bytes());
+        }
         if has(flag::DETH) {
             let d = self.deth.unwrap_or_default();
             out.extend_from_slice(&d.qkey.to_be_bytes());
@@ -405,6 +416,44 @@ mod tests {
             [0x04, 0xb0, 0xff, 0xff, 0x00, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]
         );
         assert_eq!(Bth::decode(&bytes), bth);
+    }
+
+    #[test]
+    fn an_xrc_request_carries_its_srq_number_right_after_the_bth() {
+        let mut b = PacketBuilder::new(op::XRC_WRITE_ONLY, 7, 100);
+        b.xrc_srqn = Some(0xab_cdef);
+        b.reth = Some(Reth {
+            va: 0x1000,
+            rkey: 0x55,
+            len: 3,
+        });
+        let mut out = Vec::new();
+        b.write(b"abc", &mut out);
+        assert_eq!(out.len(), b.transport_len(3));
+        assert_eq!(
+            out.len(),
+            12 + 4 + 16 + 4,
+            "BTH, XRCETH, RETH, payload and pad"
+        );
+        assert_eq!(out[12..16], [0x00, 0xab, 0xcd, 0xef], "the XRCETH");
+        assert_eq!(out[16..24], 0x1000u64.to_be_bytes(), "the RETH follows it");
+        // The reserved byte is ignored on receive.
+        out[12] = 0xff;
+        let p = Packet::parse(&out).expect("parse");
+        assert_eq!(
+            (p.xrceth, p.reth, p.payload),
+            (Some(0xab_cdef), b.reth, &b"abc"[..])
+        );
+        // An XRC response has none, and an RC request neither.
+        let mut ack = Vec::new();
+        PacketBuilder::new(op::XRC_ACKNOWLEDGE, 7, 100).write(&[], &mut ack);
+        assert_eq!(
+            Packet::parse(&ack).map(|p| (p.xrceth, ack.len())),
+            Ok((None, 16))
+        );
+        let mut rc = Vec::new();
+        PacketBuilder::new(op::RC_SEND_ONLY, 7, 100).write(b"x", &mut rc);
+        assert_eq!(Packet::parse(&rc).map(|p| p.xrceth), Ok(None));
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub mod flag {
     pub const FLUSH: u32 = 1 << 23;
     /// ATOMIC WRITE request (IBTA 1.5): an RETH and exactly 8 bytes of payload.
     pub const ATOMIC_WRITE: u32 = 1 << 24;
+    /// XRC extended transport header (4 bytes, right after the BTH): the SRQ a request names
+    /// at its target.
+    pub const XRCETH: u32 = 1 << 25;
+    /// Extended reliable connected.
+    pub const XRC: u32 = 1 << 26;
 }
 
 /// Sizes of the headers, in wire order after the BTH.
@@ -76,6 +81,8 @@ pub const DETH_LEN: usize = 8;
 pub const IETH_LEN: usize = 4;
 /// FETH length.
 pub const FETH_LEN: usize = 4;
+/// XRCETH length.
+pub const XRCETH_LEN: usize = 4;
 /// ICRC length.
 pub const ICRC_LEN: usize = 4;
 
@@ -159,6 +166,16 @@ pub mod op {
     pub const UD_SEND_ONLY: u8 = 0x64;
     /// UD SEND only with immediate.
     pub const UD_SEND_ONLY_IMM: u8 = 0x65;
+    /// XRC's opcodes are RC's in transport type 101 (IBA table 38): `rc | XRC`.
+    pub const XRC: u8 = 0xa0;
+    /// XRC SEND only.
+    pub const XRC_SEND_ONLY: u8 = XRC | RC_SEND_ONLY;
+    /// XRC RDMA WRITE only.
+    pub const XRC_WRITE_ONLY: u8 = XRC | RC_WRITE_ONLY;
+    /// XRC RDMA READ request.
+    pub const XRC_READ_REQUEST: u8 = XRC | RC_READ_REQUEST;
+    /// XRC acknowledge.
+    pub const XRC_ACKNOWLEDGE: u8 = XRC | RC_ACKNOWLEDGE;
 }
 
 /// What the table knows about one opcode.
@@ -180,6 +197,9 @@ impl OpInfo {
     pub const fn header_len(&self) -> usize {
         let f = self.flags;
         let mut len = BTH_LEN;
+        if f & flag::XRCETH != 0 {
+            len += XRCETH_LEN;
+        }
         if f & flag::DETH != 0 {
             len += DETH_LEN;
         }
@@ -214,7 +234,7 @@ const fn info(name: &'static str, flags: u32) -> Option<OpInfo> {
 
 use flag::*;
 
-/// The table, indexed by opcode. `None` marks opcodes this device does not implement (RD, XRC,
+/// The table, indexed by opcode. `None` marks opcodes this device does not implement (RD,
 /// CNP, reserved).
 pub static OPCODES: [Option<OpInfo>; 256] = {
     let mut t: [Option<OpInfo>; 256] = [None; 256];
@@ -298,8 +318,54 @@ pub static OPCODES: [Option<OpInfo>; 256] = {
         "UD_SEND_ONLY_WITH_IMMEDIATE",
         send | ONLY | RWR | COMP | DETH | IMMDT | UD,
     );
+    // XRC: every RC opcode in transport type 101, with RC's headers; a request also carries
+    // the XRCETH, first after the BTH (IBA 9.2, table 38; IBTA 1.5 for FLUSH and ATOMIC WRITE).
+    let mut rc = 0;
+    while rc < 0x20 {
+        if let Some(i) = t[rc] {
+            let xrceth = if i.flags & REQ != 0 { XRCETH } else { 0 };
+            t[rc | op::XRC as usize] = info(XRC_NAMES[rc], i.flags | XRC | xrceth);
+        }
+        rc += 1;
+    }
     t
 };
+
+/// The names of the XRC opcodes, indexed by their RC opcode ("" where RC has none).
+const XRC_NAMES: [&str; 0x20] = [
+    "XRC_SEND_FIRST",
+    "XRC_SEND_MIDDLE",
+    "XRC_SEND_LAST",
+    "XRC_SEND_LAST_WITH_IMMEDIATE",
+    "XRC_SEND_ONLY",
+    "XRC_SEND_ONLY_WITH_IMMEDIATE",
+    "XRC_RDMA_WRITE_FIRST",
+    "XRC_RDMA_WRITE_MIDDLE",
+    "XRC_RDMA_WRITE_LAST",
+    "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+    "XRC_RDMA_WRITE_ONLY",
+    "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+    "XRC_RDMA_READ_REQUEST",
+    "XRC_RDMA_READ_RESPONSE_FIRST",
+    "XRC_RDMA_READ_RESPONSE_MIDDLE",
+    "XRC_RDMA_READ_RESPONSE_LAST",
+    "XRC_RDMA_READ_RESPONSE_ONLY",
+    "XRC_ACKNOWLEDGE",
+    "XRC_ATOMIC_ACKNOWLEDGE",
+    "XRC_COMPARE_SWAP",
+    "XRC_FETCH_ADD",
+    "",
+    "XRC_SEND_LAST_WITH_INVALIDATE",
+    "XRC_SEND_ONLY_WITH_INVALIDATE",
+    "",
+    "",
+    "",
+    "",
+    "XRC_FLUSH",
+    "XRC_ATOMIC_WRITE",
+    "",
+    "",
+];
 
 /// The transport service an opcode belongs to (its top three bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,6 +376,9 @@ pub enum Transport {
     Uc,
     /// Unreliable datagram (also the GSI QP's).
     Ud,
+    /// Extended reliable connected: no QP of this device has it yet, so its frames are
+    /// dropped as meant for another QP type.
+    Xrc,
 }
 
 impl Transport {
@@ -328,6 +397,7 @@ impl Transport {
     pub const fn connected(self, rc: u8) -> u8 {
         match self {
             Transport::Uc => rc | 0x20,
+            Transport::Xrc => rc | op::XRC,
             Transport::Rc | Transport::Ud => rc,
         }
     }
@@ -338,6 +408,8 @@ impl OpInfo {
     pub const fn transport(&self) -> Transport {
         if self.flags & UD != 0 {
             Transport::Ud
+        } else if self.flags & XRC != 0 {
+            Transport::Xrc
         } else if self.flags & UC != 0 {
             Transport::Uc
         } else {
@@ -524,5 +596,40 @@ mod tests {
             lookup(op::UD_SEND_ONLY).map(OpInfo::transport),
             Some(Transport::Ud)
         );
+    }
+
+    #[test]
+    fn xrc_opcodes_are_rc_ones_in_transport_five_with_an_xrceth_on_requests() {
+        let mut seen = 0;
+        for rc in 0..0x20u8 {
+            let xrc = Transport::Xrc.connected(rc);
+            let (Some(r), Some(x)) = (lookup(rc), lookup(xrc)) else {
+                assert_eq!(lookup(rc), lookup(xrc), "{xrc:#x}: XRC has what RC has");
+                continue;
+            };
+            seen += 1;
+            assert_eq!(x.transport(), Transport::Xrc, "{xrc:#x}");
+            let xrceth = if r.has(flag::REQ) { flag::XRCETH } else { 0 };
+            assert_eq!(x.flags, r.flags | flag::XRC | xrceth, "{xrc:#x}");
+            let extra = if r.has(flag::REQ) { XRCETH_LEN } else { 0 };
+            assert_eq!(x.header_len(), r.header_len() + extra, "{xrc:#x}");
+            assert!(
+                x.name.starts_with("XRC_") && x.name[4..] == r.name[3..],
+                "{}",
+                x.name
+            );
+        }
+        // RC's 21 opcodes, the two with invalidate, FLUSH and ATOMIC WRITE.
+        assert_eq!(seen, 25);
+        let len = |opcode| lookup(opcode).map(|i| i.header_len());
+        assert_eq!(len(op::XRC_SEND_ONLY), Some(16));
+        assert_eq!(len(op::XRC_WRITE_ONLY), Some(32));
+        assert_eq!(len(op::XRC_READ_REQUEST), Some(32));
+        assert_eq!(
+            len(op::XRC_ACKNOWLEDGE),
+            Some(16),
+            "responses carry no XRCETH"
+        );
+        assert_eq!(len(0xb5), None, "reserved");
     }
 }
