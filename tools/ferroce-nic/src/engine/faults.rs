@@ -257,6 +257,11 @@ impl FaultInjector {
         }
     }
 
+    /// Whether a fault is configured for this injector's direction.
+    fn acts(&self) -> bool {
+        self.config.active() && self.config.applies(self.transmit)
+    }
+
     fn chance(&mut self, rate: f64) -> bool {
         // 53 random bits make a uniform f64 in [0, 1).
         rate > 0.0 && ((self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < rate
@@ -266,7 +271,7 @@ impl FaultInjector {
     /// the clock is read only when a fault may act or frames are held.
     pub fn pass(&mut self, frame: Vec<u8>, deliver: &mut dyn FnMut(Vec<u8>)) {
         self.refresh();
-        if !self.holding() && !(self.config.active() && self.config.applies(self.transmit)) {
+        if !self.holding() && !self.acts() {
             self.note(&frame, &[]);
             deliver(frame);
             return;
@@ -277,7 +282,7 @@ impl FaultInjector {
     /// Passes `frame` through the faults; frames to deliver now go to `deliver`.
     pub fn process(&mut self, frame: Vec<u8>, now: Instant, deliver: &mut dyn FnMut(Vec<u8>)) {
         self.refresh();
-        if !self.config.active() || !self.config.applies(self.transmit) {
+        if !self.acts() {
             self.note(&frame, &[]);
             deliver(frame);
             self.release(now, deliver);

@@ -43,8 +43,8 @@ int main(int argc, char **argv)
 	}
 	qps = strtol(argv[2], NULL, 0);
 	mib = strtol(argv[3], NULL, 0);
-	if (qps < 0 || mib < 0) {
-		fprintf(stderr, "objects: QPS and MIB count up from 0\n");
+	if (qps < 0 || mib < 0 || qps > 65536 || mib > 65536) {
+		fprintf(stderr, "objects: QPS and MIB from 0 to 65536\n");
 		return 2;
 	}
 	ctx = open_device(argv[1]);
