@@ -46,6 +46,7 @@ OPCODES = {
     23: "SEND_ONLY_INV", 0x64: "UD_SEND_ONLY", 0x65: "UD_SEND_ONLY_IMM",
 }
 # EQE types (ferroce-hw.rst, "Event queues").
+EVENT_COMPLETION = 0x01
 EVENT_NAMES = {
     0x01: "completion", 0x02: "command done", 0x10: "QP fatal", 0x11: "QP request error",
     0x12: "QP access error", 0x13: "last WQE reached", 0x14: "SQ drained", 0x15: "comm est",
@@ -338,15 +339,24 @@ def select(events: list[Event], qp: int | None, skip: int, wrs: int | None,
         cqes = [e for e in events if e.node == 0 and e.t >= last.t and e.kind == "cqe"
                 and e.fields.get("qpn") == qpn and e.fields.get("opcode", 0) < 0x80]
     hi = cqes[0].t if cqes else last.t
+    cqn = cqes[0].fields.get("cqn") if cqes else None
     # The interrupt and the consumer's re-arm that follow the last CQE belong to the picture:
-    # the EQE and interrupt within 2 ms, and after an interrupt the re-arm before A's next WQE
-    # (the consumer's wake-up under TCG can take milliseconds), 50 ms at most.
-    after = [e for e in events if e.t > hi and e.t <= hi + 2000 and e.node == 0
-             and e.kind in ("eqe", "irq", "cq_arm")]
-    if any(e.kind == "irq" for e in after) and not any(e.kind == "cq_arm" for e in after):
-        end = min([hi + 50_000] + [e.t for e in fetches if e.t > hi][:1])
-        after += [e for e in events if e.node == 0 and e.kind == "cq_arm" and hi < e.t < end][:1]
-    hi = max([hi] + [e.t for e in after[:3]])
+    # the completion EQE of its CQ within 2 ms (not another EQ's event, such as a command's),
+    # the interrupt that EQE raised, and the re-arm of the CQ before A's next WQE (the
+    # consumer's wake-up under TCG can take milliseconds), 50 ms at most.
+    def announces(e: Event) -> bool:
+        return (e.kind == "eqe" and e.fields.get("type") == EVENT_COMPLETION
+                and e.fields.get("data0") == cqn)
+    soon = [e for e in events if hi < e.t <= hi + 2000 and e.node == 0]
+    after = [e for e in soon if announces(e)][:1]
+    if after:
+        after += [e for e in soon if e.kind == "irq" and e.t >= after[0].t][:1]
+    arm_end = hi + 2000
+    if any(e.kind == "irq" for e in after):
+        arm_end = min([hi + 50_000] + [e.t for e in fetches if e.t > hi][:1])
+    after += [e for e in events if e.node == 0 and e.kind == "cq_arm" and hi < e.t <= arm_end
+              and e.fields.get("cqn") == cqn][:1]
+    hi = max([hi] + [e.t for e in after])
     return [e for e in events if lo <= e.t <= hi]
 
 

@@ -82,6 +82,31 @@ class NictraceTest(unittest.TestCase):
         self.assertEqual(nictrace.frame_label(frame(0, "tx", 5, opcode=17, syndrome=0x60)),
                          "sequence NAK PSN 5 QP 2, 122 B")
 
+    def test_the_window_ends_with_the_completion_event_of_the_cqe(self) -> None:
+        # After the CQE (2310): a command-done EQE on EQ 1 (CI run of adf7e52: it pulled the
+        # next receive CQE into a pingpong iteration), a's receive CQE, then the completion EQE
+        # of CQ 1, its interrupt and the re-arm.
+        more = [
+            {"ev": "cqe", "t_us": 2400, "cqn": 1, "index": 1, "qpn": 2, "wqe_index": 0,
+             "opcode": 128, "status": 0, "wr_id": 1},
+            {"ev": "eqe", "t_us": 2500, "eqn": 1, "index": 0, "type": 2, "data0": 0},
+        ]
+        with self.a.open("a") as f:
+            f.write("\n" + "\n".join(json.dumps(r) for r in more))
+        evs = nictrace.load_all([self.a, self.b])
+        self.assertEqual(nictrace.select(evs, None, 0, 1, None)[-1].t, 2310.0)
+        more = [
+            {"ev": "eqe", "t_us": 2600, "eqn": 2, "index": 0, "type": 1, "data0": 1},
+            {"ev": "irq", "t_us": 2601, "vector": 1, "outcome": "sent"},
+            {"ev": "cq_arm", "t_us": 2700, "cqn": 1, "solicited": False},
+        ]
+        with self.a.open("a") as f:
+            f.write("\n" + "\n".join(json.dumps(r) for r in more))
+        kinds = [e.kind for e in nictrace.select(nictrace.load_all([self.a, self.b]), None, 0, 1,
+                                                  None)]
+        self.assertEqual(kinds[-3:], ["eqe", "irq", "cq_arm"])
+        self.assertEqual(kinds.count("eqe"), 2)
+
     def test_a_missing_mark_is_refused(self) -> None:
         with self.assertRaises(SystemExit):
             nictrace.after_mark(nictrace.load_all([self.a]), "nope")
