@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! The requester's packets: a WQE's request packets (SEND, RDMA WRITE, READ request, atomics,
+//! ATOMIC WRITE, FLUSH) gathered from its buffers, datagrams, and the local operations
+//! (REG_MR, LOCAL_INV, BIND_MW) executed in their turn.
+
+use ferroce_hw::*;
+
+use super::super::headers::{AtomicEth, Deth, Feth, PacketBuilder, Reth};
+use super::super::opcode::{self, op, Position, Transport};
+use super::super::psn;
+use super::super::roce::{route_for, sge_pieces, Io, Payload, QpCtx, Resend, GSI_QKEY};
+use super::super::{EngineHost, SendWork};
+use super::{Kind, ReqWqe, ACK_REQ_EVERY};
+use crate::objects::ah_from_av;
+
+/// Gathers message bytes `[offset, offset + len)` of a WQE into `payload`; returns `len`.
+pub(super) fn gather(
+    host: &mut dyn EngineHost,
+    pd: u32,
+    w: &ReqWqe,
+    offset: u64,
+    len: usize,
+    payload: &mut Payload,
+) -> Option<usize> {
+    if w.work.ctrl.flags & WQE_FLAG_INLINE != 0 {
+        let start = usize::try_from(offset).ok()?;
+        return Some(payload.set(w.work.inline_data.get(start..start + len)?));
+    }
+    let buf = payload.room(len);
+    let mut at = 0;
+    for (lkey, addr, n) in sge_pieces(&w.work.sges, offset, len)? {
+        host.read_payload(pd, lkey, addr, &mut buf[at..at + n], 0)
+            .ok()?;
+        at += n;
+    }
+    Some(len)
+}
+
+/// Builds request packet `k` of WQE `w` (its PSN already assigned) and puts its payload in
+/// `payload`; returns the packet and the payload's length.
+pub(super) fn request_packet(
+    qp: &QpCtx,
+    host: &mut dyn EngineHost,
+    pd: u32,
+    w: &ReqWqe,
+    k: u32,
+    read_pieces: u32,
+    payload: &mut Payload,
+) -> Result<(PacketBuilder, usize), WcStatus> {
+    let ctrl = &w.work.ctrl;
+    let mtu = qp.mtu();
+    let dest = qp.attrs.dest_qpn;
+    let imm = matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM);
+    let inv = ctrl.opcode == WR_SEND_WITH_INV;
+    let pos = Position::of(k, w.npkts);
+    let last = matches!(pos, Position::Last | Position::Only);
+    let psn = psn::add(w.first_psn, k);
+    let reliable = qp.qp_type == QpType::Rc;
+    match w.kind {
+        Kind::Send | Kind::Write => {
+            let rc = if w.kind == Kind::Send {
+                opcode::rc_send(pos, imm, inv)
+            } else {
+                opcode::rc_write(pos, imm)
+            };
+            let opcode = Transport::of(qp.qp_type).connected(rc);
+            let mut b = PacketBuilder::new(opcode, dest, psn);
+            b.bth.ack_req = reliable && (last || (k + 1) % ACK_REQ_EVERY == 0);
+            b.bth.solicited = last && ctrl.flags & WQE_FLAG_SOLICITED != 0;
+            if imm && last {
+                b.imm = Some(ctrl.imm_or_inv.to_le_bytes());
+            }
+            if inv && last {
+                b.ieth = Some(ctrl.imm_or_inv);
+            }
+            if w.kind == Kind::Write && matches!(pos, Position::First | Position::Only) {
+                let seg = RdmaSeg::decode(&w.work.seg);
+                b.reth = Some(Reth {
+                    va: seg.remote_addr,
+                    rkey: seg.rkey,
+                    len: w.len as u32,
+                });
+            }
+            let offset = u64::from(k) * u64::from(mtu);
+            let len = (w.len - offset.min(w.len)).min(u64::from(mtu)) as usize;
+            let len = gather(host, pd, w, offset, len, payload).ok_or(WcStatus::LocProtErr)?;
+            Ok((b, len))
+        }
+        Kind::Read => {
+            let seg = RdmaSeg::decode(&w.work.seg);
+            let offset = (u64::from(w.resp_pkts) * u64::from(mtu)).min(w.len);
+            let mut b = PacketBuilder::new(
+                op::RC_READ_REQUEST,
+                dest,
+                psn::add(w.first_psn, w.resp_pkts),
+            );
+            b.bth.ack_req = true;
+            let piece = u64::from(read_pieces) * u64::from(mtu);
+            b.reth = Some(Reth {
+                va: seg.remote_addr.wrapping_add(offset),
+                rkey: seg.rkey,
+                len: (w.len - offset).min(piece) as u32,
+            });
+            Ok((b, 0))
+        }
+        Kind::Atomic => {
+            let seg = AtomicSeg::decode(&w.work.seg);
+            let cmp_swap = ctrl.opcode == WR_ATOMIC_CMP_SWAP;
+            let opcode = if cmp_swap {
+                op::RC_COMPARE_SWAP
+            } else {
+                op::RC_FETCH_ADD
+            };
+            let mut b = PacketBuilder::new(opcode, dest, w.first_psn);
+            b.bth.ack_req = true;
+            b.atomic = Some(AtomicEth {
+                va: seg.remote_addr,
+                rkey: seg.rkey,
+                swap_add: if cmp_swap { seg.swap } else { seg.compare_add },
+                compare: seg.compare_add,
+            });
+            Ok((b, 0))
+        }
+        Kind::AtomicWrite => {
+            let seg = AtomicWriteSeg::decode(&w.work.seg);
+            let mut b = PacketBuilder::new(op::RC_ATOMIC_WRITE, dest, w.first_psn);
+            b.bth.ack_req = true;
+            b.reth = Some(Reth {
+                va: seg.remote_addr,
+                rkey: seg.rkey,
+                len: 8,
+            });
+            Ok((b, payload.set(&seg.value)))
+        }
+        Kind::Flush => {
+            let seg = FlushSeg::decode(&w.work.seg);
+            let mut b = PacketBuilder::new(op::RC_FLUSH, dest, w.first_psn);
+            b.bth.ack_req = true;
+            b.feth = Some(Feth {
+                placement: seg.placement,
+                level: seg.level,
+            });
+            b.reth = Some(Reth {
+                va: seg.remote_addr,
+                rkey: seg.rkey,
+                len: if seg.level == FLUSH_MR {
+                    0
+                } else {
+                    seg.length as u32
+                },
+            });
+            Ok((b, 0))
+        }
+        Kind::Local | Kind::Datagram => Err(WcStatus::LocQpOpErr),
+    }
+}
+
+/// Executes a REG_MR, LOCAL_INV or BIND_MW work request of QP `qpn`.
+pub(super) fn local_operation(
+    host: &mut dyn EngineHost,
+    pd: u32,
+    qpn: u32,
+    work: &SendWork,
+) -> WcStatus {
+    let (result, failed) = match work.ctrl.opcode {
+        WR_REG_MR => (
+            host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
+            WcStatus::LocProtErr,
+        ),
+        WR_BIND_MW => (
+            host.bind_mw(pd, qpn, &BindMwSeg::decode(&work.seg)),
+            WcStatus::MwBindErr,
+        ),
+        _ => (
+            host.invalidate(pd, qpn, work.ctrl.imm_or_inv),
+            WcStatus::LocProtErr,
+        ),
+    };
+    if result.is_ok() {
+        WcStatus::Success
+    } else {
+        failed
+    }
+}
+
+/// Sends a UD / GSI datagram; returns the completion status.
+pub(super) fn send_datagram(
+    qp: &mut QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    pd: u32,
+    i: usize,
+) -> WcStatus {
+    let Some(w) = qp.req.wqes.get(i) else {
+        return WcStatus::LocQpOpErr;
+    };
+    // The destination: an AH handle, or (WQE_FLAG_AV) the address vector itself, checked as
+    // CMD_CREATE_AH checks an AH. Either failing completes the WQE with the same error.
+    let (ah, remote_qpn, remote_qkey) = if w.work.ctrl.flags & WQE_FLAG_AV != 0 {
+        let av = UdAvSeg::decode(&w.work.seg);
+        let Ok(ah) = ah_from_av(pd, &av) else {
+            return WcStatus::LocQpOpErr;
+        };
+        (ah, av.remote_qpn, av.remote_qkey)
+    } else {
+        let seg = UdSeg::decode(&w.work.seg);
+        let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
+            return WcStatus::LocQpOpErr;
+        };
+        (ah, seg.remote_qpn, seg.remote_qkey)
+    };
+    let flow_label = if ah.flow_label != 0 {
+        ah.flow_label
+    } else {
+        super::super::frame::flow_label_for(qp.qpn, remote_qpn)
+    };
+    let Some(route) = route_for(
+        host,
+        ah.sgid_index,
+        ah.dgid,
+        ah.dmac,
+        ah.traffic_class,
+        ah.hop_limit,
+        flow_label,
+    ) else {
+        return WcStatus::LocQpOpErr;
+    };
+    // A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5); QP1's own is the
+    // well-known 0x80010000. ib_mad sends every MAD with IB_QP_SET_QKEY (0x80000000).
+    let qkey = match (remote_qkey & 0x8000_0000 != 0, qp.qp_type) {
+        (true, QpType::Gsi) => GSI_QKEY,
+        (true, _) => qp.attrs.qkey,
+        (false, _) => remote_qkey,
+    };
+    let imm = w.work.ctrl.opcode == WR_SEND_WITH_IMM;
+    let opcode = if imm {
+        op::UD_SEND_ONLY_IMM
+    } else {
+        op::UD_SEND_ONLY
+    };
+    let mut b = PacketBuilder::new(opcode, remote_qpn & 0x00ff_ffff, qp.req.next_psn);
+    b.bth.solicited = w.work.ctrl.flags & WQE_FLAG_SOLICITED != 0;
+    b.deth = Some(Deth {
+        qkey: if qp.qp_type == QpType::Gsi && qkey == 0 {
+            GSI_QKEY
+        } else {
+            qkey
+        },
+        src_qpn: qp.qpn,
+    });
+    if imm {
+        b.imm = Some(w.work.ctrl.imm_or_inv.to_le_bytes());
+    }
+    let Some(len) = gather(host, pd, w, 0, w.len as usize, &mut io.payload) else {
+        return WcStatus::LocProtErr;
+    };
+    qp.req.next_psn = psn::add(qp.req.next_psn, 1);
+    io.send_payload(host, &route, &b, len, Resend::No);
+    host.wqe_on_wire(qp.qpn, w.work.index);
+    WcStatus::Success
+}
