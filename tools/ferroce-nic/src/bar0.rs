@@ -50,6 +50,7 @@ impl DeviceCore {
                     | CAP_ATOMIC_WRITE
                     | CAP_FLUSH
                     | if config.db_record { CAP_DB_RECORD } else { 0 }
+                    | if config.xrc { CAP_XRC } else { 0 }
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::mcast::McastError;
 use crate::objects::{
     check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer,
-    Srq,
+    Srq, XrcSrq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -374,7 +374,33 @@ impl Device {
     }
 
     fn create_srq(&mut self, cmd: &CreateSrqCmd) -> Result<CreateSrqReply, CmdError> {
-        reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 34)?;
+        reserved_zero(cmd.rsvd0.into(), 35)?;
+        reserved_zero(cmd.rsvd1.into(), 44)?;
+        let srq_type =
+            SrqType::from_raw(cmd.srq_type).ok_or(CmdError::field(STATUS_BAD_PARAM, 34))?;
+        let xrc = match srq_type {
+            SrqType::Basic => {
+                reserved_zero(cmd.xrcd.into(), 36)?;
+                reserved_zero(cmd.cqn.into(), 40)?;
+                None
+            }
+            SrqType::Xrc if !self.core.config().xrc => {
+                return Err(CmdError::field(STATUS_NOT_SUPPORTED, 34));
+            }
+            SrqType::Xrc => {
+                if cmd.xrcd == 0 {
+                    return Err(CmdError::field(STATUS_BAD_PARAM, 36));
+                }
+                let cq = self.core.objects().cqs().get(cmd.cqn);
+                if cq.is_none_or(|cq| cq.error) {
+                    return Err(CmdError::field(STATUS_BAD_RESOURCE, 40));
+                }
+                Some(XrcSrq {
+                    xrcd: cmd.xrcd,
+                    cqn: cmd.cqn,
+                })
+            }
+        };
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 16));
         }
@@ -403,17 +429,21 @@ impl Device {
             pd: cmd.pd,
             limit: cmd.limit,
             ci: 0,
+            xrc,
             users: 0,
             queued: false,
         };
-        Ok(CreateSrqReply {
-            srqn: self
-                .core
-                .objects_mut()
-                .srqs_mut()
-                .insert(srq)
-                .ok_or(CmdError::new(STATUS_NO_RESOURCES))?,
-        })
+        let srqn = self
+            .core
+            .objects_mut()
+            .srqs_mut()
+            .insert(srq)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        // An XRC SRQ's CQ takes its completions: it cannot go while the SRQ is there.
+        if let Some(cq) = xrc.and_then(|x| self.core.objects_mut().cqs_mut().get_mut(x.cqn)) {
+            cq.users += 1;
+        }
+        Ok(CreateSrqReply { srqn })
     }
 
     fn destroy_srq(&mut self, cmd: &DestroySrqCmd) -> Result<(), CmdError> {
@@ -427,7 +457,19 @@ impl Device {
         if srq.users > 0 {
             return Err(CmdError::new(STATUS_BUSY));
         }
-        self.core.objects_mut().srqs_mut().remove(cmd.srqn);
+        if let Some(xrc) = self
+            .core
+            .objects_mut()
+            .srqs_mut()
+            .remove(cmd.srqn)
+            .and_then(|s| s.xrc)
+        {
+            if let Some(cq) = self.core.objects_mut().cqs_mut().get_mut(xrc.cqn) {
+                cq.users = cq.users.saturating_sub(1);
+            }
+            // A message being received into it ends there: its next packet finds no SRQ.
+            self.engine.srq_destroyed(cmd.srqn);
+        }
         self.core
             .objects_mut()
             .unmap_qids_of(QID_KIND_SRQ, cmd.srqn);
@@ -619,7 +661,11 @@ impl Device {
         }
         reserved_bytes_zero(&cmd.rsvd, 13)?;
         let exists = match cmd.kind {
-            QID_KIND_QP => self.core.objects().qps().get(cmd.global).is_some(),
+            QID_KIND_QP => match self.core.objects().qps().get(cmd.global) {
+                // An XRC_TGT QP has no queue to ring.
+                Some(qp) if qp.sq.is_none() => return Err(CmdError::field(STATUS_BAD_PARAM, 8)),
+                qp => qp.is_some(),
+            },
             QID_KIND_SRQ => self.core.objects().srqs().get(cmd.global).is_some(),
             QID_KIND_CQ => self.core.objects().cqs().get(cmd.global).is_some(),
             _ => return Err(CmdError::field(STATUS_BAD_PARAM, 12)),

@@ -86,7 +86,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
         .map(|(n, qp)| {
             json!({"qpn": n, "type": u8::from(qp.qp_type), "state": u8::from(qp.state), "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
                    "srqn": if qp.srqn == NONE { Value::Null } else { Value::from(qp.srqn) },
-                   "sq": {"pi": qp.sq.pi, "fetch": qp.sq.fetch, "ci": qp.sq.ci}, "inflight": qp.inflight.len(),
+                   "sq": qp.sq.as_ref().map(|sq| json!({"pi": sq.pi, "fetch": sq.fetch, "ci": sq.ci})), "xrcd": qp.xrcd, "inflight": qp.inflight.len(),
                    "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.av.sgid_index})
         })
         .collect();

@@ -55,6 +55,8 @@ pub struct DeviceConfig {
     pub qid_table_len: u32,
     /// Offer `CAP_DB_RECORD`: QPs whose doorbell records the device polls.
     pub db_record: bool,
+    /// Offer `CAP_XRC`: XRC QPs and SRQs.
+    pub xrc: bool,
     /// Polling records: µs of polling without sleep after activity
     /// ([`PollWindow`](crate::records::PollWindow)).
     pub poll_spin_us: u32,
@@ -127,6 +129,7 @@ impl Default for DeviceConfig {
             cmd_timeout_ms: 2000,
             qid_table_len: QID_TABLE_LEN as u32,
             db_record: true,
+            xrc: true,
             poll_spin_us: crate::records::PollWindow::SPIN.as_micros() as u32,
             qpn_lowest_free: false,
             max_translation_entries: crate::objects::MAX_TRANSLATION_ENTRIES,

@@ -159,14 +159,17 @@ impl DeviceCore {
         let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
             return false;
         };
-        let ring = qp.sq.buf.ring;
-        if !ring.advance_valid(qp.sq.pi, index, qp.sq.ci) {
+        // An XRC_TGT QP has no send queue to ring.
+        let Some(sq) = qp.sq.as_mut() else {
+            return false;
+        };
+        if !sq.buf.ring.advance_valid(sq.pi, index, sq.ci) {
             return false;
         }
-        if let Some(since) = since.filter(|_| index != qp.sq.pi) {
-            qp.rang.rang(qp.sq.pi, noticed, since);
+        if let Some(since) = since.filter(|_| index != sq.pi) {
+            qp.rang.rang(sq.pi, noticed, since);
         }
-        qp.sq.pi = index;
+        sq.pi = index;
         if let Some(bytes) = pushed {
             if qp.pushed.len() < MAX_PUSHED_PER_QP {
                 qp.pushed.push_back(PushedWqe {

@@ -161,7 +161,14 @@ pub trait EngineHost {
     ) -> Result<(), HostError>;
     /// Takes the next receive WQE of `qpn` (its RQ or SRQ); `None` if there is none (RNR).
     fn take_recv(&mut self, qpn: u32) -> Result<Option<RecvWork>, HostError>;
-    /// Writes a receive CQE for `work` on `qpn`'s receive CQ.
+    /// The protection domain of XRC SRQ `srqn`, if a request that XRC_TGT QP `qpn` received
+    /// may name it: it exists, is an XRC SRQ, and belongs to the QP's XRC domain.
+    fn xrc_target(&self, qpn: u32, srqn: u32) -> Option<u32>;
+    /// Takes the next receive WQE of XRC SRQ `srqn` for a request XRC_TGT QP `qpn` received
+    /// (checked as [`xrc_target`](Self::xrc_target) does); `None` if there is none (RNR).
+    fn take_xrc_recv(&mut self, qpn: u32, srqn: u32) -> Result<Option<RecvWork>, HostError>;
+    /// Writes a receive CQE for `work` on `qpn`'s receive CQ (an XRC SRQ's WQE: on the SRQ's
+    /// CQ, with `CQE_FLAG_XRC` and its number).
     fn complete_recv(
         &mut self,
         qpn: u32,
@@ -230,6 +237,8 @@ pub trait Engine: Send {
     fn qp_modified(&mut self, _qpn: u32, _state: QpState, _attrs: &QpAttrs) {}
     /// A QP was destroyed or reset: forget its transport state.
     fn qp_destroyed(&mut self, _qpn: u32) {}
+    /// An XRC SRQ was destroyed: a message being received into it is abandoned.
+    fn srq_destroyed(&mut self, _srqn: u32) {}
     /// New send work, in ring order.
     fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork);
     /// New receive WQEs were posted to `qpn`'s RQ (or its SRQ): retry RNR-waiting receives.

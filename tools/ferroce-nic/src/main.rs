@@ -92,6 +92,9 @@ struct ServeArgs {
     /// doorbell writes.
     #[arg(long)]
     no_db_record: bool,
+    /// Do not offer XRC (`CAP_XRC`): XRC QPs and SRQs are refused.
+    #[arg(long)]
+    no_xrc: bool,
     /// Polling doorbell records: after activity, poll without sleeping for this long (µs),
     /// then sleep until a doorbell.
     #[arg(long, default_value_t = ferroce_nic::records::PollWindow::SPIN.as_micros() as u32, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
@@ -248,6 +251,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cmd_timeout_ms: args.cmd_timeout_ms,
         qid_table_len: args.qid_table_len,
         db_record: !args.no_db_record,
+        xrc: !args.no_xrc,
         poll_spin_us: args.poll_spin_us,
         qpn_lowest_free: args.qpn_lowest_free,
         ..DeviceConfig::default()

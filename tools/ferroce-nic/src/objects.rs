@@ -345,7 +345,7 @@ impl Objects {
             .chain(self.cqs.iter().map(|(_, cq)| cq.buf.map.page_entries()))
             .chain(self.srqs.iter().map(|(_, srq)| srq.buf.map.page_entries()))
             .chain(self.qps.iter().map(|(_, qp)| {
-                qp.sq.buf.map.page_entries()
+                qp.sq.as_ref().map_or(0, |sq| sq.buf.map.page_entries())
                     + qp.rq.as_ref().map_or(0, |rq| rq.buf.map.page_entries())
             }));
         let mrs = self
@@ -658,8 +658,10 @@ pub struct Qp {
     pub qp_type: QpType,
     /// State.
     pub state: QpState,
-    /// PD tag.
+    /// PD tag (0 for XRC_TGT: each request's SRQ has its PD).
     pub pd: u32,
+    /// XRC_TGT: its XRC domain; 0 otherwise.
+    pub xrcd: u32,
     /// Send CQ.
     pub sq_cqn: u32,
     /// Receive CQ.
@@ -670,8 +672,8 @@ pub struct Qp {
     pub flags: u8,
     /// Doorbell record.
     pub dbrec_addr: u64,
-    /// Send queue.
-    pub sq: WorkQueue,
+    /// Send queue (absent on XRC_TGT).
+    pub sq: Option<WorkQueue>,
     /// Receive queue (absent with an SRQ).
     pub rq: Option<WorkQueue>,
     /// Attributes as last modified.
@@ -688,6 +690,15 @@ pub struct Qp {
     pub queued: bool,
 }
 
+/// What makes an SRQ an XRC SRQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XrcSrq {
+    /// The XRC domain whose XRC_TGT QPs deliver into it.
+    pub xrcd: u32,
+    /// The CQ of its receive completions.
+    pub cqn: u32,
+}
+
 /// Shared receive queue.
 pub struct Srq {
     /// The ring.
@@ -700,6 +711,8 @@ pub struct Srq {
     pub limit: u32,
     /// Next WQE to hand out.
     pub ci: u16,
+    /// An XRC SRQ's domain and CQ; `None` for a basic SRQ.
+    pub xrc: Option<XrcSrq>,
     /// QPs using this SRQ.
     pub users: u32,
     /// Queued for the device thread.

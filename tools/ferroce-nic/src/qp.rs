@@ -45,10 +45,33 @@ impl DeviceCore {
         if cmd.rsvd != 0 {
             return Err(CmdError::field(STATUS_BAD_PARAM, 62));
         }
+        if cmd.rsvd2 != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 68));
+        }
+        if qp_type.is_xrc() && !self.config().xrc {
+            return Err(CmdError::field(STATUS_NOT_SUPPORTED, 56));
+        }
+        if qp_type == QpType::XrcTgt {
+            return self.create_xrc_tgt(cmd);
+        }
+        if cmd.xrcd != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 64));
+        }
         if !self.cq_usable(cmd.sq_cqn) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 44));
         }
-        if !self.cq_usable(cmd.rq_cqn) {
+        if !qp_type.has_rq() {
+            // XRC_INI: no receive side at all.
+            if cmd.rq != BufDesc::default() || cmd.rq_log_size != 0 || cmd.rq_log_stride != 0 {
+                return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+            }
+            if cmd.rq_cqn != NONE {
+                return Err(CmdError::field(STATUS_BAD_PARAM, 48));
+            }
+            if cmd.srqn != NONE {
+                return Err(CmdError::field(STATUS_BAD_PARAM, 52));
+            }
+        } else if !self.cq_usable(cmd.rq_cqn) {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
         }
         let has_srq = cmd.srqn != NONE;
@@ -75,7 +98,7 @@ impl DeviceCore {
             u32::from(cmd.sq_log_size),
             1 << cmd.sq_log_stride,
         )?;
-        let rq = if has_srq {
+        let rq = if has_srq || !qp_type.has_rq() {
             None
         } else {
             if !stride_ok(cmd.rq_log_stride) {
@@ -107,17 +130,18 @@ impl DeviceCore {
             qp_type,
             state: QpState::Reset,
             pd: cmd.pd,
+            xrcd: 0,
             sq_cqn: cmd.sq_cqn,
             rq_cqn: cmd.rq_cqn,
             srqn: cmd.srqn,
             flags: cmd.flags,
             dbrec_addr: cmd.dbrec_addr,
-            sq: WorkQueue {
+            sq: Some(WorkQueue {
                 buf: sq_buf,
                 pi: 0,
                 fetch: 0,
                 ci: 0,
-            },
+            }),
             rq,
             attrs: QpAttrs::initial(),
             inflight: VecDeque::new(),
@@ -151,6 +175,58 @@ impl DeviceCore {
             }
         }
         Ok(qpn)
+    }
+
+    /// Creates an XRC_TGT QP in RESET: only its type and XRC domain; no rings, doorbell record,
+    /// PD, CQs or SRQ of its own (each request it receives names an SRQ of the domain).
+    fn create_xrc_tgt(&mut self, cmd: &CreateQpCmd) -> Result<u32, CmdError> {
+        let bad = |offset: usize| Err(CmdError::field(STATUS_BAD_PARAM, offset));
+        if cmd.sq != BufDesc::default() || cmd.sq_log_size != 0 || cmd.sq_log_stride != 0 {
+            return bad(0);
+        }
+        if cmd.rq != BufDesc::default() || cmd.rq_log_size != 0 || cmd.rq_log_stride != 0 {
+            return bad(16);
+        }
+        if cmd.dbrec_addr != 0 {
+            return bad(32);
+        }
+        if cmd.pd != 0 {
+            return bad(40);
+        }
+        for (cqn, offset) in [(cmd.sq_cqn, 44), (cmd.rq_cqn, 48), (cmd.srqn, 52)] {
+            if cqn != NONE {
+                return bad(offset);
+            }
+        }
+        if cmd.flags != 0 {
+            return bad(61);
+        }
+        if cmd.xrcd == 0 {
+            return bad(64);
+        }
+        let qp = Qp {
+            qp_type: QpType::XrcTgt,
+            state: QpState::Reset,
+            pd: 0,
+            xrcd: cmd.xrcd,
+            sq_cqn: NONE,
+            rq_cqn: NONE,
+            srqn: NONE,
+            flags: 0,
+            dbrec_addr: 0,
+            sq: None,
+            rq: None,
+            attrs: QpAttrs::initial(),
+            inflight: VecDeque::new(),
+            pushed: VecDeque::new(),
+            rang: Default::default(),
+            rq_notified: false,
+            queued: false,
+        };
+        self.objects_mut()
+            .qps_mut()
+            .insert(qp)
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))
     }
 
     /// Removes a QP and every reference to it (CQ/SRQ users, QID entries, queued work).
@@ -277,16 +353,10 @@ impl DeviceCore {
         qp.state = new_state;
         match new_state {
             QpState::Reset => {
-                qp.sq.pi = 0;
-                qp.sq.fetch = 0;
-                qp.sq.ci = 0;
-                if let Some(rq) = qp.rq.as_mut() {
-                    *rq = WorkQueue {
-                        buf: rq.buf.clone(),
-                        pi: 0,
-                        fetch: 0,
-                        ci: 0,
-                    };
+                for wq in [qp.sq.as_mut(), qp.rq.as_mut()].into_iter().flatten() {
+                    wq.pi = 0;
+                    wq.fetch = 0;
+                    wq.ci = 0;
                 }
                 qp.inflight.clear();
                 qp.pushed.clear();
@@ -332,9 +402,13 @@ impl DeviceCore {
         let inflight: Vec<InflightSend> = qp.inflight.drain(..).collect();
         qp.pushed.clear();
         qp.rang = Default::default();
-        let (sq_buf, fetch, pi, sq_cqn) = (qp.sq.buf.clone(), qp.sq.fetch, qp.sq.pi, qp.sq_cqn);
-        qp.sq.fetch = pi;
-        qp.sq.ci = pi;
+        let sq_cqn = qp.sq_cqn;
+        let Some(sq) = qp.sq.as_mut() else {
+            return; // XRC_TGT: nothing of its own to flush.
+        };
+        let (sq_buf, fetch, pi) = (sq.buf.clone(), sq.fetch, sq.pi);
+        sq.fetch = pi;
+        sq.ci = pi;
         let mut flushed: Vec<(u16, u64, u8)> = inflight
             .iter()
             .map(|w| (w.index, w.wr_id, w.opcode))
@@ -417,11 +491,12 @@ impl DeviceCore {
     /// the QP went to ERR).
     fn fetch_send_wqe(&mut self, qpn: u32) -> Option<SendWork> {
         let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
-        if qp.sq.fetch == qp.sq.pi || qp.inflight.len() >= MAX_HELD_SENDS {
+        let sq = qp.sq.as_ref()?;
+        if sq.fetch == sq.pi || qp.inflight.len() >= MAX_HELD_SENDS {
             return None;
         }
-        let index = qp.sq.fetch;
-        let stride = qp.sq.buf.stride as usize;
+        let (index, buf) = (sq.fetch, sq.buf.clone());
+        let stride = buf.stride as usize;
         // Pushes for WQEs before the fetch point are stale (the QP was flushed or reset).
         while qp.pushed.front().is_some_and(|p| {
             let behind = index.wrapping_sub(p.index);
@@ -433,11 +508,7 @@ impl DeviceCore {
             Some(p) if p.index == index => qp.pushed.pop_front().map(|p| p.bytes),
             _ => None,
         };
-        let (qp_type, buf, ah_handles) = (
-            qp.qp_type,
-            qp.sq.buf.clone(),
-            qp.flags & QP_FLAG_AH_HANDLES != 0,
-        );
+        let (qp_type, ah_handles) = (qp.qp_type, qp.flags & QP_FLAG_AH_HANDLES != 0);
         let (bytes, was_pushed) = match pushed {
             Some(mut bytes) => {
                 bytes.truncate(stride);
@@ -493,7 +564,7 @@ impl DeviceCore {
             opcode: ctrl.opcode,
             signaled,
         });
-        qp.sq.fetch = index.wrapping_add(1);
+        qp.sq.as_mut()?.fetch = index.wrapping_add(1);
         Some(SendWork {
             qpn,
             qp_type,

@@ -150,7 +150,11 @@ impl DeviceCore {
             self.records.unwatch(qpn);
             return false;
         };
-        let (addr, sq_pi) = (qp.dbrec_addr, qp.sq.pi);
+        let Some(sq_pi) = qp.sq.as_ref().map(|sq| sq.pi) else {
+            self.records.unwatch(qpn);
+            return false;
+        };
+        let addr = qp.dbrec_addr;
         let mut bytes = [0u8; QpDbRecord::SIZE];
         // Not traced or counted as `dbrec_reads`: a poll happens whether or not anything was
         // posted. A record that cannot be read is a DMA error, counted by the memory.

@@ -136,7 +136,7 @@ const MAX_CMD_TIMEOUT_MS: u32 = 60_000;
 const MAX_OBJECTS: u32 = 1 << 24;
 
 /// Names of the `hw::CAP_*` bits.
-const CAP_NAMES: [(u32, &str); 19] = [
+const CAP_NAMES: [(u32, &str); 20] = [
     (hw::CAP_ROCE_V1, "roce_v1"),
     (hw::CAP_ROCE_V2, "roce_v2"),
     (hw::CAP_RC, "rc"),
@@ -156,6 +156,7 @@ const CAP_NAMES: [(u32, &str); 19] = [
     (hw::CAP_DB_RECORD, "db_record"),
     (hw::CAP_ATOMIC_WRITE, "atomic_write"),
     (hw::CAP_FLUSH, "flush"),
+    (hw::CAP_XRC, "xrc"),
 ];
 
 /// Capability bits, printed by name.

@@ -220,14 +220,16 @@ pub(crate) fn write_recv_wqe(
     Ok(hw::Posted::recv(wr.wr_id(), sges))
 }
 
-/// Whether a QPN the device returned can be right: GSI is QP 1, RC, UC and UD QPs are
-/// numbered from `FIRST_QPN` within 24 bits.
+/// Whether a QPN the device returned can be right: GSI is QP 1, every other QP is numbered
+/// from `FIRST_QPN` within 24 bits.
 fn qpn_plausible(qp_type: hw::QpType, qpn: u32) -> bool {
     match qp_type {
         hw::QpType::Gsi => qpn == hw::GSI_QPN,
-        hw::QpType::Rc | hw::QpType::Uc | hw::QpType::Ud => {
-            (hw::FIRST_QPN..=hw::QPN_MASK).contains(&qpn)
-        }
+        hw::QpType::Rc
+        | hw::QpType::Uc
+        | hw::QpType::Ud
+        | hw::QpType::XrcIni
+        | hw::QpType::XrcTgt => (hw::FIRST_QPN..=hw::QPN_MASK).contains(&qpn),
     }
 }
 
@@ -332,6 +334,8 @@ impl QpKind {
                 0
             },
             rsvd: 0,
+            xrcd: 0,
+            rsvd2: 0,
         })
     }
 }

@@ -11,7 +11,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::headers::{syndrome, Packet};
-use super::opcode::{flag, op};
+use super::opcode::{self, flag, op};
 use super::psn;
 use super::requester::{fail, Kind};
 use super::roce::{sge_pieces, Io, QpCtx};
@@ -294,7 +294,10 @@ fn write_or_flush_answer(
     let ack = pkt
         .aeth
         .is_some_and(|a| syndrome::kind(a.syndrome) == syndrome::KIND_ACK);
-    if pkt.bth.opcode != op::RC_READ_RESPONSE_ONLY || !pkt.payload.is_empty() || !ack {
+    if opcode::rc_equivalent(pkt.bth.opcode) != op::RC_READ_RESPONSE_ONLY
+        || !pkt.payload.is_empty()
+        || !ack
+    {
         return out_of_window(qp, io, host, pkt, "not an ATOMIC WRITE or FLUSH answer");
     }
     let at = pkt.bth.psn;
@@ -330,7 +333,7 @@ pub fn receive_response(
     if !psn::before(at, qp.req.high_psn) {
         return out_of_window(qp, io, host, pkt, "response beyond the last PSN sent");
     }
-    match pkt.bth.opcode {
+    match opcode::rc_equivalent(pkt.bth.opcode) {
         op::RC_ACKNOWLEDGE => {
             let syn = pkt.aeth.map_or(syndrome::ACK, |a| a.syndrome);
             let ack = syndrome::kind(syn) == syndrome::KIND_ACK;

@@ -376,8 +376,7 @@ pub enum Transport {
     Uc,
     /// Unreliable datagram (also the GSI QP's).
     Ud,
-    /// Extended reliable connected: no QP of this device has it yet, so its frames are
-    /// dropped as meant for another QP type.
+    /// Extended reliable connected (XRC_INI sends requests, XRC_TGT answers them).
     Xrc,
 }
 
@@ -389,12 +388,13 @@ impl Transport {
             QpType::Rc => Transport::Rc,
             QpType::Uc => Transport::Uc,
             QpType::Ud | QpType::Gsi => Transport::Ud,
+            QpType::XrcIni | QpType::XrcTgt => Transport::Xrc,
         }
     }
 
-    /// The opcode of this transport for RC SEND or RDMA WRITE opcode `rc` (UC numbers them
-    /// as RC does, in transport type 001).
-    pub const fn connected(self, rc: u8) -> u8 {
+    /// The opcode of this transport for RC opcode `rc` (UC numbers its SEND and RDMA WRITE
+    /// opcodes as RC does, in transport type 001; XRC all of them, in type 101).
+    pub const fn opcode(self, rc: u8) -> u8 {
         match self {
             Transport::Uc => rc | 0x20,
             Transport::Xrc => rc | op::XRC,
@@ -472,6 +472,12 @@ pub const fn rc_write(pos: Position, imm: bool) -> u8 {
         Position::Only if imm => op::RC_WRITE_ONLY_IMM,
         Position::Only => op::RC_WRITE_ONLY,
     }
+}
+
+/// The RC opcode an opcode of any connected transport stands for (UC's and XRC's number
+/// theirs as RC does, in the low five bits).
+pub const fn rc_equivalent(opcode: u8) -> u8 {
+    opcode & 0x1f
 }
 
 /// The READ response opcode for a packet position.
@@ -585,7 +591,7 @@ mod tests {
     #[test]
     fn uc_opcodes_are_rc_ones_in_transport_one() {
         for rc in op::RC_SEND_FIRST..=op::RC_WRITE_ONLY_IMM {
-            let uc = Transport::Uc.connected(rc);
+            let uc = Transport::Uc.opcode(rc);
             let (r, u) = (lookup(rc).expect("RC"), lookup(uc).expect("UC"));
             assert_eq!(u.transport(), Transport::Uc, "{uc:#x}");
             assert_eq!(r.transport(), Transport::Rc, "{rc:#x}");
@@ -602,7 +608,7 @@ mod tests {
     fn xrc_opcodes_are_rc_ones_in_transport_five_with_an_xrceth_on_requests() {
         let mut seen = 0;
         for rc in 0..0x20u8 {
-            let xrc = Transport::Xrc.connected(rc);
+            let xrc = Transport::Xrc.opcode(rc);
             let (Some(r), Some(x)) = (lookup(rc), lookup(xrc)) else {
                 assert_eq!(lookup(rc), lookup(xrc), "{xrc:#x}: XRC has what RC has");
                 continue;

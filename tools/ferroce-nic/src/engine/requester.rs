@@ -377,7 +377,7 @@ fn kind_of(opcode: u8, qp_type: QpType) -> Kind {
         WR_ATOMIC_CMP_SWAP | WR_ATOMIC_FETCH_ADD => Kind::Atomic,
         WR_ATOMIC_WRITE => Kind::AtomicWrite,
         WR_FLUSH => Kind::Flush,
-        WR_REG_MR | WR_LOCAL_INV | WR_BIND_MW => Kind::Local,
+        op if send_opcode_is_local(op) => Kind::Local,
         _ => Kind::Send,
     }
 }
@@ -484,7 +484,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         None
     };
     // UC: no ACKs come to open a window or end a timer.
-    let reliable = qp.qp_type == QpType::Rc;
+    let reliable = qp.qp_type.is_reliable();
     let timeout = qp.ack_timeout();
     let mut budget = TX_BUDGET;
     let mut earlier = Earlier::default();

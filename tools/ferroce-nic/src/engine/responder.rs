@@ -73,6 +73,8 @@ enum Resource {
 /// READ responses to send.
 #[derive(Clone, Copy, Debug)]
 struct ReadJob {
+    /// The protection domain the READ was checked in (the QP's, or its XRC SRQ's).
+    pd: u32,
     psn: u32,
     va: u64,
     rkey: u32,
@@ -100,6 +102,8 @@ pub struct Responder {
     pending_ack: Option<u32>,
     /// UC: the message being received was dropped; packets are dropped until a FIRST or ONLY.
     dropping: bool,
+    /// XRC_TGT: the XRC SRQ the message in progress named in its FIRST packet.
+    message_srqn: Option<u32>,
 }
 
 impl Responder {
@@ -140,6 +144,18 @@ impl Responder {
         }
     }
 
+    /// XRC_TGT: XRC SRQ `srqn` was destroyed; a message being received into it is given up
+    /// (its next packet finds no receive WQE: an Invalid Request NAK).
+    pub fn srq_destroyed(&mut self, srqn: u32) {
+        if self
+            .receiving
+            .as_ref()
+            .is_some_and(|r| r.work.srqn == Some(srqn))
+        {
+            self.receiving = None;
+        }
+    }
+
     fn remember(&mut self, resource: Resource) {
         if self.resources.len() >= usize::from(MAX_RD_ATOMIC) {
             self.resources.pop_front();
@@ -157,7 +173,7 @@ impl Responder {
 
 fn send_aeth(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, syn: u8) {
     let Some(route) = qp.route(host) else { return };
-    let mut b = PacketBuilder::new(op::RC_ACKNOWLEDGE, qp.attrs.dest_qpn, at);
+    let mut b = PacketBuilder::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syn,
         msn: qp.resp.msn,
@@ -209,7 +225,7 @@ fn fatal_nak(
     flush_ack(qp, io, host);
     drain_read_responses(qp, io, host);
     let epsn = qp.resp.epsn;
-    if qp.qp_type == QpType::Rc {
+    if qp.qp_type.is_reliable() {
         send_aeth(qp, io, host, epsn, syn);
     }
     if let Some(r) = qp.resp.receiving.take() {
@@ -305,7 +321,7 @@ impl Kind {
 /// ```text
 /// GET_REQ → CHK_PSN ─┬─ ahead ─→ ERR_PSN_OUT_OF_SEQ (or dropped: NAK already sent)
 ///                    ├─ behind → DUPLICATE_REQUEST
-///                    └─ ePSN ──→ CHK_OP_SEQ → CHK_OP_VALID → CHK_LENGTH → CHK_RKEY
+///                    └─ ePSN ──→ (XRC: CHK_XRCETH →) CHK_OP_SEQ → CHK_OP_VALID → CHK_LENGTH → CHK_RKEY
 ///   → CHK_RESOURCE → EXECUTE ─┬─ READ ───→ READ_REPLY
 ///                             ├─ atomic ─→ ATOMIC_REPLY
 ///                             ├─ ATOMIC WRITE → ATOMIC_WRITE_REPLY
@@ -327,7 +343,8 @@ impl Kind {
 enum RespState {
     /// A request packet the engine matched to this RC QP (type and state checked). The QP's
     /// protection domain, which every memory access is checked against, is looked up; a QP the
-    /// host no longer knows drops the packet.
+    /// host no longer knows drops the packet. On an XRC_TGT QP the protection domain is that
+    /// of the XRC SRQ the packet's XRCETH names, if it may name it ([`EngineHost::xrc_target`]).
     GetReq,
     /// IBA 9.7.1: the PSN against the expected PSN (ePSN). The ePSN itself is a new request;
     /// a PSN behind it (the duplicate region) is a duplicate; one ahead of it is a sequence
@@ -352,6 +369,10 @@ enum RespState {
     /// still accessible; an atomic's saved original value is sent again (an atomic never runs
     /// twice). A duplicate with no saved resource is dropped.
     DuplicateRequest,
+    /// XRC_TGT: the XRCETH must name an XRC SRQ of the QP's XRC domain, and a MIDDLE or LAST
+    /// packet the SRQ its message's FIRST named; otherwise a Remote Access Error NAK (and the
+    /// QP goes to ERR), as for an R_Key the QP may not use.
+    ChkXrceth,
     /// IBA 9.7, opcode sequence check (`opcode::sequence_valid`): a MIDDLE or LAST packet must
     /// continue a message of the same kind, and a FIRST or ONLY must not interrupt one;
     /// otherwise an Invalid Request NAK.
@@ -432,8 +453,10 @@ struct Request<'r, 'p> {
     host: &'r mut dyn EngineHost,
     pkt: &'r Packet<'p>,
     kind: Kind,
-    /// The QP's protection domain (GET_REQ).
+    /// The QP's protection domain (GET_REQ): an XRC_TGT QP's is its XRC SRQ's.
     pd: u32,
+    /// XRC_TGT: the XRC SRQ the XRCETH names, and whether the QP may deliver into it (GET_REQ).
+    xrc: Option<(u32, bool)>,
     /// The receive WQE a WRITE with immediate consumes (CHK_RESOURCE).
     write_recv: Option<RecvWork>,
     /// The RETH length of a WRITE that ends with this packet (EXECUTE), for its CQE.
@@ -456,6 +479,7 @@ pub fn receive_request(
         pkt,
         kind: Kind::of(pkt.info),
         pd: 0,
+        xrc: None,
         write_recv: None,
         write_len: 0,
     };
@@ -485,6 +509,7 @@ impl Request<'_, '_> {
             }
             ErrPsnOutOfSeq => self.err_psn_out_of_seq(),
             DuplicateRequest => self.duplicate_request(),
+            ChkXrceth => self.chk_xrceth(),
             ChkOpSeq => self.chk_op_seq(),
             ChkOpValid => self.chk_op_valid(),
             ChkLength => self.chk_length(),
@@ -530,6 +555,15 @@ impl Request<'_, '_> {
     }
 
     fn get_req(&mut self) -> RespState {
+        if self.qp.qp_type == QpType::XrcTgt {
+            let Some(srqn) = self.pkt.xrceth else {
+                return RespState::Done; // Not an XRC request: the engine steers none here.
+            };
+            let pd = self.host.xrc_target(self.qp.qpn, srqn);
+            self.pd = pd.unwrap_or_default();
+            self.xrc = Some((srqn, pd.is_some()));
+            return RespState::ChkPsn;
+        }
         match self.host.qp_pd(self.qp.qpn) {
             Some(pd) => {
                 self.pd = pd;
@@ -555,7 +589,33 @@ impl Request<'_, '_> {
         }
         if d < 0 {
             self.host.count(COUNTER_DUPLICATES, 1);
+            if self.xrc.is_some_and(|(_, usable)| !usable) {
+                return RespState::Done; // Nothing is answered through an SRQ it may not name.
+            }
             return RespState::DuplicateRequest;
+        }
+        if self.xrc.is_some() {
+            return RespState::ChkXrceth;
+        }
+        RespState::ChkOpSeq
+    }
+
+    fn chk_xrceth(&mut self) -> RespState {
+        let Some((srqn, usable)) = self.xrc else {
+            return RespState::ChkOpSeq;
+        };
+        let continues = self.pkt.info.flags & (flag::MIDDLE | flag::LAST) != 0;
+        let resp = &mut self.qp.resp;
+        if !usable || (continues && resp.message_srqn != Some(srqn)) {
+            let (qpn, psn) = (self.qp.qpn, self.pkt.bth.psn);
+            self.io.trace.event(
+                "xrc_refused",
+                || json!({"qpn": qpn, "psn": psn, "srqn": srqn, "usable": usable}),
+            );
+            return RespState::ErrRemoteAccess;
+        }
+        if !continues {
+            resp.message_srqn = Some(srqn);
         }
         RespState::ChkOpSeq
     }
@@ -650,9 +710,11 @@ impl Request<'_, '_> {
             return;
         }
         // The requester lost responses: restart from the PSN it asks for.
+        let pd = self.pd;
         let resp = &mut self.qp.resp;
         resp.jobs.retain(|j| !psn::within(j.psn, first, last));
         resp.queue_job(ReadJob {
+            pd,
             psn: at,
             va: reth.va,
             rkey: reth.rkey,
@@ -783,8 +845,13 @@ impl Request<'_, '_> {
             // The WQE a dropped UC message took serves the next message (a message in
             // progress on RC cannot be interrupted: CHK_OP_SEQ).
             let kept = self.qp.resp.receiving.take().map(|r| r.work);
-            let work = match kept.map_or_else(|| self.host.take_recv(self.qp.qpn), |w| Ok(Some(w)))
-            {
+            let (qpn, xrc) = (self.qp.qpn, self.xrc);
+            let taken = match (kept, xrc) {
+                (Some(work), _) => Ok(Some(work)),
+                (None, Some((srqn, _))) => self.host.take_xrc_recv(qpn, srqn),
+                (None, None) => self.host.take_recv(qpn),
+            };
+            let work = match taken {
                 Ok(Some(work)) => work,
                 Ok(None) => return RespState::ErrRnr,
                 // No WQE to be had (QP gone or not ready, a broken receive queue, which the
@@ -873,12 +940,14 @@ impl Request<'_, '_> {
         let total = u64::from(reth.len);
         let npkts = total.div_ceil(u64::from(self.qp.mtu())).max(1) as u32;
         flush_ack(self.qp, self.io, self.host);
+        let pd = self.pd;
         let resp = &mut self.qp.resp;
         resp.remember(Resource::Read {
             first: at,
             last: psn::add(at, npkts - 1),
         });
         resp.queue_job(ReadJob {
+            pd,
             psn: at,
             va: reth.va,
             rkey: reth.rkey,
@@ -942,7 +1011,7 @@ impl Request<'_, '_> {
     fn acknowledge(&mut self) -> RespState {
         let ends = self.ends();
         self.qp.resp.accept(self.pkt.bth.opcode, 1, ends);
-        if self.pkt.bth.ack_req && self.qp.qp_type == QpType::Rc {
+        if self.pkt.bth.ack_req && self.qp.qp_type.is_reliable() {
             self.qp.resp.pending_ack = Some(self.pkt.bth.psn);
         }
         RespState::Done

@@ -97,6 +97,11 @@ impl QpCtx {
         self.state
     }
 
+    /// The opcode of this QP's transport for RC opcode `rc` (see [`Transport::opcode`]).
+    pub fn opcode(&self, rc: u8) -> u8 {
+        Transport::of(self.qp_type).opcode(rc)
+    }
+
     /// Path MTU in bytes (1024 if unset).
     pub fn mtu(&self) -> u32 {
         mtu_bytes(self.attrs.path_mtu).unwrap_or(1024)
@@ -437,6 +442,11 @@ impl RoceEngine {
         if transport != Transport::Ud && !qp.from_peer(host, &f) {
             return drop(host, "not from the QP's peer", &self.io.trace);
         }
+        // An XRC connection's halves: XRC_INI sends requests, XRC_TGT answers them.
+        let request = pkt.info.has(flag::REQ);
+        if (qp.qp_type == QpType::XrcIni && request) || (qp.qp_type == QpType::XrcTgt && !request) {
+            return drop(host, "XRC: the other half's packet", &self.io.trace);
+        }
         if transport == Transport::Ud {
             super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
         } else if pkt.info.has(flag::REQ) {
@@ -568,6 +578,14 @@ impl Engine for RoceEngine {
 
     fn qp_destroyed(&mut self, qpn: u32) {
         self.qps.remove(&qpn);
+    }
+
+    fn srq_destroyed(&mut self, srqn: u32) {
+        for qp in self.qps.values_mut() {
+            if qp.qp_type == QpType::XrcTgt {
+                qp.resp.srq_destroyed(srqn);
+            }
+        }
     }
 
     fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork) {

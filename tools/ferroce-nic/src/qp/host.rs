@@ -141,9 +141,12 @@ impl EngineHost for DeviceCore {
                 break;
             }
         }
-        qp.sq.ci = index.wrapping_add(1);
+        let Some(sq) = qp.sq.as_mut() else {
+            return Err(HostError::BadQp);
+        };
+        sq.ci = index.wrapping_add(1);
         // Room for WQEs still in the ring (see `MAX_HELD_SENDS`).
-        let more = qp.sq.fetch != qp.sq.pi;
+        let more = sq.fetch != sq.pi;
         let mut written = Ok(());
         for (wqe, last) in done {
             let wc_status = if last { status } else { WcStatus::Success };
@@ -224,18 +227,42 @@ impl EngineHost for DeviceCore {
         }
     }
 
+    fn xrc_target(&self, qpn: u32, srqn: u32) -> Option<u32> {
+        let qp = self.objects().qps().get(qpn)?;
+        let srq = self.objects().srqs().get(srqn)?;
+        let xrc = srq.xrc?;
+        (qp.qp_type == QpType::XrcTgt && xrc.xrcd == qp.xrcd).then_some(srq.pd)
+    }
+
+    fn take_xrc_recv(&mut self, qpn: u32, srqn: u32) -> Result<Option<RecvWork>, HostError> {
+        let qp = self.objects().qps().get(qpn).ok_or(HostError::BadQp)?;
+        if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            || self.xrc_target(qpn, srqn).is_none()
+        {
+            return Err(HostError::BadQp);
+        }
+        Ok(self.take_srq_wqe(srqn))
+    }
+
     fn complete_recv(
         &mut self,
         qpn: u32,
         work: &RecvWork,
         c: RecvCompletion,
     ) -> Result<(), HostError> {
+        // An XRC SRQ's WQE completes on the SRQ's CQ, naming the SRQ.
+        let xrc = work
+            .srqn
+            .and_then(|srqn| Some((srqn, self.objects().srqs().get(srqn)?.xrc?)));
         let qp = self
             .objects_mut()
             .qps_mut()
             .get_mut(qpn)
             .ok_or(HostError::BadQp)?;
-        let cqn = qp.rq_cqn;
+        let (cqn, flags, srqn) = match xrc {
+            Some((srqn, x)) => (x.cqn, c.flags | CQE_FLAG_XRC, srqn),
+            None => (qp.rq_cqn, c.flags, 0),
+        };
         if let Some(rq) = qp.rq.as_mut() {
             rq.ci = rq.ci.wrapping_add(1);
         }
@@ -248,10 +275,11 @@ impl EngineHost for DeviceCore {
             wqe_index: work.index,
             opcode: c.opcode,
             status: c.status.into(),
-            flags: c.flags,
+            flags,
             vlan: c.vlan,
             smac: c.smac,
             network_hdr_type: c.network_hdr_type,
+            srqn,
             ..Cqe::default()
         };
         self.write_cqe(cqn, cqe)

@@ -21,6 +21,7 @@ use ferroce_nic::engine::headers::{Aeth, AtomicEth, Deth, Packet, PacketBuilder,
 use super::roce::{
     atomic_seg, mapped, rdma_seg, stranger_gid, Conn, Node, Qp, Scripted, MIB, RECV_STRIDE,
 };
+use super::xrc::{XrcSrq, XRCD};
 use super::Guest;
 
 /// Frames one input of the frame body injects at most.
@@ -38,8 +39,11 @@ pub const UD_QKEY: u32 = 0x1111;
 /// The MAC of the node (`Node::new(1, ..)`).
 pub const NODE_MAC: [u8; 6] = [0x52, 0x54, 0, 0, 0, 1];
 
-/// The wr_ids [`busy`] posts: the RC WRITE, READ and atomic, the RC receives and the UD ones.
-pub const POSTED_WR_IDS: [u64; 11] = [1, 2, 3, 100, 101, 102, 103, 200, 201, 202, 203];
+/// The wr_ids [`busy`] posts: the RC WRITE, READ and atomic, the RC receives, the UD ones and
+/// the XRC SRQ's.
+pub const POSTED_WR_IDS: [u64; 15] = [
+    1, 2, 3, 100, 101, 102, 103, 200, 201, 202, 203, 300, 301, 302, 303,
+];
 
 /// Reads fuzzer bytes front to back; past the end every read gives zeros.
 pub struct Reader<'a> {
@@ -111,7 +115,7 @@ impl<'a> Reader<'a> {
 /// Where a frame is addressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dest {
-    /// The connected RC QP.
+    /// The connected RC QP (an XRC opcode: the XRC_TGT QP, naming its XRC SRQ).
     Rc,
     /// The UD QP.
     Ud,
@@ -322,10 +326,15 @@ pub struct Live {
     pub s: Scripted,
     /// The UD QP (Q_Key [`UD_QKEY`]).
     pub ud: Qp,
+    /// An XRC_TGT QP connected to the same peer, with the same PSNs as the RC QP.
+    pub tgt: Qp,
+    /// The XRC SRQ of its domain.
+    pub srqn: u32,
 }
 
 /// A live node with work in every direction: RC receives posted (wr_ids 100..=103), a WRITE
-/// (1), a READ (2) and an atomic (3) sent and not answered, and UD receives posted (200..=203).
+/// (1), a READ (2) and an atomic (3) sent and not answered, UD receives posted (200..=203), and
+/// an XRC_TGT QP whose XRC SRQ has receives posted (300..=303).
 pub fn busy() -> Live {
     let mut s = Scripted::new(MIB, Conn::default());
     let buf = s.n.buf;
@@ -337,13 +346,35 @@ pub fn busy() -> Live {
     for i in 0..4 {
         ud.post_recv(&mut s.n, 200 + i, buf + 0x2_0000 + i * 0x1000, 0x1000);
     }
+    let tgt = Qp::create_xrc_tgt(&mut s.n, XRCD);
+    let (peer_gid, peer_mac) = (s.peer_gid, s.peer_mac);
+    let (qpn, sq_psn, rq_psn) = (s.peer_qpn + 1, s.sq_psn, s.rq_psn);
+    tgt.connect_to(
+        &mut s.n,
+        peer_gid,
+        peer_mac,
+        qpn,
+        sq_psn,
+        rq_psn,
+        Conn::default(),
+    );
+    let (cqn, key) = (s.n.cq.cqn, s.n.key);
+    let mut srq = XrcSrq::create(&mut s.n, XRCD, super::roce::PD, cqn);
+    for i in 0..4 {
+        srq.post(&mut s.n, 300 + i, buf + 0x3_0000 + i * 0x1000, 0x1000, key);
+    }
     let seg = rdma_seg(0x10_0000, 0x1234);
     s.qp.post(&mut s.n, 1, WR_RDMA_WRITE, buf, 2000, &seg, 0);
     s.qp.post(&mut s.n, 2, WR_RDMA_READ, buf + 0x4000, 3000, &seg, 0);
     let atomic = atomic_seg(0x10_0000, 0x1234, 5, 6);
     s.qp.post(&mut s.n, 3, WR_ATOMIC_CMP_SWAP, buf + 0x8000, 8, &atomic, 0);
     let _ = s.sent();
-    Live { s, ud }
+    Live {
+        s,
+        ud,
+        tgt,
+        srqn: srq.srqn,
+    }
 }
 
 /// The bytes of frame `f` to the node of `live`.
@@ -354,7 +385,9 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
         Ok(off) => s.rq_psn.wrapping_add_signed(off),
         Err(any) => any,
     };
+    let xrc = f.opcode & 0xe0 == 0xa0;
     let qpn = match f.dest {
+        Dest::Rc if xrc => live.tgt.qpn,
         Dest::Rc => s.qp.qpn,
         Dest::Ud => live.ud.qpn,
         Dest::Qpn(qpn) => qpn,
@@ -377,6 +410,7 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
     b.deth = Some(Deth { qkey, src_qpn });
     b.imm = f.imm;
     b.ieth = f.ieth;
+    b.xrc_srqn = xrc.then_some(live.srqn);
     let sgid = if f.stranger {
         stranger_gid()
     } else {
@@ -603,7 +637,7 @@ fn plausible_send(wqe: &mut [u8], n: &Node, ud_qpn: Option<u32>) {
     } else {
         ctrl.num_sge % 3
     };
-    (ctrl.rsvd0, ctrl.rsvd1, ctrl.rsvd2) = (0, 0, 0);
+    (ctrl.rsvd0, ctrl.rsvd1, ctrl.xrc_srqn) = (0, 0, 0);
     if let Some(remote_qpn) = ud_qpn {
         ctrl.flags |= WQE_FLAG_AV;
         let av = UdAvSeg {

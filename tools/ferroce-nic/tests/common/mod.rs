@@ -8,6 +8,7 @@
 pub mod fuzz;
 pub mod roce;
 pub mod seeds;
+pub mod xrc;
 
 use std::sync::{Arc, Mutex};
 

@@ -178,6 +178,8 @@ pub struct Qp {
     rq_log: u8,
     pub sq_pi: u16,
     pub rq_pi: u16,
+    /// XRC_INI: the XRC SRQ at the target that [`Qp::post`]'s WQEs name.
+    pub xrc_srqn: u32,
 }
 
 /// RC connection parameters.
@@ -239,6 +241,67 @@ impl Qp {
             rq_log,
             sq_pi: 0,
             rq_pi: 0,
+            xrc_srqn: 0,
+        }
+    }
+
+    /// An XRC_INI QP: the send side of [`Qp::create`]'s, no receive side.
+    pub fn create_xrc_ini(node: &mut Node) -> Self {
+        let (sq_log, stride_log) = (8u8, 9u8);
+        let (sq, _, dbrec) = qp_rings(&mut node.g, sq_log, stride_log, 0);
+        let qpn = node
+            .g
+            .ok(&CreateQpCmd {
+                pd: PD,
+                sq_cqn: node.cq.cqn,
+                rq_cqn: NONE,
+                qp_type: QpType::XrcIni.into(),
+                srqn: NONE,
+                rq: BufDesc::default(),
+                rq_log_stride: 0,
+                ..create_qp_cmd(sq, 0, dbrec, sq_log, stride_log, 0)
+            })
+            .qpn;
+        Self {
+            qpn,
+            qp_type: QpType::XrcIni,
+            sq,
+            rq: 0,
+            dbrec,
+            sq_log,
+            stride_log,
+            rq_log: 0,
+            sq_pi: 0,
+            rq_pi: 0,
+            xrc_srqn: 0,
+        }
+    }
+
+    /// An XRC_TGT QP of XRC domain `xrcd`: nothing but its number.
+    pub fn create_xrc_tgt(node: &mut Node, xrcd: u32) -> Self {
+        let qpn = node
+            .g
+            .ok(&CreateQpCmd {
+                qp_type: QpType::XrcTgt.into(),
+                sq_cqn: NONE,
+                rq_cqn: NONE,
+                srqn: NONE,
+                xrcd,
+                ..CreateQpCmd::default()
+            })
+            .qpn;
+        Self {
+            qpn,
+            qp_type: QpType::XrcTgt,
+            sq: 0,
+            rq: 0,
+            dbrec: 0,
+            sq_log: 0,
+            stride_log: 0,
+            rq_log: 0,
+            sq_pi: 0,
+            rq_pi: 0,
+            xrc_srqn: 0,
         }
     }
 
@@ -423,6 +486,7 @@ impl Qp {
             flags: WQE_FLAG_SIGNALED,
             num_sge: u8::from(len > 0),
             imm_or_inv: imm,
+            xrc_srqn: self.xrc_srqn,
             ..WqeCtrl::default()
         };
         let tail = if len > 0 {
@@ -721,6 +785,7 @@ impl Solo {
 #[derive(Clone, Debug)]
 pub struct Sent {
     pub bth: Bth,
+    pub xrceth: Option<u32>,
     pub reth: Option<Reth>,
     pub aeth: Option<Aeth>,
     pub payload: Vec<u8>,
@@ -752,9 +817,14 @@ impl Scripted {
 
     /// The same with a connected QP of `qp_type` (RC or UC).
     pub fn of_type(buf_len: usize, conn: Conn, qp_type: QpType) -> Self {
+        Self::with(buf_len, conn, |n| Qp::create(n, qp_type))
+    }
+
+    /// The same with the QP `make` creates on the node (connected here).
+    pub fn with(buf_len: usize, conn: Conn, make: impl FnOnce(&mut Node) -> Qp) -> Self {
         let (port, wire) = back_to_back();
         let mut n = Node::new(1, buf_len, port);
-        let qp = Qp::create(&mut n, qp_type);
+        let qp = make(&mut n);
         let peer_mac = [0x52, 0x54, 0x00, 0x00, 0x00, 0x02];
         let peer_gid = mapped([10, 0, 0, 2]);
         let (peer_qpn, sq_psn, rq_psn) = (0x77, PSN_MASK - 3, 40);
@@ -790,6 +860,7 @@ impl Scripted {
             let p = Packet::parse(f.transport).expect("a transport packet");
             out.push(Sent {
                 bth: p.bth,
+                xrceth: p.xrceth,
                 reth: p.reth,
                 aeth: p.aeth,
                 payload: p.payload.to_vec(),

@@ -490,14 +490,26 @@ hw_layout! {
 }
 hw_command!(DestroyAhCmd, CMD_DESTROY_AH);
 
+hw_enum! {
+    /// SRQ types (`CreateSrqCmd::srq_type`).
+    pub enum SrqType {
+        /// Used by the RC and UC QPs created with it.
+        Basic = 0,
+        /// An XRC SRQ: the XRC_TGT QPs of its domain deliver into it the requests that name
+        /// it, with its PD, and complete them on its own CQ.
+        Xrc = 1,
+    }
+}
+
 hw_layout! {
     /// `CMD_CREATE_SRQ` payload.
-    pub struct CreateSrqCmd(40) {
+    pub struct CreateSrqCmd(48) {
         /// Receive ring.
         pub ring: BufDesc,
         /// Doorbell record ([`SrqDbRecord`]), 8-byte aligned.
         pub dbrec_addr: u64,
-        /// Protection domain tag.
+        /// Protection domain tag: its receive buffers', and for an XRC SRQ that of every
+        /// memory access a request it receives makes.
         pub pd: u32,
         /// Limit: `SRQ_LIMIT` event when fewer WQEs remain (0 = disarmed).
         pub limit: u32,
@@ -505,8 +517,15 @@ hw_layout! {
         pub log_size: u8,
         /// log2 of the WQE stride.
         pub log_stride: u8,
+        /// [`SrqType`].
+        pub srq_type: u8,
         /// Reserved, zero.
-        pub rsvd0: u16,
+        pub rsvd0: u8,
+        /// XRC: the XRC domain (non-zero) whose XRC_TGT QPs may deliver into it; zero
+        /// otherwise.
+        pub xrcd: u32,
+        /// XRC: the CQ of its receive completions; zero otherwise.
+        pub cqn: u32,
         /// Reserved, zero.
         pub rsvd1: u32,
     }

@@ -40,8 +40,11 @@ hw_layout! {
         pub pkey_index: u16,
         /// Reserved.
         pub rsvd1: u16,
+        /// The XRC SRQ a receive with [`CQE_FLAG_XRC`] took its WQE from (`wqe_index` is
+        /// its slot there, `qpn` the XRC_TGT QP that received the message).
+        pub srqn: u32,
         /// Reserved.
-        pub rsvd2: [u8; 16],
+        pub rsvd2: [u8; 12],
         /// Reserved.
         pub rsvd3: u16,
         /// Reserved.
@@ -234,6 +237,9 @@ pub const CQE_FLAG_GRH: u8 = 1 << 2;
 /// The sender requested a solicited event.
 #[cfg(userspace)] // The provider reports solicited events.
 pub const CQE_FLAG_SOLICITED: u8 = 1 << 3;
+/// A receive completion of an XRC SRQ (`srqn`): it goes to the SRQ's CQ, not the QP's.
+#[cfg(userspace)] // Kernel ULPs have no XRC.
+pub const CQE_FLAG_XRC: u8 = 1 << 4;
 
 /// Network header type of a UD receive: RoCE v1 (GRH).
 pub const NET_HDR_GRH: u8 = 0;

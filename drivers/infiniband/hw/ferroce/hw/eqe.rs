@@ -78,4 +78,6 @@ mod wqe_error {
     pub const WQE_ERR_BAD_INDEX: u8 = 5;
     /// WQE error detail: opcode not valid for the QP type.
     pub const WQE_ERR_BAD_QP_TYPE: u8 = 6;
+    /// WQE error detail: an XRC_INI request's `xrc_srqn` is not a 24-bit number.
+    pub const WQE_ERR_BAD_XRC_SRQN: u8 = 7;
 }

@@ -16,6 +16,12 @@ hw_enum! {
         Uc = 3,
         /// Unreliable datagram.
         Ud = 4,
+        /// XRC initiator: RC's send side, each request naming an XRC SRQ at the target
+        /// (`WqeCtrl::xrc_srqn`); no receive queue.
+        XrcIni = 9,
+        /// XRC target: RC's receive side in an XRC domain (`CreateQpCmd::xrcd`); a request's
+        /// XRCETH names the SRQ of that domain that receives it. No rings, no PD, no CQs.
+        XrcTgt = 10,
     }
 }
 
@@ -25,14 +31,38 @@ impl QpType {
         matches!(self, QpType::Ud | QpType::Gsi)
     }
 
-    /// Whether the QP is connected to one remote QP, set by `modify_qp` (RC and UC).
+    /// Whether the QP is connected to one remote QP, set by `modify_qp` (RC, UC, XRC).
     pub const fn is_connected(self) -> bool {
+        matches!(
+            self,
+            QpType::Rc | QpType::Uc | QpType::XrcIni | QpType::XrcTgt
+        )
+    }
+
+    /// Whether the QP's messages are acknowledged and retransmitted (RC and XRC).
+    pub const fn is_reliable(self) -> bool {
+        matches!(self, QpType::Rc | QpType::XrcIni | QpType::XrcTgt)
+    }
+
+    /// Whether the QP is one half of an XRC connection.
+    pub const fn is_xrc(self) -> bool {
+        matches!(self, QpType::XrcIni | QpType::XrcTgt)
+    }
+
+    /// Whether the QP may take its receive WQEs from an SRQ of its own (RC and UC; an
+    /// XRC_TGT QP's requests name theirs).
+    pub const fn may_use_srq(self) -> bool {
         matches!(self, QpType::Rc | QpType::Uc)
     }
 
-    /// Whether the QP may take its receive WQEs from an SRQ (RC and UC).
-    pub const fn may_use_srq(self) -> bool {
-        self.is_connected()
+    /// Whether the QP has a send queue (all but XRC_TGT).
+    pub const fn has_sq(self) -> bool {
+        !matches!(self, QpType::XrcTgt)
+    }
+
+    /// Whether the QP has receive WQEs of its own, in an RQ or an SRQ (not XRC).
+    pub const fn has_rq(self) -> bool {
+        !self.is_xrc()
     }
 }
 /// QPN of the GSI QP.
@@ -55,8 +85,10 @@ pub const QP_FLAG_DB_RECORD: u8 = 1 << 2;
 pub const QP_FLAGS_VALID: u8 = QP_FLAG_SIGNAL_ALL | QP_FLAG_AH_HANDLES | QP_FLAG_DB_RECORD;
 
 hw_layout! {
-    /// `CMD_CREATE_QP` payload. The QP starts in RESET.
-    pub struct CreateQpCmd(64) {
+    /// `CMD_CREATE_QP` payload. The QP starts in RESET. An XRC_INI QP has no receive side:
+    /// `rq` zero, `rq_cqn` and `srqn` [`NONE`]. An XRC_TGT QP has only `qp_type` and `xrcd`:
+    /// every ring, `dbrec_addr`, `pd` and `flags` zero, every CQ and the SRQ [`NONE`].
+    pub struct CreateQpCmd(72) {
         /// Send ring.
         pub sq: BufDesc,
         /// Receive ring (ignored with an SRQ).
@@ -85,6 +117,11 @@ hw_layout! {
         pub flags: u8,
         /// Reserved, zero.
         pub rsvd: u16,
+        /// XRC_TGT: its XRC domain, a non-zero tag chosen by the driver (like a PD's); the
+        /// SRQs a request may name are that domain's. Zero for every other type.
+        pub xrcd: u32,
+        /// Reserved, zero.
+        pub rsvd2: u32,
     }
 }
 hw_number_reply! {
@@ -250,7 +287,7 @@ pub const QP_ATTR_VALID_MASK: u32 = QP_ATTR_STATE
 
 /// Largest PSN (24 bits).
 pub const PSN_MASK: u32 = 0x00ff_ffff;
-/// Largest QPN (24 bits).
+/// Largest QPN, and largest SRQN an XRCETH carries (24 bits).
 pub const QPN_MASK: u32 = 0x00ff_ffff;
 /// Largest flow label (20 bits).
 pub const FLOW_LABEL_MASK: u32 = 0x000f_ffff;

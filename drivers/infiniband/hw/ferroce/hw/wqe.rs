@@ -42,6 +42,7 @@ pub const FLUSH_GLOBAL: u8 = 1 << 0;
 pub const FLUSH_PERSISTENT: u8 = 1 << 1;
 // Flush selectivity (`FlushSeg::level`; the FETH's SEL and verbs' `ibv_selectivity_level`).
 /// The range `[remote_addr, remote_addr + length)`.
+#[cfg(userspace)] // Kernel ULPs post no FLUSH.
 pub const FLUSH_RANGE: u8 = 0;
 /// The whole MR the rkey names (`remote_addr` and `length` are not used).
 pub const FLUSH_MR: u8 = 1;
@@ -79,8 +80,9 @@ hw_layout! {
         pub rsvd1: u16,
         /// Immediate data (big-endian on the wire, stored as given) or key to invalidate.
         pub imm_or_inv: u32,
-        /// Reserved, zero.
-        pub rsvd2: u32,
+        /// XRC_INI QPs: the XRC SRQ at the target that the request names (its XRCETH, 24
+        /// bits); wire operations need one. Ignored on other QP types and by local operations.
+        pub xrc_srqn: u32,
     }
 }
 
@@ -302,7 +304,7 @@ pub const fn send_opcode_valid(opcode: u8) -> bool {
 /// Whether a send opcode is allowed on a QP type.
 pub const fn send_opcode_allowed(qp_type: QpType, opcode: u8) -> bool {
     match qp_type {
-        QpType::Rc => send_opcode_valid(opcode),
+        QpType::Rc | QpType::XrcIni => send_opcode_valid(opcode),
         // IBA table 38: UC has SEND and RDMA WRITE (with immediate), no invalidate.
         QpType::Uc => matches!(
             opcode,
@@ -315,7 +317,14 @@ pub const fn send_opcode_allowed(qp_type: QpType, opcode: u8) -> bool {
                 | WR_BIND_MW
         ),
         QpType::Ud | QpType::Gsi => matches!(opcode, WR_SEND | WR_SEND_WITH_IMM),
+        // An XRC_TGT QP has no send queue.
+        QpType::XrcTgt => false,
     }
+}
+
+/// Whether a send opcode is a local operation (executed by the device, nothing on the wire).
+pub const fn send_opcode_is_local(opcode: u8) -> bool {
+    matches!(opcode, WR_REG_MR | WR_LOCAL_INV | WR_BIND_MW)
 }
 
 /// Why a WQE is malformed (`WQE_ERR_*` as an enum).
@@ -329,6 +338,8 @@ pub enum WqeError {
     BadSgeCount,
     /// Inline length too long or does not fit.
     BadInline,
+    /// An XRC_INI request names no valid XRC SRQ number (more than 24 bits).
+    BadXrcSrqn,
 }
 
 impl WqeError {
@@ -340,6 +351,7 @@ impl WqeError {
             WqeError::BadQpType => WQE_ERR_BAD_QP_TYPE,
             WqeError::BadSgeCount => WQE_ERR_BAD_SGE_COUNT,
             WqeError::BadInline => WQE_ERR_BAD_INLINE,
+            WqeError::BadXrcSrqn => WQE_ERR_BAD_XRC_SRQN,
         }
     }
 }
@@ -358,6 +370,12 @@ pub const fn validate_send_wqe(
     }
     if ctrl.flags & WQE_FLAG_AV != 0 && !qp_type.is_datagram() {
         return Err(WqeError::BadQpType);
+    }
+    if matches!(qp_type, QpType::XrcIni)
+        && !send_opcode_is_local(ctrl.opcode)
+        && ctrl.xrc_srqn > QPN_MASK
+    {
+        return Err(WqeError::BadXrcSrqn);
     }
     if ctrl.flags & WQE_FLAG_INLINE != 0 {
         if ctrl.num_sge != 0

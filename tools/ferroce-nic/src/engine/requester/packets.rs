@@ -7,7 +7,7 @@
 use ferroce_hw::*;
 
 use super::super::headers::{AtomicEth, Deth, Feth, PacketBuilder, Reth};
-use super::super::opcode::{self, op, Position, Transport};
+use super::super::opcode::{self, op, Position};
 use super::super::psn;
 use super::super::roce::{route_for, sge_pieces, Io, Payload, QpCtx, Resend, GSI_QKEY};
 use super::super::{EngineHost, SendWork};
@@ -56,16 +56,15 @@ pub(super) fn request_packet(
     let pos = Position::of(k, w.npkts);
     let last = matches!(pos, Position::Last | Position::Only);
     let psn = psn::add(w.first_psn, k);
-    let reliable = qp.qp_type == QpType::Rc;
-    match w.kind {
+    let reliable = qp.qp_type.is_reliable();
+    let built = match w.kind {
         Kind::Send | Kind::Write => {
             let rc = if w.kind == Kind::Send {
                 opcode::rc_send(pos, imm, inv)
             } else {
                 opcode::rc_write(pos, imm)
             };
-            let opcode = Transport::of(qp.qp_type).connected(rc);
-            let mut b = PacketBuilder::new(opcode, dest, psn);
+            let mut b = PacketBuilder::new(qp.opcode(rc), dest, psn);
             b.bth.ack_req = reliable && (last || (k + 1) % ACK_REQ_EVERY == 0);
             b.bth.solicited = last && ctrl.flags & WQE_FLAG_SOLICITED != 0;
             if imm && last {
@@ -91,7 +90,7 @@ pub(super) fn request_packet(
             let seg = RdmaSeg::decode(&w.work.seg);
             let offset = (u64::from(w.resp_pkts) * u64::from(mtu)).min(w.len);
             let mut b = PacketBuilder::new(
-                op::RC_READ_REQUEST,
+                qp.opcode(op::RC_READ_REQUEST),
                 dest,
                 psn::add(w.first_psn, w.resp_pkts),
             );
@@ -112,7 +111,7 @@ pub(super) fn request_packet(
             } else {
                 op::RC_FETCH_ADD
             };
-            let mut b = PacketBuilder::new(opcode, dest, w.first_psn);
+            let mut b = PacketBuilder::new(qp.opcode(opcode), dest, w.first_psn);
             b.bth.ack_req = true;
             b.atomic = Some(AtomicEth {
                 va: seg.remote_addr,
@@ -124,7 +123,7 @@ pub(super) fn request_packet(
         }
         Kind::AtomicWrite => {
             let seg = AtomicWriteSeg::decode(&w.work.seg);
-            let mut b = PacketBuilder::new(op::RC_ATOMIC_WRITE, dest, w.first_psn);
+            let mut b = PacketBuilder::new(qp.opcode(op::RC_ATOMIC_WRITE), dest, w.first_psn);
             b.bth.ack_req = true;
             b.reth = Some(Reth {
                 va: seg.remote_addr,
@@ -135,7 +134,7 @@ pub(super) fn request_packet(
         }
         Kind::Flush => {
             let seg = FlushSeg::decode(&w.work.seg);
-            let mut b = PacketBuilder::new(op::RC_FLUSH, dest, w.first_psn);
+            let mut b = PacketBuilder::new(qp.opcode(op::RC_FLUSH), dest, w.first_psn);
             b.bth.ack_req = true;
             b.feth = Some(Feth {
                 placement: seg.placement,
@@ -153,7 +152,13 @@ pub(super) fn request_packet(
             Ok((b, 0))
         }
         Kind::Local | Kind::Datagram => Err(WcStatus::LocQpOpErr),
-    }
+    };
+    // Every request of an XRC_INI QP names the XRC SRQ at the target that receives it.
+    let xrc_srqn = (qp.qp_type == QpType::XrcIni).then_some(ctrl.xrc_srqn);
+    built.map(|(mut b, len)| {
+        b.xrc_srqn = xrc_srqn;
+        (b, len)
+    })
 }
 
 /// Executes a REG_MR, LOCAL_INV or BIND_MW work request of QP `qpn`.

@@ -10,7 +10,8 @@ use super::*;
 
 fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, original: u64) {
     let Some(route) = qp.route(host) else { return };
-    let mut b = PacketBuilder::new(op::RC_ATOMIC_ACKNOWLEDGE, qp.attrs.dest_qpn, at);
+    let opcode = qp.opcode(op::RC_ATOMIC_ACKNOWLEDGE);
+    let mut b = PacketBuilder::new(opcode, qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syndrome::ACK,
         msn: qp.resp.msn,
@@ -23,7 +24,8 @@ fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, 
 /// FLUSH at `at`.
 fn send_empty_read_response(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32) {
     let Some(route) = qp.route(host) else { return };
-    let mut b = PacketBuilder::new(op::RC_READ_RESPONSE_ONLY, qp.attrs.dest_qpn, at);
+    let opcode = qp.opcode(op::RC_READ_RESPONSE_ONLY);
+    let mut b = PacketBuilder::new(opcode, qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syndrome::ACK,
         msn: qp.resp.msn,
@@ -131,7 +133,7 @@ impl Request<'_, '_> {
             return RespState::ErrRemoteAccess;
         }
         let original = u64::from_le_bytes(bytes);
-        let new = if self.pkt.bth.opcode == op::RC_COMPARE_SWAP {
+        let new = if opcode::rc_equivalent(self.pkt.bth.opcode) == op::RC_COMPARE_SWAP {
             if original == a.compare {
                 a.swap_add
             } else {

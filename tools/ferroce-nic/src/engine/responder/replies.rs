@@ -11,7 +11,6 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
         return;
     }
     let Some(route) = qp.route(host) else { return };
-    let Some(pd) = host.qp_pd(qp.qpn) else { return };
     let mtu = u64::from(qp.mtu());
     for _ in 0..READ_BUDGET {
         let Some(job) = qp.resp.jobs.front().copied() else {
@@ -23,7 +22,7 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
         if len > 0
             && host
                 .read_payload(
-                    pd,
+                    job.pd,
                     job.rkey,
                     job.va.wrapping_add(offset),
                     io.payload.room(len),
@@ -36,7 +35,7 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
             continue;
         }
         let mut b = PacketBuilder::new(
-            opcode::read_response(pos),
+            qp.opcode(opcode::read_response(pos)),
             qp.attrs.dest_qpn,
             psn::add(job.psn, job.next),
         );
