@@ -8,7 +8,7 @@
 //! allocation ib_core makes for the device, right after the core `struct ib_device`, the way
 //! `ib_alloc_device()` lays out C drivers' structures.
 //!
-//! Verbs objects (PDs, CQs, QPs, SRQs, AHs, memory windows, user contexts) are allocated by
+//! Verbs objects (PDs, CQs, QPs, SRQs, XRC domains, AHs, memory windows, user contexts) are allocated by
 //! ib_core with room for the driver's data, named by the associated types of [`Operations`];
 //! MRs are allocated by the abstraction. CQs, QPs and SRQs are also entered in per-device [`Table`]s by number, so
 //! that completion and event interrupts reach them ([`Device::cqs`], [`Device::qps`]).
@@ -63,6 +63,7 @@
 //!     type Cq = Queue;
 //!     type Qp = Queue;
 //!     type Srq = Queue;
+//!     type Xrcd = ();
 //!     type Ah = ();
 //!     type Mr = ();
 //!     type Mw = ();
@@ -177,6 +178,7 @@ pub mod uapi;
 pub mod udata;
 pub mod umem;
 pub mod wr;
+pub mod xrcd;
 
 pub use self::ah::{
     AddressVector,
@@ -256,7 +258,8 @@ pub use self::qp::{
 pub use self::srq::{
     Srq,
     SrqAttr,
-    SrqEvent, //
+    SrqEvent,
+    SrqKind, //
 };
 pub use self::stats::StatDesc;
 pub use self::udata::Udata;
@@ -273,3 +276,4 @@ pub use self::wr::{
     Sge,
     UdDest, //
 };
+pub use self::xrcd::Xrcd;

@@ -111,8 +111,10 @@ enum ferroce_create_qp_flags {
 
 /*
  * QP: the send ring (1 << sq_log_size WQEs of 1 << sq_log_stride bytes) at buf_addr,
- * the receive ring at buf_addr + rq_offset (page-aligned; a QP with an SRQ has none and
- * passes zeros), the doorbell record (u32 sq_pi, u32 rq_pi) at buf_addr + dbrec_offset.
+ * the receive ring at buf_addr + rq_offset (page-aligned; a QP with an SRQ, and an
+ * XRC_INI QP, have none and pass zeros), the doorbell record (u32 sq_pi, u32 rq_pi) at
+ * buf_addr + dbrec_offset. An XRC_TGT QP has no rings and no driver data: ib_core creates
+ * it without udata.
  */
 struct ferroce_create_qp_req {
 	__aligned_u64 buf_addr;
@@ -131,7 +133,10 @@ struct ferroce_create_qp_resp {
 	__u32 db_qid;	/* the QP's number in this context's doorbells */
 };
 
-/* SRQ: 1 << log_size receive WQEs of 1 << log_stride bytes, record (u32 pi, u32 reserved). */
+/*
+ * SRQ, basic or XRC: 1 << log_size receive WQEs of 1 << log_stride bytes, record (u32 pi,
+ * u32 reserved).
+ */
 struct ferroce_create_srq_req {
 	__aligned_u64 buf_addr;
 	__u32 buf_size;

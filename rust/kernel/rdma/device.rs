@@ -50,10 +50,12 @@ use crate::{
         SgPages,
         Srq,
         SrqAttr,
+        SrqKind,
         StatDesc,
         Ucontext,
         UcontextInit,
         Udata,
+        Xrcd,
     },
     sync::{
         new_mutex,

@@ -20,7 +20,8 @@ use crate::{
         RecvWr,
         SendWr,
         Srq,
-        Udata, //
+        Udata,
+        Xrcd, //
     },
 };
 use core::marker::PhantomData;
@@ -43,7 +44,13 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram.
     Ud,
-    /// Any other type (SMI, XRC, raw packet, driver-specific).
+    /// XRC initiator: RC's send side, each request naming an XRC SRQ at the target.
+    XrcIni,
+    /// XRC target: RC's receive side in an XRC domain ([`QpInit::xrcd`]); it has no PD, CQ or
+    /// queue of its own, and ib_core creates it without `udata` even for a process, which
+    /// opens it by number ([`Qp`] of another process's `ibv_open_qp` is ib_core's alone).
+    XrcTgt,
+    /// Any other type (SMI, raw packet, driver-specific).
     Other(u32),
 }
 
@@ -54,6 +61,8 @@ impl QpType {
             bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
             bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
             bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            bindings::ib_qp_type_IB_QPT_XRC_INI => Self::XrcIni,
+            bindings::ib_qp_type_IB_QPT_XRC_TGT => Self::XrcTgt,
             other => Self::Other(other),
         }
     }
@@ -64,6 +73,8 @@ impl QpType {
             Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
             Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
             Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::XrcIni => bindings::ib_qp_type_IB_QPT_XRC_INI,
+            Self::XrcTgt => bindings::ib_qp_type_IB_QPT_XRC_TGT,
             Self::Other(raw) => raw,
         }
     }
@@ -265,6 +276,14 @@ impl<'a, T: Operations> QpInit<'a, T> {
         let srq = self.raw.srq;
         // SAFETY: As in `send_cq`.
         (!srq.is_null()).then(|| unsafe { Srq::from_raw(srq) })
+    }
+
+    /// The XRC domain of an XRC_TGT QP.
+    pub fn xrcd(&self) -> Option<&'a Xrcd<T>> {
+        let xrcd = self.raw.xrcd;
+        // SAFETY: ib_core holds a use of the domain for the call (`create_xrc_qp_user`), and
+        // every domain of this device was set up by `alloc_xrcd`.
+        (!xrcd.is_null()).then(|| unsafe { Xrcd::from_raw(xrcd) })
     }
 }
 
@@ -468,12 +487,13 @@ pub(crate) unsafe extern "C" fn create_qp<T: Operations>(
     udata: *mut bindings::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // SAFETY: ib_core set `device`, `pd`, the CQs and the type before calling us, and
-        // passes a valid `attr` and a valid or NULL `udata`.
+        // SAFETY: ib_core set `device`, `pd` (NULL for an XRC_TGT QP, which has none), the CQs
+        // and the type before calling us, and passes a valid `attr` and a valid or NULL `udata`.
         let (dev, pd, mut udata) = unsafe {
+            let pd = (*qp).pd;
             (
                 Device::<T>::from_raw((*qp).device),
-                Pd::<T>::from_raw((*qp).pd),
+                (!pd.is_null()).then(|| Pd::<T>::from_raw(pd)),
                 Udata::from_raw(udata),
             )
         };

@@ -11,11 +11,13 @@ use crate::{
             verbs_object,
             Numbered, //
         },
+        Cq,
         Device,
         Operations,
         Pd,
         RecvWr,
-        Udata, //
+        Udata,
+        Xrcd, //
     },
 };
 
@@ -35,6 +37,20 @@ pub struct SrqAttr {
     pub max_sge: u32,
     /// Limit: when fewer requests remain, the limit event fires once (0 = disarmed).
     pub limit: u32,
+}
+
+/// What an SRQ is for (`enum ib_srq_type`).
+pub enum SrqKind<'a, T: Operations> {
+    /// Receives for the QPs created with it (`IB_SRQT_BASIC`).
+    Basic,
+    /// An XRC SRQ (`IB_SRQT_XRC`): the XRC_TGT QPs of `xrcd` deliver into it the requests that
+    /// name it, completing on `cq`. Its number is what initiators name.
+    Xrc {
+        /// The XRC domain.
+        xrcd: &'a Xrcd<T>,
+        /// The CQ of its receive completions.
+        cq: &'a Cq<T>,
+    },
 }
 
 /// An asynchronous event of an SRQ.
@@ -85,20 +101,42 @@ pub(crate) unsafe extern "C" fn create_srq<T: Operations>(
                 Udata::from_raw(udata),
             )
         };
-        if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
-            return Err(EOPNOTSUPP);
-        }
+        let kind = match init.srq_type {
+            bindings::ib_srq_type_IB_SRQT_BASIC => SrqKind::Basic,
+            bindings::ib_srq_type_IB_SRQT_XRC => {
+                // SAFETY: ib_core checked and holds the domain and the CQ of an XRC SRQ for the
+                // call (`ib_create_srq_user`); they are objects of this device.
+                let (xrcd, cq) = unsafe { (init.ext.__bindgen_anon_1.xrc.xrcd, init.ext.cq) };
+                if xrcd.is_null() || cq.is_null() {
+                    return Err(EINVAL);
+                }
+                // SAFETY: As above.
+                unsafe {
+                    SrqKind::Xrc {
+                        xrcd: Xrcd::<T>::from_raw(xrcd),
+                        cq: Cq::<T>::from_raw(cq),
+                    }
+                }
+            }
+            _ => return Err(EOPNOTSUPP),
+        };
+        let xrc = matches!(kind, SrqKind::Xrc { .. });
         let mut attr = SrqAttr {
             max_wr: init.attr.max_wr,
             max_sge: init.attr.max_sge,
             limit: init.attr.srq_limit,
         };
-        let data = T::create_srq(dev, pd, &mut attr, udata.as_mut())?;
+        let data = T::create_srq(dev, pd, kind, &mut attr, udata.as_mut())?;
         init.attr.max_wr = attr.max_wr;
         init.attr.max_sge = attr.max_sge;
         let number = data.number();
         // SAFETY: ib_core allocated `Srq::<T>::ALLOC_SIZE` bytes and the data is not set yet.
         unsafe { Srq::<T>::write_data(srq, data) };
+        if xrc {
+            // SAFETY: An XRC SRQ's `ext` holds the `xrc` member (ib_core set its `xrcd`); uverbs
+            // reports `srq_num` to the process once we return.
+            unsafe { (*srq).ext.__bindgen_anon_1.xrc.srq_num = number };
+        }
         // SAFETY: The data is initialised now.
         let obj = unsafe { Srq::<T>::from_raw(srq) };
         let undo = || {

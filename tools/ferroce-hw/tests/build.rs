@@ -42,6 +42,7 @@ fn req(op: SendOp, payload: Payload<'_>) -> SendRequest<'_> {
         fence: false,
         payload,
         ud: None,
+        xrc_srqn: None,
     }
 }
 

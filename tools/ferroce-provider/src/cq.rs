@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use ferroce_hw::{
     CqDbRecord, Cqe, Ring, WcStatus, CQE_FLAG_GRH, CQE_FLAG_WITH_IMM, CQE_FLAG_WITH_INV,
-    CQE_OP_ATOMIC_WRITE, CQE_OP_BIND_MW, CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD, CQE_OP_FLUSH,
-    CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE, CQE_OP_RECV, CQE_OP_RECV_RDMA_WITH_IMM,
-    CQE_OP_REG_MR, CQE_OP_RESIZE, CQE_OP_SEND, CQE_OWNER_OFFSET, CQE_SIZE,
+    CQE_FLAG_XRC, CQE_OP_ATOMIC_WRITE, CQE_OP_BIND_MW, CQE_OP_CMP_SWAP, CQE_OP_FETCH_ADD,
+    CQE_OP_FLUSH, CQE_OP_LOCAL_INV, CQE_OP_RDMA_READ, CQE_OP_RDMA_WRITE, CQE_OP_RECV,
+    CQE_OP_RECV_RDMA_WITH_IMM, CQE_OP_REG_MR, CQE_OP_RESIZE, CQE_OP_SEND, CQE_OWNER_OFFSET,
+    CQE_SIZE,
 };
 use libc::EINVAL;
 
@@ -178,9 +179,31 @@ impl CqRing {
     ///
     /// During resizes the next rings are cleaned too, each from the index of the marker before
     /// it: the entries it frees there are skipped when polling gets to it.
-    pub(crate) fn clean(&mut self, qpn: u32, mut removed: impl FnMut(&Cqe)) -> u16 {
+    pub(crate) fn clean(&mut self, qpn: u32, removed: impl FnMut(&Cqe)) -> u16 {
+        // An XRC receive names the target QP, which no process owns: its SRQ's (below).
+        self.clean_matching(
+            |cqe| cqe.qpn == qpn && cqe.flags & CQE_FLAG_XRC == 0,
+            removed,
+        )
+    }
+
+    /// Removes the CQEs of XRC SRQ `srqn`, just destroyed, from the ring: an SRQ created next
+    /// with that number never polls them.
+    pub(crate) fn clean_xrc_srq(&mut self, srqn: u32) -> u16 {
+        self.clean_matching(
+            |cqe| cqe.flags & CQE_FLAG_XRC != 0 && cqe.srqn == srqn,
+            |_| {},
+        )
+    }
+
+    /// Removes the CQEs `matches` picks (never a resize marker), as [`CqRing::clean`] does.
+    fn clean_matching(
+        &mut self,
+        matches: impl Fn(&Cqe) -> bool,
+        mut removed: impl FnMut(&Cqe),
+    ) -> u16 {
         let mut pick = |cqe: &Cqe| {
-            let ours = cqe.qpn == qpn && cqe.opcode != CQE_OP_RESIZE;
+            let ours = matches(cqe) && cqe.opcode != CQE_OP_RESIZE;
             if ours {
                 removed(cqe);
             }
@@ -390,6 +413,38 @@ mod tests {
         let left: Vec<(u32, u64)> =
             std::iter::from_fn(|| cq.poll().map(|c| (c.qpn, c.wr_id))).collect();
         assert_eq!(left, [(10, 2), (10, 4)]);
+    }
+
+    #[test]
+    fn xrc_receives_go_with_their_srq_not_with_the_target_qps_number() {
+        let mut cq = CqRing::new(8, 15).expect("cq");
+        let ring = cq.ring();
+        // XRC receives of SRQs 5 and 6 through target QP 9, and a CQE of this process's QP 9
+        // (a number the target's had before).
+        for (i, (qpn, srqn, xrc, wr_id)) in [(9, 5, true, 1), (9, 6, true, 2), (9, 0, false, 3)]
+            .into_iter()
+            .enumerate()
+        {
+            let index = i as u16;
+            let cqe = Cqe {
+                wr_id,
+                qpn,
+                srqn,
+                opcode: CQE_OP_RECV,
+                flags: if xrc { CQE_FLAG_XRC } else { 0 },
+                owner: ring.owner(index),
+                ..Cqe::default()
+            };
+            cq.buf()
+                .write(ring.slot(index) as usize * CQE_SIZE, &cqe.encode());
+        }
+        let mut seen = Vec::new();
+        assert_eq!(cq.clean(9, |c| seen.push(c.wr_id)), 1, "only the QP's own");
+        assert_eq!(seen, [3]);
+        assert_eq!(cq.clean_xrc_srq(5), 1);
+        let left: Vec<(u32, u64)> =
+            std::iter::from_fn(|| cq.poll().map(|c| (c.srqn, c.wr_id))).collect();
+        assert_eq!(left, [(6, 2)]);
     }
 
     /// What the device does for `CMD_RESIZE_CQ` at producer index `pi`: the new ring's

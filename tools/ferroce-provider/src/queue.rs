@@ -447,6 +447,7 @@ mod tests {
             fence: false,
             payload: Payload::Sges(&[]),
             ud: None,
+            xrc_srqn: None,
         }
     }
 
@@ -772,6 +773,7 @@ mod post_tests {
             fence: false,
             payload: Payload::Sges(&[]),
             ud: None,
+            xrc_srqn: None,
         };
         let bad = SendRequest {
             op: SendOp::FetchAdd {
@@ -827,6 +829,7 @@ mod push_tests {
                 fence: false,
                 payload: Payload::Sges(&[]),
                 ud: None,
+                xrc_srqn: None,
             };
             let mut once = Some(req);
             let ci = sq.pi();

@@ -12,7 +12,7 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use ferroce_hw::{Sge, UdAddress, MAX_SGE, MAX_WQE_SIZE};
+use ferroce_hw::{QpType, Sge, UdAddress, MAX_SGE, MAX_WQE_SIZE};
 use libc::{EINVAL, ENOMEM};
 
 use crate::wqe::{build_send_wqe, Payload, SendOp, SendRequest, SqLimits};
@@ -61,6 +61,7 @@ struct Open {
     op: SendOp,
     flags: WrFlags,
     ud: Option<UdAddress>,
+    xrc_srqn: Option<u32>,
     data: Data,
 }
 
@@ -128,6 +129,7 @@ impl WrBatch {
                     op,
                     flags,
                     ud: None,
+                    xrc_srqn: None,
                     data: Data::None,
                 })
             }
@@ -153,6 +155,16 @@ impl WrBatch {
                 }
             }
             None => self.fail(EINVAL),
+        }
+    }
+
+    /// `wr_set_xrc_srqn`: the XRC SRQ at the target (an XRC_INI QP's requests need one).
+    pub(crate) fn set_xrc_srqn(&mut self, srqn: u32) {
+        if self.limits.qp_type != QpType::XrcIni {
+            return self.fail(EINVAL);
+        }
+        if let Some(open) = self.open_mut() {
+            open.xrc_srqn = Some(srqn);
         }
     }
 
@@ -206,6 +218,7 @@ impl WrBatch {
             fence: open.flags.fence,
             payload,
             ud: open.ud,
+            xrc_srqn: open.xrc_srqn,
         };
         let slot_len = self.slot_len();
         let start = self.wqes.len();
@@ -367,6 +380,33 @@ mod tests {
             b.begin(i, SIG, Ok(SendOp::Send));
         }
         assert_eq!(b.finish(), Err(ENOMEM));
+    }
+
+    #[test]
+    fn an_xrc_initiators_requests_need_the_srq_they_go_to() {
+        let ini = SqLimits {
+            qp_type: QpType::XrcIni,
+            ..RC
+        };
+        let mut b = WrBatch::new(ini, 4);
+        b.begin(1, SIG, Ok(SendOp::Send));
+        b.set_sges(&[sge(1)]);
+        assert_eq!(b.finish(), Err(EINVAL), "a SEND naming no SRQ");
+        b.clear();
+        b.begin(1, SIG, Ok(SendOp::Send));
+        b.set_xrc_srqn(0x42);
+        b.set_sges(&[sge(1)]);
+        assert_eq!(b.finish(), Ok(1));
+        let (w, _) = b.wqe(0).expect("wqe");
+        assert_eq!(WqeCtrl::read_from(w).expect("ctrl").xrc_srqn, 0x42);
+        // A local operation names none; an RC QP takes no SRQ number.
+        b.clear();
+        b.begin(2, SIG, Ok(SendOp::LocalInv(7)));
+        assert_eq!(b.finish(), Ok(1));
+        let mut rc = WrBatch::new(RC, 4);
+        rc.begin(1, SIG, Ok(SendOp::Send));
+        rc.set_xrc_srqn(0x42);
+        assert_eq!(rc.finish(), Err(EINVAL));
     }
 
     #[test]

@@ -86,6 +86,9 @@ enum QpMem {
         /// Held for its pinned memory and local QID, which go with the queue.
         _queue: UserQueue,
     },
+    /// An XRC_TGT QP has no rings: the requests it receives go to the XRC SRQs they name. It
+    /// belongs to no process (ib_core shares it between those that open it).
+    XrcTarget,
 }
 
 /// The rings of a kernel QP.
@@ -264,19 +267,22 @@ struct QpKind {
     user: bool,
     srqn: Option<u32>,
     send_cqn: u32,
+    /// `hw::NONE` for an XRC_INI QP, which receives nothing.
     recv_cqn: u32,
 }
 
 impl QpKind {
-    /// The kind of `init`: RC, UC (if the device has `CAP_UC`) or UD, or GSI if `kernel`
-    /// (ib_core's MAD agent; processes cannot create one), no create flags, an SRQ only for a
-    /// connected QP (the device's rule).
+    /// The kind of `init`: RC, UC (if the device has `CAP_UC`) or UD, an XRC initiator if a
+    /// process asks (and the device has `CAP_XRC`: kernel ULPs have no XRC), or GSI if `kernel`
+    /// (ib_core's MAD agent; processes cannot create one), no create flags, an SRQ only for an
+    /// RC or UC QP (the device's rule), a receive CQ for all but XRC_INI.
     fn of(init: &QpInit<'_, RoceDevice>, kernel: bool, caps: u32) -> Result<Self> {
         let qp_type = match init.qp_type() {
             QpType::Rc => hw::QpType::Rc,
             QpType::Uc if caps & hw::CAP_UC != 0 => hw::QpType::Uc,
             QpType::Ud => hw::QpType::Ud,
             QpType::Gsi if kernel => hw::QpType::Gsi,
+            QpType::XrcIni if !kernel && caps & hw::CAP_XRC != 0 => hw::QpType::XrcIni,
             _ => return Err(EOPNOTSUPP),
         };
         if init.create_flags() != 0 {
@@ -291,8 +297,17 @@ impl QpKind {
             user: !kernel,
             srqn,
             send_cqn: init.send_cq().ok_or(EINVAL)?.number(),
-            recv_cqn: init.recv_cq().ok_or(EINVAL)?.number(),
+            recv_cqn: if qp_type.has_rq() {
+                init.recv_cq().ok_or(EINVAL)?.number()
+            } else {
+                hw::NONE
+            },
         })
+    }
+
+    /// Whether the QP has a receive ring of its own (not with an SRQ, nor on XRC_INI).
+    fn has_rq_ring(&self) -> bool {
+        self.srqn.is_none() && self.qp_type.has_rq()
     }
 
     /// The `CMD_CREATE_QP` of a QP of this kind in `pd` with `rings`, named to the device by
@@ -431,7 +446,7 @@ impl QpData {
         let kind = QpKind::of(init, false, dev.caps_flags())?;
         let (qp_type, srqn) = (kind.qp_type, kind.srqn);
         let req: uapi::ferroce_create_qp_req = udata.read()?;
-        let (rings, caps) = user_geometry(&req, srqn.is_some(), &dev.wq_limits())?;
+        let (rings, caps) = user_geometry(&req, !kind.has_rq_ring(), &dev.wq_limits())?;
         let asked = init.caps();
         // The device polls the record only if it says it can (`FERROCE_UCONTEXT_DB_RECORD`).
         let db_record = req.flags == uapi::ferroce_create_qp_flags_FERROCE_CREATE_QP_DB_RECORD;
@@ -440,16 +455,17 @@ impl QpData {
             || asked.max_send_wr > caps.max_send_wr
             || asked.max_send_sge > caps.max_send_sge
             || asked.max_inline_data > caps.max_inline_data
-            || (srqn.is_none()
+            || (kind.has_rq_ring()
                 && (asked.max_recv_wr > caps.max_recv_wr || asked.max_recv_sge > caps.max_recv_sge))
         {
             return Err(EINVAL);
         }
         let mut mem = UserQueueMem::pin(dev, req.buf_addr, req.buf_size)?;
         let sq = mem.ring(dev, 0, req.sq_log_size, req.sq_log_stride)?;
-        let rq = match srqn {
-            Some(_) => hw::BufDesc::default(),
-            None => mem.ring(dev, req.rq_offset, req.rq_log_size, req.rq_log_stride)?,
+        let rq = if kind.has_rq_ring() {
+            mem.ring(dev, req.rq_offset, req.rq_log_size, req.rq_log_stride)?
+        } else {
+            hw::BufDesc::default()
         };
         let dbrec_addr = mem.record(req.dbrec_offset)?;
         let completion = dev.cmdq().exec(&kind.create_cmd(
@@ -492,6 +508,54 @@ impl QpData {
         }
         init.set_caps(caps);
         Ok(qp)
+    }
+
+    /// Creates an XRC_TGT QP of XRC domain `xrcd` in the device: nothing but its number (it has
+    /// no rings, PD or CQs, and no process owns it).
+    pub(crate) fn create_xrc_tgt(
+        dev: &rdma::Device<RoceDevice>,
+        xrcd: &rdma::Xrcd<RoceDevice>,
+        init: &mut QpInit<'_, RoceDevice>,
+    ) -> Result<Self> {
+        if dev.caps_flags() & hw::CAP_XRC == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let qp_type = hw::QpType::XrcTgt;
+        let qpn = dev
+            .cmdq()
+            .exec(&hw::CreateQpCmd {
+                sq_cqn: hw::NONE,
+                rq_cqn: hw::NONE,
+                srqn: hw::NONE,
+                qp_type: qp_type.into(),
+                xrcd: xrcd.number(),
+                ..Default::default()
+            })?
+            .qpn;
+        if !qpn_plausible(qp_type, qpn) {
+            pr_err!("ferroce: the device returned QPN {} for an XRC_TGT QP\n", qpn);
+            let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });
+            return Err(EIO);
+        }
+        let caps = QpCaps::default();
+        init.set_caps(caps);
+        Ok(Self {
+            qpn,
+            srqn: None,
+            caps,
+            sq_limits: hw::SqLimits {
+                qp_type,
+                stride: 0,
+                max_sge: 0,
+                max_inline: 0,
+            },
+            signal_all: false,
+            state: Atomic::new(u8::from(hw::QpState::Reset).into()),
+            send_cqn: hw::NONE,
+            recv_cqn: hw::NONE,
+            broken: Atomic::new(false),
+            mem: QpMem::XrcTarget,
+        })
     }
 
     /// Destroys the QP in the device; its memory (and a user QP's local QID) goes with the
@@ -690,9 +754,10 @@ impl QpData {
         self.set_state(hw::QpState::Err);
     }
 
-    /// Whether a process owns the QP (its completions never reach the kernel's CQs).
+    /// Whether a process owns the QP (its completions never reach the kernel's CQs); an
+    /// XRC_TGT QP, which only processes create, counts as one.
     pub(crate) fn is_user(&self) -> bool {
-        matches!(self.mem, QpMem::User { .. })
+        matches!(self.mem, QpMem::User { .. } | QpMem::XrcTarget)
     }
 
     /// The SRQ its receives come from, if any.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Shared receive queues: one receive ring that RC QPs take WQEs from in ring order, with a
-//! limit event when fewer than `limit` WQEs are left (`CMD_MODIFY_SRQ` arms it).
+//! limit event when fewer than `limit` WQEs are left (`CMD_MODIFY_SRQ` arms it). A process's
+//! SRQ may be an XRC SRQ of an XRC domain, which the domain's XRC_TGT QPs deliver into.
 
 use kernel::{
     io::Io,
@@ -12,6 +13,7 @@ use kernel::{
         PostError,
         RecvWr,
         SrqAttr,
+        SrqKind,
         Udata,
     },
     sync::{
@@ -79,6 +81,24 @@ struct KernelSrq {
 struct SrqProducer {
     pi: u16,
     wrs: WrTable,
+}
+
+/// The driver's part of an XRC domain: a tag the device compares (XRC_TGT QPs deliver only
+/// into XRC SRQs of their domain), none in use twice.
+pub(crate) struct XrcdData {
+    tag: u32,
+}
+
+impl XrcdData {
+    /// A domain tagged `tag`.
+    pub(crate) fn new(tag: u32) -> Self {
+        Self { tag }
+    }
+
+    /// The domain's tag.
+    pub(crate) fn number(&self) -> u32 {
+        self.tag
+    }
 }
 
 impl Numbered for SrqData {
@@ -153,10 +173,19 @@ impl SrqData {
     pub(crate) fn create_user(
         dev: &rdma::Device<RoceDevice>,
         pd: &rdma::Pd<RoceDevice>,
+        kind: SrqKind<'_, RoceDevice>,
         attr: &mut SrqAttr,
         udata: &mut Udata<'_>,
     ) -> Result<Self> {
         let ctx = udata.ucontext(dev).ok_or(EINVAL)?;
+        // An XRC SRQ names its domain and CQ to the device; its ring is laid out as any.
+        let (srq_type, xrcd, cqn) = match kind {
+            SrqKind::Basic => (hw::SrqType::Basic, 0, 0),
+            SrqKind::Xrc { .. } if dev.caps_flags() & hw::CAP_XRC == 0 => {
+                return Err(EOPNOTSUPP)
+            }
+            SrqKind::Xrc { xrcd, cq } => (hw::SrqType::Xrc, xrcd.number(), cq.number()),
+        };
         let req: uapi::ferroce_create_srq_req = udata.read()?;
         let limits = dev.wq_limits();
         if req.reserved != 0 {
@@ -188,6 +217,9 @@ impl SrqData {
                 limit: attr.limit,
                 log_size: req.log_size as u8,
                 log_stride: req.log_stride as u8,
+                srq_type: srq_type.into(),
+                xrcd,
+                cqn,
                 ..Default::default()
             })?
             .srqn;

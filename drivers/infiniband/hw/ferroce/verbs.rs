@@ -32,10 +32,12 @@ use kernel::{
         PostError,
         QpAttr,
         QpInit,
+        QpType,
         RecvWr,
         SendWr,
         SgPages,
         SrqAttr,
+        SrqKind,
         StatDesc,
         UcontextInit,
         Udata,
@@ -79,7 +81,10 @@ use crate::{
         self,
         SharedBar, //
     },
-    srq::SrqData,
+    srq::{
+        SrqData,
+        XrcdData, //
+    },
     state::DeviceState,
     ucontext::{
         DbPage,
@@ -159,6 +164,9 @@ pub(crate) struct RoceDevice {
     /// PD tags (the device only compares them), none in use twice.
     #[pin]
     pd_tags: Mutex<NumberPool>,
+    /// XRC domain tags, likewise.
+    #[pin]
+    xrcd_tags: Mutex<NumberPool>,
     /// The last key variant of each MR slot, so that no slot gets its last key again.
     #[pin]
     mr_keys: Mutex<MrKeys>,
@@ -229,6 +237,10 @@ impl RoceDevice {
             push_window <- new_spinlock_irq!((), "ferroce::push_window"),
             // Tag 0 is no PD's.
             pd_tags <- new_mutex!(NumberPool::new(1, limits.max_mr)?, "ferroce::pd_tags"),
+            xrcd_tags <- new_mutex!(
+                NumberPool::new(1, limits.max_srq.max(1) + 1)?,
+                "ferroce::xrcd_tags"
+            ),
             mr_keys <- new_mutex!(MrKeys::new(limits.max_mr)?, "ferroce::mr_keys"),
             limits,
             mac,
@@ -413,6 +425,9 @@ fn device_caps(caps: u32) -> DeviceCaps {
     if caps & hw::CAP_ATOMIC_WRITE != 0 {
         flags |= DeviceCap::AtomicWrite;
     }
+    if caps & hw::CAP_XRC != 0 {
+        flags |= DeviceCap::Xrc;
+    }
     // Global visibility only: the device's writes are in the VM's memory when it has done
     // them, but that memory is not persistent memory, so no MR may promise persistence
     // (ib_core then refuses `IB_ACCESS_FLUSH_PERSISTENT`, as rxe does for memory that is not
@@ -433,6 +448,7 @@ impl rdma::Operations for RoceDevice {
     type Cq = CqData;
     type Qp = QpData;
     type Srq = SrqData;
+    type Xrcd = XrcdData;
     type Ah = AhData;
     type Mr = MrData;
     type Mw = MwData;
@@ -607,6 +623,18 @@ impl rdma::Operations for RoceDevice {
         Ok(())
     }
 
+    fn alloc_xrcd(dev: &rdma::Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<XrcdData> {
+        if dev.caps_flags & hw::CAP_XRC == 0 || dev.limits.max_srq == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(XrcdData::new(dev.xrcd_tags.lock().take().ok_or(ENOMEM)?))
+    }
+
+    fn dealloc_xrcd(xrcd: &rdma::Xrcd<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        xrcd.device().xrcd_tags.lock().give_back(xrcd.number());
+        Ok(())
+    }
+
     fn create_cq(
         dev: &rdma::Device<Self>,
         init: &CqInit,
@@ -640,10 +668,15 @@ impl rdma::Operations for RoceDevice {
 
     fn create_qp(
         dev: &rdma::Device<Self>,
-        pd: &rdma::Pd<Self>,
+        pd: Option<&rdma::Pd<Self>>,
         init: &mut QpInit<'_, Self>,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<QpData> {
+        // ib_core creates an XRC_TGT QP without a PD and without `udata`, even for a process.
+        if init.qp_type() == QpType::XrcTgt {
+            return QpData::create_xrc_tgt(dev, init.xrcd().ok_or(EINVAL)?, init);
+        }
+        let pd = pd.ok_or(EINVAL)?;
         match udata {
             Some(udata) => QpData::create_user(dev, pd, init, udata),
             None => QpData::create(dev, pd, init),
@@ -707,15 +740,18 @@ impl rdma::Operations for RoceDevice {
     fn create_srq(
         dev: &rdma::Device<Self>,
         pd: &rdma::Pd<Self>,
+        kind: SrqKind<'_, Self>,
         attr: &mut SrqAttr,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<SrqData> {
         if dev.limits.max_srq == 0 {
             return Err(EOPNOTSUPP);
         }
-        match udata {
-            Some(udata) => SrqData::create_user(dev, pd, attr, udata),
-            None => SrqData::create(dev, pd, attr),
+        match (udata, kind) {
+            (Some(udata), kind) => SrqData::create_user(dev, pd, kind, attr, udata),
+            (None, SrqKind::Basic) => SrqData::create(dev, pd, attr),
+            // Kernel ULPs have no XRC (`ib_send_wr` cannot name a remote SRQ).
+            (None, SrqKind::Xrc { .. }) => Err(EOPNOTSUPP),
         }
     }
 

@@ -196,6 +196,8 @@ crate::impl_flags!(
         FlushPersistent = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64,
         /// ATOMIC WRITE requests (`IB_DEVICE_ATOMIC_WRITE`).
         AtomicWrite = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64,
+        /// XRC domains, XRC SRQs and XRC_INI / XRC_TGT QPs (`IB_DEVICE_XRC`).
+        Xrc = bindings::ib_device_cap_flags_IB_DEVICE_XRC as u64,
     }
 );
 

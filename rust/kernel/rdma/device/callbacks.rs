@@ -169,6 +169,17 @@ impl<T: Operations> Callbacks<T> {
                 None
             },
             size_ib_pd: Pd::<T>::ALLOC_SIZE,
+            alloc_xrcd: if T::HAS_ALLOC_XRCD {
+                Some(crate::rdma::xrcd::alloc_xrcd::<T>)
+            } else {
+                None
+            },
+            dealloc_xrcd: if T::HAS_ALLOC_XRCD {
+                Some(crate::rdma::xrcd::dealloc_xrcd::<T>)
+            } else {
+                None
+            },
+            size_ib_xrcd: Xrcd::<T>::ALLOC_SIZE,
             create_cq: if T::HAS_CREATE_CQ {
                 Some(crate::rdma::cq::create_cq::<T>)
             } else {

@@ -81,6 +81,8 @@ pub trait Operations: Sized + Send + Sync + 'static {
     type Qp: Numbered + Send + Sync;
     /// The driver's data of a shared receive queue.
     type Srq: Numbered + Send + Sync;
+    /// The driver's data of an XRC domain.
+    type Xrcd: Send + Sync;
     /// The driver's data of an address handle.
     type Ah: Send + Sync;
     /// The driver's data of a memory region.
@@ -99,6 +101,16 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// Releases a protection domain (its data is dropped afterwards).
     fn dealloc_pd(_pd: &Pd<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
+        Ok(())
+    }
+
+    /// Allocates an XRC domain (ib_core shares it between the processes that open it).
+    fn alloc_xrcd(_dev: &Device<Self>, _udata: Option<&mut Udata<'_>>) -> Result<Self::Xrcd> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Releases an XRC domain no SRQ or QP uses any more (its data is dropped afterwards).
+    fn dealloc_xrcd(_xrcd: &Xrcd<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
         Ok(())
     }
 
@@ -140,10 +152,13 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates a QP in `pd`; reports the queue sizes through `init`.
+    /// Creates a QP in `pd`; reports the queue sizes through `init`. An XRC_TGT QP has no PD
+    /// (`None`): its domain is [`QpInit::xrcd`], and ib_core passes no `udata` for it even when a
+    /// process asked for it (the QP is shared by the processes that open it and outlives its
+    /// creator).
     fn create_qp(
         _dev: &Device<Self>,
-        _pd: &Pd<Self>,
+        _pd: Option<&Pd<Self>>,
         _init: &mut QpInit<'_, Self>,
         _udata: Option<&mut Udata<'_>>,
     ) -> Result<Self::Qp> {
@@ -190,10 +205,11 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates an SRQ; reports its sizes through `attr`.
+    /// Creates an SRQ of `kind` in `pd`; reports its sizes through `attr`.
     fn create_srq(
         _dev: &Device<Self>,
         _pd: &Pd<Self>,
+        _kind: SrqKind<'_, Self>,
         _attr: &mut SrqAttr,
         _udata: Option<&mut Udata<'_>>,
     ) -> Result<Self::Srq> {

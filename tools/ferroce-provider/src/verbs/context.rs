@@ -13,7 +13,7 @@ use ferroce_hw::{
 };
 use libc::{EINVAL, EPROTO};
 
-use super::{ah, check, cq, fail, mr, mw, qp, srq, Pod, WithDrv};
+use super::{ah, check, cq, fail, mr, mw, qp, srq, xrcd, Pod, WithDrv};
 use crate::doorbell::{self, DbPage};
 use crate::queue::{PushWindow, QueueProgress};
 use crate::sys;
@@ -94,6 +94,11 @@ static CONTEXT_OPS: sys::verbs_context_ops = sys::verbs_context_ops {
     post_send: Some(qp::post_send),
     post_recv: Some(qp::post_recv),
     create_srq: Some(srq::create_srq),
+    create_srq_ex: Some(srq::create_srq_ex),
+    get_srq_num: Some(srq::get_srq_num),
+    open_xrcd: Some(xrcd::open_xrcd),
+    close_xrcd: Some(xrcd::close_xrcd),
+    open_qp: Some(qp::open_qp),
     modify_srq: Some(srq::modify_srq),
     query_srq: Some(srq::query_srq),
     destroy_srq: Some(srq::destroy_srq),
@@ -128,8 +133,8 @@ unsafe extern "C" fn uninit_device(vdev: *mut sys::verbs_device) {
 #[derive(Debug)]
 pub(super) struct QpProgress {
     pub(super) sq: Arc<QueueProgress>,
-    /// The RQ, or the SRQ the QP receives from.
-    pub(super) rq: Arc<QueueProgress>,
+    /// The RQ, or the SRQ the QP receives from; none for an XRC_INI QP.
+    pub(super) rq: Option<Arc<QueueProgress>>,
 }
 
 /// What the provider keeps per context.
@@ -141,12 +146,19 @@ pub(super) struct ContextInner {
     pub(super) db_record: bool,
     pub(super) limits: WqLimits,
     qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
+    xrc_srqs: Mutex<HashMap<u32, Arc<QueueProgress>>>,
 }
 
 impl ContextInner {
     /// The QP table (QPN → completion progress), for the CQ poller.
     pub(super) fn qps(&self) -> MutexGuard<'_, HashMap<u32, Arc<QpProgress>>> {
         self.qps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The XRC SRQ table (SRQN → completion progress), for the CQ poller: an XRC receive
+    /// names its SRQ, not a QP of this process.
+    pub(super) fn xrc_srqs(&self) -> MutexGuard<'_, HashMap<u32, Arc<QueueProgress>>> {
+        self.xrc_srqs.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -256,6 +268,7 @@ unsafe extern "C" fn alloc_context(
                 db_record,
                 limits,
                 qps: Mutex::new(HashMap::new()),
+                xrc_srqs: Mutex::new(HashMap::new()),
             })
         });
     match inner {

@@ -6,7 +6,7 @@
 use core::ffi::c_int;
 use std::sync::Mutex;
 
-use ferroce_hw::Cqe;
+use ferroce_hw::{Cqe, CQE_FLAG_XRC};
 use libc::{EINVAL, ENOMEM};
 
 use super::context::{context, ContextInner};
@@ -330,14 +330,39 @@ pub(super) unsafe fn clean(ibcq: *mut sys::ibv_cq, qpn: u32, removed: impl FnMut
         .clean(qpn, removed);
 }
 
-/// Settles a CQE against its queue (see [`settle`]).
+/// Settles a CQE against its queue (see [`settle`]): its QP's, or for an XRC receive its XRC
+/// SRQ's (the target QP it names belongs to no process).
 fn account(ctx: &ContextInner, cqe: &mut Cqe) {
-    let qpn = cqe.qpn;
+    let (qpn, srqn, xrc) = (cqe.qpn, cqe.srqn, cqe.flags & CQE_FLAG_XRC != 0);
     settle(cqe, |recv| {
+        if xrc {
+            return recv.then(|| ctx.xrc_srqs().get(&srqn).cloned()).flatten();
+        }
         let qps = ctx.qps();
         let qp = qps.get(&qpn)?;
-        Some(if recv { &qp.rq } else { &qp.sq }.clone())
+        if recv {
+            qp.rq.clone()
+        } else {
+            Some(qp.sq.clone())
+        }
     });
+}
+
+/// Removes the CQEs of destroyed XRC SRQ `srqn` from CQ `ibcq` ([`CqRing::clean_xrc_srq`]).
+///
+/// # Safety
+///
+/// `ibcq` is null or a live CQ of ours.
+pub(super) unsafe fn clean_xrc_srq(ibcq: *mut sys::ibv_cq, srqn: u32) {
+    if ibcq.is_null() {
+        return;
+    }
+    // SAFETY: per the contract; `ibcq` starts our `Cq`.
+    let cq = unsafe { &*ibcq.cast::<Cq>() };
+    cq.ring
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clean_xrc_srq(srqn);
 }
 
 pub(super) unsafe extern "C" fn poll_cq(

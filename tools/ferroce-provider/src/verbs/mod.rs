@@ -11,6 +11,7 @@ mod mr;
 mod mw;
 mod qp;
 mod srq;
+mod xrcd;
 
 use core::ffi::c_int;
 use core::mem::size_of;
@@ -83,6 +84,11 @@ pod!(
     sys::ferroce_resize_srq_req,
     sys::ib_uverbs_create_ah_resp,
     sys::ferroce_create_ah_resp,
+    sys::verbs_xrcd,
+    sys::ibv_open_xrcd,
+    sys::ib_uverbs_open_xrcd_resp,
+    sys::ibv_create_xsrq,
+    sys::ibv_open_qp,
 );
 
 /// A uverbs command or response followed by the driver's data (rdma-core's

@@ -105,12 +105,14 @@ fn qp_ex_ops(qp_type: QpType) -> u64 {
         .fold(0, |ops, &(flag, _)| ops | u64::from(flag))
 }
 
-/// The device's type of an `ibv_qp_type` a process may create.
+/// The device's type of an `ibv_qp_type` a process may create with rings (an XRC_RECV QP has
+/// none: [`create_xrc_target`]).
 fn qp_type_of(qp_type: sys::ibv_qp_type) -> Option<QpType> {
     match qp_type {
         sys::IBV_QPT_RC => Some(QpType::Rc),
         sys::IBV_QPT_UC => Some(QpType::Uc),
         sys::IBV_QPT_UD => Some(QpType::Ud),
+        sys::IBV_QPT_XRC_SEND => Some(QpType::XrcIni),
         _ => None,
     }
 }
@@ -130,14 +132,16 @@ unsafe fn create(
 ) -> Result<(*mut Qp, sys::ibv_qp_cap), i32> {
     let qp_type = qp_type_of(req.qp_type).ok_or(libc::EOPNOTSUPP)?;
     let srq = req.srq.cast::<Srq>();
+    // An XRC_INI QP receives nothing (what it was asked to receive, perftest asks, is ignored).
+    let own_rq = srq.is_null() && qp_type.has_rq();
     let caps = WqCaps {
         max_send_wr: req.cap.max_send_wr,
-        max_recv_wr: req.cap.max_recv_wr,
+        max_recv_wr: if own_rq { req.cap.max_recv_wr } else { 0 },
         max_send_sge: req.cap.max_send_sge,
-        max_recv_sge: req.cap.max_recv_sge,
+        max_recv_sge: if own_rq { req.cap.max_recv_sge } else { 0 },
         max_inline: req.cap.max_inline_data,
     };
-    let layout = qp_layout(&caps, !srq.is_null(), &ctx.limits)?;
+    let layout = qp_layout(&caps, !own_rq, &ctx.limits)?;
     let (buf, sq, rq) = DmaBuf::new(layout.buf_size).and_then(|buf| {
         let mut sq = WorkQueue::sq(&layout)?;
         if ctx.db_record {
@@ -198,9 +202,10 @@ unsafe fn create(
     let rq_caps = rq.as_ref().map(|_| (got.max_recv_wr, got.max_recv_sge));
     // SAFETY: a non-null SRQ of ours (libibverbs passes the application's).
     let rq_progress = match (unsafe { srq.as_ref() }, &rq) {
-        (Some(s), _) => s.progress.clone(),
-        (None, Some(rq)) => rq.progress().clone(),
-        // The layout has an RQ unless there is an SRQ.
+        (Some(s), _) => Some(s.progress.clone()),
+        (None, Some(rq)) => Some(rq.progress().clone()),
+        // The layout has an RQ unless there is an SRQ or the QP receives nothing.
+        (None, None) if !qp_type.has_rq() => None,
         (None, None) => {
             undo_fork();
             return Err(EINVAL);
@@ -255,6 +260,8 @@ unsafe fn create(
     if let Some((size, sge)) = rq_caps {
         cap.max_recv_wr = size;
         cap.max_recv_sge = sge;
+    } else if !qp_type.has_rq() {
+        (cap.max_recv_wr, cap.max_recv_sge) = (0, 0);
     }
     Ok((qp, cap))
 }
@@ -303,16 +310,24 @@ pub(super) unsafe extern "C" fn create_qp(
     }
 }
 
-/// Checks `create_qp_ex`'s attributes: a PD, optionally no create flags, and send
-/// operations the QP type has.
+/// Checks `create_qp_ex`'s attributes: a PD (an XRC domain for an XRC_RECV QP), optionally
+/// no create flags, and send operations the QP type has.
 fn check_init_attr_ex(attr: &sys::ibv_qp_init_attr_ex) -> Result<(), i32> {
     let supported = sys::IBV_QP_INIT_ATTR_PD
+        | sys::IBV_QP_INIT_ATTR_XRCD
         | sys::IBV_QP_INIT_ATTR_CREATE_FLAGS
         | sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     if attr.comp_mask & !supported != 0 {
         return Err(libc::EOPNOTSUPP);
     }
-    if attr.comp_mask & sys::IBV_QP_INIT_ATTR_PD == 0 || attr.pd.is_null() {
+    if attr.qp_type == sys::IBV_QPT_XRC_RECV {
+        if attr.comp_mask & sys::IBV_QP_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null() {
+            return Err(EINVAL);
+        }
+        if attr.comp_mask & sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && attr.send_ops_flags != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
+    } else if attr.comp_mask & sys::IBV_QP_INIT_ATTR_PD == 0 || attr.pd.is_null() {
         return Err(EINVAL);
     }
     if attr.comp_mask & sys::IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && attr.create_flags != 0 {
@@ -341,6 +356,10 @@ pub(super) unsafe extern "C" fn create_qp_ex(
     };
     if let Err(e) = check_init_attr_ex(init) {
         return fail(e);
+    }
+    if init.qp_type == sys::IBV_QPT_XRC_RECV {
+        // SAFETY: a context of ours and the application's checked attributes.
+        return unsafe { create_xrc_target(ibctx, init) };
     }
     let extended = init.comp_mask & sys::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0;
     let req = QpRequest {
@@ -384,6 +403,103 @@ pub(super) unsafe extern "C" fn create_qp_ex(
     }
 }
 
+/// An XRC_RECV (XRC_TGT) QP, created here or opened by number ([`open_qp`]): the kernel's
+/// alone (it has no rings, and outlives the process that created it while others hold it
+/// open); the provider keeps libibverbs' part.
+#[repr(C)]
+struct XrcTarget {
+    vqp: sys::verbs_qp,
+}
+
+/// Whether `ibqp` is an [`XrcTarget`] rather than a [`Qp`].
+///
+/// # Safety
+///
+/// `ibqp` is a live QP of ours.
+unsafe fn is_xrc_target(ibqp: *const sys::ibv_qp) -> bool {
+    // SAFETY: per the contract; libibverbs set the type at create or open.
+    unsafe { (*ibqp).qp_type == sys::IBV_QPT_XRC_RECV }
+}
+
+/// `create_qp_ex` of an XRC_RECV QP: the kernel creates it without driver data.
+///
+/// # Safety
+///
+/// `ibctx` is a context of ours; `init` the application's attributes (checked).
+unsafe fn create_xrc_target(
+    ibctx: *mut sys::ibv_context,
+    init: &mut sys::ibv_qp_init_attr_ex,
+) -> *mut sys::ibv_qp {
+    let qp = Box::into_raw(Box::new(XrcTarget {
+        vqp: sys::verbs_qp::zeroed(),
+    }));
+    let mut kattr = *init;
+    kattr.comp_mask &= sys::IBV_QP_INIT_ATTR_XRCD;
+    let mut cmd = sys::ibv_create_qp::zeroed();
+    let mut resp = sys::ib_uverbs_create_qp_resp::zeroed();
+    // SAFETY: `qp` is ours and live; libibverbs sends the domain's handle for the PD's.
+    let ret = unsafe {
+        sys::ibv_cmd_create_qp_ex(
+            ibctx,
+            qp.cast(),
+            &mut kattr,
+            &mut cmd,
+            size_of::<sys::ibv_create_qp>(),
+            &mut resp,
+            size_of::<sys::ib_uverbs_create_qp_resp>(),
+        )
+    };
+    if let Err(e) = check(ret) {
+        // SAFETY: leaked above, never handed out.
+        drop(unsafe { Box::from_raw(qp) });
+        return fail(e);
+    }
+    init.cap = sys::ibv_qp_cap {
+        max_send_wr: 0,
+        max_recv_wr: 0,
+        max_send_sge: 0,
+        max_recv_sge: 0,
+        max_inline_data: 0,
+    };
+    qp.cast()
+}
+
+/// `ibv_open_qp`: another handle of an XRC_RECV QP of an XRC domain the process opened, by its
+/// number (the creator may be another process, or gone).
+pub(super) unsafe extern "C" fn open_qp(
+    ibctx: *mut sys::ibv_context,
+    attr: *mut sys::ibv_qp_open_attr,
+) -> *mut sys::ibv_qp {
+    // SAFETY: libibverbs passes a context of ours.
+    if attr.is_null() || unsafe { context(ibctx) }.is_none() {
+        return fail(EINVAL);
+    }
+    let qp = Box::into_raw(Box::new(XrcTarget {
+        vqp: sys::verbs_qp::zeroed(),
+    }));
+    let mut cmd = sys::ibv_open_qp::zeroed();
+    let mut resp = sys::ib_uverbs_create_qp_resp::zeroed();
+    // SAFETY: `qp` is ours and live; the application's attributes (domain, QPN, type).
+    let ret = unsafe {
+        sys::ibv_cmd_open_qp(
+            ibctx,
+            qp.cast(),
+            size_of::<sys::verbs_qp>() as c_int,
+            attr,
+            &mut cmd,
+            size_of::<sys::ibv_open_qp>(),
+            &mut resp,
+            size_of::<sys::ib_uverbs_create_qp_resp>(),
+        )
+    };
+    if let Err(e) = check(ret) {
+        // SAFETY: leaked above, never handed out.
+        drop(unsafe { Box::from_raw(qp) });
+        return fail(e);
+    }
+    qp.cast()
+}
+
 pub(super) unsafe extern "C" fn modify_qp(
     ibqp: *mut sys::ibv_qp,
     attr: *mut sys::ibv_qp_attr,
@@ -399,7 +515,9 @@ pub(super) unsafe extern "C" fn modify_qp(
     };
     // SAFETY: as above.
     let to_reset = unsafe { (*attr).qp_state } == sys::IBV_QPS_RESET;
-    if ret == 0 && mask & sys::IBV_QP_STATE as c_int != 0 && to_reset {
+    // SAFETY: as above.
+    let rings = !unsafe { is_xrc_target(ibqp) };
+    if ret == 0 && mask & sys::IBV_QP_STATE as c_int != 0 && to_reset && rings {
         // The device restarts the QP's queues at index 0: so do we.
         // SAFETY: a QP of `create_qp`.
         let qp = unsafe { &*ibqp.cast::<Qp>() };
@@ -445,6 +563,14 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ibv_qp) -> c_int {
     if ret != 0 {
         return ret;
     }
+    // SAFETY: as above.
+    if unsafe { is_xrc_target(ibqp) } {
+        // The kernel destroys the QP itself once no process holds it; its receives' CQEs are
+        // its SRQs'.
+        // SAFETY: an `XrcTarget` of `create_xrc_target` or `open_qp`, not used again.
+        drop(unsafe { Box::from_raw(ibqp.cast::<XrcTarget>()) });
+        return 0;
+    }
     // SAFETY: as above; libibverbs set the CQs at create.
     let (send_cq, recv_cq) = unsafe { ((*ibqp).send_cq, (*ibqp).recv_cq) };
     // SAFETY: the kernel object is gone; `ibqp` starts our boxed `Qp`.
@@ -456,8 +582,13 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ibv_qp) -> c_int {
         // SAFETY: the CQs of a QP outlive it (libibverbs refuses to destroy them first).
         unsafe {
             super::cq::clean(ibcq, qpn, |cqe| {
-                if is_recv(cqe) && qp.rq.is_none() {
-                    let _ = qp.progress.rq.complete(cqe.wqe_index);
+                if let Some(srq) = qp
+                    .progress
+                    .rq
+                    .as_ref()
+                    .filter(|_| is_recv(cqe) && qp.rq.is_none())
+                {
+                    let _ = srq.complete(cqe.wqe_index);
                 }
             })
         };
@@ -585,6 +716,10 @@ unsafe fn build_from_wr(qp: &Qp, w: &sys::ibv_send_wr, slot: &mut [u8]) -> Resul
         fence: flags & sys::IBV_SEND_FENCE != 0,
         payload,
         ud,
+        // SAFETY: the union holds a plain u32 whatever the QP type; an XRC_INI QP's WRs name
+        // the XRC SRQ at the target in it.
+        xrc_srqn: (qp.limits.qp_type == QpType::XrcIni)
+            .then_some(unsafe { w.qp_type.xrc.remote_srqn }),
     };
     build_send_wqe(&req, &qp.limits, slot)
 }
@@ -597,16 +732,16 @@ pub(super) unsafe extern "C" fn post_send(
     if ibqp.is_null() {
         return EINVAL;
     }
-    // SAFETY: a QP of `create_qp`.
-    let qp = unsafe { &*ibqp.cast::<Qp>() };
-    // SAFETY: as above.
-    if !unsafe { can_send(ibqp) } {
+    // SAFETY: a QP of ours; an XRC_RECV QP has no send queue.
+    if unsafe { is_xrc_target(ibqp) } || !unsafe { can_send(ibqp) } {
         if !bad.is_null() {
             // SAFETY: the application's out pointer.
             unsafe { *bad = wr };
         }
         return EINVAL;
     }
+    // SAFETY: a QP of `create_qp` (not an XRC target: checked above).
+    let qp = unsafe { &*ibqp.cast::<Qp>() };
     // SAFETY: the context outlives its QPs.
     let ctx = unsafe { &*qp.ctx };
     let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
@@ -639,6 +774,14 @@ pub(super) unsafe extern "C" fn post_recv(
     bad: *mut *mut sys::ibv_recv_wr,
 ) -> c_int {
     if ibqp.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: a QP of ours; an XRC_RECV QP's receives are its SRQs'.
+    if unsafe { is_xrc_target(ibqp) } {
+        if !bad.is_null() {
+            // SAFETY: the application's out pointer.
+            unsafe { *bad = wr };
+        }
         return EINVAL;
     }
     // SAFETY: a QP of `create_qp`.

@@ -21,6 +21,9 @@ pub enum BuildError {
     FlushOperand,
     /// More than the queue's stride or the output holds.
     TooBig,
+    /// A wire operation of an XRC_INI QP that names no XRC SRQ at the target.
+    #[cfg(userspace)] // Kernel ULPs have no XRC.
+    NoXrcSrqn,
 }
 
 /// The operation of a send request with its operands.
@@ -188,6 +191,9 @@ pub struct SendRequest<'a> {
     pub payload: Payload<'a>,
     /// UD: where the datagram goes.
     pub ud: Option<UdAddress>,
+    /// XRC_INI: the XRC SRQ at the target that receives it (`ibv_wr_set_xrc_srqn`,
+    /// `wr.qp_type.xrc.remote_srqn`).
+    pub xrc_srqn: Option<u32>,
 }
 
 /// What a send queue accepts.
@@ -283,6 +289,13 @@ pub fn build_send_wqe(
         SendOp::SendWithInv(key) | SendOp::LocalInv(key) => key,
         _ => 0,
     };
+    #[cfg(userspace)]
+    if limits.qp_type == QpType::XrcIni
+        && !send_opcode_is_local(req.op.opcode())
+        && req.xrc_srqn.is_none()
+    {
+        return Err(BuildError::NoXrcSrqn);
+    }
     let ctrl = WqeCtrl {
         wr_id: req.wr_id,
         opcode: req.op.opcode(),
@@ -290,6 +303,7 @@ pub fn build_send_wqe(
         num_sge: num_sge_u8,
         inline_len: inline_u16,
         imm_or_inv,
+        xrc_srqn: req.xrc_srqn.unwrap_or_default(),
         ..WqeCtrl::default()
     };
     validate_send_wqe(&ctrl, limits.qp_type, limits.stride).map_err(BuildError::Wqe)?;

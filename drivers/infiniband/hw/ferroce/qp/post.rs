@@ -118,6 +118,7 @@ impl QpData {
             fence: wr.fence(),
             payload,
             ud,
+            xrc_srqn: None,
         };
         let len = hw::build_send_wqe(&request, &self.sq_limits, wqe).map_err(|_| EINVAL)?;
         Ok((len, hw::Posted::send(&request)))

@@ -5,9 +5,9 @@
 
 use super::*;
 
-/// Sets every operation of the `ibv_qp_ex`: those the hardware has, and for the others (TSO,
-/// XRC) stubs that fail the batch with `EOPNOTSUPP`, so that no pointer an application may call
-/// is NULL.
+/// Sets every operation of the `ibv_qp_ex`: those the hardware has, and for the others (TSO)
+/// stubs that fail the batch with `EOPNOTSUPP`, so that no pointer an application may call is
+/// NULL.
 pub(super) fn set_send_ops(vqp: &mut sys::verbs_qp) {
     // SAFETY: writing function pointers into the union's `ibv_qp_ex` view, which contains
     // the `ibv_qp` view (plain data, no invariant).
@@ -351,9 +351,9 @@ unsafe extern "C" fn wr_send_tso(
     unsafe { begin(ibqp, Err(libc::EOPNOTSUPP)) };
 }
 
-unsafe extern "C" fn wr_set_xrc_srqn(ibqp: *mut sys::ibv_qp_ex, _srqn: u32) {
+unsafe extern "C" fn wr_set_xrc_srqn(ibqp: *mut sys::ibv_qp_ex, srqn: u32) {
     // SAFETY: as in `wr_start`.
-    unsafe { with_batch(ibqp, |_, batch| batch.fail(libc::EOPNOTSUPP)) };
+    unsafe { with_batch(ibqp, |_, batch| batch.set_xrc_srqn(srqn)) };
 }
 
 unsafe extern "C" fn wr_atomic_write(

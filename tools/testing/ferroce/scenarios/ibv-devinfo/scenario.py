@@ -58,16 +58,16 @@ def device_attributes(run: Run) -> str:
     step.expect(r"^\s+max_srq_wr:\s+\d+$")
     # The hardware interface's version, as rxe prints its own (rdma-core's major.minor.sub).
     fw = step.expect(r"^\s+fw_ver:\s+(\d+\.\d+\.\d+)$").group(1)
-    if fw != "1.2.0":
-        raise CheckFailed(f"fw_ver {fw}, expected the interface version 1.2.0")
+    if fw != "1.3.0":
+        raise CheckFailed(f"fw_ver {fw}, expected the interface version 1.3.0")
     res = int(step.expect(r"^\s+max_res_rd_atom:\s+(\d+)$").group(1))
     per_qp = int(step.expect(r"^\s+max_qp_rd_atom:\s+(\d+)$").group(1))
     if res != int(qps.group(1)) * per_qp:
         raise CheckFailed(f"max_res_rd_atom {res}: not max_qp x max_qp_rd_atom ({per_qp})")
     flags = int(step.expect(r"^\s+device_cap_flags:\s+(0x[0-9a-f]+)$").group(1), 16)
     # RC_RNR_NAK_GEN, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, MEM_MGT_EXTENSIONS, MEM_WINDOW,
-    # MEM_WINDOW_TYPE_2B.
-    wanted = (1 << 12) | (1 << 10) | (1 << 11) | (1 << 21) | (1 << 17) | (1 << 24)
+    # MEM_WINDOW_TYPE_2B, XRC.
+    wanted = (1 << 12) | (1 << 10) | (1 << 11) | (1 << 21) | (1 << 17) | (1 << 24) | (1 << 20)
     if flags & wanted != wanted:
         raise CheckFailed(f"device_cap_flags {flags:#x} lacks {wanted & ~flags:#x}")
     # Windows share the MR table; the multicast limits are the hardware interface's.

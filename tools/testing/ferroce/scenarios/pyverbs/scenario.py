@@ -14,7 +14,8 @@ completions in flight loses and repeats none; one below what waits is refused wi
 resize-srq (ibv_modify_srq growing an SRQ with receives posted loses none of them).
 
 Every test rxe passes must pass on ferroce, except those of features ferroce does not have
-yet (NOT_YET, each with its reason): the check compares the two by test name.
+yet (NOT_YET, each with its reason): the check compares the two by test name. The suite's XRC
+tests, which rxe skips (it has no XRC), must pass on ferroce (BEYOND_RXE).
 """
 
 import re
@@ -50,6 +51,17 @@ MODULE_END = re.compile(r"^=== MODULE (\w+) rc=(\d+)$", re.M)
 # fails the comparison.
 NOT_YET = {
     "ODP": re.compile(r"\.test_odp\."),
+}
+
+
+# Tests of what rxe does not offer: ferroce must pass them (a skip is a failure).
+BEYOND_RXE = {
+    "tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send",
+    "tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm",
+    "tests.test_cqex.CqExTestCase.test_xrc_traffic_cq_ex",
+    "tests.test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add",
+    "tests.test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap",
+    "tests.test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic",
 }
 
 
@@ -154,6 +166,17 @@ def ferroce_against_rxe(run: Run) -> str:
     if any(not_yet(t) is None for t in worse):
         raise CheckFailed("\n".join(lines))
     return "\n".join(lines)
+
+
+@scenario.check
+def beyond_rxe(run: Run) -> str:
+    """The XRC tests (BEYOND_RXE) pass on ferroce."""
+    ferroce = outcomes(run.vm("a").step("pyverbs-ferroce"))
+    verdicts = {t: ferroce.get(t, "not run") for t in sorted(BEYOND_RXE)}
+    missed = {t: v for t, v in verdicts.items() if v != "ok"}
+    if missed:
+        raise CheckFailed("\n".join(f"{t}: {v}" for t, v in missed.items()))
+    return f"{len(verdicts)} XRC tests pass: " + ", ".join(t.rsplit(".", 1)[1] for t in verdicts)
 
 
 @scenario.check
