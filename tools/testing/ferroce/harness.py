@@ -531,7 +531,8 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
             for name, link in fabric["links"].items())
             + f"; UDP receive buffer overflows {fabric['udp_rcvbuf_errors']}")
     if not scenario.wire_judged:
-        why = "the scenario injects faults" if scenario.faults else "a benchmark judges no figure"
+        why = scenario.unjudged_why or (
+            "the scenario injects faults" if scenario.faults else "a benchmark judges no figure")
         lines.append(f"({why}: retransmits and queue drops are not judged)")
     return not problems, "\n".join(problems + lines)
 
@@ -552,6 +553,9 @@ class Scenario:
         self.wire_judged = not faults
         """Whether `wire_clean` judges retransmits and queue drops (a benchmark only reports
         them: it judges no figure)."""
+        self.unjudged_why = ""
+        """Why `wire_judged` is off, if not for faults or a benchmark (a tool whose own races
+        lose frames)."""
         self.files: dict[str, str] = {}
         """Files the scenario generates for its guests' /scenario, next to its directory's
         (a benchmark's scripts, made from its table)."""

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the guest's verbs programs (ferroce_pmem, ferroce_chain, ferroce_objects) share:
+ * What the guest's verbs programs (ferroce_pmem, ferroce_chain, ferroce_objects, ferroce_xrc) share:
  * opening a device by name and taking an RC QP to RTS, ibv_rc_pingpong's way.
  */
 #ifndef FERROCE_TEST_VERBS_H
