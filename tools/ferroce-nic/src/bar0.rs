@@ -51,6 +51,7 @@ impl DeviceCore {
                     | CAP_FLUSH
                     | if config.db_record { CAP_DB_RECORD } else { 0 }
                     | if config.xrc { CAP_XRC } else { 0 }
+                    | if config.odp { CAP_ODP } else { 0 }
             }
             REG_NUM_MSIX => u32::from(self.irq().vectors()),
             REG_MAX_QP => config.max_qp,

@@ -7,8 +7,8 @@ use ferroce_hw::*;
 use crate::device::Device;
 use crate::mcast::McastError;
 use crate::objects::{
-    check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, QidEntry, RingBuffer,
-    Srq, XrcSrq,
+    check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, OdpPages, QidEntry,
+    RingBuffer, Srq, XrcSrq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -20,6 +20,30 @@ fn run<C: Command>(
     handler: impl FnOnce(&C) -> Result<C::Reply, CmdError>,
 ) -> CmdResult {
     handler(&C::from_payload(payload)).map(|reply| reply.to_results())
+}
+
+/// The page table of an on-demand MR (`MR_FLAG_ON_DEMAND`): `pages` gives its geometry only
+/// (no address), enough entries for the region from the iova's offset in its first page.
+fn on_demand_pages(cmd: &CreateMrCmd) -> Result<OdpPages, CmdError> {
+    let desc = &cmd.pages;
+    let log = u32::from(desc.log_page_size);
+    if desc.addr != 0 || desc.rsvd != [0; 3] {
+        return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+    }
+    if !(MIN_LOG_PAGE_SIZE..=MAX_LOG_PAGE_SIZE).contains(&log)
+        || desc.page_count == 0
+        || desc.page_count > MAX_MR_PAGES
+    {
+        return Err(CmdError::field(STATUS_BAD_PARAM, 24));
+    }
+    if cmd.length == 0 || cmd.iova.checked_add(cmd.length).is_none() {
+        return Err(CmdError::field(STATUS_BAD_PARAM, 8));
+    }
+    let span = cmd.length + (cmd.iova & ((1u64 << log) - 1));
+    if u64::from(desc.page_count) < span.div_ceil(1 << log) {
+        return Err(CmdError::field(STATUS_BAD_SIZE, 24));
+    }
+    Ok(OdpPages::new(desc.page_count, log))
 }
 
 fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
@@ -70,6 +94,7 @@ impl Device {
             CMD_DESTROY_MR => run::<DestroyMrCmd>(payload, |c| self.destroy_mr(c)),
             CMD_CREATE_MW => run::<CreateMwCmd>(payload, |c| self.create_mw(c)),
             CMD_DESTROY_MW => run::<DestroyMwCmd>(payload, |c| self.destroy_mw(c)),
+            CMD_UPDATE_MR_PAGES => run::<UpdateMrPagesCmd>(payload, |c| self.update_mr_pages(c)),
             CMD_CREATE_AH => run::<CreateAhCmd>(payload, |c| self.create_ah(c)),
             CMD_DESTROY_AH => run::<DestroyAhCmd>(payload, |c| self.destroy_ah(c)),
             CMD_CREATE_SRQ => run::<CreateSrqCmd>(payload, |c| self.create_srq(c)),
@@ -243,7 +268,11 @@ impl Device {
     }
 
     fn create_mr(&mut self, cmd: &CreateMrCmd) -> Result<CreateMrReply, CmdError> {
-        if cmd.flags & !MR_FLAGS_VALID != 0 || cmd.flags == MR_FLAGS_VALID {
+        // At most one kind: all memory, fast registration or on demand.
+        if cmd.flags & !MR_FLAGS_VALID != 0 || cmd.flags.count_ones() > 1 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 40));
+        }
+        if cmd.flags & MR_FLAG_ON_DEMAND != 0 && !self.core.config().odp {
             return Err(CmdError::field(STATUS_BAD_PARAM, 40));
         }
         if !mr_access_valid(cmd.access) {
@@ -265,6 +294,13 @@ impl Device {
                 return Err(CmdError::field(STATUS_BAD_PARAM, 44));
             }
             (MrBacking::Invalid, 0, 0, Some(cmd.max_pages))
+        } else if cmd.flags & MR_FLAG_ON_DEMAND != 0 {
+            (
+                MrBacking::OnDemand(on_demand_pages(cmd)?),
+                cmd.iova,
+                cmd.length,
+                None,
+            )
         } else {
             if cmd.iova.checked_add(cmd.length).is_none() {
                 return Err(CmdError::field(STATUS_BAD_PARAM, 8));
@@ -288,6 +324,7 @@ impl Device {
             fast_reg_max_pages: fast_reg,
             window: None,
             windows: 0,
+            fault_at: None,
         };
         let index = self
             .core
@@ -317,6 +354,68 @@ impl Device {
             }
             None => Err(CmdError::new(STATUS_BAD_RESOURCE)),
         }
+    }
+
+    /// Fills or clears entries of an on-demand MR's page table (`CMD_UPDATE_MR_PAGES`). The
+    /// engine runs on this thread between commands, so once this returns no access reaches an
+    /// invalidated page; accesses that waited for filled pages go on at their next turn.
+    fn update_mr_pages(&mut self, cmd: &UpdateMrPagesCmd) -> Result<(), CmdError> {
+        if cmd.flags & !UPDATE_PAGES_FLAGS_VALID != 0 {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 20));
+        }
+        let invalidate = cmd.flags & UPDATE_PAGES_INVALIDATE != 0;
+        if invalidate != (cmd.pages == 0) {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+        }
+        let index = mr_key_index(cmd.key);
+        let Some(MrBacking::OnDemand(table)) =
+            self.core.objects().mrs().get(index).map(|mr| &mr.backing)
+        else {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
+        };
+        let end = cmd.first.checked_add(cmd.count);
+        if cmd.count == 0 || end.is_none_or(|end| end as usize > table.entries.len()) {
+            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+        }
+        let page_mask = (1u64 << table.log_page_size) - 1;
+        let entries = if invalidate {
+            vec![0u64; cmd.count as usize]
+        } else {
+            // Bounded by the table's length, itself bounded by MAX_MR_PAGES.
+            let mut raw = vec![0u8; cmd.count as usize * 8];
+            self.core
+                .mem()
+                .read(cmd.pages, &mut raw)
+                .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
+            let entries: Vec<u64> = raw.chunks_exact(8).map(|c| read_u64(c, 0)).collect();
+            // A present page is readable; its address is page-aligned and ends in memory.
+            let bad = |&e: &u64| {
+                let addr = e & !ODP_PAGE_FLAGS;
+                e != 0
+                    && (addr & page_mask != 0
+                        || addr.checked_add(page_mask + 1).is_none()
+                        || (e & ODP_PAGE_FAILED == 0 && e & ODP_PAGE_READ == 0))
+            };
+            if entries.iter().any(bad) {
+                return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            }
+            entries
+        };
+        let Some(mr) = self.core.objects_mut().mrs_mut().get_mut(index) else {
+            return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
+        };
+        if let MrBacking::OnDemand(table) = &mut mr.backing {
+            let first = cmd.first as usize;
+            table.entries[first..first + entries.len()].copy_from_slice(&entries);
+        }
+        mr.fault_at = None;
+        let counter = if invalidate {
+            COUNTER_ODP_PAGES_INVALIDATED
+        } else {
+            COUNTER_ODP_PAGES_MAPPED
+        };
+        self.core.counters().add(counter, u64::from(cmd.count));
+        Ok(())
     }
 
     /// Allocates an unbound memory window; its key is in the MR table's key space.

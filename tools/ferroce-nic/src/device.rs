@@ -57,6 +57,8 @@ pub struct DeviceConfig {
     pub db_record: bool,
     /// Offer `CAP_XRC`: XRC QPs and SRQs.
     pub xrc: bool,
+    /// Offer `CAP_ODP`: on-demand paging MRs.
+    pub odp: bool,
     /// Polling records: µs of polling without sleep after activity
     /// ([`PollWindow`](crate::records::PollWindow)).
     pub poll_spin_us: u32,
@@ -130,6 +132,7 @@ impl Default for DeviceConfig {
             qid_table_len: QID_TABLE_LEN as u32,
             db_record: true,
             xrc: true,
+            odp: true,
             poll_spin_us: crate::records::PollWindow::SPIN.as_micros() as u32,
             qpn_lowest_free: false,
             max_translation_entries: crate::objects::MAX_TRANSLATION_ENTRIES,

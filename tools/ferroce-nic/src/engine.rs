@@ -129,6 +129,14 @@ pub enum HostError {
     Dma(DmaError),
 }
 
+impl HostError {
+    /// The access met pages of an on-demand MR that are not present: it must wait (the page
+    /// fault is raised), not fail.
+    pub fn is_page_fault(&self) -> bool {
+        *self == HostError::Protection(MrError::NotPresent)
+    }
+}
+
 /// What the device offers the engine.
 pub trait EngineHost {
     /// Reads payload bytes at local `iova` under MR `lkey` (checked for `pd` and `access`),
@@ -209,8 +217,10 @@ pub trait EngineHost {
     fn qp_pd(&self, qpn: u32) -> Option<u32>;
     /// Checks that `len` bytes at `iova` are accessible through MR `key` for `access` in `pd`,
     /// without touching memory (a responder checks a whole WRITE or READ before the first byte).
+    /// Pages of an on-demand MR that are not present are `MrError::NotPresent`, and their
+    /// page fault is raised (as by any access that meets them).
     fn check_access(
-        &self,
+        &mut self,
         pd: u32,
         key: u32,
         iova: u64,

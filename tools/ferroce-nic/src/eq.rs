@@ -177,6 +177,26 @@ impl DeviceCore {
         self.post_eqe(EQN_ASYNC, eqe);
     }
 
+    /// Posts a page fault on EQ 0: on-demand MR `key` needs pages `first .. first + count`
+    /// (writable if `write`).
+    pub fn post_page_fault(&mut self, key: u32, first: u32, count: u32, write: bool) {
+        self.counters().inc(COUNTER_ASYNC_EVENTS);
+        self.counters().inc(COUNTER_ODP_FAULT_EVENTS);
+        self.trace().event(
+            "page_fault",
+            || serde_json::json!({"key": key, "first": first, "count": count, "write": write}),
+        );
+        let eqe = Eqe {
+            event_type: EventType::PageFault.into(),
+            subtype: if write { PAGE_FAULT_WRITE } else { 0 },
+            data0: key,
+            data1: first,
+            data2: count.min(PAGE_FAULT_MAX_PAGES) as u16,
+            ..Eqe::default()
+        };
+        self.post_eqe(EQN_ASYNC, eqe);
+    }
+
     /// Applies a pending EQ doorbell: new consumer index, then arm (firing at once if EQEs are
     /// already waiting).
     pub fn service_eq_doorbell(&mut self, eqn: u32) {

@@ -95,6 +95,9 @@ struct ServeArgs {
     /// Do not offer XRC (`CAP_XRC`): XRC QPs and SRQs are refused.
     #[arg(long)]
     no_xrc: bool,
+    /// Do not offer on-demand paging (`CAP_ODP`): on-demand MRs are refused.
+    #[arg(long)]
+    no_odp: bool,
     /// Polling doorbell records: after activity, poll without sleeping for this long (µs),
     /// then sleep until a doorbell.
     #[arg(long, default_value_t = ferroce_nic::records::PollWindow::SPIN.as_micros() as u32, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
@@ -252,6 +255,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         qid_table_len: args.qid_table_len,
         db_record: !args.no_db_record,
         xrc: !args.no_xrc,
+        odp: !args.no_odp,
         poll_spin_us: args.poll_spin_us,
         qpn_lowest_free: args.qpn_lowest_free,
         ..DeviceConfig::default()

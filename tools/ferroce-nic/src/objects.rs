@@ -354,6 +354,7 @@ impl Objects {
             .map(|(_, mr)| match (&mr.backing, mr.fast_reg_max_pages) {
                 (_, Some(max)) => u64::from(max),
                 (MrBacking::Buffer(map), None) => map.page_entries(),
+                (MrBacking::OnDemand(pages), None) => pages.entries.len() as u64,
                 _ => 0,
             });
         rings.chain(mrs).sum()
@@ -728,6 +729,95 @@ pub enum MrBacking {
     Buffer(BufferMap),
     /// A fast-registration MR not registered (yet, or after invalidation).
     Invalid,
+    /// An on-demand paging MR: a page table the driver fills when the device faults.
+    OnDemand(OdpPages),
+}
+
+/// Whether an access of kind `access` (`ACCESS_*`; 0 is a local read) writes memory.
+pub fn access_writes(access: u32) -> bool {
+    access & (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0
+}
+
+/// An on-demand MR's page table (`MR_FLAG_ON_DEMAND`): entries are a page's address and its
+/// `ODP_PAGE_*` bits, zero while not present.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OdpPages {
+    /// One entry per page, from the page holding the MR's first byte.
+    pub entries: Vec<u64>,
+    /// log2 of the page size.
+    pub log_page_size: u32,
+}
+
+impl OdpPages {
+    /// A table of `count` pages of `1 << log_page_size` bytes, none present.
+    pub fn new(count: u32, log_page_size: u32) -> Self {
+        Self {
+            entries: vec![0; count as usize],
+            log_page_size,
+        }
+    }
+
+    fn pages_of(&self, offset: u64, len: u64) -> Option<std::ops::Range<usize>> {
+        let first = usize::try_from(offset >> self.log_page_size).ok()?;
+        let end = offset
+            .checked_add(len.max(1))?
+            .div_ceil(1 << self.log_page_size);
+        let end = usize::try_from(end).ok()?;
+        (end <= self.entries.len()).then_some(first..end)
+    }
+
+    /// The pages a `len`-byte access at table offset `offset` needs and lacks: the first
+    /// page not present (or, for an access that writes, not writable) and how many pages from
+    /// there to the access's end (at most `PAGE_FAULT_MAX_PAGES`). `None` if all are there.
+    pub fn absent(&self, offset: u64, len: u64, write: bool) -> Option<(u32, u32)> {
+        let pages = self.pages_of(offset, len)?;
+        let need = if write {
+            ODP_PAGE_READ | ODP_PAGE_WRITE
+        } else {
+            ODP_PAGE_READ
+        };
+        let first = pages
+            .clone()
+            .find(|&i| self.entries[i] & need != need && self.entries[i] & ODP_PAGE_FAILED == 0)?;
+        let count = (pages.end - first).min(PAGE_FAULT_MAX_PAGES as usize);
+        Some((first as u32, count as u32))
+    }
+
+    /// The guest pieces of a `len`-byte access at table offset `offset`: `NotPresent` if a
+    /// page lacks what the access needs, `Access` if the driver could not map one.
+    pub fn translate(
+        &self,
+        offset: u64,
+        len: u64,
+        write: bool,
+    ) -> Result<Vec<(u64, u64)>, MrError> {
+        let pages = self.pages_of(offset, len).ok_or(MrError::Bounds)?;
+        if pages
+            .clone()
+            .any(|i| self.entries[i] & ODP_PAGE_FAILED != 0)
+        {
+            return Err(MrError::Access);
+        }
+        if self.absent(offset, len, write).is_some() {
+            return Err(MrError::NotPresent);
+        }
+        let page_size = 1u64 << self.log_page_size;
+        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        let mut done = 0u64;
+        while done < len {
+            let at = offset + done;
+            let entry = self.entries[(at >> self.log_page_size) as usize];
+            let within = at & (page_size - 1);
+            let addr = (entry & !ODP_PAGE_FLAGS) + within;
+            let chunk = (len - done).min(page_size - within);
+            match pieces.last_mut() {
+                Some(last) if last.0 + last.1 == addr => last.1 += chunk,
+                _ => pieces.push((addr, chunk)),
+            }
+            done += chunk;
+        }
+        Ok(pieces)
+    }
 }
 
 /// Memory region.
@@ -751,6 +841,9 @@ pub struct Mr {
     pub window: Option<Window>,
     /// Windows bound to this MR, which cannot be destroyed meanwhile.
     pub windows: u32,
+    /// An on-demand MR's outstanding page fault: when it was raised (µs on the device's
+    /// clock), until `CMD_UPDATE_MR_PAGES` answers it.
+    pub fault_at: Option<u64>,
 }
 
 /// A memory window: its type and binding.
@@ -790,6 +883,9 @@ pub enum MrError {
     Access,
     /// Outside the region.
     Bounds,
+    /// An on-demand MR's page is not present (or not writable for a write): the access waits
+    /// for the driver (a page fault).
+    NotPresent,
 }
 
 impl Mr {
@@ -808,6 +904,7 @@ impl Mr {
                 bound: None,
             }),
             windows: 0,
+            fault_at: None,
         }
     }
 
@@ -826,6 +923,16 @@ impl Mr {
         Ok(())
     }
 
+    /// An on-demand MR's pages an access of `len` bytes at `iova` lacks (see
+    /// [`OdpPages::absent`]); `None` for any other MR.
+    pub fn absent(&self, iova: u64, len: u64, write: bool) -> Option<(u32, u32)> {
+        let MrBacking::OnDemand(pages) = &self.backing else {
+            return None;
+        };
+        let first_offset = self.iova & ((1u64 << pages.log_page_size) - 1);
+        pages.absent(first_offset + iova.checked_sub(self.iova)?, len, write)
+    }
+
     /// Checks an access of `len` bytes at `iova` and returns the guest address pieces. A
     /// memory window has no pieces of its own (see `DeviceCore::translate`).
     pub fn translate(
@@ -836,7 +943,18 @@ impl Mr {
         access: u32,
     ) -> Result<Vec<(u64, u64)>, MrError> {
         self.check(pd, iova, len, access)?;
+        self.pieces(iova, len, access_writes(access))
+    }
+
+    /// The guest pieces of `[iova, iova + len)`, checked only against the MR's memory (an
+    /// on-demand MR's pages must be present, and writable if the access writes).
+    pub fn pieces(&self, iova: u64, len: u64, write: bool) -> Result<Vec<(u64, u64)>, MrError> {
         match &self.backing {
+            MrBacking::OnDemand(pages) => {
+                let first_offset = self.iova & ((1u64 << pages.log_page_size) - 1);
+                let offset = first_offset + iova.checked_sub(self.iova).ok_or(MrError::Bounds)?;
+                pages.translate(offset, len, write)
+            }
             MrBacking::AllMemory => Ok(vec![(iova, len)]),
             MrBacking::Invalid => Err(MrError::BadKey),
             MrBacking::Buffer(map) => {

@@ -136,7 +136,7 @@ const MAX_CMD_TIMEOUT_MS: u32 = 60_000;
 const MAX_OBJECTS: u32 = 1 << 24;
 
 /// Names of the `hw::CAP_*` bits.
-const CAP_NAMES: [(u32, &str); 20] = [
+const CAP_NAMES: [(u32, &str); 21] = [
     (hw::CAP_ROCE_V1, "roce_v1"),
     (hw::CAP_ROCE_V2, "roce_v2"),
     (hw::CAP_RC, "rc"),
@@ -157,6 +157,7 @@ const CAP_NAMES: [(u32, &str); 20] = [
     (hw::CAP_ATOMIC_WRITE, "atomic_write"),
     (hw::CAP_FLUSH, "flush"),
     (hw::CAP_XRC, "xrc"),
+    (hw::CAP_ODP, "odp"),
 ];
 
 /// Capability bits, printed by name.

@@ -514,6 +514,8 @@ impl AsyncEvent {
                 value: eqe.data1,
             },
             hw::EventType::Completion | hw::EventType::CmdDone => return None,
+            // The driver makes no on-demand MR yet: a page fault names none of its MRs.
+            hw::EventType::PageFault => return None,
         };
         Some(event)
     }

@@ -166,12 +166,16 @@ fn read_response_packet(
             let mut at_byte = 0;
             for (lkey, addr, n) in pieces {
                 let data = &pkt.payload[at_byte..at_byte + n];
-                if host
-                    .write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE)
-                    .is_err()
-                {
-                    status = WcStatus::LocProtErr;
-                    break;
+                match host.write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE) {
+                    Ok(()) => {}
+                    // An on-demand page went away after the READ was sent (its pages were
+                    // present then): the response is dropped, as if lost, and asked for
+                    // again (the next response's gap, or the timer) once the page is back.
+                    Err(e) if e.is_page_fault() => return,
+                    Err(_) => {
+                        status = WcStatus::LocProtErr;
+                        break;
+                    }
                 }
                 at_byte += n;
             }
@@ -246,18 +250,16 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
             let mut at_byte = 0;
             let mut status = WcStatus::Success;
             for (lkey, addr, n) in pieces {
-                if host
-                    .write_payload(
-                        pd,
-                        lkey,
-                        addr,
-                        &bytes[at_byte..at_byte + n],
-                        ACCESS_LOCAL_WRITE,
-                    )
-                    .is_err()
-                {
-                    status = WcStatus::LocProtErr;
-                    break;
+                let data = &bytes[at_byte..at_byte + n];
+                match host.write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE) {
+                    Ok(()) => {}
+                    // As a READ response's: the ACK is dropped, the timer sends the atomic
+                    // again, and the responder answers the duplicate from its saved value.
+                    Err(e) if e.is_page_fault() => return,
+                    Err(_) => {
+                        status = WcStatus::LocProtErr;
+                        break;
+                    }
                 }
                 at_byte += n;
             }

@@ -14,7 +14,7 @@ use serde_json::json;
 
 mod packets;
 
-use packets::{local_operation, request_packet, send_datagram};
+use packets::{local_operation, local_pages_ready, request_packet, send_datagram};
 
 use super::psn;
 use super::roce::{sge_total, Io, QpCtx, Resend, MIN_ACK_TIMEOUT};
@@ -507,6 +507,10 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         if earlier.unrequested_read {
             break;
         }
+        if !w.started && !local_pages_ready(host, pd, w) {
+            // Waits for the driver to map its pages; the engine polls while WQEs are queued.
+            break;
+        }
         if !w.started {
             match w.kind {
                 Kind::Local => {
@@ -643,6 +647,11 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
                 budget -= 1;
             }
             Err(status) => {
+                // A page of its buffers went away since it started (an invalidation): it
+                // waits for it again rather than failing.
+                if !local_pages_ready(host, pd, w) {
+                    break;
+                }
                 w.done = Some((status, 0));
                 req.cursor += 1;
             }

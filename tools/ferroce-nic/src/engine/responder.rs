@@ -250,19 +250,34 @@ fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
     send_aeth(qp, io, host, epsn, syndrome::RNR_NAK | code);
 }
 
-/// Scatters `data` at `offset` of a receive WQE; an error status on failure.
+/// Why a SEND's payload could not be scattered.
+enum ScatterError {
+    /// The receive WQE fails with this status.
+    Fails(WcStatus),
+    /// An on-demand page of the receive buffer is not present: the packet waits for it.
+    PageFault,
+}
+
+/// Scatters `data` at `offset` of a receive WQE.
 fn scatter(
     host: &mut dyn EngineHost,
     pd: u32,
     work: &RecvWork,
     offset: u64,
     data: &[u8],
-) -> Result<(), WcStatus> {
-    let pieces = sge_pieces(&work.sges, offset, data.len()).ok_or(WcStatus::LocLenErr)?;
+) -> Result<(), ScatterError> {
+    let pieces = sge_pieces(&work.sges, offset, data.len())
+        .ok_or(ScatterError::Fails(WcStatus::LocLenErr))?;
     let mut at = 0;
     for (lkey, addr, n) in pieces {
         host.write_payload(pd, lkey, addr, &data[at..at + n], ACCESS_LOCAL_WRITE)
-            .map_err(|_| WcStatus::LocProtErr)?;
+            .map_err(|e| {
+                if e.is_page_fault() {
+                    ScatterError::PageFault
+                } else {
+                    ScatterError::Fails(WcStatus::LocProtErr)
+                }
+            })?;
         at += n;
     }
     Ok(())
@@ -398,6 +413,13 @@ enum RespState {
     /// minimum RNR timer for the ePSN, which does not advance: the requester retries. Packets
     /// behind it arrive out of sequence and are covered by it (no sequence NAK for them).
     ErrRnr,
+    /// On-demand paging: the packet needs a page of an on-demand MR that is not present (its
+    /// page fault is raised). Nothing is written and the ePSN does not advance; a receive WQE
+    /// the message holds is kept for the packet's return. A SEND or WRITE is RNR NAKed, as
+    /// RNICs do for page faults (UC: DROP_MESSAGE); an atomic or ATOMIC WRITE, which IBA does
+    /// not RNR NAK, is dropped and comes back when the requester retries. (A READ does not come
+    /// here: it is accepted, and its responses wait for their pages.)
+    ErrPageFault,
     /// The request's effect: a SEND's payload is scattered into the receive WQE at the
     /// message offset (too long: ERR_RECV_LENGTH; a protection fault: ERR_REMOTE_OPERATIONAL);
     /// a WRITE's payload is written at its place in the RETH range (Remote Access Error NAK on
@@ -507,6 +529,7 @@ impl Request<'_, '_> {
                     _ => "no receive WQE",
                 })
             }
+            ErrPageFault => self.err_page_fault(),
             ErrPsnOutOfSeq => self.err_psn_out_of_seq(),
             DuplicateRequest => self.duplicate_request(),
             ChkXrceth => self.chk_xrceth(),
@@ -773,13 +796,19 @@ impl Request<'_, '_> {
             Kind::Write => {
                 if let Some(reth) = self.pkt.reth {
                     let total = u64::from(reth.len);
-                    if total > 0
-                        && self
-                            .host
-                            .check_access(self.pd, reth.rkey, reth.va, total, ACCESS_REMOTE_WRITE)
-                            .is_err()
-                    {
-                        return RespState::ErrRemoteAccess;
+                    if total > 0 {
+                        let checked = self.host.check_access(
+                            self.pd,
+                            reth.rkey,
+                            reth.va,
+                            total,
+                            ACCESS_REMOTE_WRITE,
+                        );
+                        match checked {
+                            Ok(()) => {}
+                            Err(e) if e.is_page_fault() => return RespState::ErrPageFault,
+                            Err(_) => return RespState::ErrRemoteAccess,
+                        }
                     }
                     self.qp.resp.writing = Some(Writing {
                         va: reth.va,
@@ -804,11 +833,13 @@ impl Request<'_, '_> {
                 if total > MAX_MESSAGE {
                     return RespState::ErrInvalidRequest;
                 }
+                // Pages not present are no refusal: their fault is raised now, and the
+                // responses wait for them (`send_read_responses`).
                 if total > 0
                     && self
                         .host
                         .check_access(self.pd, reth.rkey, reth.va, total, ACCESS_REMOTE_READ)
-                        .is_err()
+                        .is_err_and(|e| !e.is_page_fault())
                 {
                     return RespState::ErrRemoteAccess;
                 }
@@ -875,6 +906,28 @@ impl Request<'_, '_> {
         RespState::Done
     }
 
+    fn err_page_fault(&mut self) -> RespState {
+        // A WRITE with immediate took its receive WQE at its last packet: kept for its return
+        // (a SEND's stays in `receiving`, at the offset reached).
+        if let Some(work) = self.write_recv.take() {
+            self.qp.resp.receiving = Some(Receiving { work, offset: 0 });
+        }
+        self.io.trace.event(
+            "page_fault_wait",
+            || json!({"qpn": self.qp.qpn, "psn": self.pkt.bth.psn, "opcode": self.pkt.bth.opcode}),
+        );
+        match self.kind {
+            Kind::Send | Kind::Write if self.qp.qp_type == QpType::Uc => {
+                return RespState::DropMessage("page fault");
+            }
+            Kind::Send | Kind::Write => rnr_nak(self.qp, self.io, self.host),
+            // Dropped: the requester's retry (its timer, or the sequence NAK the next packet
+            // draws) brings it back.
+            _ => self.host.count(COUNTER_DROPS, 1),
+        }
+        RespState::Done
+    }
+
     fn execute(&mut self) -> RespState {
         let (len, ends) = (self.payload_len(), self.ends());
         match self.kind {
@@ -884,8 +937,13 @@ impl Request<'_, '_> {
                 };
                 match scatter(self.host, self.pd, &r.work, r.offset, self.pkt.payload) {
                     Ok(()) => {}
-                    Err(WcStatus::LocLenErr) => return RespState::ErrRecvLength,
-                    Err(status) => return RespState::ErrRemoteOperational(status),
+                    Err(ScatterError::PageFault) => return RespState::ErrPageFault,
+                    Err(ScatterError::Fails(WcStatus::LocLenErr)) => {
+                        return RespState::ErrRecvLength
+                    }
+                    Err(ScatterError::Fails(status)) => {
+                        return RespState::ErrRemoteOperational(status)
+                    }
                 }
                 r.offset += len;
             }
@@ -895,18 +953,17 @@ impl Request<'_, '_> {
                 };
                 if len > 0 {
                     let at_va = w.va.wrapping_add(w.total - w.remaining);
-                    if self
-                        .host
-                        .write_payload(
-                            self.pd,
-                            w.rkey,
-                            at_va,
-                            self.pkt.payload,
-                            ACCESS_REMOTE_WRITE,
-                        )
-                        .is_err()
-                    {
-                        return RespState::ErrRemoteAccess;
+                    let written = self.host.write_payload(
+                        self.pd,
+                        w.rkey,
+                        at_va,
+                        self.pkt.payload,
+                        ACCESS_REMOTE_WRITE,
+                    );
+                    match written {
+                        Ok(()) => {}
+                        Err(e) if e.is_page_fault() => return RespState::ErrPageFault,
+                        Err(_) => return RespState::ErrRemoteAccess,
                     }
                 }
                 w.remaining -= len;

@@ -9,7 +9,7 @@ use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
-use crate::objects::{mr_access_valid, Binding, BufferMap, Mr, MrBacking, MrError};
+use crate::objects::{access_writes, mr_access_valid, Binding, BufferMap, Mr, MrBacking, MrError};
 
 impl DeviceCore {
     fn mr_for_key(&self, key: u32) -> Result<&Mr, HostError> {
@@ -44,9 +44,59 @@ impl DeviceCore {
         entry
             .check(pd, iova, len, access)
             .map_err(HostError::Protection)?;
-        self.mr_for_key(bound.mr_key)?
-            .translate(pd, iova, len, 0)
+        let mr = self.mr_for_key(bound.mr_key)?;
+        mr.check(pd, iova, len, 0).map_err(HostError::Protection)?;
+        mr.pieces(iova, len, access_writes(access))
             .map_err(HostError::Protection)
+    }
+
+    /// The guest pieces of an access, as [`translate`](Self::translate); an access that
+    /// meets an on-demand page not present also raises its page fault ([`page_fault`]).
+    fn translate_or_fault(
+        &mut self,
+        pd: u32,
+        key: u32,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Vec<(u64, u64)>, HostError> {
+        let pieces = self.translate(pd, key, iova, len, access);
+        if pieces == Err(HostError::Protection(MrError::NotPresent)) {
+            self.page_fault(key, iova, len, access);
+        }
+        pieces
+    }
+
+    /// An access of `len` bytes at `iova` through `key` (an on-demand MR, or a window bound
+    /// to one) met pages not present: counted, and the MR's page fault raised for the pages it
+    /// lacks, unless one is outstanding (raised less than `PAGE_FAULT_REPEAT_MS` ago and not
+    /// answered by `CMD_UPDATE_MR_PAGES` yet).
+    fn page_fault(&mut self, key: u32, iova: u64, len: u64, access: u32) {
+        self.counters().inc(COUNTER_ODP_FAULTS);
+        let Ok(entry) = self.mr_for_key(key) else {
+            return;
+        };
+        let mr_key = entry
+            .window
+            .and_then(|w| w.bound)
+            .map_or(key, |bound| bound.mr_key);
+        let now = self.now_us();
+        let Some(mr) = self.objects_mut().mrs_mut().get_mut(mr_key_index(mr_key)) else {
+            return;
+        };
+        let write = access_writes(access);
+        let Some((first, count)) = mr.absent(iova, len, write) else {
+            return;
+        };
+        if mr
+            .fault_at
+            .is_some_and(|at| now.saturating_sub(at) < PAGE_FAULT_REPEAT_MS * 1000)
+        {
+            return;
+        }
+        mr.fault_at = Some(now);
+        let key = mr.key;
+        self.post_page_fault(key, first, count, write);
     }
 
     /// Unbinds memory window `index` (if bound), releasing its MR.
@@ -77,7 +127,7 @@ impl EngineHost for DeviceCore {
         buf: &mut [u8],
         access: u32,
     ) -> Result<(), HostError> {
-        let pieces = self.translate(pd, lkey, iova, buf.len() as u64, access)?;
+        let pieces = self.translate_or_fault(pd, lkey, iova, buf.len() as u64, access)?;
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
@@ -101,7 +151,7 @@ impl EngineHost for DeviceCore {
         data: &[u8],
         access: u32,
     ) -> Result<(), HostError> {
-        let pieces = self.translate(pd, key, iova, data.len() as u64, access)?;
+        let pieces = self.translate_or_fault(pd, key, iova, data.len() as u64, access)?;
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
@@ -473,14 +523,15 @@ impl EngineHost for DeviceCore {
     }
 
     fn check_access(
-        &self,
+        &mut self,
         pd: u32,
         key: u32,
         iova: u64,
         len: u64,
         access: u32,
     ) -> Result<(), HostError> {
-        self.translate(pd, key, iova, len, access).map(|_| ())
+        self.translate_or_fault(pd, key, iova, len, access)
+            .map(|_| ())
     }
 
     fn key_range(&self, pd: u32, key: u32, access: u32) -> Result<(u64, u64), HostError> {

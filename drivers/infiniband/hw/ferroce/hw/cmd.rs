@@ -117,6 +117,8 @@ pub const CMD_DETACH_MCAST: u16 = 0x0035;
 pub const CMD_CREATE_MR: u16 = 0x0040;
 /// Deregister an MR (no window may be bound to it): [`DestroyMrCmd`].
 pub const CMD_DESTROY_MR: u16 = 0x0041;
+/// Fill or invalidate entries of an on-demand MR's page table: [`UpdateMrPagesCmd`].
+pub const CMD_UPDATE_MR_PAGES: u16 = 0x0044;
 /// Allocate a memory window: [`CreateMwCmd`] → [`CreateMwReply`].
 pub const CMD_CREATE_MW: u16 = 0x0042;
 /// Free a memory window: [`DestroyMwCmd`].
@@ -150,7 +152,7 @@ pub const CMD_UNMAP_QID: u16 = 0x0093;
 
 /// All command opcodes, for tables and tests.
 #[cfg(userspace)] // The device side.
-pub const CMD_OPCODES: [u16; 33] = [
+pub const CMD_OPCODES: [u16; 34] = [
     CMD_NOP,
     CMD_QUERY_PORT,
     CMD_SET_PORT,
@@ -171,6 +173,7 @@ pub const CMD_OPCODES: [u16; 33] = [
     CMD_DESTROY_MR,
     CMD_CREATE_MW,
     CMD_DESTROY_MW,
+    CMD_UPDATE_MR_PAGES,
     CMD_CREATE_AH,
     CMD_DESTROY_AH,
     CMD_CREATE_SRQ,
@@ -209,6 +212,7 @@ pub const fn command_name(opcode: u16) -> &'static str {
         CMD_DESTROY_MR => "destroy_mr",
         CMD_CREATE_MW => "create_mw",
         CMD_DESTROY_MW => "destroy_mw",
+        CMD_UPDATE_MR_PAGES => "update_mr_pages",
         CMD_CREATE_AH => "create_ah",
         CMD_DESTROY_AH => "destroy_ah",
         CMD_CREATE_SRQ => "create_srq",

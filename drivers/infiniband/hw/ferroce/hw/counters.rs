@@ -85,10 +85,18 @@ mod index {
     /// Packets sent again after an RNR NAK: the responder had no receive WQE and dropped what
     /// followed the refused packet. Flow control, not loss: they are not in `retransmits`.
     pub const COUNTER_RNR_RESENDS: usize = 34;
+    /// Accesses to an on-demand MR that met a page not present (or not writable) and waited.
+    pub const COUNTER_ODP_FAULTS: usize = 35;
+    /// Page fault events raised (`EventType::PageFault`).
+    pub const COUNTER_ODP_FAULT_EVENTS: usize = 36;
+    /// On-demand page table entries filled by `CMD_UPDATE_MR_PAGES`.
+    pub const COUNTER_ODP_PAGES_MAPPED: usize = 37;
+    /// On-demand page table entries cleared by `CMD_UPDATE_MR_PAGES` (invalidation).
+    pub const COUNTER_ODP_PAGES_INVALIDATED: usize = 38;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 35;
+pub const NUM_COUNTERS: usize = 39;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -128,6 +136,10 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"queue_drops",
     c"record_doorbells",
     c"rnr_resends",
+    c"odp_faults",
+    c"odp_fault_events",
+    c"odp_pages_mapped",
+    c"odp_pages_invalidated",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.

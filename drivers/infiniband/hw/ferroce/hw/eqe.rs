@@ -9,11 +9,11 @@ hw_layout! {
         pub event_type: u8,
         /// Event-specific detail (`WQE_ERR_*` for QP errors).
         pub subtype: u8,
-        /// Reserved.
-        pub rsvd0: u16,
-        /// First datum: CQN, QPN, SRQN, token, fatal code, context.
+        /// Third datum: the pages of a page fault.
+        pub data2: u16,
+        /// First datum: CQN, QPN, SRQN, token, fatal code, context, MR key.
         pub data0: u32,
-        /// Second datum: command index, raw doorbell value.
+        /// Second datum: command index, raw doorbell value, first page of a page fault.
         pub data1: u32,
         /// Reserved.
         pub rsvd1: u16,
@@ -43,6 +43,12 @@ hw_enum! {
         SqDrained = 0x14,
         /// QP `data0`: communication established.
         CommEst = 0x15,
+        /// On-demand MR `data0` (its key) was accessed where pages `data1 ..
+        /// data1 + data2` of its page table are not present (or not writable, for an access
+        /// that writes: `subtype` [`PAGE_FAULT_WRITE`]). The access waits; the driver answers
+        /// with `CMD_UPDATE_MR_PAGES`. Raised once per MR until that command (or again after
+        /// [`PAGE_FAULT_REPEAT_MS`] without one).
+        PageFault = 0x16,
         /// CQ `data0` overran or hit a DMA error; it is in error.
         CqError = 0x20,
         /// SRQ `data0` fell below its limit (disarms the limit).
@@ -59,6 +65,18 @@ hw_enum! {
         DoorbellError = 0x51,
     }
 }
+
+#[cfg(userspace)] // Until the driver makes on-demand MRs.
+/// `Eqe::subtype` of `EventType::PageFault`: the access writes (the pages must be mapped
+/// writable).
+pub const PAGE_FAULT_WRITE: u8 = 1 << 0;
+#[cfg(userspace)] // The device bounds its faults.
+/// Most pages one page fault names (`Eqe::data2`); a longer access faults again for the rest.
+pub const PAGE_FAULT_MAX_PAGES: u32 = 1 << 15;
+#[cfg(userspace)]
+/// A page fault not answered by `CMD_UPDATE_MR_PAGES` within this many milliseconds is raised
+/// again by the next access that meets it.
+pub const PAGE_FAULT_REPEAT_MS: u64 = 100;
 
 #[cfg(userspace)] // The device reports them; the driver logs the number.
 pub use wqe_error::*;

@@ -42,9 +42,29 @@ pub const MW_TYPE_2: u8 = 2;
 pub const MR_FLAG_ALL_MEMORY: u8 = 1 << 0;
 /// `CreateMrCmd::flags`: fast-registration MR, invalid until a REG_MR work request.
 pub const MR_FLAG_FAST_REG: u8 = 1 << 1;
+#[cfg(userspace)] // Until the driver makes on-demand MRs.
+/// `CreateMrCmd::flags`: an on-demand paging MR (capability `ODP`): `pages` gives only the
+/// geometry of its page table (`page_count` entries of `1 << log_page_size` bytes, `addr`
+/// zero), whose entries start not present. An access that meets a page not present (or not
+/// writable) waits and raises `EventType::PageFault`; `CMD_UPDATE_MR_PAGES` fills and
+/// invalidates entries.
+pub const MR_FLAG_ON_DEMAND: u8 = 1 << 2;
 /// `CreateMrCmd::flags`: defined bits.
 #[cfg(userspace)] // The device checks commands.
-pub const MR_FLAGS_VALID: u8 = MR_FLAG_ALL_MEMORY | MR_FLAG_FAST_REG;
+pub const MR_FLAGS_VALID: u8 = MR_FLAG_ALL_MEMORY | MR_FLAG_FAST_REG | MR_FLAG_ON_DEMAND;
+#[cfg(userspace)] // Until the driver makes on-demand MRs.
+/// An on-demand MR's page table entry: the page may be read (it is present).
+pub const ODP_PAGE_READ: u64 = 1 << 0;
+#[cfg(userspace)] // Until the driver makes on-demand MRs.
+/// An on-demand MR's page table entry: the page may be written.
+pub const ODP_PAGE_WRITE: u64 = 1 << 1;
+#[cfg(userspace)] // Until the driver makes on-demand MRs.
+/// An on-demand MR's page table entry: the driver could not map the page (the process has no
+/// memory there): an access fails with a protection error, and does not fault.
+pub const ODP_PAGE_FAILED: u64 = 1 << 2;
+/// The flag bits of an on-demand page table entry; the rest is the page's address.
+#[cfg(userspace)] // The device checks entries.
+pub const ODP_PAGE_FLAGS: u64 = ODP_PAGE_READ | ODP_PAGE_WRITE | ODP_PAGE_FAILED;
 /// Maximum pages in an MR page list.
 pub const MAX_MR_PAGES: u32 = 1 << 18;
 
@@ -99,6 +119,34 @@ hw_layout! {
     }
 }
 hw_command!(DestroyMrCmd, CMD_DESTROY_MR);
+
+#[cfg(userspace)] // Until the driver makes on-demand MRs.
+/// `UpdateMrPagesCmd::flags`: clear entries `first .. first + count` (not present): once the
+/// command completed, the device reaches none of those pages. `pages` is zero.
+pub const UPDATE_PAGES_INVALIDATE: u32 = 1 << 0;
+/// `UpdateMrPagesCmd::flags`: defined bits.
+#[cfg(userspace)] // The device checks commands.
+pub const UPDATE_PAGES_FLAGS_VALID: u32 = UPDATE_PAGES_INVALIDATE;
+
+hw_layout! {
+    /// `CMD_UPDATE_MR_PAGES` payload: sets (or, with [`UPDATE_PAGES_INVALIDATE`], clears)
+    /// entries `first .. first + count` of on-demand MR `key`'s page table from the `count`
+    /// little-endian u64 entries at `pages` (page address | `ODP_PAGE_*`). Answers the MR's page
+    /// fault: accesses that waited for those pages go on.
+    pub struct UpdateMrPagesCmd(24) {
+        /// Host address of the entries (zero to invalidate).
+        pub pages: u64,
+        /// MR key (by index: the variant byte is not compared).
+        pub key: u32,
+        /// First entry.
+        pub first: u32,
+        /// Entries (at most [`MAX_MR_PAGES`]).
+        pub count: u32,
+        /// `UPDATE_PAGES_*`.
+        pub flags: u32,
+    }
+}
+hw_command!(UpdateMrPagesCmd, CMD_UPDATE_MR_PAGES);
 
 hw_layout! {
     /// `CMD_CREATE_MW` payload: a memory window in `pd`, unbound. Its key is in the MR key

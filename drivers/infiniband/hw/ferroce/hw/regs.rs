@@ -35,7 +35,7 @@ pub const ID_MAGIC: u32 = 0x4543_5246;
 /// A driver must refuse a different major version.
 pub const IF_VERSION_MAJOR: u16 = 1;
 /// Minor interface version (additions only).
-pub const IF_VERSION_MINOR: u16 = 3;
+pub const IF_VERSION_MINOR: u16 = 4;
 /// `REG_IF_VERSION` value for this interface.
 pub const IF_VERSION: u32 = ((IF_VERSION_MAJOR as u32) << 16) | IF_VERSION_MINOR as u32;
 
@@ -270,3 +270,7 @@ pub const CAP_FLUSH: u32 = 1 << 18;
 /// XRC (interface 1.3): XRC_INI and XRC_TGT QPs, XRC SRQs, the XRC opcodes with their
 /// XRCETH on the wire, and the delivery rules of an XRC domain.
 pub const CAP_XRC: u32 = 1 << 19;
+/// On-demand paging (interface 1.4): MRs created with `MR_FLAG_ON_DEMAND`, whose pages the
+/// driver maps when the device faults on them (`EventType::PageFault`,
+/// `CMD_UPDATE_MR_PAGES`).
+pub const CAP_ODP: u32 = 1 << 20;

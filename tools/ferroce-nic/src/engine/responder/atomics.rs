@@ -90,14 +90,14 @@ impl Request<'_, '_> {
         if reth.len != 8 || self.pkt.payload.len() != 8 || reth.va % 8 != 0 {
             return RespState::ErrInvalidRequest;
         }
-        if self
+        match self
             .host
             .check_access(self.pd, reth.rkey, reth.va, 8, ACCESS_REMOTE_WRITE)
-            .is_err()
         {
-            return RespState::ErrRemoteAccess;
+            Ok(()) => RespState::ChkResource,
+            Err(e) if e.is_page_fault() => RespState::ErrPageFault,
+            Err(_) => RespState::ErrRemoteAccess,
         }
-        RespState::ChkResource
     }
 
     /// CHK_RKEY of a FLUSH: the R_Key must allow the placement types, over the RETH range
@@ -114,7 +114,8 @@ impl Request<'_, '_> {
             self.host
                 .check_access(self.pd, reth.rkey, reth.va, u64::from(reth.len), access)
         };
-        if checked.is_err() {
+        // On-demand pages not present hold nothing the device wrote: nothing to flush there.
+        if checked.is_err_and(|e| !e.is_page_fault()) {
             return RespState::ErrRemoteAccess;
         }
         RespState::ChkResource
@@ -125,12 +126,14 @@ impl Request<'_, '_> {
             return RespState::ErrInvalidRequest;
         };
         let mut bytes = [0u8; 8];
-        if self
+        // An atomic reads and writes: its pages must be present and writable before it runs.
+        match self
             .host
             .read_payload(self.pd, a.rkey, a.va, &mut bytes, ACCESS_REMOTE_ATOMIC)
-            .is_err()
         {
-            return RespState::ErrRemoteAccess;
+            Ok(()) => {}
+            Err(e) if e.is_page_fault() => return RespState::ErrPageFault,
+            Err(_) => return RespState::ErrRemoteAccess,
         }
         let original = u64::from_le_bytes(bytes);
         let new = if opcode::rc_equivalent(self.pkt.bth.opcode) == op::RC_COMPARE_SWAP {

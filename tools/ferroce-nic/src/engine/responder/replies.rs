@@ -19,20 +19,25 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
         let pos = Position::of(job.next, job.npkts);
         let offset = u64::from(job.next) * mtu;
         let len = (job.len - offset.min(job.len)).min(mtu) as usize;
-        if len > 0
-            && host
-                .read_payload(
-                    job.pd,
-                    job.rkey,
-                    job.va.wrapping_add(offset),
-                    io.payload.room(len),
-                    ACCESS_REMOTE_READ,
-                )
-                .is_err()
-        {
-            // The region went away after the request was checked: stop answering.
-            qp.resp.jobs.pop_front();
-            continue;
+        if len > 0 {
+            let read = host.read_payload(
+                job.pd,
+                job.rkey,
+                job.va.wrapping_add(offset),
+                io.payload.room(len),
+                ACCESS_REMOTE_READ,
+            );
+            match read {
+                Ok(()) => {}
+                // An on-demand page is not present: the responses wait for the driver to
+                // map it (the fault is raised), as a NIC's do; the ePSN has moved on.
+                Err(e) if e.is_page_fault() => break,
+                // The region went away after the request was checked: stop answering.
+                Err(_) => {
+                    qp.resp.jobs.pop_front();
+                    continue;
+                }
+            }
         }
         let mut b = PacketBuilder::new(
             qp.opcode(opcode::read_response(pos)),
@@ -106,8 +111,13 @@ pub fn receive_ud(
     if pkt.bth.solicited {
         c.flags |= CQE_FLAG_SOLICITED;
     }
-    if let Err(status) = scatter(host, pd, &work, 0, &data) {
-        c.status = status;
+    // A datagram cannot wait: a receive buffer whose on-demand page is not present fails
+    // (the device offers no on-demand receives on UD).
+    if let Err(e) = scatter(host, pd, &work, 0, &data) {
+        c.status = match e {
+            ScatterError::Fails(status) => status,
+            ScatterError::PageFault => WcStatus::LocProtErr,
+        };
         c.byte_len = 0;
     }
     let _ = host.complete_recv(qp.qpn, &work, c);

@@ -51,9 +51,9 @@ def probe_log(run: Run) -> str:
     vm.step("bound").ok()
     log = vm.step("dmesg-probe")
     log.expect(DEV + r"ferroce physical function 1234:fe01 rev 0x01 found$")
-    log.expect(DEV + r"hardware interface 1\.3, capabilities 0xfffff \[roce_v1 roce_v2 rc ud srq atomic "
+    log.expect(DEV + r"hardware interface 1\.4, capabilities 0x1fffff \[roce_v1 roce_v2 rc ud srq atomic "
                r"inline wqe_push cq_moderation qid_translation fast_reg uc cq_resize srq_resize mw mcast "
-               r"db_record atomic_write flush xrc\]$")
+               r"db_record atomic_write flush xrc odp\]$")
     limits = log.expect(DEV + r"limits: \d+ QPs, \d+ CQs, \d+ MRs, \d+ SRQs, \d+ AHs, \d+ EQs, "
                         r"8 MSI-X vectors, 128 GIDs, 64 contexts, queues of 2\^15, 16 SGEs, "
                         rf"256 inline bytes, 262144 MR pages, {NUM_COUNTERS} counters; command timeout 2000 ms$")

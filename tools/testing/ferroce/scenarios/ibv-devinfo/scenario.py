@@ -58,8 +58,8 @@ def device_attributes(run: Run) -> str:
     step.expect(r"^\s+max_srq_wr:\s+\d+$")
     # The hardware interface's version, as rxe prints its own (rdma-core's major.minor.sub).
     fw = step.expect(r"^\s+fw_ver:\s+(\d+\.\d+\.\d+)$").group(1)
-    if fw != "1.3.0":
-        raise CheckFailed(f"fw_ver {fw}, expected the interface version 1.3.0")
+    if fw != "1.4.0":
+        raise CheckFailed(f"fw_ver {fw}, expected the interface version 1.4.0")
     res = int(step.expect(r"^\s+max_res_rd_atom:\s+(\d+)$").group(1))
     per_qp = int(step.expect(r"^\s+max_qp_rd_atom:\s+(\d+)$").group(1))
     if res != int(qps.group(1)) * per_qp:

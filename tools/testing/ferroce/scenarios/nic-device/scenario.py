@@ -29,7 +29,7 @@ def pci_identity(run: Run) -> None:
 @scenario.check
 def identification_register(run: Run) -> None:
     run.vm("a").step("reg-id").expect(r"^0x45435246$")
-    run.vm("a").step("reg-version").expect(r"^0x00010003$")  # REG_IF_VERSION: interface 1.3
+    run.vm("a").step("reg-version").expect(r"^0x00010004$")  # REG_IF_VERSION: interface 1.4
 
 
 @scenario.check

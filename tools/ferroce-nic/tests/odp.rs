@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! On-demand paging between two NICs: MRs whose page tables start empty, the page faults the
+//! device raises when an access meets a page not present (responder and requester), the
+//! driver's answer (`CMD_UPDATE_MR_PAGES`, played here by the test), invalidation, pages the
+//! driver cannot map, and the commands' checks.
+
+mod common;
+
+use std::time::Duration;
+
+use common::roce::*;
+use common::CqeStatus;
+use ferroce_hw::*;
+
+const PAGE: u64 = 4096;
+
+/// Creates an on-demand MR over `[addr, addr + len)` (iova = address), no page present.
+fn odp_mr(node: &mut Node, addr: u64, len: u64, access: u32) -> u32 {
+    let pages = (len + (addr % PAGE)).div_ceil(PAGE) as u32;
+    node.g
+        .ok(&CreateMrCmd {
+            iova: addr,
+            length: len,
+            pages: BufDesc {
+                page_count: pages,
+                log_page_size: 12,
+                ..BufDesc::default()
+            },
+            pd: PD,
+            access,
+            flags: MR_FLAG_ON_DEMAND,
+            ..CreateMrCmd::default()
+        })
+        .key
+}
+
+/// The page faults the node raised since the last call.
+fn faults(node: &mut Node) -> Vec<Eqe> {
+    node.g
+        .poll_eq(EQN_ASYNC)
+        .into_iter()
+        .filter(|e| e.event_type == u8::from(EventType::PageFault))
+        .collect()
+}
+
+/// What the test's driver answers a fault with.
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    /// The pages, writable.
+    Writable,
+    /// The pages, read only.
+    ReadOnly,
+    /// The pages cannot be had.
+    Failed,
+}
+
+/// Answers page fault `f` of the MR over the guest range starting at `base` (page-aligned),
+/// as the driver does: the pages' addresses with their rights, by `CMD_UPDATE_MR_PAGES`.
+fn answer(node: &mut Node, base: u64, f: &Eqe, how: Answer) {
+    let entries: Vec<u8> = (0..u64::from(f.data2))
+        .flat_map(|i| {
+            let page = base + (u64::from(f.data1) + i) * PAGE;
+            let entry = match how {
+                Answer::Writable => page | ODP_PAGE_READ | ODP_PAGE_WRITE,
+                Answer::ReadOnly => page | ODP_PAGE_READ,
+                Answer::Failed => ODP_PAGE_FAILED,
+            };
+            entry.to_le_bytes()
+        })
+        .collect();
+    let table = node.g.alloc(entries.len(), 8);
+    node.g.write(table, &entries);
+    node.g.ok(&UpdateMrPagesCmd {
+        pages: table,
+        key: f.data0,
+        first: f.data1,
+        count: u32::from(f.data2),
+        flags: 0,
+    });
+}
+
+/// Invalidates pages `first .. first + count` of MR `key`.
+fn invalidate(node: &mut Node, key: u32, first: u32, count: u32) {
+    node.g.ok(&UpdateMrPagesCmd {
+        key,
+        first,
+        count,
+        flags: UPDATE_PAGES_INVALIDATE,
+        ..UpdateMrPagesCmd::default()
+    });
+}
+
+/// Posts one signalled WR whose one SGE is `(addr, len)` under `lkey`.
+#[allow(clippy::too_many_arguments)]
+fn post_with(
+    node: &mut Node,
+    qp: &mut Qp,
+    wr_id: u64,
+    opcode: u8,
+    lkey: u32,
+    addr: u64,
+    len: u32,
+    seg: &[u8],
+) {
+    let ctrl = WqeCtrl {
+        wr_id,
+        opcode,
+        flags: WQE_FLAG_SIGNALED,
+        num_sge: 1,
+        ..WqeCtrl::default()
+    };
+    let sge = Sge {
+        addr,
+        length: len,
+        lkey,
+    };
+    qp.put(node, ctrl, seg, &sge.encode());
+    qp.ring(node);
+}
+
+/// Pumps the pair until `a` has `n_a` and `b` `n_b` CQEs, answering every page fault of
+/// either node with `how` (the MRs cover the nodes' data buffers); returns the CQEs and the
+/// faults each node raised.
+fn run(
+    p: &mut Pair,
+    n_a: usize,
+    n_b: usize,
+    how: Answer,
+) -> (Vec<Cqe>, Vec<Cqe>, Vec<Eqe>, Vec<Eqe>) {
+    let (mut fa, mut fb) = (Vec::new(), Vec::new());
+    let start = std::time::Instant::now();
+    while p.cqes_a.len() < n_a || p.cqes_b.len() < n_b {
+        p.step();
+        let (base_a, base_b) = (p.a.buf, p.b.buf);
+        for f in faults(&mut p.a) {
+            answer(&mut p.a, base_a, &f, how);
+            fa.push(f);
+        }
+        for f in faults(&mut p.b) {
+            answer(&mut p.b, base_b, &f, how);
+            fb.push(f);
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "timed out");
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    let a = p.cqes_a.drain(..n_a).collect();
+    let b = p.cqes_b.drain(..n_b).collect();
+    (a, b, fa, fb)
+}
+
+fn pair() -> Pair {
+    Pair::new(
+        MIB,
+        Conn {
+            mtu: MTU_4096,
+            ..Conn::default()
+        },
+    )
+}
+
+const REMOTE: u32 =
+    ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
+
+#[test]
+fn a_write_into_pages_not_present_waits_for_them() {
+    let mut p = pair();
+    let (buf, len) = (p.b.buf, 64 * 1024);
+    let key = odp_mr(&mut p.b, buf, len, REMOTE);
+    let data = p.a.fill(p.a.buf, len as usize, 7);
+    let a_buf = p.a.buf;
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_RDMA_WRITE,
+        a_buf,
+        len as u32,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(p.b.g.read(buf, len as usize), data);
+    // One fault for the 16 pages the WRITE covers, to be mapped writable.
+    assert_eq!(fb.len(), 1, "{fb:?}");
+    assert_eq!((fb[0].data0, fb[0].data1, fb[0].data2), (key, 0, 16));
+    assert_eq!(fb[0].subtype, PAGE_FAULT_WRITE);
+    assert_eq!(p.b.counter(COUNTER_ODP_FAULT_EVENTS), 1);
+    assert_eq!(p.b.counter(COUNTER_ODP_PAGES_MAPPED), 16);
+    assert!(
+        p.b.counter(COUNTER_NAKS_SENT) >= 1,
+        "an RNR NAK held the WRITE"
+    );
+    assert_eq!(
+        p.a.counter(COUNTER_RETRANSMITS),
+        0,
+        "flow control, not loss"
+    );
+
+    // Present now: the next WRITE faults no more.
+    p.qa.post(
+        &mut p.a,
+        2,
+        WR_RDMA_WRITE,
+        a_buf,
+        len as u32,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!((ca[0].wc_status(), fb.len()), (WcStatus::Success, 0));
+
+    // Invalidated (the process's memory changed): faults again, and lands in the new pages.
+    invalidate(&mut p.b, key, 4, 2);
+    assert_eq!(p.b.counter(COUNTER_ODP_PAGES_INVALIDATED), 2);
+    let data = p.a.fill(a_buf, len as usize, 8);
+    p.qa.post(
+        &mut p.a,
+        3,
+        WR_RDMA_WRITE,
+        a_buf,
+        len as u32,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(
+        (fb.len(), fb[0].data1, fb[0].data2),
+        (1, 4, 12),
+        "from the first page missing"
+    );
+    assert_eq!(p.b.g.read(buf, len as usize), data);
+}
+
+#[test]
+fn read_responses_wait_for_the_responders_pages() {
+    let mut p = pair();
+    let (buf, len) = (p.b.buf, 32 * 1024);
+    let key = odp_mr(&mut p.b, buf, len, REMOTE);
+    let data = p.b.fill(buf, len as usize, 3);
+    let a_buf = p.a.buf;
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_RDMA_READ,
+        a_buf,
+        len as u32,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::ReadOnly);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(p.a.g.read(a_buf, len as usize), data);
+    assert_eq!(fb.len(), 1);
+    assert_eq!(
+        (fb[0].subtype, fb[0].data2),
+        (0, 8),
+        "a READ needs the pages readable"
+    );
+    assert_eq!(p.a.counter(COUNTER_RETRANSMITS), 0);
+}
+
+#[test]
+fn the_requesters_own_pages_fault_before_it_sends() {
+    let mut p = pair();
+    let len = 3 * PAGE + 100;
+    // A SEND from an on-demand buffer of a: the WQE waits for its pages, to be read.
+    let a_buf = p.a.buf;
+    let src = odp_mr(&mut p.a, a_buf, len, ACCESS_LOCAL_WRITE);
+    let data = p.a.fill(a_buf, len as usize, 11);
+    let b_buf = p.b.buf;
+    p.qb.post_recv(&mut p.b, 9, b_buf, len as u32);
+    post_with(&mut p.a, &mut p.qa, 1, WR_SEND, src, a_buf, len as u32, &[]);
+    let (ca, cb, fa, _) = run(&mut p, 1, 1, Answer::ReadOnly);
+    assert_eq!(
+        (ca[0].wc_status(), cb[0].wc_status()),
+        (WcStatus::Success, WcStatus::Success)
+    );
+    assert_eq!(p.b.g.read(b_buf, len as usize), data);
+    assert_eq!(fa.len(), 1);
+    assert_eq!((fa[0].subtype, fa[0].data1, fa[0].data2), (0, 0, 4));
+
+    // A READ into them: read-only pages are not enough, the answer needs them writable.
+    let (b_src, rkey) = (p.b.buf + MIB as u64 / 2, p.b.key);
+    let data = p.b.fill(b_src, len as usize, 12);
+    post_with(
+        &mut p.a,
+        &mut p.qa,
+        2,
+        WR_RDMA_READ,
+        src,
+        a_buf,
+        len as u32,
+        &rdma_seg(b_src, rkey),
+    );
+    let (ca, _, fa, _) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(p.a.g.read(a_buf, len as usize), data);
+    assert_eq!((fa.len(), fa[0].subtype), (1, PAGE_FAULT_WRITE));
+}
+
+#[test]
+fn a_send_into_an_on_demand_receive_buffer() {
+    let mut p = pair();
+    let (b_buf, len) = (p.b.buf, 10_000u32);
+    let dst = odp_mr(&mut p.b, b_buf, MIB as u64, ACCESS_LOCAL_WRITE);
+    let mut wqe = vec![0u8; RECV_STRIDE];
+    assert!(RecvWqeHeader {
+        wr_id: 5,
+        num_sge: 1,
+        ..RecvWqeHeader::default()
+    }
+    .write_to(&mut wqe));
+    assert!(Sge {
+        addr: b_buf,
+        length: len,
+        lkey: dst
+    }
+    .write_to(&mut wqe[16..]));
+    p.qb.put_recv(&p.b, &wqe);
+    p.qb.ring_recv(&mut p.b);
+    let a_buf = p.a.buf;
+    let data = p.a.fill(a_buf, len as usize, 5);
+    p.qa.post(&mut p.a, 1, WR_SEND, a_buf, len, &[], 0);
+    let (ca, cb, _, fb) = run(&mut p, 1, 1, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(
+        (cb[0].wc_status(), cb[0].wr_id, cb[0].byte_len),
+        (WcStatus::Success, 5, len)
+    );
+    assert_eq!(p.b.g.read(b_buf, len as usize), data);
+    // Each packet of the SEND met its own page (MTU 4096): the WQE waited at each, kept.
+    assert!(!fb.is_empty() && fb.iter().all(|f| f.subtype == PAGE_FAULT_WRITE));
+}
+
+#[test]
+fn an_atomic_needs_its_page_writable() {
+    let mut p = pair();
+    let buf = p.b.buf;
+    p.b.g.write(buf, &40u64.to_le_bytes());
+    let key = odp_mr(&mut p.b, buf, PAGE, REMOTE);
+    let a_buf = p.a.buf;
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_ATOMIC_FETCH_ADD,
+        a_buf,
+        8,
+        &atomic_seg(buf, key, 2, 0),
+        0,
+    );
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(p.a.g.read(a_buf, 8), 40u64.to_le_bytes());
+    assert_eq!(p.b.g.read(buf, 8), 42u64.to_le_bytes(), "added once");
+    assert_eq!(fb[0].subtype, PAGE_FAULT_WRITE);
+}
+
+#[test]
+fn a_flush_of_pages_not_present_has_nothing_to_do() {
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            access: ACCESS_REMOTE_WRITE | ACCESS_FLUSH_GLOBAL,
+            ..Conn::default()
+        },
+    );
+    let buf = p.b.buf;
+    let key = odp_mr(&mut p.b, buf, 4 * PAGE, REMOTE | ACCESS_FLUSH_GLOBAL);
+    let seg = FlushSeg {
+        remote_addr: buf,
+        rkey: key,
+        length: 4 * PAGE,
+        placement: FLUSH_GLOBAL,
+        level: FLUSH_RANGE,
+        ..FlushSeg::default()
+    };
+    p.qa.post(&mut p.a, 1, WR_FLUSH, 0, 0, &seg.encode(), 0);
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(
+        fb.len(),
+        1,
+        "the check raised the fault, which the FLUSH did not wait for"
+    );
+}
+
+#[test]
+fn a_page_the_driver_cannot_map_is_an_access_error() {
+    let mut p = pair();
+    let buf = p.b.buf;
+    let key = odp_mr(&mut p.b, buf, 4 * PAGE, REMOTE);
+    let a_buf = p.a.buf;
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_RDMA_WRITE,
+        a_buf,
+        64,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::Failed);
+    assert_eq!(fb.len(), 1);
+    assert_eq!(ca[0].wc_status(), WcStatus::RemAccessErr);
+}
+
+#[test]
+fn a_fault_is_raised_once_until_answered() {
+    let mut p = pair();
+    let buf = p.b.buf;
+    let key = odp_mr(&mut p.b, buf, 4 * PAGE, REMOTE);
+    let a_buf = p.a.buf;
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_RDMA_WRITE,
+        a_buf,
+        64,
+        &rdma_seg(buf, key),
+        0,
+    );
+    // Unanswered: the requester retries on every RNR NAK, the fault is raised once...
+    let start = std::time::Instant::now();
+    while p.b.counter(COUNTER_ODP_FAULTS) < 5 {
+        p.step();
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+    assert_eq!(faults(&mut p.b).len(), 1);
+    // ... and again after PAGE_FAULT_REPEAT_MS, in case the driver missed it.
+    std::thread::sleep(Duration::from_millis(PAGE_FAULT_REPEAT_MS + 10));
+    let start = std::time::Instant::now();
+    while p.b.counter(COUNTER_ODP_FAULT_EVENTS) < 2 {
+        p.step();
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+    let (ca, _, _, _) = {
+        let f = faults(&mut p.b);
+        answer(&mut p.b, buf, &f[0], Answer::Writable);
+        run(&mut p, 1, 0, Answer::Writable)
+    };
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+}
+
+#[test]
+fn the_commands_check_what_they_are_given() {
+    let mut p = pair();
+    let buf = p.b.buf;
+    let g = &mut p.b.g;
+    let good = CreateMrCmd {
+        iova: buf + 100,
+        length: 2 * PAGE,
+        pages: BufDesc {
+            page_count: 3,
+            log_page_size: 12,
+            ..BufDesc::default()
+        },
+        pd: PD,
+        access: ACCESS_LOCAL_WRITE,
+        flags: MR_FLAG_ON_DEMAND,
+        ..CreateMrCmd::default()
+    };
+    let status = |g: &mut common::Guest, c: &CreateMrCmd| g.cmd(c).status;
+    assert_eq!(
+        status(
+            g,
+            &CreateMrCmd {
+                pages: BufDesc {
+                    addr: buf,
+                    ..good.pages
+                },
+                ..good
+            }
+        ),
+        STATUS_BAD_PARAM,
+        "a page list address"
+    );
+    assert_eq!(
+        status(
+            g,
+            &CreateMrCmd {
+                pages: BufDesc {
+                    page_count: 2,
+                    ..good.pages
+                },
+                ..good
+            }
+        ),
+        STATUS_BAD_SIZE,
+        "too few pages"
+    );
+    assert_eq!(
+        status(
+            g,
+            &CreateMrCmd {
+                flags: MR_FLAG_ON_DEMAND | MR_FLAG_FAST_REG,
+                ..good
+            }
+        ),
+        STATUS_BAD_PARAM,
+        "two kinds"
+    );
+    let key = g.ok(&good).key;
+    let plain = p.b.key;
+    let g = &mut p.b.g;
+    let table = g.alloc(16, 8);
+    g.write(
+        table,
+        &[
+            (buf | ODP_PAGE_READ).to_le_bytes(),
+            ((buf + 8) | ODP_PAGE_READ).to_le_bytes(),
+        ]
+        .concat(),
+    );
+    let update = UpdateMrPagesCmd {
+        pages: table,
+        key,
+        first: 0,
+        count: 1,
+        flags: 0,
+    };
+    let status = |g: &mut common::Guest, c: &UpdateMrPagesCmd| g.cmd(c).status;
+    assert_eq!(status(g, &update), STATUS_OK);
+    assert_eq!(
+        status(
+            g,
+            &UpdateMrPagesCmd {
+                key: plain,
+                ..update
+            }
+        ),
+        STATUS_BAD_RESOURCE,
+        "not on demand"
+    );
+    assert_eq!(
+        status(g, &UpdateMrPagesCmd { first: 3, ..update }),
+        STATUS_BAD_PARAM,
+        "past the table"
+    );
+    assert_eq!(
+        status(
+            g,
+            &UpdateMrPagesCmd {
+                first: 1,
+                count: u32::MAX,
+                ..update
+            }
+        ),
+        STATUS_BAD_PARAM,
+        "wraps"
+    );
+    assert_eq!(
+        status(g, &UpdateMrPagesCmd { count: 2, ..update }),
+        STATUS_BAD_PARAM,
+        "an address inside a page"
+    );
+    assert_eq!(
+        status(
+            g,
+            &UpdateMrPagesCmd {
+                flags: 1 << 7,
+                ..update
+            }
+        ),
+        STATUS_BAD_PARAM,
+        "unknown flag"
+    );
+    assert_eq!(
+        status(
+            g,
+            &UpdateMrPagesCmd {
+                flags: UPDATE_PAGES_INVALIDATE,
+                ..update
+            }
+        ),
+        STATUS_BAD_PARAM,
+        "invalidate with entries"
+    );
+
+    // A NIC without on-demand paging refuses such MRs.
+    let mut g = common::Guest::with_config(|c| c.odp = false);
+    g.bring_up();
+    assert_eq!(g.r32(REG_CAPS) & CAP_ODP, 0);
+    assert_eq!(g.cmd(&good).status, STATUS_BAD_PARAM);
+}
