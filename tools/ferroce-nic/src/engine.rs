@@ -227,6 +227,10 @@ pub trait EngineHost {
         len: u64,
         access: u32,
     ) -> Result<(), HostError>;
+    /// Whether the pages `len` bytes at `iova` through `key` reach are present: `false` only
+    /// for an on-demand MR's pages that are not (their page fault is raised). Checks nothing
+    /// else and builds nothing: a requester asks it of every WQE before sending it.
+    fn pages_present(&mut self, key: u32, iova: u64, len: u64, access: u32) -> bool;
     /// The range `(iova, length)` of the MR or window `key` names, if it may be used for
     /// `access` in `pd` (a FLUSH of a whole MR checks the key, not a range).
     fn key_range(&self, pd: u32, key: u32, access: u32) -> Result<(u64, u64), HostError>;

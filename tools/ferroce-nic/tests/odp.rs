@@ -262,6 +262,60 @@ fn read_responses_wait_for_the_responders_pages() {
 }
 
 #[test]
+fn a_duplicate_read_of_invalidated_pages_waits_for_them() {
+    let mut p = Pair::new(
+        MIB,
+        Conn {
+            mtu: MTU_4096,
+            retry_cnt: 2,
+            ..Conn::default()
+        },
+    );
+    let (buf, len) = (p.b.buf, 4 * PAGE);
+    let key = odp_mr(&mut p.b, buf, len, REMOTE);
+    let a_buf = p.a.buf;
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_RDMA_READ,
+        a_buf,
+        len as u32,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let (ca, _, _, _) = run(&mut p, 1, 0, Answer::ReadOnly);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    // The next READ's responses are lost, and meanwhile the process's pages change: the
+    // requester asks again, and the duplicate must wait for the pages, not be ignored.
+    p.b.faults.command(&["direction", "tx"]).expect("fault");
+    p.b.faults.command(&["drop", "1"]).expect("fault");
+    let data = p.b.fill(buf, len as usize, 21);
+    p.qa.post(
+        &mut p.a,
+        2,
+        WR_RDMA_READ,
+        a_buf,
+        len as u32,
+        &rdma_seg(buf, key),
+        0,
+    );
+    let sent = p.b.counter(COUNTER_TX_PACKETS);
+    while p.b.counter(COUNTER_TX_PACKETS) < sent + 4 {
+        p.step();
+    }
+    invalidate(&mut p.b, key, 0, 4);
+    p.b.faults.command(&["off"]).expect("fault");
+    let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::ReadOnly);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    assert_eq!(p.a.g.read(a_buf, len as usize), data);
+    assert_eq!(fb.len(), 1, "the duplicate faulted the pages in again");
+    assert!(
+        p.b.counter(COUNTER_DUPLICATES) > 0,
+        "the READ was asked for again"
+    );
+}
+
+#[test]
 fn the_requesters_own_pages_fault_before_it_sends() {
     let mut p = pair();
     let len = 3 * PAGE + 100;

@@ -160,28 +160,9 @@ fn read_response_packet(
         return;
     }
     let pd = host.qp_pd(qp.qpn).unwrap_or(0);
-    let mut status = WcStatus::Success;
-    match sge_pieces(&w.work.sges, offset, pkt.payload.len()) {
-        Some(pieces) => {
-            let mut at_byte = 0;
-            for (lkey, addr, n) in pieces {
-                let data = &pkt.payload[at_byte..at_byte + n];
-                match host.write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE) {
-                    Ok(()) => {}
-                    // An on-demand page went away after the READ was sent (its pages were
-                    // present then): the response is dropped, as if lost, and asked for
-                    // again (the next response's gap, or the timer) once the page is back.
-                    Err(e) if e.is_page_fault() => return,
-                    Err(_) => {
-                        status = WcStatus::LocProtErr;
-                        break;
-                    }
-                }
-                at_byte += n;
-            }
-        }
-        None => status = WcStatus::LocLenErr,
-    }
+    let Some(status) = place(host, pd, &w.work.sges, offset, pkt.payload) else {
+        return;
+    };
     if status != WcStatus::Success {
         fail(qp, i, status);
         return;
@@ -239,35 +220,38 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
     ack_through(qp, io, psn::sub(at, 1), now);
     let original = pkt.atomic_ack.unwrap_or_default();
     let pd = host.qp_pd(qp.qpn).unwrap_or(0);
-    let status = match qp
-        .req
-        .wqes
-        .get(i)
-        .and_then(|w| sge_pieces(&w.work.sges, 0, 8))
-    {
-        Some(pieces) => {
-            let bytes = original.to_le_bytes();
-            let mut at_byte = 0;
-            let mut status = WcStatus::Success;
-            for (lkey, addr, n) in pieces {
-                let data = &bytes[at_byte..at_byte + n];
-                match host.write_payload(pd, lkey, addr, data, ACCESS_LOCAL_WRITE) {
-                    Ok(()) => {}
-                    // As a READ response's: the ACK is dropped, the timer sends the atomic
-                    // again, and the responder answers the duplicate from its saved value.
-                    Err(e) if e.is_page_fault() => return,
-                    Err(_) => {
-                        status = WcStatus::LocProtErr;
-                        break;
-                    }
-                }
-                at_byte += n;
-            }
-            status
-        }
-        None => WcStatus::LocLenErr,
+    let sges = qp.req.wqes.get(i).map_or(&[][..], |w| &w.work.sges[..]);
+    let Some(status) = place(host, pd, sges, 0, &original.to_le_bytes()) else {
+        return;
     };
     answered(qp, i, at, status, now);
+}
+
+/// Writes an answer (READ response data, an atomic's original value) at message offset
+/// `offset` of a WQE's own buffers: the WQE's status (`Success`, or the error it ends with), or
+/// `None` if an on-demand page went away after the request was sent (its pages were present
+/// then): the answer is dropped, as if lost, and asked for again (the next response's gap, or
+/// the timer; an atomic's duplicate is answered from the responder's saved value) once the
+/// driver has mapped the page again.
+fn place(
+    host: &mut dyn EngineHost,
+    pd: u32,
+    sges: &[Sge],
+    offset: u64,
+    data: &[u8],
+) -> Option<WcStatus> {
+    let Some(pieces) = sge_pieces(sges, offset, data.len()) else {
+        return Some(WcStatus::LocLenErr);
+    };
+    let mut at = 0;
+    for (lkey, addr, n) in pieces {
+        match host.write_payload(pd, lkey, addr, &data[at..at + n], ACCESS_LOCAL_WRITE) {
+            Ok(()) => at += n,
+            Err(e) if e.is_page_fault() => return None,
+            Err(_) => return Some(WcStatus::LocProtErr),
+        }
+    }
+    Some(WcStatus::Success)
 }
 
 /// WQE `i`, whose one PSN `at` was answered, is done with `status`.

@@ -507,7 +507,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
         if earlier.unrequested_read {
             break;
         }
-        if !w.started && !local_pages_ready(host, pd, w) {
+        if !w.started && !local_pages_ready(host, w) {
             // Waits for the driver to map its pages; the engine polls while WQEs are queued.
             break;
         }
@@ -649,7 +649,7 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             Err(status) => {
                 // A page of its buffers went away since it started (an invalidation): it
                 // waits for it again rather than failing.
-                if !local_pages_ready(host, pd, w) {
+                if !local_pages_ready(host, w) {
                     break;
                 }
                 w.done = Some((status, 0));

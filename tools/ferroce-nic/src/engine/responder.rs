@@ -13,10 +13,15 @@
 //! responses are sent from a queue ([`send_read_responses`]); UD and GSI datagrams are received
 //! by [`receive_ud`] (both in [`replies`]).
 
+mod acks;
 mod atomics;
+mod duplicates;
 mod replies;
 
+pub use acks::flush_ack;
+use acks::{drain_read_responses, fatal_nak, rnr_nak, send_aeth};
 pub use replies::{receive_ud, send_read_responses};
+use replies::{scatter, ScatterError};
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -25,7 +30,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::frame::RoceFrame;
-use super::headers::{syndrome, Aeth, Feth, Packet, PacketBuilder};
+use super::headers::{syndrome, Aeth, Feth, Packet, PacketBuilder, Reth};
 use super::icrc::NetKind;
 use super::opcode::{self, flag, op, OpInfo, Position};
 use super::psn;
@@ -169,118 +174,6 @@ impl Responder {
         }
         self.jobs.push_back(job);
     }
-}
-
-fn send_aeth(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, syn: u8) {
-    let Some(route) = qp.route(host) else { return };
-    let mut b = PacketBuilder::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
-    b.aeth = Some(Aeth {
-        syndrome: syn,
-        msn: qp.resp.msn,
-    });
-    let kind = if syndrome::kind(syn) == syndrome::KIND_ACK {
-        "ack"
-    } else {
-        host.count(COUNTER_NAKS_SENT, 1);
-        "nak"
-    };
-    io.trace.event(
-        kind,
-        || json!({"dir": "tx", "qpn": qp.qpn, "psn": at, "syndrome": syn}),
-    );
-    io.send(host, &route, &b, &[], Resend::No);
-}
-
-/// Sends the coalesced ACK, if one is due.
-pub fn flush_ack(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    if let Some(at) = qp.resp.pending_ack.take() {
-        drain_read_responses(qp, io, host);
-        send_aeth(qp, io, host, at, syndrome::ACK);
-    }
-}
-
-/// Sends every queued READ response now: responses go out in PSN order, so an ACK or NAK for
-/// a later PSN must not overtake them (the requester would take it for a lost response).
-fn drain_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    while !qp.resp.jobs.is_empty() {
-        let before = qp.resp.jobs.len();
-        let next = qp.resp.jobs.front().map(|j| j.next);
-        send_read_responses(qp, io, host);
-        if qp.resp.jobs.len() == before && qp.resp.jobs.front().map(|j| j.next) == next {
-            break; // No route or QP state: nothing can be sent.
-        }
-    }
-}
-
-/// NAKs the expected PSN with `syn`, completes a receive in progress with `wc_status`, and
-/// moves the QP to ERR with async event `event` (IBA 9.9.3.1: responder class C/D errors).
-fn fatal_nak(
-    qp: &mut QpCtx,
-    io: &mut Io,
-    host: &mut dyn EngineHost,
-    syn: u8,
-    wc_status: WcStatus,
-    event: EventType,
-) {
-    flush_ack(qp, io, host);
-    drain_read_responses(qp, io, host);
-    let epsn = qp.resp.epsn;
-    if qp.qp_type.is_reliable() {
-        send_aeth(qp, io, host, epsn, syn);
-    }
-    if let Some(r) = qp.resp.receiving.take() {
-        let completion = RecvCompletion {
-            status: wc_status,
-            opcode: CQE_OP_RECV,
-            ..RecvCompletion::default()
-        };
-        let _ = host.complete_recv(qp.qpn, &r.work, completion);
-    }
-    host.qp_error(qp.qpn, event);
-    qp.enter_error();
-}
-
-fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    flush_ack(qp, io, host);
-    drain_read_responses(qp, io, host);
-    let epsn = qp.resp.epsn;
-    // Packets behind this one arrive out of sequence; the RNR NAK stands for them too.
-    qp.resp.nak_sent_for = Some(epsn);
-    let code = qp.attrs.min_rnr_timer & 0x1f;
-    send_aeth(qp, io, host, epsn, syndrome::RNR_NAK | code);
-}
-
-/// Why a SEND's payload could not be scattered.
-enum ScatterError {
-    /// The receive WQE fails with this status.
-    Fails(WcStatus),
-    /// An on-demand page of the receive buffer is not present: the packet waits for it.
-    PageFault,
-}
-
-/// Scatters `data` at `offset` of a receive WQE.
-fn scatter(
-    host: &mut dyn EngineHost,
-    pd: u32,
-    work: &RecvWork,
-    offset: u64,
-    data: &[u8],
-) -> Result<(), ScatterError> {
-    let pieces = sge_pieces(&work.sges, offset, data.len())
-        .ok_or(ScatterError::Fails(WcStatus::LocLenErr))?;
-    let mut at = 0;
-    for (lkey, addr, n) in pieces {
-        host.write_payload(pd, lkey, addr, &data[at..at + n], ACCESS_LOCAL_WRITE)
-            .map_err(|e| {
-                if e.is_page_fault() {
-                    ScatterError::PageFault
-                } else {
-                    ScatterError::Fails(WcStatus::LocProtErr)
-                }
-            })?;
-        at += n;
-    }
-    Ok(())
 }
 
 /// The operation a request packet belongs to, from the opcode table.
@@ -697,57 +590,6 @@ impl Request<'_, '_> {
         RespState::Done
     }
 
-    fn duplicate_request(&mut self) -> RespState {
-        match self.kind {
-            Kind::Read => self.replay_read(),
-            Kind::Atomic => self.replay_atomic(),
-            Kind::AtomicWrite | Kind::Flush => self.replay_answer(),
-            Kind::Send | Kind::Write | Kind::Unsupported => {
-                // SEND / WRITE seen before: acknowledge everything received so far.
-                self.qp.resp.pending_ack = Some(psn::sub(self.qp.resp.epsn, 1));
-            }
-        }
-        RespState::Done
-    }
-
-    /// DUPLICATE_REQUEST of a READ: queues its responses again from the PSN asked for.
-    fn replay_read(&mut self) {
-        let at = self.pkt.bth.psn;
-        let Some(reth) = self.pkt.reth else { return };
-        let Some(Resource::Read { first, last }) = self.qp.resp.resources.iter().copied().find(
-            |r| matches!(r, Resource::Read { first, last } if psn::within(at, *first, *last)),
-        ) else {
-            return;
-        };
-        let len = u64::from(reth.len);
-        let npkts = len.div_ceil(u64::from(self.qp.mtu())).max(1) as u32;
-        if psn::after(psn::add(at, npkts - 1), last) {
-            return;
-        }
-        if len > 0
-            && self
-                .host
-                .check_access(self.pd, reth.rkey, reth.va, len, ACCESS_REMOTE_READ)
-                .is_err()
-        {
-            return;
-        }
-        // The requester lost responses: restart from the PSN it asks for.
-        let pd = self.pd;
-        let resp = &mut self.qp.resp;
-        resp.jobs.retain(|j| !psn::within(j.psn, first, last));
-        resp.queue_job(ReadJob {
-            pd,
-            psn: at,
-            va: reth.va,
-            rkey: reth.rkey,
-            len,
-            npkts,
-            next: 0,
-            replay: true,
-        });
-    }
-
     fn chk_op_seq(&mut self) -> RespState {
         if opcode::sequence_valid(self.qp.resp.last_opcode, self.pkt.info) {
             RespState::ChkOpValid
@@ -833,14 +675,7 @@ impl Request<'_, '_> {
                 if total > MAX_MESSAGE {
                     return RespState::ErrInvalidRequest;
                 }
-                // Pages not present are no refusal: their fault is raised now, and the
-                // responses wait for them (`send_read_responses`).
-                if total > 0
-                    && self
-                        .host
-                        .check_access(self.pd, reth.rkey, reth.va, total, ACCESS_REMOTE_READ)
-                        .is_err_and(|e| !e.is_page_fault())
-                {
+                if self.read_refused(reth) {
                     return RespState::ErrRemoteAccess;
                 }
             }
@@ -857,6 +692,18 @@ impl Request<'_, '_> {
             Kind::Send | Kind::Unsupported => {}
         }
         RespState::ChkResource
+    }
+
+    /// Whether the R_Key refuses a READ's range (rights, bounds). On-demand pages not present
+    /// are no refusal: their fault is raised now, and the responses wait for them
+    /// ([`send_read_responses`]).
+    fn read_refused(&mut self, reth: Reth) -> bool {
+        let len = u64::from(reth.len);
+        len > 0
+            && self
+                .host
+                .check_access(self.pd, reth.rkey, reth.va, len, ACCESS_REMOTE_READ)
+                .is_err_and(|e| !e.is_page_fault())
     }
 
     fn chk_resource(&mut self) -> RespState {

@@ -67,14 +67,13 @@ impl DeviceCore {
         pieces
     }
 
-    /// An access of `len` bytes at `iova` through `key` (an on-demand MR, or a window bound
-    /// to one) met pages not present: counted, and the MR's page fault raised for the pages it
-    /// lacks, unless one is outstanding (raised less than `PAGE_FAULT_REPEAT_MS` ago and not
-    /// answered by `CMD_UPDATE_MR_PAGES` yet).
-    fn page_fault(&mut self, key: u32, iova: u64, len: u64, access: u32) {
-        self.counters().inc(COUNTER_ODP_FAULTS);
+    /// Whether an access of `len` bytes at `iova` through `key` (an on-demand MR, or a window
+    /// bound to one) lacks pages. If it does, it is counted and the MR's page fault is raised
+    /// for those pages, unless one is outstanding (raised less than `PAGE_FAULT_REPEAT_MS` ago
+    /// and not answered by `CMD_UPDATE_MR_PAGES` yet). Any other MR lacks nothing.
+    fn page_fault(&mut self, key: u32, iova: u64, len: u64, access: u32) -> bool {
         let Ok(entry) = self.mr_for_key(key) else {
-            return;
+            return false;
         };
         let mr_key = entry
             .window
@@ -82,21 +81,24 @@ impl DeviceCore {
             .map_or(key, |bound| bound.mr_key);
         let now = self.now_us();
         let Some(mr) = self.objects_mut().mrs_mut().get_mut(mr_key_index(mr_key)) else {
-            return;
+            return false;
         };
         let write = access_writes(access);
         let Some((first, count)) = mr.absent(iova, len, write) else {
-            return;
+            return false;
         };
-        if mr
+        let outstanding = mr
             .fault_at
-            .is_some_and(|at| now.saturating_sub(at) < PAGE_FAULT_REPEAT_MS * 1000)
-        {
-            return;
+            .is_some_and(|at| now.saturating_sub(at) < PAGE_FAULT_REPEAT_MS * 1000);
+        if !outstanding {
+            mr.fault_at = Some(now);
         }
-        mr.fault_at = Some(now);
         let key = mr.key;
-        self.post_page_fault(key, first, count, write);
+        self.counters().inc(COUNTER_ODP_FAULTS);
+        if !outstanding {
+            self.post_page_fault(key, first, count, write);
+        }
+        true
     }
 
     /// Unbinds memory window `index` (if bound), releasing its MR.
@@ -532,6 +534,10 @@ impl EngineHost for DeviceCore {
     ) -> Result<(), HostError> {
         self.translate_or_fault(pd, key, iova, len, access)
             .map(|_| ())
+    }
+
+    fn pages_present(&mut self, key: u32, iova: u64, len: u64, access: u32) -> bool {
+        !self.page_fault(key, iova, len, access)
     }
 
     fn key_range(&self, pd: u32, key: u32, access: u32) -> Result<(u64, u64), HostError> {

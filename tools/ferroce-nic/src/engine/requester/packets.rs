@@ -17,8 +17,8 @@ use crate::objects::ah_from_av;
 /// On-demand paging: whether the pages WQE `w` reaches in its own buffers (what it sends, or
 /// where a READ or atomic puts its answer) are present. Those that are not have their page
 /// fault raised, and the WQE waits before it takes a PSN (RNICs fault the requester's pages in
-/// before they send). Any other refusal is left to the WQE's own packets.
-pub(super) fn local_pages_ready(host: &mut dyn EngineHost, pd: u32, w: &ReqWqe) -> bool {
+/// before they send). Any refusal is left to the WQE's own packets.
+pub(super) fn local_pages_ready(host: &mut dyn EngineHost, w: &ReqWqe) -> bool {
     let access = match w.kind {
         Kind::Send | Kind::Write | Kind::Datagram => 0,
         Kind::Read | Kind::Atomic => ACCESS_LOCAL_WRITE,
@@ -30,10 +30,7 @@ pub(super) fn local_pages_ready(host: &mut dyn EngineHost, pd: u32, w: &ReqWqe) 
     // Every SGE is checked, so that one WQE raises the faults of all its MRs at once.
     let mut ready = true;
     for sge in w.work.sges.iter().filter(|s| s.length > 0) {
-        let checked = host.check_access(pd, sge.lkey, sge.addr, u64::from(sge.length), access);
-        if checked.is_err_and(|e| e.is_page_fault()) {
-            ready = false;
-        }
+        ready &= host.pages_present(sge.lkey, sge.addr, u64::from(sge.length), access);
     }
     ready
 }

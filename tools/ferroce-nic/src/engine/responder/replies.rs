@@ -122,3 +122,36 @@ pub fn receive_ud(
     }
     let _ = host.complete_recv(qp.qpn, &work, c);
 }
+
+/// Why a SEND's payload could not be scattered.
+pub(super) enum ScatterError {
+    /// The receive WQE fails with this status.
+    Fails(WcStatus),
+    /// An on-demand page of the receive buffer is not present: the packet waits for it.
+    PageFault,
+}
+
+/// Scatters `data` at `offset` of a receive WQE.
+pub(super) fn scatter(
+    host: &mut dyn EngineHost,
+    pd: u32,
+    work: &RecvWork,
+    offset: u64,
+    data: &[u8],
+) -> Result<(), ScatterError> {
+    let pieces = sge_pieces(&work.sges, offset, data.len())
+        .ok_or(ScatterError::Fails(WcStatus::LocLenErr))?;
+    let mut at = 0;
+    for (lkey, addr, n) in pieces {
+        host.write_payload(pd, lkey, addr, &data[at..at + n], ACCESS_LOCAL_WRITE)
+            .map_err(|e| {
+                if e.is_page_fault() {
+                    ScatterError::PageFault
+                } else {
+                    ScatterError::Fails(WcStatus::LocProtErr)
+                }
+            })?;
+        at += n;
+    }
+    Ok(())
+}

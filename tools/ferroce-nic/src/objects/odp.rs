@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+
+//! On-demand paging MRs' page tables (`MR_FLAG_ON_DEMAND`): which pages an access lacks, and
+//! the guest pieces of one whose pages are all there.
+
+use ferroce_hw::*;
+
+use super::MrError;
+
+/// Whether an access of kind `access` (`ACCESS_*`; 0 is a local read) writes memory.
+pub fn access_writes(access: u32) -> bool {
+    access & (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) != 0
+}
+
+/// An on-demand MR's page table (`MR_FLAG_ON_DEMAND`): entries are a page's address and its
+/// `ODP_PAGE_*` bits, zero while not present.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OdpPages {
+    /// One entry per page, from the page holding the MR's first byte.
+    pub entries: Vec<u64>,
+    /// log2 of the page size.
+    pub log_page_size: u32,
+}
+
+impl OdpPages {
+    /// A table of `count` pages of `1 << log_page_size` bytes, none present.
+    pub fn new(count: u32, log_page_size: u32) -> Self {
+        Self {
+            entries: vec![0; count as usize],
+            log_page_size,
+        }
+    }
+
+    fn pages_of(&self, offset: u64, len: u64) -> Option<std::ops::Range<usize>> {
+        let first = usize::try_from(offset >> self.log_page_size).ok()?;
+        let end = offset
+            .checked_add(len.max(1))?
+            .div_ceil(1 << self.log_page_size);
+        let end = usize::try_from(end).ok()?;
+        (end <= self.entries.len()).then_some(first..end)
+    }
+
+    /// The pages a `len`-byte access at table offset `offset` needs and lacks: the first
+    /// page not present (or, for an access that writes, not writable) and how many pages from
+    /// there to the access's end (at most `PAGE_FAULT_MAX_PAGES`). `None` if all are there.
+    pub fn absent(&self, offset: u64, len: u64, write: bool) -> Option<(u32, u32)> {
+        let pages = self.pages_of(offset, len)?;
+        let need = if write {
+            ODP_PAGE_READ | ODP_PAGE_WRITE
+        } else {
+            ODP_PAGE_READ
+        };
+        let first = pages
+            .clone()
+            .find(|&i| self.entries[i] & need != need && self.entries[i] & ODP_PAGE_FAILED == 0)?;
+        let count = (pages.end - first).min(PAGE_FAULT_MAX_PAGES as usize);
+        Some((first as u32, count as u32))
+    }
+
+    /// The guest pieces of a `len`-byte access at table offset `offset`: `NotPresent` if a
+    /// page lacks what the access needs, `Access` if the driver could not map one.
+    pub fn translate(
+        &self,
+        offset: u64,
+        len: u64,
+        write: bool,
+    ) -> Result<Vec<(u64, u64)>, MrError> {
+        let pages = self.pages_of(offset, len).ok_or(MrError::Bounds)?;
+        if pages
+            .clone()
+            .any(|i| self.entries[i] & ODP_PAGE_FAILED != 0)
+        {
+            return Err(MrError::Access);
+        }
+        if self.absent(offset, len, write).is_some() {
+            return Err(MrError::NotPresent);
+        }
+        let page_size = 1u64 << self.log_page_size;
+        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        let mut done = 0u64;
+        while done < len {
+            let at = offset + done;
+            let entry = self.entries[(at >> self.log_page_size) as usize];
+            let within = at & (page_size - 1);
+            let addr = (entry & !ODP_PAGE_FLAGS) + within;
+            let chunk = (len - done).min(page_size - within);
+            match pieces.last_mut() {
+                Some(last) if last.0 + last.1 == addr => last.1 += chunk,
+                _ => pieces.push((addr, chunk)),
+            }
+            done += chunk;
+        }
+        Ok(pieces)
+    }
+}
