@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 #include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -56,4 +57,32 @@ __rust_helper dma_addr_t rust_helper_rdma_block_iter_dma_address(struct ib_block
 __rust_helper struct ib_ucontext *rust_helper_rdma_udata_to_ucontext(struct ib_udata *udata)
 {
 	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
+}
+
+/* On-demand paging user memory (rust/kernel/rdma/umem_odp.rs). */
+__rust_helper unsigned long rust_helper_ib_umem_start(struct ib_umem_odp *umem_odp)
+{
+	return ib_umem_start(umem_odp);
+}
+
+__rust_helper unsigned long rust_helper_ib_umem_end(struct ib_umem_odp *umem_odp)
+{
+	return ib_umem_end(umem_odp);
+}
+
+__rust_helper bool
+rust_helper_mmu_notifier_range_blockable(const struct mmu_notifier_range *range)
+{
+	return mmu_notifier_range_blockable(range);
+}
+
+__rust_helper void rust_helper_mmu_interval_set_seq(struct mmu_interval_notifier *interval_sub,
+						    unsigned long cur_seq)
+{
+	mmu_interval_set_seq(interval_sub, cur_seq);
+}
+
+__rust_helper int rust_helper_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
 }

@@ -177,6 +177,7 @@ pub mod stats;
 pub mod uapi;
 pub mod udata;
 pub mod umem;
+pub mod umem_odp;
 pub mod wr;
 pub mod xrcd;
 
@@ -206,6 +207,9 @@ pub use self::device::{
     Event,
     LinkLayer,
     Mtu,
+    OdpCaps,
+    OdpOp,
+    OdpOps,
     Operations,
     PortAttr,
     PortCap,
@@ -226,6 +230,7 @@ pub use self::mmap::{
 pub use self::mr::{
     AccessFlag,
     AccessFlags,
+    AdviseMr,
     Mr,
     MrType,
     NewMr,
@@ -266,6 +271,11 @@ pub use self::udata::Udata;
 pub use self::umem::{
     DmaBlocks,
     Umem, //
+};
+pub use self::umem_odp::{
+    OdpHandler,
+    OdpPages,
+    UmemOdp, //
 };
 pub use self::wr::{
     PostError,

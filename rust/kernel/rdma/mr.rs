@@ -145,6 +145,58 @@ impl<T: Operations> Mr<T> {
     }
 }
 
+/// What `ibv_advise_mr()` asks of on-demand MRs (`enum ib_uverbs_advise_mr_advice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdviseMr {
+    /// Fault the pages in for reading.
+    Prefetch,
+    /// Fault the pages in for writing.
+    PrefetchWrite,
+    /// Map the pages the process has now, faulting none.
+    PrefetchNoFault,
+}
+
+impl AdviseMr {
+    fn from_raw(raw: u32) -> Result<Self> {
+        Ok(match raw {
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => Self::Prefetch,
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                Self::PrefetchWrite
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                Self::PrefetchNoFault
+            }
+            // ib_core does not check the advice: an unknown one is not supported.
+            _ => return Err(EOPNOTSUPP),
+        })
+    }
+}
+
+pub(crate) unsafe extern "C" fn advise_mr<T: Operations>(
+    pd: *mut bindings::ib_pd,
+    advice: bindings::ib_uverbs_advise_mr_advice,
+    flags: u32,
+    sg_list: *mut bindings::ib_sge,
+    num_sge: u32,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    crate::error::from_result(|| {
+        // SAFETY: `pd` is a live PD of ours.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        let advice = AdviseMr::from_raw(advice)?;
+        let flush = flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+        let num = usize::try_from(num_sge)?;
+        if num == 0 || sg_list.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: uverbs copied `num_sge` SGEs to `sg_list` for the call; `Sge` is a
+        // transparent wrapper of `ib_sge`.
+        let sges = unsafe { core::slice::from_raw_parts(sg_list.cast::<crate::rdma::wr::Sge>(), num) };
+        T::advise_mr(pd, advice, flush, sges)?;
+        Ok(0)
+    })
+}
+
 /// The kind of MR `alloc_mr` asks for (`enum ib_mr_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrType {

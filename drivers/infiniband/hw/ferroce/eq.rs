@@ -468,6 +468,8 @@ pub(crate) enum AsyncEvent {
         /// The SRQ number.
         srqn: u32,
     },
+    /// An on-demand MR's pages are missing.
+    PageFault(crate::odp::PageFault),
     /// A doorbell was rejected.
     DoorbellError {
         /// The context (doorbell page).
@@ -514,8 +516,15 @@ impl AsyncEvent {
                 value: eqe.data1,
             },
             hw::EventType::Completion | hw::EventType::CmdDone => return None,
-            // The driver makes no on-demand MR yet: a page fault names none of its MRs.
-            hw::EventType::PageFault => return None,
+            hw::EventType::PageFault => {
+                let count = u16::try_from(eqe.data2).ok().filter(|&n| n > 0)?;
+                Self::PageFault(crate::odp::PageFault {
+                    key: eqe.data0,
+                    first: eqe.data1,
+                    count,
+                    write: eqe.subtype & hw::PAGE_FAULT_WRITE != 0,
+                })
+            }
         };
         Some(event)
     }
@@ -629,6 +638,11 @@ impl AsyncEvents {
                 };
                 if let Some(events) = self.ib_events.as_ref() {
                     events.srq_event(srqn, ib_event);
+                }
+            }
+            AsyncEvent::PageFault(fault) => {
+                if let Some(events) = self.ib_events.as_ref() {
+                    events.page_fault(fault);
                 }
             }
             AsyncEvent::DoorbellError { ctx, value } => {

@@ -44,6 +44,7 @@ mod ib_events;
 mod ids;
 mod mr;
 mod netdev;
+mod odp;
 mod qp;
 mod queue;
 mod regs;

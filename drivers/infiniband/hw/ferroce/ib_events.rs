@@ -32,6 +32,7 @@ use kernel::{
 
 use crate::{
     netdev::report_state,
+    odp::{self, PageFault},
     qp,
     verbs::RoceDevice, //
 };
@@ -56,6 +57,24 @@ impl BrokenQps {
     };
 }
 
+/// Page faults waiting to be served; the device raises again one that is lost here (after
+/// `hw::PAGE_FAULT_REPEAT_MS`), so overflow only delays.
+const MAX_FAULTS: usize = 32;
+
+/// Page faults not yet served.
+#[derive(Clone, Copy)]
+struct PageFaults {
+    faults: [Option<PageFault>; MAX_FAULTS],
+    len: usize,
+}
+
+impl PageFaults {
+    const EMPTY: Self = Self {
+        faults: [None; MAX_FAULTS],
+        len: 0,
+    };
+}
+
 /// Device-level events from the NIC's async EQ for ib_core's consumers. The EQ handler runs in
 /// interrupt context and ib_core's dispatch sleeps, so the handler only records the event and
 /// queues this work item.
@@ -71,6 +90,9 @@ pub(crate) struct IbEvents {
     /// QPs to move to ERR.
     #[pin]
     broken: SpinLockIrq<BrokenQps>,
+    /// On-demand MRs' page faults to serve.
+    #[pin]
+    faults: SpinLockIrq<PageFaults>,
 }
 
 impl_has_work! {
@@ -86,6 +108,7 @@ impl IbEvents {
                 fatal_news: Atomic::new(false),
                 port_news: Atomic::new(false),
                 broken <- new_spinlock_irq!(BrokenQps::EMPTY, "ferroce::IbEvents::broken"),
+                faults <- new_spinlock_irq!(PageFaults::EMPTY, "ferroce::IbEvents::faults"),
             }),
             GFP_KERNEL,
         )
@@ -149,6 +172,20 @@ impl IbEvents {
         let _ = workqueue::system().enqueue(self.clone());
     }
 
+    /// Queues an on-demand MR's page fault (callable from interrupt context); serving it
+    /// sleeps.
+    pub(crate) fn page_fault(self: &Arc<Self>, fault: PageFault) {
+        {
+            let mut faults = self.faults.lock();
+            let len = faults.len;
+            if let Some(slot) = faults.faults.get_mut(len) {
+                *slot = Some(fault);
+                faults.len += 1;
+            }
+        }
+        let _ = workqueue::system().enqueue(self.clone());
+    }
+
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
     pub(crate) fn device_fatal(self: &Arc<Self>) {
         self.fatal_news.store(true, Relaxed);
@@ -161,6 +198,14 @@ impl WorkItem for IbEvents {
     type Pointer = Arc<IbEvents>;
 
     fn run(this: Arc<IbEvents>) {
+        let faults = core::mem::replace(&mut *this.faults.lock(), PageFaults::EMPTY);
+        if faults.len > 0 {
+            this.device.with(|dev| {
+                for fault in faults.faults.iter().flatten() {
+                    odp::serve_fault(dev, *fault);
+                }
+            });
+        }
         let broken = core::mem::replace(&mut *this.broken.lock(), BrokenQps::EMPTY);
         if broken.lost > 0 {
             pr_warn!(

@@ -20,13 +20,22 @@ use kernel::{
         SgPages,
         Umem, //
     },
-    sync::atomic::{
-        Atomic,
-        Relaxed, //
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
     },
 };
 
-use crate::{hw, ids::MrKeys, queue::PageList, verbs::RoceDevice};
+use crate::{
+    hw,
+    ids::MrKeys,
+    odp::{self, OdpMr},
+    queue::PageList,
+    verbs::RoceDevice, //
+};
 
 /// ib_core's access rights and the device's bits for them (`hw::ACCESS_*`).
 const ACCESS_BITS: [(AccessFlag, u32); 7] = [
@@ -132,6 +141,8 @@ pub(crate) struct MrData {
     /// A user MR's pinned memory and the page list the device was given: held until the MR
     /// is destroyed.
     _user: Option<(Umem, PageList)>,
+    /// An on-demand MR's memory and page table.
+    odp: Option<Arc<OdpMr>>,
 }
 
 impl MrData {
@@ -144,6 +155,7 @@ impl MrData {
                 pages,
                 mapped: Atomic::new(0),
                 _user: user,
+                odp: None,
             },
         }
     }
@@ -208,6 +220,9 @@ impl MrData {
             return Err(EINVAL);
         }
         iova.checked_add(length).ok_or(EINVAL)?;
+        if odp::on_demand(access) {
+            return Self::on_demand(dev, pd, start, length, iova, access);
+        }
         let umem = Umem::get(dev, start, usize::try_from(length)?, access)?;
         let count = u32::try_from(umem.num_blocks(PAGE_SIZE))?;
         if count > dev.max_mr_pages() {
@@ -241,12 +256,57 @@ impl MrData {
         Ok(Self::new_mr(key, None, Some((umem, pages))))
     }
 
-    /// Destroys the MR in the device.
+    /// An on-demand MR over `length` bytes of the calling process at `start`, addressed from
+    /// `iova`: nothing is pinned, the device faults pages in as it needs them ([`odp`]). An
+    /// implicit one (all of the address space) is not offered.
+    fn on_demand(
+        dev: &rdma::Device<RoceDevice>,
+        pd: &rdma::Pd<RoceDevice>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: AccessFlags,
+    ) -> Result<NewMr<Self>> {
+        let mr = OdpMr::new(dev, pd.number(), start, length, access, |pages| {
+            // The device finds an address's page from the iova's offset in the first page, of
+            // the umem's page size (huge pages for `IBV_ACCESS_HUGETLB`).
+            let mask = (1u64 << pages.log_page_size) - 1;
+            if (start ^ iova) & mask != 0 {
+                return Err(EINVAL);
+            }
+            create(
+                dev,
+                hw::CreateMrCmd {
+                    iova,
+                    length,
+                    pages,
+                    pd: pd.number(),
+                    access: hw_access(access),
+                    flags: hw::MR_FLAG_ON_DEMAND,
+                    ..Default::default()
+                },
+            )
+        })?;
+        let key = mr.key();
+        let mut new = Self::new_mr(key, None, None);
+        new.data.odp = Some(mr);
+        Ok(new)
+    }
+
+    /// Destroys the MR in the device. An on-demand MR is forgotten once it is (its notifier
+    /// clears the device's entries until then); its memory goes when the last page fault being
+    /// served lets go of it.
     pub(crate) fn destroy(&self, dev: &rdma::Device<RoceDevice>) -> Result {
-        dev.cmdq().exec_destroy(&hw::DestroyMrCmd {
-            key: self.key,
-            rsvd: 0,
-        })
+        let destroy = || {
+            dev.cmdq().exec_destroy(&hw::DestroyMrCmd {
+                key: self.key,
+                rsvd: 0,
+            })
+        };
+        match &self.odp {
+            Some(odp) => odp.destroy(dev, destroy),
+            None => destroy(),
+        }
     }
 
     /// Maps a scatter/gather list into the page list.

@@ -52,6 +52,10 @@ use kernel::{
         SpinLockIrq, //
     },
     uapi,
+    xarray::{
+        AllocKind,
+        XArray, //
+    },
 };
 
 use crate::{
@@ -71,6 +75,7 @@ use crate::{
         MrKeys,
         NumberPool, //
     },
+    odp::{self, OdpMr},
     mr::{
         MrData,
         MwData,
@@ -183,6 +188,9 @@ pub(crate) struct RoceDevice {
     qp_repair: Mutex<()>,
     /// Where work for process context goes, once registered.
     ib_events: SetOnce<Arc<IbEvents>>,
+    /// On-demand MRs by MR index, for their page faults and `ibv_advise_mr()`.
+    #[pin]
+    odp_mrs: XArray<Arc<OdpMr>>,
 }
 
 impl RoceDevice {
@@ -248,7 +256,13 @@ impl RoceDevice {
             state,
             qp_repair <- new_mutex!((), "ferroce::qp_repair"),
             ib_events: SetOnce::new(),
+            odp_mrs <- XArray::new(AllocKind::Alloc),
         })
+    }
+
+    /// On-demand MRs by MR index.
+    pub(crate) fn odp_mrs(&self) -> &XArray<Arc<OdpMr>> {
+        &self.odp_mrs
     }
 
     /// Sends work for process context (broken QPs) to `events` from now on.
@@ -503,6 +517,26 @@ impl rdma::Operations for RoceDevice {
             // The NIC executes a QP's atomics one at a time against guest memory: atomic with
             // respect to other atomics of this device, not to the CPU.
             attr.atomic_cap(rdma::AtomicCap::Hca);
+        }
+        if dev.caps_flags & hw::CAP_ODP != 0 {
+            // Every operation waits for a missing page in the NIC (its requester, responder and
+            // SRQ receives alike), but a UD receive, which cannot wait; no implicit MRs.
+            use rdma::OdpOp as Op;
+            let rc = Op::Send
+                | Op::Recv
+                | Op::Write
+                | Op::Read
+                | Op::Atomic
+                | Op::SrqRecv
+                | Op::Flush
+                | Op::AtomicWrite;
+            attr.on_demand_paging(rdma::OdpCaps {
+                implicit: false,
+                rc,
+                uc: rdma::OdpOps::empty(),
+                ud: Op::Send.into(),
+                xrc: rc,
+            });
         }
         Ok(())
     }
@@ -865,6 +899,16 @@ impl rdma::Operations for RoceDevice {
 
     fn dereg_mr(mr: &rdma::Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
         mr.destroy(mr.device())
+    }
+
+    fn advise_mr(
+        pd: &rdma::Pd<Self>,
+        advice: rdma::AdviseMr,
+        _flush: bool,
+        sges: &[rdma::wr::Sge],
+    ) -> Result {
+        // Served before returning, flush or not.
+        odp::advise(pd, advice, sges)
     }
 
     fn alloc_mw(

@@ -201,6 +201,72 @@ crate::impl_flags!(
     }
 );
 
+crate::impl_flags!(
+    /// What on-demand paging MRs may serve on one transport (`enum ib_odp_transport_cap_bits`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct OdpOps(u32);
+
+    /// One use of on-demand paging MRs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum OdpOp {
+        /// SEND from them (`IB_ODP_SUPPORT_SEND`).
+        Send = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
+        /// Receive into them (`IB_ODP_SUPPORT_RECV`).
+        Recv = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
+        /// RDMA WRITE, either side (`IB_ODP_SUPPORT_WRITE`).
+        Write = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE,
+        /// RDMA READ, either side (`IB_ODP_SUPPORT_READ`).
+        Read = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ,
+        /// Atomics, either side (`IB_ODP_SUPPORT_ATOMIC`).
+        Atomic = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC,
+        /// Receive into them through an SRQ (`IB_ODP_SUPPORT_SRQ_RECV`).
+        SrqRecv = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
+        /// FLUSH (`IB_ODP_SUPPORT_FLUSH`).
+        Flush = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH,
+        /// ATOMIC WRITE (`IB_ODP_SUPPORT_ATOMIC_WRITE`).
+        AtomicWrite = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE,
+    }
+);
+
+/// What a device offers for on-demand paging (`struct ib_odp_caps`), by transport.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OdpCaps {
+    /// One MR may cover the whole address space (`IB_ODP_SUPPORT_IMPLICIT`).
+    pub implicit: bool,
+    /// RC.
+    pub rc: OdpOps,
+    /// UC.
+    pub uc: OdpOps,
+    /// UD.
+    pub ud: OdpOps,
+    /// XRC.
+    pub xrc: OdpOps,
+}
+
+impl DeviceAttr<'_> {
+    /// The device takes on-demand paging MRs (`IBK_ON_DEMAND_PAGING`), for `caps`.
+    pub fn on_demand_paging(&mut self, caps: OdpCaps) -> &mut Self {
+        let general = bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT
+            | if caps.implicit {
+                bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT
+            } else {
+                0
+            };
+        // SAFETY: By the type invariant the pointer is valid and writable.
+        unsafe {
+            let attr = self.0.as_ptr();
+            (*attr).kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+            (*attr).odp_caps.general_caps = u64::from(general);
+            let transports = &mut (*attr).odp_caps.per_transport_caps;
+            transports.rc_odp_caps = caps.rc.into();
+            transports.uc_odp_caps = caps.uc.into();
+            transports.ud_odp_caps = caps.ud.into();
+            transports.xrc_odp_caps = caps.xrc.into();
+        }
+        self
+    }
+}
+
 /// How atomic operations are atomic (`enum ib_atomic_cap`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]

@@ -320,6 +320,11 @@ impl<T: Operations> Callbacks<T> {
             } else {
                 None
             },
+            advise_mr: if T::HAS_ADVISE_MR {
+                Some(crate::rdma::mr::advise_mr::<T>)
+            } else {
+                None
+            },
             alloc_mw: if T::HAS_ALLOC_MW {
                 Some(crate::rdma::mw::alloc_mw::<T>)
             } else {

@@ -288,6 +288,19 @@ pub trait Operations: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Makes the pages of `sges` (in on-demand MRs of `pd`) present for the device ahead of
+    /// use (`ibv_advise_mr()`): faulted in, writable for [`AdviseMr::PrefetchWrite`], or only
+    /// those the process has mapped for [`AdviseMr::PrefetchNoFault`]. With `flush`, the pages
+    /// are present when it returns; otherwise it may return before.
+    fn advise_mr(
+        _pd: &Pd<Self>,
+        _advice: crate::rdma::AdviseMr,
+        _flush: bool,
+        _sges: &[crate::rdma::wr::Sge],
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Deregisters an MR (its data is dropped afterwards).
     fn dereg_mr(_mr: &Mr<Self>, _udata: Option<&mut Udata<'_>>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)

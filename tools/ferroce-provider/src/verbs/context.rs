@@ -72,6 +72,8 @@ static CONTEXT_OPS: sys::verbs_context_ops = sys::verbs_context_ops {
     query_port: Some(query_port),
     alloc_pd: Some(mr::alloc_pd),
     dealloc_pd: Some(mr::dealloc_pd),
+    // The kernel serves the pages of on-demand MRs (`IBV_ACCESS_ON_DEMAND`), as for rxe.
+    advise_mr: Some(sys::ibv_cmd_advise_mr),
     reg_mr: Some(mr::reg_mr),
     dereg_mr: Some(mr::dereg_mr),
     alloc_mw: Some(mw::alloc_mw),

@@ -16,15 +16,12 @@
  * and exits 1.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -37,15 +34,6 @@
 #define WRITE_LEN 4096
 #define VALUE 0x0123456789abcdefULL
 
-/* What each side tells the other (the server's buffer too). */
-struct dest {
-	uint32_t qpn;
-	uint32_t psn;
-	uint8_t gid[16];
-	uint64_t addr;
-	uint32_t rkey;
-} __attribute__((packed));
-
 static int fail(const char *what)
 {
 	fprintf(stderr, "pmem: %s: %s\n", what, strerror(errno));
@@ -57,56 +45,6 @@ static uint8_t pattern(size_t i)
 {
 	return (uint8_t)(i * 7 + 1);
 }
-
-/* Connects to SERVER:PORT, or (server NULL) takes one connection on PORT; the socket. */
-static int tcp(const char *server, const char *port)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = server ? 0 : AI_PASSIVE };
-	struct addrinfo *res;
-	int fd, conn, one = 1, tries;
-
-	if (getaddrinfo(server, port, &hints, &res))
-		return -1;
-	fd = socket(res->ai_family, res->ai_socktype, 0);
-	if (fd < 0)
-		return -1;
-	if (server) {
-		/* The server may not listen yet. */
-		for (tries = 0; connect(fd, res->ai_addr, res->ai_addrlen); tries++) {
-			if (tries > 100)
-				return -1;
-			close(fd);
-			sleep(1);
-			fd = socket(res->ai_family, res->ai_socktype, 0);
-		}
-		return fd;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 1))
-		return -1;
-	conn = accept(fd, NULL, NULL);
-	close(fd);
-	return conn;
-}
-
-static int exchange(int fd, const struct dest *mine, struct dest *theirs)
-{
-	if (write(fd, mine, sizeof(*mine)) != sizeof(*mine))
-		return -1;
-	return recv(fd, theirs, sizeof(*theirs), MSG_WAITALL) == sizeof(*theirs) ? 0 : -1;
-}
-
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int n;
-
-	do
-		n = ibv_poll_cq(cq, 1, wc);
-	while (n == 0);
-	return n < 0 ? -1 : 0;
-}
-
 
 static const char *opcode_name(enum ibv_wc_opcode op)
 {
@@ -130,7 +68,7 @@ static int server(struct ibv_context *ctx, int gid_index, int fd)
 	};
 	uint8_t *buf = aligned_alloc(4096, BUF_LEN);
 	char done[64] = { 0 };
-	struct dest mine = { .psn = 0x1234 }, theirs;
+	struct rc_peer mine = { .psn = 0x1234 }, theirs;
 	struct ibv_mr *mr, *done_mr;
 	struct ibv_sge sge;
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad_wr;
@@ -197,7 +135,7 @@ static int client(struct ibv_context *ctx, int gid_index, int fd)
 	const enum ibv_wc_opcode want[] = { IBV_WC_ATOMIC_WRITE, IBV_WC_RDMA_WRITE, IBV_WC_FLUSH,
 					    IBV_WC_FLUSH, IBV_WC_SEND };
 	uint8_t *local = aligned_alloc(4096, WRITE_LEN + 64);
-	struct dest mine = { .psn = 0x5678 }, theirs;
+	struct rc_peer mine = { .psn = 0x5678 }, theirs;
 	uint64_t value = VALUE;
 	struct ibv_qp_ex *qpx;
 	struct ibv_qp *qp;
@@ -285,7 +223,7 @@ int main(int argc, char **argv)
 	ctx = open_device(dev);
 	if (!ctx)
 		return fail(dev);
-	fd = tcp(optind < argc ? argv[optind] : NULL, port);
+	fd = tcp_pair(optind < argc ? argv[optind] : NULL, port);
 	if (fd < 0)
 		return fail("tcp");
 	return optind < argc ? client(ctx, gid_index, fd) : server(ctx, gid_index, fd);

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the guest's verbs programs (ferroce_pmem, ferroce_chain, ferroce_objects, ferroce_xrc) share:
- * opening a device by name and taking an RC QP to RTS, ibv_rc_pingpong's way.
+ * What the guest's verbs programs (ferroce_pmem, ferroce_odp, ferroce_chain, ferroce_objects,
+ * ferroce_xrc) share: opening a device by name, taking an RC QP to RTS, ibv_rc_pingpong's way,
+ * and for the two-host ones a TCP connection to exchange their QPs and buffers over.
  */
 #ifndef FERROCE_TEST_VERBS_H
 #define FERROCE_TEST_VERBS_H
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -71,6 +75,66 @@ out:
 	if (rc)
 		errno = rc;
 	return rc;
+}
+
+/* What each side of a two-host program tells the other: its QP, and its buffer for RDMA. */
+struct rc_peer {
+	uint32_t qpn;
+	uint32_t psn;
+	uint8_t gid[16];
+	uint64_t addr;
+	uint32_t rkey;
+} __attribute__((packed));
+
+/* Connects to SERVER:PORT, or (server NULL) takes one connection on PORT; the socket, or -1. */
+static inline int tcp_pair(const char *server, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = server ? 0 : AI_PASSIVE };
+	struct addrinfo *res;
+	int fd, conn, one = 1, tries;
+
+	if (getaddrinfo(server, port, &hints, &res))
+		return -1;
+	fd = socket(res->ai_family, res->ai_socktype, 0);
+	if (fd < 0)
+		return -1;
+	if (server) {
+		/* The server may not listen yet. */
+		for (tries = 0; connect(fd, res->ai_addr, res->ai_addrlen); tries++) {
+			if (tries > 100)
+				return -1;
+			close(fd);
+			sleep(1);
+			fd = socket(res->ai_family, res->ai_socktype, 0);
+		}
+		return fd;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 1))
+		return -1;
+	conn = accept(fd, NULL, NULL);
+	close(fd);
+	return conn;
+}
+
+/* Sends ours and receives theirs over `fd`; 0, or -1. */
+static inline int exchange(int fd, const struct rc_peer *mine, struct rc_peer *theirs)
+{
+	if (write(fd, mine, sizeof(*mine)) != sizeof(*mine))
+		return -1;
+	return recv(fd, theirs, sizeof(*theirs), MSG_WAITALL) == sizeof(*theirs) ? 0 : -1;
+}
+
+/* Polls `cq` until one completion is in `wc`; 0, or -1 if polling failed. */
+static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int n;
+
+	do
+		n = ibv_poll_cq(cq, 1, wc);
+	while (n == 0);
+	return n < 0 ? -1 : 0;
 }
 
 #endif

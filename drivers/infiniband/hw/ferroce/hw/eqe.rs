@@ -66,7 +66,6 @@ hw_enum! {
     }
 }
 
-#[cfg(userspace)] // Until the driver makes on-demand MRs.
 /// `Eqe::subtype` of `EventType::PageFault`: the access writes (the pages must be mapped
 /// writable).
 pub const PAGE_FAULT_WRITE: u8 = 1 << 0;

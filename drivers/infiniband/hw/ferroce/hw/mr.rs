@@ -42,7 +42,6 @@ pub const MW_TYPE_2: u8 = 2;
 pub const MR_FLAG_ALL_MEMORY: u8 = 1 << 0;
 /// `CreateMrCmd::flags`: fast-registration MR, invalid until a REG_MR work request.
 pub const MR_FLAG_FAST_REG: u8 = 1 << 1;
-#[cfg(userspace)] // Until the driver makes on-demand MRs.
 /// `CreateMrCmd::flags`: an on-demand paging MR (capability `ODP`): `pages` gives only the
 /// geometry of its page table (`page_count` entries of `1 << log_page_size` bytes, `addr`
 /// zero), whose entries start not present. An access that meets a page not present (or not
@@ -52,13 +51,10 @@ pub const MR_FLAG_ON_DEMAND: u8 = 1 << 2;
 /// `CreateMrCmd::flags`: defined bits.
 #[cfg(userspace)] // The device checks commands.
 pub const MR_FLAGS_VALID: u8 = MR_FLAG_ALL_MEMORY | MR_FLAG_FAST_REG | MR_FLAG_ON_DEMAND;
-#[cfg(userspace)] // Until the driver makes on-demand MRs.
 /// An on-demand MR's page table entry: the page may be read (it is present).
 pub const ODP_PAGE_READ: u64 = 1 << 0;
-#[cfg(userspace)] // Until the driver makes on-demand MRs.
 /// An on-demand MR's page table entry: the page may be written.
 pub const ODP_PAGE_WRITE: u64 = 1 << 1;
-#[cfg(userspace)] // Until the driver makes on-demand MRs.
 /// An on-demand MR's page table entry: the driver could not map the page (the process has no
 /// memory there): an access fails with a protection error, and does not fault.
 pub const ODP_PAGE_FAILED: u64 = 1 << 2;
@@ -120,7 +116,6 @@ hw_layout! {
 }
 hw_command!(DestroyMrCmd, CMD_DESTROY_MR);
 
-#[cfg(userspace)] // Until the driver makes on-demand MRs.
 /// `UpdateMrPagesCmd::flags`: clear entries `first .. first + count` (not present): once the
 /// command completed, the device reaches none of those pages. `pages` is zero.
 pub const UPDATE_PAGES_INVALIDATE: u32 = 1 << 0;

@@ -14,8 +14,9 @@ completions in flight loses and repeats none; one below what waits is refused wi
 resize-srq (ibv_modify_srq growing an SRQ with receives posted loses none of them).
 
 Every test rxe passes must pass on ferroce, except those of features ferroce does not have
-yet (NOT_YET, each with its reason): the check compares the two by test name. The suite's XRC
-tests, which rxe skips (it has no XRC), must pass on ferroce (BEYOND_RXE).
+yet (NOT_YET, each with its reason; none today): the check compares the two by test name. The
+suite's XRC tests and its ODP prefetch tests, which rxe skips (it has no XRC and no
+ibv_advise_mr), must pass on ferroce (BEYOND_RXE).
 """
 
 import re
@@ -48,13 +49,12 @@ MODULE_END = re.compile(r"^=== MODULE (\w+) rc=(\d+)$", re.M)
 
 # Tests rxe passes that ferroce may not yet, by the feature they need (the next issue's): a
 # test of these that ferroce passes is fine; any other test rxe passes and ferroce does not
-# fails the comparison.
-NOT_YET = {
-    "ODP": re.compile(r"\.test_odp\."),
-}
+# fails the comparison. None today.
+NOT_YET: dict[str, re.Pattern] = {}
 
 
-# Tests of what rxe does not offer: ferroce must pass them (a skip is a failure).
+# Tests of what rxe does not offer (XRC; ibv_advise_mr prefetch of on-demand MRs): ferroce
+# must pass them (a skip is a failure).
 BEYOND_RXE = {
     "tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send",
     "tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm",
@@ -62,6 +62,11 @@ BEYOND_RXE = {
     "tests.test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add",
     "tests.test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap",
     "tests.test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic",
+    "tests.test_odp.OdpTestCase.test_odp_xrc_traffic",
+    "tests.test_odp.OdpTestCase.test_odp_sync_prefetch_rc_traffic",
+    "tests.test_odp.OdpTestCase.test_odp_async_prefetch_rc_traffic",
+    "tests.test_odp.OdpTestCase.test_odp_prefetch_sync_no_page_fault_rc_traffic",
+    "tests.test_odp.OdpTestCase.test_odp_prefetch_async_no_page_fault_rc_traffic",
 }
 
 
@@ -170,13 +175,13 @@ def ferroce_against_rxe(run: Run) -> str:
 
 @scenario.check
 def beyond_rxe(run: Run) -> str:
-    """The XRC tests (BEYOND_RXE) pass on ferroce."""
+    """The XRC and prefetch tests (BEYOND_RXE) pass on ferroce."""
     ferroce = outcomes(run.vm("a").step("pyverbs-ferroce"))
     verdicts = {t: ferroce.get(t, "not run") for t in sorted(BEYOND_RXE)}
     missed = {t: v for t, v in verdicts.items() if v != "ok"}
     if missed:
         raise CheckFailed("\n".join(f"{t}: {v}" for t, v in missed.items()))
-    return f"{len(verdicts)} XRC tests pass: " + ", ".join(t.rsplit(".", 1)[1] for t in verdicts)
+    return f"{len(verdicts)} tests rxe skips pass: " + ", ".join(t.rsplit(".", 1)[1] for t in verdicts)
 
 
 @scenario.check

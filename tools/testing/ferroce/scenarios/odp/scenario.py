@@ -1,0 +1,85 @@
+"""On-demand paging between two VMs with ferroce. ferroce_odp (verbs/ferroce_odp.c) drops both
+sides' registered pages with madvise(MADV_DONTNEED) between RDMA WRITEs, READs and atomics of
+1 MiB, and checks every byte landed in, and came from, the pages the process has now. Then
+rdma-core's and perftest's own modes: ibv_rc_pingpong -o (its buffers registered
+with IBV_ACCESS_ON_DEMAND: nothing pinned, the NIC faults pages in through the driver) at 4 KiB
+and 1 MiB, and with -P (ibv_advise_mr prefetch), and perftest's ib_write_bw and ib_read_bw
+--odp. The NICs' counters show the faults served, the pages mapped and, when the processes
+exit, invalidated.
+"""
+
+from harness import CheckFailed, Run, Scenario, Vm
+from pingpong import pingpong, write_bw
+
+VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)]
+NAMES = [vm.name for vm in VMS]
+scenario = Scenario(vms=VMS, timeout=900)
+
+
+@scenario.check
+def odp_caps(run: Run) -> str:
+    """ibv_devinfo shows the ODP capabilities the driver reports (RC, UD, XRC; no implicit)."""
+    step = run.vm("a").step("odp-caps")
+    step.ok()
+    step.expect(r"general_odp_caps:\s*$")
+    step.expect(r"^\s*ODP_SUPPORT\s*$")
+    return "general ODP_SUPPORT"
+
+
+@scenario.check
+def dropped_pages_stay_exact(run: Run) -> str:
+    """Four rounds of ferroce_odp: after each madvise(MADV_DONTNEED) the NIC wrote into, read
+    from and added to the new pages, never the ones given back."""
+    lines = []
+    for name in NAMES:
+        step = run.vm(name).step("odp-dropped-pages")
+        step.ok()
+        lines.append(f"{name}: " + step.expect(r"^odp ok rounds=4: .*$").group(0))
+    return "\n".join(lines)
+
+
+@scenario.check
+def rc_pingpong_odp_4096(run: Run) -> str:
+    return pingpong(run, "rc-pingpong-odp-4096", NAMES, 4096, 100)
+
+
+@scenario.check
+def rc_pingpong_odp_1mib(run: Run) -> str:
+    return pingpong(run, "rc-pingpong-odp-1048576", NAMES, 1048576, 10)
+
+
+@scenario.check
+def rc_pingpong_odp_prefetch(run: Run) -> str:
+    for name in NAMES:
+        if "Couldn't prefetch" in run.vm(name).step("rc-pingpong-odp-prefetch").output:
+            raise CheckFailed(f"{name}: ibv_advise_mr failed")
+    return pingpong(run, "rc-pingpong-odp-prefetch", NAMES, 65536, 100)
+
+
+@scenario.check
+def write_bw_odp(run: Run) -> str:
+    return write_bw(run, "write-bw-odp", NAMES, "a")
+
+
+@scenario.check
+def read_bw_odp(run: Run) -> str:
+    return write_bw(run, "read-bw-odp", NAMES, "a")
+
+
+@scenario.check
+def faults_served(run: Run) -> str:
+    """Both NICs raised page faults that the driver answered with pages, and cleared pages
+    when the processes gave their memory back (ferroce_odp's madvise); no command or DMA
+    failed."""
+    lines = []
+    for name in NAMES:
+        c = run.vm(name).step("nic-counters").json("counters")
+        if c["command_errors"] or c["dma_errors"]:
+            raise CheckFailed(f"{name}: command_errors {c['command_errors']}, dma_errors {c['dma_errors']}")
+        if not (c["odp_fault_events"] and c["odp_pages_mapped"] and c["odp_pages_invalidated"]):
+            raise CheckFailed(f"{name}: " + ", ".join(f"{k} {c[k]}" for k in (
+                "odp_faults", "odp_fault_events", "odp_pages_mapped", "odp_pages_invalidated")))
+        lines.append(f"{name}: " + " ".join(f"{k}={c[k]}" for k in (
+            "odp_faults", "odp_fault_events", "odp_pages_mapped", "odp_pages_invalidated",
+            "rnr_resends", "retransmits")))
+    return "\n".join(lines)
