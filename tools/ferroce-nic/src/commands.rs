@@ -324,7 +324,7 @@ impl Device {
             fast_reg_max_pages: fast_reg,
             window: None,
             windows: 0,
-            fault_at: None,
+            fault: None,
         };
         let index = self
             .core
@@ -408,7 +408,7 @@ impl Device {
             let first = cmd.first as usize;
             table.entries[first..first + entries.len()].copy_from_slice(&entries);
         }
-        mr.fault_at = None;
+        mr.fault = None;
         let counter = if invalidate {
             COUNTER_ODP_PAGES_INVALIDATED
         } else {

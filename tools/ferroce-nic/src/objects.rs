@@ -15,7 +15,7 @@ use crate::qp::QpAttrs;
 
 mod mr;
 mod odp;
-pub use mr::{mr_access_valid, Binding, Mr, MrBacking, MrError, Window};
+pub use mr::{mr_access_valid, Binding, Fault, Mr, MrBacking, MrError, Window};
 pub use odp::{access_writes, OdpPages};
 
 /// A fixed-capacity table of objects numbered from `first`.

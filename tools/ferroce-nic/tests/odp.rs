@@ -638,3 +638,94 @@ fn the_commands_check_what_they_are_given() {
     assert_eq!(g.r32(REG_CAPS) & CAP_ODP, 0);
     assert_eq!(g.cmd(&good).status, STATUS_BAD_PARAM);
 }
+
+#[test]
+fn an_invalidation_during_a_write_sends_the_rest_to_the_new_pages() {
+    let mut p = pair();
+    let (old, len) = (p.b.buf, 64 * 1024u64);
+    let pages = (len / PAGE) as usize;
+    let key = odp_mr(&mut p.b, old, len, REMOTE);
+    let a_buf = p.a.buf;
+    // The first WRITE maps every page at `old`.
+    p.a.fill(a_buf, len as usize, 7);
+    p.qa.post(
+        &mut p.a,
+        1,
+        WR_RDMA_WRITE,
+        a_buf,
+        len as u32,
+        &rdma_seg(old, key),
+        0,
+    );
+    let (ca, _, _, _) = run(&mut p, 1, 0, Answer::Writable);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    let before = p.b.g.read(old, len as usize);
+
+    // The second is under way when the process's memory moves: the driver invalidates every
+    // page and answers the faults that follow with pages elsewhere (`moved`).
+    let data = p.a.fill(a_buf, len as usize, 8);
+    p.qa.post(
+        &mut p.a,
+        2,
+        WR_RDMA_WRITE,
+        a_buf,
+        len as u32,
+        &rdma_seg(old, key),
+        0,
+    );
+    let received = p.b.counter(COUNTER_RX_PACKETS);
+    while p.b.counter(COUNTER_RX_PACKETS) < received + 2 {
+        p.step();
+    }
+    invalidate(&mut p.b, key, 0, pages as u32);
+    let moved = p.b.g.alloc(len as usize, PAGE);
+    let mut fb = Vec::new();
+    let start = std::time::Instant::now();
+    while p.cqes_a.is_empty() {
+        p.step();
+        for f in faults(&mut p.b) {
+            answer(&mut p.b, moved, &f, Answer::Writable);
+            fb.push(f);
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "timed out");
+    }
+    assert_eq!(p.cqes_a[0].wc_status(), WcStatus::Success);
+
+    // Each page of the WRITE is in the old page if it landed before the invalidation, in the
+    // new one otherwise; no byte went to an old page after it.
+    let page = |buf: &[u8], i: usize| buf[i * PAGE as usize..(i + 1) * PAGE as usize].to_vec();
+    let (now_old, now_moved) = (
+        p.b.g.read(old, len as usize),
+        p.b.g.read(moved, len as usize),
+    );
+    let landed = (0..pages)
+        .take_while(|&i| page(&now_old, i) == page(&data, i))
+        .count();
+    assert!(
+        landed >= 1 && landed < pages,
+        "invalidated mid-WRITE: {landed} pages before"
+    );
+    // The packet that met the missing page faulted it, then the rest of the WRITE: one wait.
+    let asked: Vec<_> = fb
+        .iter()
+        .map(|f| (f.data1 as usize, f.data2 as usize))
+        .collect();
+    assert_eq!(asked, [(landed, 1), (landed, pages - landed)], "{fb:?}");
+    for i in landed..pages {
+        assert_eq!(
+            page(&now_old, i),
+            page(&before, i),
+            "old page {i} written after invalidation"
+        );
+        assert_eq!(
+            page(&now_moved, i),
+            page(&data, i),
+            "page {i} not in its new place"
+        );
+    }
+    assert_eq!(
+        p.a.counter(COUNTER_RETRANSMITS),
+        0,
+        "flow control, not loss"
+    );
+}

@@ -809,7 +809,15 @@ impl Request<'_, '_> {
                     );
                     match written {
                         Ok(()) => {}
-                        Err(e) if e.is_page_fault() => return RespState::ErrPageFault,
+                        Err(e) if e.is_page_fault() => {
+                            // Pages went away mid-WRITE (an invalidation): the fault asks for
+                            // all it still needs, not this packet's page alone, so that one
+                            // RNR NAK waits for them.
+                            let (rkey, remaining) = (w.rkey, w.remaining);
+                            self.host
+                                .pages_present(rkey, at_va, remaining, ACCESS_REMOTE_WRITE);
+                            return RespState::ErrPageFault;
+                        }
                         Err(_) => return RespState::ErrRemoteAccess,
                     }
                 }

@@ -41,9 +41,29 @@ pub struct Mr {
     pub window: Option<Window>,
     /// Windows bound to this MR, which cannot be destroyed meanwhile.
     pub windows: u32,
-    /// An on-demand MR's outstanding page fault: when it was raised (µs on the device's
-    /// clock), until `CMD_UPDATE_MR_PAGES` answers it.
-    pub fault_at: Option<u64>,
+    /// An on-demand MR's outstanding page fault, until `CMD_UPDATE_MR_PAGES` answers it.
+    pub fault: Option<Fault>,
+}
+
+/// A page fault raised and not answered yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// When it was raised (µs on the device's clock).
+    pub at: u64,
+    /// The first page it asked for.
+    pub first: u32,
+    /// How many pages from there.
+    pub count: u32,
+}
+
+impl Fault {
+    /// Whether it still stands for pages `first .. first + count`: raised less than
+    /// `PAGE_FAULT_REPEAT_MS` before `now` and asking for all of them.
+    pub fn covers(&self, now: u64, first: u32, count: u32) -> bool {
+        now.saturating_sub(self.at) < PAGE_FAULT_REPEAT_MS * 1000
+            && first >= self.first
+            && u64::from(first) + u64::from(count) <= u64::from(self.first) + u64::from(self.count)
+    }
 }
 
 /// A memory window: its type and binding.
@@ -104,7 +124,7 @@ impl Mr {
                 bound: None,
             }),
             windows: 0,
-            fault_at: None,
+            fault: None,
         }
     }
 

@@ -9,7 +9,9 @@ use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
-use crate::objects::{access_writes, mr_access_valid, Binding, BufferMap, Mr, MrBacking, MrError};
+use crate::objects::{
+    access_writes, mr_access_valid, Binding, BufferMap, Fault, Mr, MrBacking, MrError,
+};
 
 impl DeviceCore {
     fn mr_for_key(&self, key: u32) -> Result<&Mr, HostError> {
@@ -69,8 +71,9 @@ impl DeviceCore {
 
     /// Whether an access of `len` bytes at `iova` through `key` (an on-demand MR, or a window
     /// bound to one) lacks pages. If it does, it is counted and the MR's page fault is raised
-    /// for those pages, unless one is outstanding (raised less than `PAGE_FAULT_REPEAT_MS` ago
-    /// and not answered by `CMD_UPDATE_MR_PAGES` yet). Any other MR lacks nothing.
+    /// for those pages, unless an outstanding one asks for all of them (raised less than
+    /// `PAGE_FAULT_REPEAT_MS` ago and not answered by `CMD_UPDATE_MR_PAGES` yet). Any other MR
+    /// lacks nothing.
     fn page_fault(&mut self, key: u32, iova: u64, len: u64, access: u32) -> bool {
         let Ok(entry) = self.mr_for_key(key) else {
             return false;
@@ -87,11 +90,13 @@ impl DeviceCore {
         let Some((first, count)) = mr.absent(iova, len, write) else {
             return false;
         };
-        let outstanding = mr
-            .fault_at
-            .is_some_and(|at| now.saturating_sub(at) < PAGE_FAULT_REPEAT_MS * 1000);
+        let outstanding = mr.fault.is_some_and(|f| f.covers(now, first, count));
         if !outstanding {
-            mr.fault_at = Some(now);
+            mr.fault = Some(Fault {
+                at: now,
+                first,
+                count,
+            });
         }
         let key = mr.key;
         self.counters().inc(COUNTER_ODP_FAULTS);
