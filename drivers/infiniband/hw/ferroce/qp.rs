@@ -740,8 +740,14 @@ impl QpData {
 
     /// Marks the QP broken (the device wrote a CQE for it that the driver refused); returns
     /// whether it was not broken before, and so needs moving to ERR.
+    ///
+    /// The GSI QP never breaks: ib_mad cannot bring it back from ERR (its flushed receives
+    /// are not posted again), and the port's connection manager would be gone with it. Its
+    /// WR whose CQE the driver refused completes as flushed when a later CQE goes past it,
+    /// which ib_mad handles (a send is retried or failed, a receive is one fewer), and the
+    /// QP runs on.
     pub(crate) fn set_broken(&self) -> bool {
-        !self.broken.xchg(true, Relaxed)
+        self.qpn != hw::GSI_QPN && !self.broken.xchg(true, Relaxed)
     }
 
     /// Whether the QP is broken and to be moved to ERR.

@@ -20,6 +20,14 @@ step eqe-object-arm 15 hostctl nic lie eqe-object 1
 step eqe-object 60 sh /scenario/phase.sh srq
 step eqe-object-after 15 hw_counters ferroce0
 step lies-told 15 hostctl nic status
+# A lie about a completion of the GSI QP (ib_mad's QP 1): the first CQE after arming is that
+# of the connection request rping's rdma_cm sends through it (on the NIC's own address). The
+# connection manager must go on working: a second rping connects.
+step gsi-before 15 hw_counters ferroce0
+step gsi-arm 15 hostctl nic lie cqe-wr-id 1
+step gsi-lied 90 sh -c 'rping -s -a 10.0.0.1 -p 7175 -C 1 & sleep 1; rping -c -a 10.0.0.1 -p 7175 -C 1 -v; wait'
+step gsi-after 15 hw_counters ferroce0
+step gsi-cm 90 sh -c 'rping -s -a 10.0.0.1 -p 7176 -C 3 & sleep 1; rping -c -a 10.0.0.1 -p 7176 -C 3 -v && wait $!'
 # The truth again: the same traffic works.
 step truth 60 sh /scenario/phase.sh chain
 step teardown 60 sh /scenario/phase.sh teardown

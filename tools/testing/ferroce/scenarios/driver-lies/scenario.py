@@ -6,7 +6,9 @@ driver must drop the lie, count it in driver_bad_cqes, and deliver nothing that 
 every wr_id one that was posted, at most once, of the QP that posted it, no more bytes than
 posted. The WR the lie was about comes back flushed, from the driver (driver_flushed_wrs: the
 chain's next CQE went past it), and the QP moves to ERR (IB_EVENT_QP_FATAL). Events for objects that do not
-exist are counted in driver_bad_events and the real event still arrives. With the lies off,
+exist are counted in driver_bad_events and the real event still arrives. A lie about the GSI QP's
+completion (rdma_cm's connection request, rping on the NIC's own address) is dropped too, but
+that QP stays up: ib_mad could not recover it, and a second rping connects. With the lies off,
 the same traffic works, and the kernel log has no warning.
 """
 
@@ -122,6 +124,23 @@ def every_lie_was_told(run: Run) -> str:
 
 
 @scenario.check
+def gsi_lie_leaves_the_connection_manager(run: Run) -> str:
+    """A lie about a completion of the GSI QP (ib_mad's QP 1, which carries rdma_cm's
+    connection requests) is dropped and counted, and the QP is not moved to ERR, which ib_mad
+    cannot recover from: rping connects afterwards."""
+    vm = run.vm("a")
+    told = vm.step("gsi-arm").json("told")
+    bad = delta(run, "gsi", "driver_bad_cqes")
+    if bad != 1:
+        raise CheckFailed(f"gsi: driver_bad_cqes grew by {bad}, expected 1 (the lie was about another CQE?):\n"
+                          f"{vm.step('gsi-lied').output}")
+    vm.step("gsi-cm").ok()
+    lied = "connected" if vm.step("gsi-lied").rc == 0 else f"failed (rc {vm.step('gsi-lied').rc})"
+    return (f"driver_bad_cqes +1 (NIC lies told before: {told}); the rping lied to {lied}, "
+            f"the next one connected")
+
+
+@scenario.check
 def truth_works(run: Run) -> str:
     vm = run.vm("a")
     result = phase_result(run, "truth", "chain")
@@ -140,8 +159,9 @@ def kernel_log(run: Run) -> str:
     if trouble:
         raise CheckFailed("kernel log:\n" + "\n".join(trouble[:20]))
     dropped = re.findall(r"ferroce: CQ \d+: dropped a CQE the device wrote \(([^)]*)\)", log)
-    if len(dropped) != 5:
-        raise CheckFailed(f"{len(dropped)} 'dropped a CQE' reports, expected 5: {dropped}")
+    # One per CQE lie: five under the chain, one about the GSI QP.
+    if len(dropped) != 6:
+        raise CheckFailed(f"{len(dropped)} 'dropped a CQE' reports, expected 6: {dropped}")
     events = re.findall(r"ferroce: dropped an event of \w+ \d+, which does not exist", log)
     if len(events) != 1:
         raise CheckFailed(f"{len(events)} unknown-object event reports, expected 1")
