@@ -3,7 +3,9 @@
 //! Device-level events for ib_core's consumers, deferred from the async EQ's interrupt handler
 //! to process context (ib_core's event dispatch sleeps); object events (QP, CQ, SRQ) go to
 //! their consumers at once. Broken QPs (a CQE the driver refused) are moved to ERR from here
-//! too, as that takes a command.
+//! too, as that takes a command, and on-demand MRs' page faults are served, which may wait for
+//! the process's memory: the work runs on `system_long_wq` (`system_wq` is deprecated, and its
+//! users are expected to finish quickly).
 
 use kernel::{
     prelude::*,
@@ -118,7 +120,7 @@ impl IbEvents {
     /// interrupt context).
     pub(crate) fn nic_port_changed(self: &Arc<Self>) {
         self.port_news.store(true, Relaxed);
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = workqueue::system_long().enqueue(self.clone());
     }
 
     /// Delivers an event of QP `qpn` to its consumer (callable from interrupt context: QP
@@ -169,7 +171,7 @@ impl IbEvents {
                 None => broken.lost += 1,
             }
         }
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = workqueue::system_long().enqueue(self.clone());
     }
 
     /// Queues an on-demand MR's page fault (callable from interrupt context); serving it
@@ -183,14 +185,14 @@ impl IbEvents {
                 faults.len += 1;
             }
         }
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = workqueue::system_long().enqueue(self.clone());
     }
 
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
     pub(crate) fn device_fatal(self: &Arc<Self>) {
         self.fatal_news.store(true, Relaxed);
         // Already queued: the pending run reports it.
-        let _ = workqueue::system().enqueue(self.clone());
+        let _ = workqueue::system_long().enqueue(self.clone());
     }
 }
 
