@@ -53,6 +53,8 @@ impl OdpHandler<RoceDevice> for OdpTable {
         let (start, shift) = (table.start.load(Relaxed), table.shift.load(Relaxed));
         // The range is in CPU pages, within the umem; the table's pages may be huge ones.
         let (first, last) = ((range.start - start) >> shift, (range.end - 1 - start) >> shift);
+        // Both fit: the range is within the umem, whose page count fit in u32 at creation
+        // (`OdpMr::new`).
         let (Ok(first), Ok(count)) = (u32::try_from(first), u32::try_from(last - first + 1)) else {
             return;
         };
@@ -179,14 +181,14 @@ impl OdpMr {
         if count == 0 || end > self.umem.num_pages() {
             return Err(EINVAL);
         }
-        let shift = self.umem.page_shift();
+        let (shift, start) = (self.umem.page_shift(), self.umem.start());
+        // A write to memory registered read-only is no fault to serve.
+        let write = write && self.umem.writable();
         let mut at = first;
         while at < end {
             let n = (end - at).min(MAX_UPDATE);
-            let va = self.umem.start() + ((at as u64) << shift);
+            let va = start + ((at as u64) << shift);
             let len = (n as u64) << shift;
-            // A write to memory registered read-only is no fault to serve.
-            let write = write && self.umem.writable();
             match self.umem.map(va, len, write, fault) {
                 Ok(mut pages) => {
                     let key = self.live_key()?;
