@@ -17,7 +17,9 @@ counters`) and divided by the WRs posted.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
+import os
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
@@ -66,7 +68,7 @@ class Test:
         return f"{self.tool} {dev} {gid} {self.args}"
 
 
-SIZES = [(64, "64B", 1000), (4096, "4KiB", 500), (65536, "64KiB", 200), (1 << 20, "1MiB", 20)]
+SIZES = [(64, "64B", 1000), (4096, "4KiB", 5000), (65536, "64KiB", 2000), (1 << 20, "1MiB", 128)]
 # Each cost row runs twice, with these many WRs: the difference of the two runs' counts is what
 # the extra WRs cost, without the run's setup (its commands, their interrupts, the QP's
 # connection).
@@ -76,12 +78,12 @@ COST_MODES = {"push": "FERROCE_PUSH=1", "nopush": "", "record": "FERROCE_DOORBEL
 TESTS = [
     *(Test(f"{op}-bw-{label}", f"ib_{op}_bw", f"-s {size} -n {n}")
       for op in ("write", "read", "send") for size, label, n in SIZES),
-    Test("send-lat", "ib_send_lat", "-s 8 -n 500", nic_latency=True),
+    Test("send-lat", "ib_send_lat", "-s 8 -n 5000", nic_latency=True),
     # Seed 1's table on the NIC's clock: the same run with every WQE pushed with its doorbell.
-    Test("send-lat-push", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",), env="FERROCE_PUSH=1",
+    Test("send-lat-push", "ib_send_lat", "-s 8 -n 5000", kinds=("ferroce",), env="FERROCE_PUSH=1",
          nic_latency=True),
     # ... and with doorbell records the NIC polls (seed 1's polling mode): no MMIO at all.
-    Test("send-lat-record", "ib_send_lat", "-s 8 -n 500", kinds=("ferroce",),
+    Test("send-lat-record", "ib_send_lat", "-s 8 -n 5000", kinds=("ferroce",),
          env="FERROCE_DOORBELL=record", nic_latency=True),
     *(Test(f"write-bw-{label}-record", "ib_write_bw", f"-s {size} -n {n}", kinds=("ferroce",),
            env="FERROCE_DOORBELL=record")
@@ -110,8 +112,15 @@ TESTS = [
 FIRST_PORT = 18700
 
 
+def selected(test: Test) -> bool:
+    """Whether `BENCH_TESTS` (shell patterns of test names, blank-separated; all if unset)
+    takes `test`: `BENCH_TESTS="write-bw-64KiB send-lat*" make bench`."""
+    patterns = os.environ.get("BENCH_TESTS", "").split()
+    return not patterns or any(fnmatch.fnmatchcase(test.name, p) for p in patterns)
+
+
 def tests_for(kind: str) -> list[Test]:
-    return [t for t in TESTS if kind in t.kinds]
+    return [t for t in TESTS if kind in t.kinds and selected(t)]
 
 
 def _script(kind: str, mtu: int, client: bool) -> str:

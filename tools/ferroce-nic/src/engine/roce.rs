@@ -610,9 +610,10 @@ impl Engine for RoceEngine {
 
     fn poll(&mut self, host: &mut dyn EngineHost, now: Instant) {
         self.io.release(host, now);
+        let mut arrived = VecDeque::new();
+        self.io.rx.take(RX_BUDGET, &mut arrived);
         let mut received: VecDeque<Vec<u8>> = VecDeque::new();
-        for _ in 0..RX_BUDGET {
-            let Some(f) = self.io.rx.pop() else { break };
+        for f in arrived {
             self.io
                 .rx_faults
                 .process(f, now, &mut |f| received.push_back(f));

@@ -58,6 +58,15 @@ impl RxQueue {
             .pop_front()
     }
 
+    /// Takes up to `max` of the oldest frames into `into`, under one lock: the port's thread
+    /// pushes a frame at a time while the engine takes them, and a lock per frame on both
+    /// sides made them wait for each other.
+    pub fn take(&self, max: usize, into: &mut VecDeque<Vec<u8>>) {
+        let mut frames = self.frames.lock().unwrap_or_else(|e| e.into_inner());
+        let n = max.min(frames.len());
+        into.extend(frames.drain(..n));
+    }
+
     /// Frames waiting.
     pub fn len(&self) -> usize {
         self.frames.lock().unwrap_or_else(|e| e.into_inner()).len()
