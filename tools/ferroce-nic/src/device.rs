@@ -342,6 +342,7 @@ impl Device {
         self.core.moderation_tick();
         let now = Instant::now();
         self.engine.poll(&mut self.core, now);
+        self.engine.flush();
         more
     }
 

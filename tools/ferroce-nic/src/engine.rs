@@ -259,6 +259,8 @@ pub trait Engine: Send {
     fn recv_posted(&mut self, _host: &mut dyn EngineHost, _qpn: u32) {}
     /// Periodic work (timers, received frames).
     fn poll(&mut self, _host: &mut dyn EngineHost, _now: Instant) {}
+    /// The round ends: frames the engine's port holds leave now.
+    fn flush(&mut self) {}
     /// Device reset: drop everything.
     fn reset(&mut self) {}
     /// Whether the engine has timed or pending work (outstanding packets, queued frames), so

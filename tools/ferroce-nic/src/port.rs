@@ -26,10 +26,12 @@ use serde_json::json;
 use crate::server::Nic;
 use crate::trace::Tracer;
 
+pub mod batch;
 pub mod membership;
 pub mod switch;
 pub mod wire;
 
+use batch::RecvBatch;
 pub use switch::{Source, Switch, SwitchSink, Vport};
 pub use wire::{Wire, WireSpec};
 
@@ -171,7 +173,12 @@ impl Port {
             std::thread::Builder::new()
                 .name("ferroce-wire".into())
                 .spawn(move || {
-                    forward_from("wire socket", |buf| wire.recv(buf), &switch, Source::Uplink)
+                    forward_from(
+                        "wire socket",
+                        |batch| wire.recv_batch(batch),
+                        &switch,
+                        Source::Uplink,
+                    )
                 })?;
         }
         for (n, netdev) in netdevs.into_iter().enumerate() {
@@ -184,7 +191,7 @@ impl Port {
                 .spawn(move || {
                     forward_from(
                         "netdev socket",
-                        |buf| netdev.recv(buf),
+                        |batch| batch::recv_many(&netdev, batch),
                         &switch,
                         Source::Netdev(n),
                     )
@@ -194,16 +201,17 @@ impl Port {
     }
 }
 
-/// Receives frames with `recv` and switches them as coming from `from`, until `recv` fails.
+/// Receives frames with `recv` (a batch at a time) and switches them as coming from `from`,
+/// until `recv` fails.
 fn forward_from(
     what: &str,
-    recv: impl Fn(&mut [u8]) -> std::io::Result<usize>,
+    recv: impl Fn(&mut RecvBatch) -> std::io::Result<usize>,
     switch: &OnceLock<Switch>,
     from: Source,
 ) {
-    let mut buf = vec![0u8; 65536];
+    let mut batch = RecvBatch::new(65536);
     loop {
-        let n = match recv(&mut buf) {
+        let n = match recv(&mut batch) {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!("{what}: {e}");
@@ -211,7 +219,7 @@ fn forward_from(
             }
         };
         if let Some(switch) = switch.get() {
-            switch.forward(from, &buf[..n]);
+            switch.forward_all(from, batch.frames(n));
         }
     }
 }

@@ -92,8 +92,9 @@ fn steering_and_pass_through() {
     let roce = roce_to(mac);
     switch.send_to(&roce, path("nic-wire")).expect("send");
     wait(|| stats.to_engine.load(Ordering::Relaxed) == 1);
-    // The engine's frames leave through the wire socket.
+    // The engine's frames leave through the wire socket when its round ends.
     sink.send(&roce);
+    sink.flush();
     let n = switch.recv(&mut buf).expect("engine frame on the segment");
     assert_eq!(&buf[..n], &roce[..]);
     // A missing peer loses the frame and nothing else happens.
@@ -253,7 +254,9 @@ fn the_switch_steers_by_destination_mac() {
     );
     // From B's engine to a MAC elsewhere: the wire.
     let out = roce_to([2, 0, 0, 0, 0, 0x55]);
-    SwitchSink::new(b.switch.clone(), 1).send(&out);
+    let mut sink = SwitchSink::new(b.switch.clone(), 1);
+    sink.send(&out);
+    sink.flush();
     let n = b.lan.recv(&mut buf).expect("engine frame on the wire");
     assert_eq!(&buf[..n], &out[..]);
     assert_eq!(b.stats[1].switched.load(Ordering::Relaxed), 0);

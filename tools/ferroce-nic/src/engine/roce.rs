@@ -640,6 +640,10 @@ impl Engine for RoceEngine {
         }
     }
 
+    fn flush(&mut self) {
+        self.io.sink.flush();
+    }
+
     fn busy(&self) -> bool {
         !self.io.rx.is_empty()
             || !self.io.loopback.is_empty()

@@ -12,8 +12,12 @@ use std::sync::{Arc, Mutex};
 
 /// Where transmitted frames go.
 pub trait FrameSink: Send {
-    /// Sends one whole Ethernet frame; failures mean the frame is lost, as on a cable.
+    /// Sends one whole Ethernet frame; failures mean the frame is lost, as on a cable. A sink
+    /// may hold frames until [`FrameSink::flush`].
     fn send(&mut self, frame: &[u8]);
+
+    /// Sends what the sink holds: the engine calls it when its round ends.
+    fn flush(&mut self) {}
 }
 
 /// Discards frames (a port with no cable).

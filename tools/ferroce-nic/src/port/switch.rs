@@ -26,6 +26,7 @@ use crate::engine::frame::{classify, Steer, MAX_FRAME};
 use crate::engine::wire::FrameSink;
 use crate::server::{Nic, NicParts};
 
+use super::batch::{Frames, BATCH};
 use super::{send_to, trace_membership, PortStats, Wire};
 
 /// Where a frame came from.
@@ -114,17 +115,39 @@ impl Switch {
         Self { uplink, vports }
     }
 
-    fn to_uplink(&self, from: &Vport, frame: &[u8]) {
+    fn to_uplink(&self, from: &Vport, frames: &[&[u8]]) {
         let Some(wire) = &self.uplink else {
             return;
         };
-        if !wire.send(frame) {
-            from.stats().lost.fetch_add(1, Ordering::Relaxed);
+        let lost = frames.len() - wire.send_batch(frames);
+        if lost > 0 {
+            from.stats().lost.fetch_add(lost as u64, Ordering::Relaxed);
         }
     }
 
     /// Switches one frame from `from`.
     pub fn forward(&self, from: Source, frame: &[u8]) {
+        self.forward_all(from, std::iter::once(frame));
+    }
+
+    /// Switches frames from `from`, in order; those for the uplink leave together, many per
+    /// system call.
+    pub fn forward_all<'a>(&self, from: Source, frames: impl IntoIterator<Item = &'a [u8]>) {
+        let mut uplink = Vec::new();
+        for frame in frames {
+            self.switch(from, frame, &mut uplink);
+        }
+        let sender = match from {
+            Source::Uplink => None,
+            Source::Engine(n) | Source::Netdev(n) => self.vports.get(n),
+        };
+        if let (Some(sender), false) = (sender, uplink.is_empty()) {
+            self.to_uplink(sender, &uplink);
+        }
+    }
+
+    /// Takes one frame from `from` where it goes; a frame for the uplink is added to `uplink`.
+    fn switch<'a>(&self, from: Source, frame: &'a [u8], uplink: &mut Vec<&'a [u8]>) {
         let Some(dmac) = frame.get(..6) else {
             return;
         };
@@ -169,31 +192,48 @@ impl Switch {
                         v.deliver(frame);
                     }
                 }
-                self.to_uplink(sender, frame);
+                uplink.push(frame);
             }
-            _ => self.to_uplink(sender, frame),
+            _ => uplink.push(frame),
         }
     }
 }
 
-/// A function engine's transmit side: its frames enter the switch at its vport. Frames sent
-/// before the switch is in place ([`super::Port::spawn`]) are lost, as on an unplugged cable.
+/// A function engine's transmit side: its frames enter the switch at its vport, a round's worth
+/// at a time ([`FrameSink::flush`], or every [`BATCH`] frames). Frames sent before the switch is
+/// in place ([`super::Port::spawn`]) are lost, as on an unplugged cable.
 pub struct SwitchSink {
     switch: Arc<OnceLock<Switch>>,
     vport: usize,
+    waiting: Frames,
 }
 
 impl SwitchSink {
     /// The sink of vport `vport` of the switch that `switch` will hold.
     pub fn new(switch: Arc<OnceLock<Switch>>, vport: usize) -> Self {
-        Self { switch, vport }
+        Self {
+            switch,
+            vport,
+            waiting: Frames::default(),
+        }
     }
 }
 
 impl FrameSink for SwitchSink {
     fn send(&mut self, frame: &[u8]) {
-        if let Some(switch) = self.switch.get() {
-            switch.forward(Source::Engine(self.vport), frame);
+        self.waiting.push(frame);
+        if self.waiting.len() >= BATCH {
+            self.flush();
         }
+    }
+
+    fn flush(&mut self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        if let Some(switch) = self.switch.get() {
+            switch.forward_all(Source::Engine(self.vport), self.waiting.iter());
+        }
+        self.waiting.clear();
     }
 }

@@ -25,6 +25,8 @@ use std::str::FromStr;
 
 use anyhow::{bail, Context as _};
 
+use super::batch::{self, RecvBatch};
+
 /// Where a port's frames go, as given on the command line (`--wire`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireSpec {
@@ -179,6 +181,57 @@ impl Wire {
                 false
             }
         }
+    }
+
+    /// Sends `frames` in order, many per system call where the cable allows; returns how many
+    /// were sent (the others were lost, as [`Wire::send`] loses them).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> usize {
+        let Self::Unix(_, out, peer) = self else {
+            return frames.iter().filter(|f| self.send(f)).count();
+        };
+        let (mut at, mut sent, mut reconnected) = (0, 0, false);
+        while at < frames.len() {
+            match batch::send_many(out, &frames[at..]) {
+                Ok(n) if n > 0 => {
+                    at += n;
+                    sent += n;
+                }
+                Err(e) if !reconnected && needs_connect(&e) => {
+                    // At most once a batch: with the peer absent, each frame is then tried
+                    // once and lost.
+                    reconnected = true;
+                    if let Err(e) = out.connect(peer) {
+                        if !is_unplugged(&e) {
+                            tracing::debug!("wire: connecting to {}: {e}", peer.display());
+                        }
+                    }
+                }
+                other => {
+                    if let Err(e) = other {
+                        if !is_unplugged(&e) && !needs_connect(&e) {
+                            tracing::debug!("wire: sending a batch of frames: {e}");
+                        }
+                    }
+                    at += 1; // this frame is lost
+                }
+            }
+        }
+        sent
+    }
+
+    /// Receives one frame or more into `batch`, waiting for the first; how many. A unix cable
+    /// takes all that is queued, up to a batch, in one call; the others a frame at a time.
+    ///
+    /// # Errors
+    ///
+    /// As [`Wire::recv`].
+    pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        if let Self::Unix(sock, ..) = self {
+            return batch::recv_many(sock, batch);
+        }
+        let n = self.recv(batch.first())?;
+        batch.set_first(n);
+        Ok(1)
     }
 
     /// Receives one frame into `buf`, waiting for it; its length. A UDP wire takes datagrams
@@ -410,22 +463,33 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_unix_cable_waits_for_its_peer_and_follows_it_when_it_comes_back() {
-        let dir = std::env::temp_dir().join(format!("ferroce-wire-{}", std::process::id()));
+    /// A fresh directory for a test's unix cable, and the paths of its ends `a` and `b`.
+    fn unix_paths(test: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("ferroce-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let (pa, pb) = (dir.join("a.port"), dir.join("b.port"));
-        let spec = |me: &Path, peer: &Path| WireSpec::Unix {
+        let (a, b) = (dir.join("a.port"), dir.join("b.port"));
+        (dir, a, b)
+    }
+
+    /// The end of a unix cable bound at `me`, sending to `peer`.
+    fn unix_end(me: &Path, peer: &Path) -> Wire {
+        let spec = WireSpec::Unix {
             socket: me.into(),
             peer: peer.into(),
         };
-        let a = Wire::open(&spec(&pa, &pb)).expect("a");
+        Wire::open(&spec).expect("a unix cable's end")
+    }
+
+    #[test]
+    fn a_unix_cable_waits_for_its_peer_and_follows_it_when_it_comes_back() {
+        let (dir, pa, pb) = unix_paths("follow");
+        let a = unix_end(&pa, &pb);
         let frame = [0x5au8; 1514];
         assert!(!a.send(&frame), "no peer yet: the frame is lost");
         let mut buf = [0u8; 9216];
         for round in 0..2 {
             // The peer binds (again, in round 1: a new socket at the same path).
-            let b = Wire::open(&spec(&pb, &pa)).expect("b");
+            let b = unix_end(&pb, &pa);
             assert!(
                 a.send(&frame[..100 + round]),
                 "round {round}: a's frame was lost"
@@ -438,6 +502,30 @@ mod tests {
         let stranger = UnixDatagram::unbound().expect("stranger");
         stranger.send_to(&frame[..70], &pa).expect("to a");
         assert_eq!(a.recv(&mut buf).expect("recv"), 70);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_unix_cable_sends_a_batch_in_order_or_loses_it_without_a_peer() {
+        let (dir, pa, pb) = unix_paths("batch");
+        let a = unix_end(&pa, &pb);
+        let frames: Vec<Vec<u8>> = (0..200usize).map(|i| vec![i as u8; 60 + i]).collect();
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        assert_eq!(a.send_batch(&refs), 0, "no peer: every frame is lost");
+        let b = unix_end(&pb, &pa);
+        // More than the peer's queue holds (net.unix.max_dgram_qlen): the sender waits for
+        // the receiver, which takes them on another thread.
+        let receiver = std::thread::spawn(move || {
+            let mut batch = RecvBatch::new(2048);
+            let mut got = Vec::new();
+            while got.len() < 200 {
+                let n = b.recv_batch(&mut batch).expect("recv");
+                got.extend(batch.frames(n).map(<[u8]>::to_vec));
+            }
+            got
+        });
+        assert_eq!(a.send_batch(&refs), 200);
+        assert_eq!(receiver.join().ok(), Some(frames));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
