@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import usage
 from hosts import Hosts
 from nics import ctl_reply, die_with_parent as _die_with_parent, mac_of, second_mac_of, start_nic
 
@@ -75,6 +76,8 @@ class Switch:
         self.fdb: dict[bytes, str] = {}
         self.backlog: dict[str, collections.deque[bytes]] = {}
         self.frames = 0
+        self.cpu_seconds = 0.0
+        """The CPU time of the switch's thread, once it has stopped."""
         self.congested = 0
         self.unplugged = 0
         self._selector = selectors.DefaultSelector()
@@ -138,6 +141,12 @@ class Switch:
         self._selector.modify(sock, selectors.EVENT_READ, name)
 
     def _run(self) -> None:
+        try:
+            self._forward()
+        finally:
+            self.cpu_seconds = time.thread_time()
+
+    def _forward(self) -> None:
         while True:
             for key, events in self._selector.select():
                 ingress = key.data
@@ -186,6 +195,9 @@ class Cable:
     scheduled late: through the switch, a one-way trip took 4 ms and at times 20 ms, long
     enough to make RC retransmit. A full receiver queue blocks or back-pressures the sender (the
     NIC model's sockets block; QEMU queues the packet), so a cable loses nothing."""
+
+    cpu_seconds = 0.0
+    """No thread: the ends send to each other."""
 
     def __init__(self, directory: Path, names: list[str]) -> None:
         assert len(names) == 2, names
@@ -273,6 +285,8 @@ class Step:
     tries: int = 1
     secs: float | None = None
     """How long the step took, from its end marker ("secs=")."""
+    waited: float = 0.0
+    """Of that, what a `retry` spent before its last try ("waited="): failed tries, pauses."""
 
     def ok(self) -> None:
         if self.rc != 0:
@@ -305,6 +319,7 @@ STEP_END = re.compile(r"^=== STEP (\S+) rc=(\d+)(?: tries=(\d+))?.*$", re.M)
 # Both markers in one pass: begin lines, then end lines with their rc, tries and secs.
 STEP_MARKER = re.compile(r"^=== STEP (\S+) (?:begin\s*$|rc=(\d+)(?: tries=(\d+))?(.*)$)", re.M)
 STEP_SECS = re.compile(r"\bsecs=([\d.]+)")
+STEP_WAITED = re.compile(r"\bwaited=([\d.]+)")
 EXIT = re.compile(r"^=== FERROCE-EXIT rc=(\d+)", re.M)
 
 
@@ -322,10 +337,11 @@ def parse_steps(text: str) -> dict[str, Step]:
         if m.group(2) is None:
             open_.setdefault(name, []).append(m.end())
             continue
-        secs = STEP_SECS.search(m.group(4))
+        secs, waited = STEP_SECS.search(m.group(4)), STEP_WAITED.search(m.group(4))
         for start in open_.pop(name, []):
             done[start] = Step(name, int(m.group(2)), text[start:m.start()], int(m.group(3) or 1),
-                               float(secs.group(1)) if secs else None)
+                               float(secs.group(1)) if secs else None,
+                               float(waited.group(1)) if waited else 0.0)
     for name, starts in open_.items():
         for start in starts:
             done[start] = Step(name, None, text[start:])
@@ -423,7 +439,8 @@ class Run:
     """What a scenario run produced, as the checks see it."""
 
     def __init__(self, results: dict[str, VmResult], timed_out: bool, seconds: float,
-                 log_dir: Path | None = None, wire: dict | None = None, slow: float = 1.0) -> None:
+                 log_dir: Path | None = None, wire: dict | None = None, slow: float = 1.0,
+                 meter: usage.Meter | None = None, switch_cpu: float = 0.0) -> None:
         self.slow = slow
         """`Machine.slow` of the run: a check's bound on time is `bound * run.slow`."""
         self.results = results
@@ -432,6 +449,9 @@ class Run:
         self.log_dir = log_dir
         self.wire = wire
         """`wire_report` at the end of the run (also `<log_dir>/wire.json`)."""
+        self.usage = usage.usage_of(seconds, meter, switch_cpu,
+                                    {name: list(r.steps().values()) for name, r in results.items()})
+        """Where the run's time went: CPU of its processes, boot, waiting (`usage.Usage`)."""
 
     def vm(self, name: str) -> VmResult:
         return self.results[name]
@@ -556,6 +576,9 @@ class Scenario:
         self.unjudged_why = ""
         """Why `wire_judged` is off, if not for faults or a benchmark (a tool whose own races
         lose frames)."""
+        self.alone = False
+        """Runs with the machine to itself, never beside another scenario (vmtest --jobs): what
+        it measures is the machine's speed (a benchmark)."""
         self.files: dict[str, str] = {}
         """Files the scenario generates for its guests' /scenario, next to its directory's
         (a benchmark's scripts, made from its table)."""
@@ -762,6 +785,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
     wire = None
     timed_out = False
     start = time.monotonic()
+    meter = usage.Meter(start)
+    switch_cpu = 0.0
     try:
         # The scenario's files go into /scenario as one more archive.
         files = work / "files" / "scenario"
@@ -839,8 +864,14 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
 
         follower = Follower(follow_streams(logs, kernel_logs)) if follow else None
         deadline = start + scenario.timeout * machine.slow
-        while any(procs[vm.name].poll() is None for vm in scenario.vms):
-            if time.monotonic() > deadline:
+        while True:
+            # Before poll() reaps an exited QEMU: a zombie's CPU time is still in /proc.
+            meter.sample(procs)
+            if all(procs[vm.name].poll() is not None for vm in scenario.vms):
+                break
+            now = time.monotonic()
+            meter.booted(logs, now)
+            if now > deadline:
                 timed_out = True
                 break
             if follower:
@@ -853,6 +884,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         if hosts.names:
             wire["hosts"] = hosts.report()
         (log_dir / "wire.json").write_text(json.dumps(wire, indent=1) + "\n")
+        meter.sample(procs)
     finally:
         for proc in procs.values():
             if proc.poll() is None:
@@ -862,6 +894,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             hostctl.stop()
         for switch in switches.values():
             switch.close()
+            switch_cpu += switch.cpu_seconds
         hosts.close()
         shutil.rmtree(work, ignore_errors=True)
 
@@ -874,7 +907,7 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         m = EXIT.search(output)
         results[vm.name] = VmResult(vm, output, int(m.group(1)) if m else None,
                                     procs[vm.name].returncode if vm.name in procs else None, kernel_log)
-    return Run(results, timed_out, time.monotonic() - start, log_dir, wire, machine.slow)
+    return Run(results, timed_out, time.monotonic() - start, log_dir, wire, machine.slow, meter, switch_cpu)
 
 
 def follow_streams(logs: dict[str, Path], kernel_logs: dict[str, Path]) -> dict[str, Path]:

@@ -46,13 +46,16 @@ def test_lines(number: int, name: str, passed: bool, message: str = "", indent: 
 
 
 def suite_lines(number: int, name: str, results: list[Result], seconds: float | None = None,
-                indent: str = "") -> list[str]:
-    """A test whose subtests are `results`; it passes when they all do (and there is one)."""
+                indent: str = "", usage: str | None = None) -> list[str]:
+    """A test whose subtests are `results`; it passes when they all do (and there is one).
+    `usage`, where its time went, replaces the bare seconds in its diagnostic line."""
     inner = indent + "  "
     lines = [f"{inner}KTAP version 1", f"{inner}# Subtest: {description(name)}", f"{inner}1..{len(results)}"]
     for i, (sub, passed, message) in enumerate(results, 1):
         lines += test_lines(i, sub, passed, message, inner)
-    if seconds is not None:
+    if usage is not None:
+        lines.append(f"{indent}# {description(name)}: {usage}")
+    elif seconds is not None:
         lines.append(f"{indent}# {description(name)}: {seconds:.1f} s")
     passed = bool(results) and all(ok for _, ok, _ in results)
     lines.append(f"{indent}{'ok' if passed else 'not ok'} {number} {description(name)}")
@@ -103,9 +106,10 @@ class Writer:
         self.number += 1
         self._write(test_lines(self.number, name, passed, message))
 
-    def suite(self, name: str, results: list[Result], seconds: float | None = None) -> None:
+    def suite(self, name: str, results: list[Result], seconds: float | None = None,
+              usage: str | None = None) -> None:
         self.number += 1
-        self._write(suite_lines(self.number, name, results, seconds))
+        self._write(suite_lines(self.number, name, results, seconds, usage=usage))
 
     def results(self, results: list[Result]) -> None:
         """Results as `grouped` makes them tests."""

@@ -18,6 +18,7 @@ import harness
 import hosts
 import ktap
 import pcapcheck
+import usage
 
 
 def frame(dst: str, src: str, payload: bytes = b"x" * 46) -> bytes:
@@ -538,13 +539,51 @@ class TimingTest(unittest.TestCase):
 
     def test_summary(self):
         import vmtest
-        text = vmtest.summary([("module", self.RESULTS, 14.25), ("nvme-rdma", self.RESULTS[:1], 181.0)], 195.4)
+        use = usage.Usage(170.0, qemu=200.5, nic=40.0, switch=0.5, boot=3.25, waiting=12.0)
+        text = vmtest.summary([("module", self.RESULTS, 14.25, None), ("nvme-rdma", self.RESULTS[:1], 181.0, use)],
+                              195.4)
         self.assertEqual(text.splitlines(), [
-            "vmtest: seconds per scenario",
+            "vmtest: seconds per scenario (wall; CPU of its QEMUs, NICs and switches; boot; waiting)",
             "  module       14.2 s  (1 failed)",
-            "  nvme-rdma   181.0 s",
-            "vmtest: 2 scenario(s) in 195 s",
+            "  nvme-rdma   181.0 s  cpu   241.0 s  boot   3.2 s  waiting   12.0 s",
+            "vmtest: 2 scenario(s) in 195 s, their processes' CPU 241 s",
         ])
+
+    def test_usage_line(self):
+        use = usage.Usage(41.0, qemu=40.1, nic=12.0, switch=0.2, boot=3.1, waiting=5.0)
+        self.assertEqual(use.line(), "41.0 s, CPU 52.3 s (QEMU 40.1, NIC 12.0, switch 0.2; 1.28 cores), "
+                                     "boot 3.1 s, waiting 5.0 s")
+
+    def test_usage_of_steps_and_processes(self):
+        meter = usage.Meter(100.0)
+        meter.cpu = {"a": 10.0, "b": 8.0, "a.nic": 3.0}
+        meter.boot = {"a": 2.5, "b": 3.5}
+        output = ("=== STEP server begin\n=== STEP server rc=0 secs=9.0\n"
+                  "=== STEP client begin\n=== STEP client rc=0 tries=3 secs=7.5 waited=4.2\n"
+                  "=== STEP await-ready begin\n=== STEP await-ready rc=0 secs=2.0\n")
+        steps = {"a": list(harness.parse_steps(output).values())}
+        use = usage.usage_of(20.0, meter, 0.5, steps, longest=2)
+        self.assertEqual((use.qemu, use.nic, use.switch, use.boot), (18.0, 3.0, 0.5, 3.5))
+        self.assertAlmostEqual(use.waiting, 6.2)
+        self.assertEqual(use.steps, [("a:server", 9.0), ("a:client", 7.5)])
+        self.assertAlmostEqual(use.load, 21.5 / 20.0)
+
+    def test_cpu_seconds_of_a_process_and_of_one_gone(self):
+        proc = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                                 "while time.process_time() - t < 0.3: pass"])
+        meter = usage.Meter(time.monotonic())
+        while proc.poll() is None:
+            meter.sample({"a": proc})
+            time.sleep(0.02)
+        self.assertGreaterEqual(meter.cpu["a"], 0.2)
+        self.assertIsNone(usage.cpu_seconds(proc.pid))
+
+    def test_a_switch_reports_its_threads_cpu(self):
+        with tempfile.TemporaryDirectory() as d:
+            switch = harness.Switch(Path(d), ["a", "b", "c"])
+            switch.start()
+            switch.close()
+            self.assertGreater(switch.cpu_seconds, 0.0)
 
     def test_readme_has_a_row_per_scenario(self):
         # The README's table of seconds per scenario lists exactly the scenarios there are.
@@ -713,11 +752,15 @@ class VmtestMainTest(unittest.TestCase):
                                                     "PASS module/wire-clean", "PASS module/load",
                                                     "PASS module/log-line", "PASS module/unload"])
         self.assertRegex(printed, r"(?m)^--- module: 6 passed, 0 failed, \d+\.\d s$")
-        self.assertRegex(printed, r"(?m)^vmtest: seconds per scenario\n  module +\d+\.\d s\nvmtest: 1 scenario\(s\) in \d+ s$")
+        self.assertRegex(printed, r"(?m)^vmtest: seconds per scenario .*\n  module +\d+\.\d s  cpu +0\.0 s  "
+                                  r"boot +0\.0 s  waiting +0\.0 s\nvmtest: 1 scenario\(s\) in \d+ s, their "
+                                  r"processes' CPU 0 s$")
+        self.assertRegex(printed, r"(?m)^    \(longest steps: a:modprobe 0\.2 s, a:rmmod 0\.1 s, ")
         lines = kt.splitlines()
         self.assertEqual(lines[:4], ["KTAP version 1", "1..3", "ok 1 cargo-fmt", "  KTAP version 1"])
         self.assertEqual(lines[-1], "ok 3 module")
-        self.assertRegex(lines[-2], r"^# module: \d+\.\d s$")
+        self.assertRegex(lines[-2], r"^# module: \d+\.\d s \(VMs 3\.5 s, CPU 0\.0 s \(QEMU 0\.0, NIC 0\.0, "
+                                    r"switch 0\.0; 0\.00 cores\), boot 0\.0 s, waiting 0\.0 s\)$")
 
     def test_a_warning_in_the_kernel_log_fails_kernel_clean_only(self):
         rc, printed, results, kt = self.run_main(

@@ -18,16 +18,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import io
+import json
+import os
+import queue
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 import ktap  # noqa: E402
+import usage  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
@@ -81,17 +88,21 @@ def tails(result: harness.VmResult) -> str:
             + "\nkernel log tail:\n" + textwrap.indent(result.kernel_tail(), "  "))
 
 
-def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, follow: bool):
+def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path,
+            follow: bool, out: TextIO | None = None) -> tuple[list[tuple[str, bool, str]], usage.Usage | None]:
+    """The scenario's results, and where its time went (None if it could not start). What it
+    has to say goes to `out` (stdout by default)."""
+    out = out or sys.stdout
     log_dir = logs / scenario.name
     log_dir.mkdir(parents=True, exist_ok=True)
     build = next((p.name for p in machine.kernel.parents if p.name.startswith("linux-")), str(machine.kernel))
     kernel = f"{build} (time x{machine.slow:g})" if machine.slow != 1 else "default kernel"
     print(f"--- {scenario.name}: {len(scenario.vms)} VM(s), {machine.accel}, {kernel}, "
-          f"timeout {scenario.timeout * machine.slow:.0f} s, logs in {log_dir}", flush=True)
+          f"timeout {scenario.timeout * machine.slow:.0f} s, logs in {log_dir}", file=out, flush=True)
     try:
         run = harness.run_scenario(machine, scenario, log_dir, follow)
     except Exception as e:  # a scenario that cannot even start fails, the others still run
-        return [(f"{scenario.name}/setup", False, f"{type(e).__name__}: {e}")]
+        return [(f"{scenario.name}/setup", False, f"{type(e).__name__}: {e}")], None
     results = []
 
     # The implicit first check: every VM booted, ran its script and exited.
@@ -122,8 +133,11 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path, fo
             results.append((f"{scenario.name}/{check_name}", False, f"{type(e).__name__}: {e}"))
         else:
             results.append((f"{scenario.name}/{check_name}", True, info or ""))
-    print(f"    (VMs {run.seconds:.1f} s)", flush=True)
-    return results
+    print(f"    (VMs {run.usage.line()})", file=out, flush=True)
+    if run.usage.steps:
+        print("    (longest steps: " + ", ".join(f"{name} {secs:.1f} s" for name, secs in run.usage.steps)
+              + ")", file=out, flush=True)
+    return results, run.usage
 
 
 def timing(name: str, results: list[tuple[str, bool, str]], seconds: float) -> str:
@@ -132,15 +146,66 @@ def timing(name: str, results: list[tuple[str, bool, str]], seconds: float) -> s
     return f"{name}: {len(results) - failed} passed, {failed} failed, {seconds:.1f} s"
 
 
-def summary(rows: list[tuple[str, list[tuple[str, bool, str]], float]], seconds: float) -> str:
-    """Seconds per scenario, the order they ran in, then the total."""
-    width = max((len(name) for name, _, _ in rows), default=0)
-    lines = ["vmtest: seconds per scenario"]
-    for name, results, secs in rows:
+Row = tuple[str, list[tuple[str, bool, str]], float, "usage.Usage | None"]
+"""A scenario's name, results, seconds and usage."""
+
+
+def summary(rows: list[Row], seconds: float) -> str:
+    """Seconds per scenario, the order they ran in, with the CPU seconds of their processes
+    (QEMU, NIC, switch), boot and waiting, then the total."""
+    width = max((len(name) for name, *_ in rows), default=0)
+    lines = ["vmtest: seconds per scenario (wall; CPU of its QEMUs, NICs and switches; boot; waiting)"]
+    for name, results, secs, use in rows:
         failed = sum(1 for _, passed, _ in results if not passed)
-        lines.append(f"  {name:<{width}} {secs:7.1f} s" + (f"  ({failed} failed)" if failed else ""))
-    lines.append(f"vmtest: {len(rows)} scenario(s) in {seconds:.0f} s")
+        figures = f"  cpu {use.cpu:7.1f} s  boot {use.boot:5.1f} s  waiting {use.waiting:6.1f} s" if use else ""
+        lines.append(f"  {name:<{width}} {secs:7.1f} s{figures}" + (f"  ({failed} failed)" if failed else ""))
+    cpu = sum(use.cpu for *_, use in rows if use)
+    lines.append(f"vmtest: {len(rows)} scenario(s) in {seconds:.0f} s, their processes' CPU {cpu:.0f} s")
     return "\n".join(lines)
+
+
+MEASURED = HERE / "usage.json"
+"""Each scenario's figures from a whole `make check` (vmtest --usage, committed): what the
+scheduler knows of a scenario before it runs."""
+
+
+@dataclasses.dataclass
+class Job:
+    """A scenario to run and what the scheduler knows of it from an earlier run."""
+
+    name: str
+    scenario: harness.Scenario
+    seconds: float
+    """Its wall time then (0 if never measured)."""
+    cores: float
+    """The cores it kept busy then, on average (its processes' CPU over its wall time)."""
+
+
+def jobs_of(names: list[str], scenarios: dict[str, harness.Scenario], measured: dict, cores: int) -> list[Job]:
+    """The scenarios as jobs, longest first (then by name), so that the long ones start early and the
+    short ones fill in beside them. A scenario never measured, or one that must have the machine
+    to itself (`Scenario.alone`), takes all the cores."""
+    jobs = []
+    for name in names:
+        figures = measured.get(name)
+        scenario = scenarios[name]
+        if figures and not scenario.alone and figures.get("wall"):
+            jobs.append(Job(name, scenario, figures["wall"], figures["cpu"] / figures["wall"]))
+        else:
+            jobs.append(Job(name, scenario, figures["wall"] if figures else 0.0, float(cores)))
+    return sorted(jobs, key=lambda j: (-j.seconds, j.name))
+
+
+def next_job(pending: list[Job], running: list[Job], cores: int, limit: int) -> Job | None:
+    """The first pending job that fits beside the running ones: at most `limit` at once, and the
+    cores they kept busy when measured add up to at most `cores` (any job fits an idle machine)."""
+    if len(running) >= limit:
+        return None
+    busy = sum(job.cores for job in running)
+    for job in pending:
+        if not running or busy + job.cores <= cores:
+            return job
+    return None
 
 
 def main() -> int:
@@ -170,6 +235,14 @@ def main() -> int:
                         help="initramfs piece for the debug kernel (its modules); repeat")
     parser.add_argument("--debug-slow", type=float, default=harness.DEBUG_SLOW,
                         help=f"the debug kernel's time factor (default {harness.DEBUG_SLOW:g})")
+    parser.add_argument("--usage", type=Path,
+                        help="write each scenario's wall and CPU seconds, boot, waiting and longest steps "
+                             "here (JSON)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="scenarios run at once, at most (a scenario starts only if the cores the running "
+                             "ones kept busy when measured, in usage.json, leave room for its own)")
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+                        help="the cores --jobs may fill (default: this machine's)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--follow", action="store_true", help="echo the VMs' output and kernel logs while they run")
     parser.add_argument("scenarios", nargs="*")
@@ -203,21 +276,56 @@ def main() -> int:
             kt = ktap.Writer(open(args.ktap, "w"), ktap.planned(earlier) + len(names))
             kt.results(earlier)
         failed = 0
-        rows = []
+        rows: list[Row] = []
         start = time.monotonic()
-        for name in names:
-            began = time.monotonic()
-            scenario = load(name)
-            results = run_one(debug_machine if scenario.debug_lane else machine, scenario, args.logs, args.follow)
-            seconds = time.monotonic() - began
+
+        def finish(name: str, results, use: usage.Usage | None, seconds: float) -> None:
+            nonlocal failed
             report(results, out)
             print(f"--- {timing(name, results, seconds)}", flush=True)
             if kt:
                 kt.suite(name, [(check.split("/", 1)[-1], passed, message) for check, passed, message in results],
-                         seconds)
-            rows.append((name, results, seconds))
+                         seconds, f"{seconds:.1f} s (VMs {use.line()})" if use else None)
+            rows.append((name, results, seconds, use))
             failed += sum(1 for _, passed, _ in results if not passed)
+
+        scenarios = {name: load(name) for name in names}
+        if args.jobs <= 1 or args.follow:
+            for name in names:
+                began = time.monotonic()
+                scenario = scenarios[name]
+                results, use = run_one(debug_machine if scenario.debug_lane else machine, scenario, args.logs,
+                                       args.follow)
+                finish(name, results, use, time.monotonic() - began)
+        else:
+            measured = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+            pending = jobs_of(names, scenarios, measured, args.cores)
+            running: list[Job] = []
+            done: queue.Queue = queue.Queue()
+
+            def run(job: Job) -> None:
+                began, printed = time.monotonic(), io.StringIO()
+                try:
+                    results, use = run_one(debug_machine if job.scenario.debug_lane else machine, job.scenario,
+                                           args.logs, False, printed)
+                except Exception as e:  # noqa: BLE001 -- a harness bug fails the scenario, not the run
+                    results, use = [(f"{job.name}/setup", False, f"{type(e).__name__}: {e}")], None
+                done.put((job, results, use, time.monotonic() - began, printed.getvalue()))
+
+            while pending or running:
+                while (job := next_job(pending, running, args.cores, args.jobs)) is not None:
+                    pending.remove(job)
+                    running.append(job)
+                    print(f"--- {job.name}: started beside {', '.join(j.name for j in running[:-1]) or 'nothing'}",
+                          flush=True)
+                    threading.Thread(target=run, args=(job,), name=job.name, daemon=True).start()
+                job, results, use, seconds, printed = done.get()
+                running.remove(job)
+                sys.stdout.write(printed)
+                finish(job.name, results, use, seconds)
         print(summary(rows, time.monotonic() - start), flush=True)
+        if args.usage:
+            usage.write(args.usage, {name: use for name, _, _, use in rows if use})
         for f in (out, kt and kt.out):
             if f:
                 f.close()

@@ -48,6 +48,7 @@ retry() {
 	_try=0
 	while :; do
 		_try=$((_try + 1))
+		_tl=$(_uptime)
 		_bounded "$_timeout" "$@" > /tmp/retry.out 2>&1
 		_rc=$?
 		[ $_rc = 0 ] && break
@@ -58,7 +59,9 @@ retry() {
 		sleep 1
 	done
 	cat /tmp/retry.out
-	echo "=== STEP $_name rc=$_rc tries=$_try secs=$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }')"
+	# waited: the failed tries and the pauses between them, before the last try began.
+	echo "=== STEP $_name rc=$_rc tries=$_try secs=$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }')" \
+		"waited=$(awk -v a="$_t0" -v b="$_tl" 'BEGIN { printf "%.1f", b - a }')"
 	return $_rc
 }
 
