@@ -19,9 +19,10 @@
 #
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
 #            ACCEL=auto|kvm|tcg  JOBS=<n>  SCENARIOS="<name> ..." (check)
+#            VM_JOBS=<n> (check: scenarios at once, by their measured CPU; default 2)
 
 FERROCE := tools/ferroce
-export FERROCE_CACHE VARIANT ACCEL JOBS FUZZ_SECONDS
+export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS
 
 .PHONY: all toolchain kernel modules nic initramfs run check check-debug bench soak fuzz shell clean
 

@@ -762,6 +762,19 @@ class VmtestMainTest(unittest.TestCase):
         self.assertRegex(lines[-2], r"^# module: \d+\.\d s \(VMs 3\.5 s, CPU 0\.0 s \(QEMU 0\.0, NIC 0\.0, "
                                     r"switch 0\.0; 0\.00 cores\), boot 0\.0 s, waiting 0\.0 s\)$")
 
+    def test_side_by_side_the_results_are_the_same(self):
+        rc, printed, results, kt = self.run_main("", ("module", "kunit", "ibv-devinfo"))
+        rc2, printed2, results2, kt2 = self.run_main("", ("module", "kunit", "ibv-devinfo"), ("--jobs", "2"))
+        self.assertEqual((rc, sorted(results.splitlines())), (rc2, sorted(results2.splitlines())))
+        # The same tests in KTAP, numbered in the order they ended.
+        unnumbered = lambda text: sorted(re.sub(r"^(\s*(?:not )?ok) \d+ ", r"\1 ", line)  # noqa: E731
+                                         for line in text.splitlines())
+        self.assertEqual(unnumbered(kt), unnumbered(kt2))
+        # Each scenario's lines stay together: its header, then its results.
+        for name in ("module", "kunit", "ibv-devinfo"):
+            self.assertRegex(printed2, rf"(?m)^--- {name}: 1 VM\(s\).*\n    \(VMs .*\n    \(longest steps: .*\n"
+                                       rf"PASS {name}/vms-complete$")
+
     def test_a_warning_in_the_kernel_log_fails_kernel_clean_only(self):
         rc, printed, results, kt = self.run_main(
             "[    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n")
@@ -795,6 +808,38 @@ class VmtestMainTest(unittest.TestCase):
         self.assertEqual(machines["module"].slow, 2.0)
         self.run_main("", ("kverbs",), ("--debug-kernel", "/k/bzImage", "--debug-slow", "5"), machines)
         self.assertEqual(machines["kverbs"].slow, 5.0)
+
+
+class SchedulerTest(unittest.TestCase):
+    """vmtest --jobs: which scenarios run side by side."""
+
+    MEASURED = {"long": {"wall": 100.0, "cpu": 95.0}, "heavy": {"wall": 50.0, "cpu": 90.0},
+                "light": {"wall": 30.0, "cpu": 9.0}, "short": {"wall": 5.0, "cpu": 5.0}}
+
+    def jobs(self, alone=()):
+        import vmtest
+        scenarios = {}
+        for name in [*self.MEASURED, "new"]:
+            scenarios[name] = harness.Scenario(vms=[])
+            scenarios[name].alone = name in alone
+        return vmtest.jobs_of([*scenarios], scenarios, self.MEASURED, 2)
+
+    def test_longest_first_and_the_unmeasured_or_alone_take_every_core(self):
+        jobs = self.jobs(alone=("short",))
+        self.assertEqual([(j.name, j.cores) for j in jobs],
+                         [("long", 0.95), ("heavy", 1.8), ("light", 0.3), ("short", 2.0), ("new", 2.0)])
+
+    def test_a_job_starts_where_its_cores_fit(self):
+        import vmtest
+        long, heavy, light, short, new = self.jobs()
+        self.assertIs(vmtest.next_job([long, heavy, light], [], 2, 2), long)
+        # Beside "long" (0.95 cores): not "heavy" (1.8), but "light" (0.3).
+        self.assertIs(vmtest.next_job([heavy, light, short], [long], 2, 2), light)
+        self.assertIsNone(vmtest.next_job([heavy, light], [long, short], 2, 2))  # --jobs 2
+        self.assertIsNone(vmtest.next_job([light], [long], 2, 1))  # --jobs 1
+        # Never beside anything: an unmeasured one; on an idle machine anything starts.
+        self.assertIsNone(vmtest.next_job([new], [light], 2, 2))
+        self.assertIs(vmtest.next_job([new], [], 2, 2), new)
 
 
 class PrivateNetworkTest(unittest.TestCase):

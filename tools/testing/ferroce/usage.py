@@ -127,4 +127,6 @@ def usage_of(wall: float, meter: Meter | None, switch_cpu: float, vm_steps: dict
 
 
 def write(path: Path, usages: dict[str, Usage]) -> None:
-    path.write_text(json.dumps({name: u.json() for name, u in usages.items()}, indent=1) + "\n")
+    """A scenario a line (vmtest's usage.json, which the scheduler reads, is committed)."""
+    lines = [f" {json.dumps(name)}: {json.dumps(u.json())}" for name, u in sorted(usages.items())]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")

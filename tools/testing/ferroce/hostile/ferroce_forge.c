@@ -23,8 +23,9 @@
  * ICRC is not sent: RoCE has no authentication, and such a frame is the responder's for all a
  * NIC can tell (MACsec or IPsec is what stops an attacker on the path).
  *
- * It stops after FRAMES forged frames, after SECONDS, or once no RoCE frame has crossed the
- * wire for QUIET_SECONDS after some did, then prints one line per kind and
+ * It stops after FRAMES forged frames, after SECONDS, on SIGTERM or SIGINT (the attacked
+ * hosts are done), or once no RoCE frame has crossed the wire for QUIET_SECONDS after some
+ * did, then prints one line per kind and
  *   forge: N frames forged against C connections, S RoCE frames seen
  */
 #define _GNU_SOURCE
@@ -34,6 +35,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -273,6 +275,14 @@ static int own_addresses(int fd, const char *iface)
 	return 0;
 }
 
+static volatile sig_atomic_t stopping;
+
+static void stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *iface = "eth0";
@@ -313,10 +323,13 @@ int main(int argc, char **argv)
 		perror("bind");
 		return 2;
 	}
+	/* No SA_RESTART: the signal ends poll() at once (EINTR). */
+	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = stop }, NULL);
+	sigaction(SIGINT, &(struct sigaction){ .sa_handler = stop }, NULL);
 	printf("forge: listening on %s\n", iface);
 	fflush(stdout);
 	start = now();
-	while (total < max_frames && now() - start < seconds) {
+	while (!stopping && total < max_frames && now() - start < seconds) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t len;
 

@@ -1,4 +1,3 @@
-# Stay up while a pings.
+# Stay up while a pings, until it says it is done.
 . /ferroce/lib.sh
-wait_for_ping "$(ip_of a)"
-sleep 10
+await pinged 18900

@@ -7,10 +7,24 @@ wait_for_ping "$server"
 perftest_client ferroce0 3 "$server"
 # A -R client that quits half way, once it has exchanged its QP with the server (as one that
 # lost perftest's race does): the next client must find the server listening afresh (pair_step
-# runs the server again).
-step cm-quitter 40 sh -c "until timeout -s KILL 2 ib_read_lat -F -d ferroce0 -x 3 -R -p 18790 \
-	-s 8 -n 1000000 $server < /dev/null > /tmp/quitter.out 2>&1; grep -q 'remote address' /tmp/quitter.out
-	do sleep 1; done; cat /tmp/quitter.out"
+# runs the server again). Connected is its RC QP in RTS (its own output, a file, is not
+# written before it is killed: stdio buffers it).
+step cm-quitter 40 sh -c '
+	while :; do
+		ib_read_lat -F -d ferroce0 -x 3 -R -p 18790 -s 8 -n 1000000 "$1" < /dev/null > /dev/null 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do
+			rdma resource show qp | grep " type RC " | grep -q " state RTS " && break
+			kill -0 $pid 2> /dev/null || break
+			sleep 0.1
+		done
+		rdma resource show qp | grep " type RC " | grep " state RTS " > /tmp/quitter.qp
+		kill -KILL $pid 2> /dev/null
+		wait $pid
+		[ -s /tmp/quitter.qp ] && break
+		sleep 1
+	done
+	echo "quitter: killed once connected: $(cat /tmp/quitter.qp)"' sh "$server"
 CM_TRY=10 pair_step client cm-rejoin 60 ib_read_lat -F -d ferroce0 -x 3 -R -p 18790 -s 8 -n 100 \
 	"$server" < /dev/null
 # How WRs reach the NIC, FERROCE_DOORBELL=record (doorbell records it polls) and FERROCE_PUSH=1

@@ -75,6 +75,9 @@ def cm_rejoin(run: Run) -> str:
     """After a -R client quit half way, the server ran again and served the next client (a
     client that lost perftest's race, whose data connection came before the server listened,
     left the server waiting for good: tools-parity/read-lat-cm failed so)."""
+    quitter = run.vm("a").step("cm-quitter")
+    quitter.ok()
+    quitter.expect(r"^quitter: killed once connected: .* type RC .* state RTS ")
     for vm in ("a", "b"):
         run.vm(vm).step("cm-rejoin").ok()
     server = run.vm("b").step("cm-rejoin")

@@ -21,6 +21,7 @@ step rc-pingpong-link-local 90 sh -c '
 	cat /tmp/ll.out
 	exit $rc' sh "$peer"
 step nic-counters 15 hostctl nic counters
-# Let b's link-local server give up before the router goes.
-sleep 35
+# b's link-local server waits for a receive that never comes: told, it stops (through r, up
+# until it is notified).
+signal "$peer" 18802 link-local-done
 retry notify-router 10 sh -c "echo done | nc -w 5 $(ip_of r) 4430"
