@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ferroce_hw::{COUNTER_NAMES, NUM_COUNTERS};
+use ferroce_hw::{COUNTER_NAMES, COUNTER_RX_PACKETS, COUNTER_TX_PACKETS, NUM_COUNTERS};
 
 /// The device's counters (`COUNTER_*` indexes). Relaxed atomics: each is a statistic.
 pub struct Counters {
@@ -42,6 +42,12 @@ impl Counters {
         self.values
             .get(index)
             .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Frames sent and received (`COUNTER_TX_PACKETS` + `COUNTER_RX_PACKETS`): whether a
+    /// round of the device moved any.
+    pub fn frames(&self) -> u64 {
+        self.get(COUNTER_TX_PACKETS) + self.get(COUNTER_RX_PACKETS)
     }
 
     /// Named, non-reserved counters.

@@ -272,12 +272,7 @@ impl DeviceCore {
     /// Fires moderated completion events whose period expired.
     pub fn moderation_tick(&mut self) {
         let now = self.elapsed_us();
-        let is_due = |cq: &Cq| {
-            cq.moder_period_us > 0
-                && cq
-                    .first_unreported_us
-                    .is_some_and(|t| now.saturating_sub(t) >= u64::from(cq.moder_period_us))
-        };
+        let is_due = |cq: &Cq| cq.moderation_due_us().is_some_and(|due| due <= now);
         // Called every round: nothing is allocated unless an event is due.
         if !self.objects().cqs().iter().any(|(_, cq)| is_due(cq)) {
             return;

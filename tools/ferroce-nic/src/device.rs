@@ -10,11 +10,12 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
 use serde::Serialize;
 
+use crate::clock::Clock;
 use crate::cmdq::CmdQueue;
 use crate::counters::Counters;
 use crate::doorbell::Doorbells;
@@ -243,6 +244,10 @@ pub struct DeviceCore {
     pending_fatal: bool,
     /// Object limits set by the host, taken at the next function reset.
     pending_limits: Option<DeviceConfig>,
+    /// Where the device's timers read the time: the host's clock, or the tests' virtual time.
+    clock: Clock,
+    /// When the device was created, on `clock`: CQ moderation and page faults count
+    /// microseconds from it.
     start: Instant,
     /// Doorbell-to-wire intervals.
     latency: DoorbellLatency,
@@ -269,6 +274,7 @@ impl Device {
         trace: Arc<Tracer>,
         host: Arc<HostControls>,
     ) -> Self {
+        let clock = Clock::Wall;
         let core = DeviceCore {
             objects: Objects::new(&config),
             port: Port {
@@ -289,11 +295,20 @@ impl Device {
             pending_port: None,
             pending_fatal: false,
             pending_limits: None,
-            start: Instant::now(),
+            start: clock.now(),
+            clock,
             latency: DoorbellLatency::default(),
             records: RecordWatch::default(),
         };
         Self { core, engine }
+    }
+
+    /// The device on `clock` instead of the host's (the tests' virtual time), from its start.
+    /// (A builder rather than another parameter of [`Device::new`]: `serve` has no choice.)
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.core.start = clock.now();
+        self.core.clock = clock;
+        self
     }
 
     /// Function reset: every object, queue and register goes; counters, host switches and the
@@ -340,8 +355,7 @@ impl Device {
         }
         more |= !self.core.work.is_empty();
         self.core.moderation_tick();
-        let now = Instant::now();
-        self.engine.poll(&mut self.core, now);
+        self.engine.poll(&mut self.core);
         self.engine.flush();
         more
     }
@@ -373,6 +387,33 @@ impl Device {
                 .any(|(_, cq)| cq.first_unreported_us.is_some())
     }
 
+    /// The earliest instant something timed is due: an engine timer or held frame
+    /// ([`Engine::next_deadline`]), a CQ's moderation period, the repeat of an unanswered page
+    /// fault. It may be past: a QP that cannot act on its timer (not in RTS) keeps it, and a
+    /// page fault is repeated only if something touches its pages again; a caller waiting for
+    /// the device to act looks at the deadlines after now.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let objects = &self.core.objects;
+        let moderation = objects
+            .cqs()
+            .iter()
+            .filter_map(|(_, cq)| cq.moderation_due_us());
+        let faults = objects
+            .mrs()
+            .iter()
+            .filter_map(|(_, mr)| mr.fault.map(|f| f.repeat_us()));
+        moderation
+            .chain(faults)
+            .map(|us| self.core.start + Duration::from_micros(us))
+            .chain(self.engine.next_deadline())
+            .min()
+    }
+
+    /// Whether received or looped-back frames wait for the engine ([`Engine::frames_waiting`]).
+    pub fn frames_waiting(&self) -> bool {
+        self.engine.frames_waiting()
+    }
+
     /// Whether the device thread polls doorbell records (then it waits by
     /// [`PollWindow`](crate::records::PollWindow) and tells their producers when it sleeps).
     pub fn polls_records(&self) -> bool {
@@ -399,9 +440,14 @@ impl Device {
 }
 
 impl DeviceCore {
-    /// Microseconds since the device was created.
+    /// The time on the device's clock: the only source of "now" for its timers.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Microseconds since the device was created, on its clock.
     pub fn elapsed_us(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+        self.now().saturating_duration_since(self.start).as_micros() as u64
     }
 
     /// Reads guest memory for device structures (rings, records), counting DMA errors.

@@ -239,8 +239,9 @@ pub trait EngineHost {
     fn qp_error(&mut self, qpn: u32, event_type: EventType);
     /// The port's active MTU (`MTU_*`), which bounds UD messages.
     fn port_mtu(&self) -> u8;
-    /// Microseconds since the device started.
-    fn now_us(&self) -> u64;
+    /// The time on the device's clock ([`crate::clock::Clock`]): the engine's only source of
+    /// "now", so that its timers run on virtual time in the tests.
+    fn now(&self) -> Instant;
 }
 
 /// The transport engine.
@@ -257,8 +258,8 @@ pub trait Engine: Send {
     fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork);
     /// New receive WQEs were posted to `qpn`'s RQ (or its SRQ): retry RNR-waiting receives.
     fn recv_posted(&mut self, _host: &mut dyn EngineHost, _qpn: u32) {}
-    /// Periodic work (timers, received frames).
-    fn poll(&mut self, _host: &mut dyn EngineHost, _now: Instant) {}
+    /// Periodic work (timers, received frames), at [`EngineHost::now`].
+    fn poll(&mut self, _host: &mut dyn EngineHost) {}
     /// The round ends: frames the engine's port holds leave now.
     fn flush(&mut self) {}
     /// Device reset: drop everything.
@@ -266,6 +267,16 @@ pub trait Engine: Send {
     /// Whether the engine has timed or pending work (outstanding packets, queued frames), so
     /// the device thread should poll it soon.
     fn busy(&self) -> bool {
+        false
+    }
+    /// The earliest instant a timer of the engine expires or a frame it holds is due (it may
+    /// be past: see [`Device::next_deadline`](crate::device::Device::next_deadline)).
+    fn next_deadline(&self) -> Option<Instant> {
+        None
+    }
+    /// Whether frames wait to be received (from the wire, or looped back): the next poll has
+    /// work without any time passing.
+    fn frames_waiting(&self) -> bool {
         false
     }
 }

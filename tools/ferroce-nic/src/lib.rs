@@ -11,6 +11,7 @@
 
 pub mod bar0;
 pub mod capture;
+pub mod clock;
 pub mod cmdq;
 pub mod commands;
 pub mod config_space;

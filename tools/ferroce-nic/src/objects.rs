@@ -620,6 +620,15 @@ pub struct Cq {
     pub users: u32,
 }
 
+impl Cq {
+    /// When (µs on the device's clock) the moderation period of the first unreported CQE ends
+    /// and the CQ's event is due; `None` without a period or an unreported CQE.
+    pub fn moderation_due_us(&self) -> Option<u64> {
+        let first = self.first_unreported_us?;
+        (self.moder_period_us > 0).then(|| first.saturating_add(u64::from(self.moder_period_us)))
+    }
+}
+
 /// A send WQE the engine holds, for completion and flush.
 #[derive(Clone, Copy, Debug)]
 pub struct InflightSend {

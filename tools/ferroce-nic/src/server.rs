@@ -26,9 +26,7 @@ use crate::port::PortStats;
 use crate::records::PollWindow;
 use crate::schedule::Schedule;
 use crate::trace::Tracer;
-use ferroce_hw::{
-    COUNTER_DOORBELLS, COUNTER_RECORD_DOORBELLS, COUNTER_RX_PACKETS, COUNTER_TX_PACKETS,
-};
+use ferroce_hw::{COUNTER_DOORBELLS, COUNTER_RECORD_DOORBELLS};
 
 /// Wakes the device thread.
 ///
@@ -257,14 +255,12 @@ fn device_loop(functions: &[Arc<Nic>]) {
                 turn.timed = true;
                 continue;
             }
-            let moved =
-                || nic.counters.get(COUNTER_TX_PACKETS) + nic.counters.get(COUNTER_RX_PACKETS);
-            let before = moved();
+            let before = nic.counters.frames();
             let mut device = nic.lock();
             let more = device.process();
             nic.schedule.ran(more);
             turn.more |= more;
-            turn.frames += moved().wrapping_sub(before);
+            turn.frames += nic.counters.frames().wrapping_sub(before);
             turn.timed |= device.has_work();
             turn.polls |= device.polls_records();
         }

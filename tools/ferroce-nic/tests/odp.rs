@@ -142,9 +142,7 @@ fn run_mapped(
     (base_a, base_b): (u64, u64),
 ) -> (Vec<Cqe>, Vec<Cqe>, Vec<Eqe>, Vec<Eqe>) {
     let (mut fa, mut fb) = (Vec::new(), Vec::new());
-    let start = std::time::Instant::now();
-    while p.cqes_a.len() < n_a || p.cqes_b.len() < n_b {
-        p.step();
+    p.pump_until(Duration::from_secs(60), |p| {
         for f in faults(&mut p.a) {
             answer(&mut p.a, base_a, &f, how);
             fa.push(f);
@@ -153,9 +151,8 @@ fn run_mapped(
             answer(&mut p.b, base_b, &f, how);
             fb.push(f);
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "timed out");
-        std::thread::sleep(Duration::from_micros(50));
-    }
+        p.cqes_a.len() >= n_a && p.cqes_b.len() >= n_b
+    });
     let a = p.cqes_a.drain(..n_a).collect();
     let b = p.cqes_b.drain(..n_b).collect();
     (a, b, fa, fb)
@@ -312,9 +309,9 @@ fn a_duplicate_read_of_invalidated_pages_waits_for_them() {
         0,
     );
     let sent = p.b.counter(COUNTER_TX_PACKETS);
-    while p.b.counter(COUNTER_TX_PACKETS) < sent + 4 {
-        p.step();
-    }
+    p.pump_until(Duration::from_secs(20), |p| {
+        p.b.counter(COUNTER_TX_PACKETS) >= sent + 4
+    });
     invalidate(&mut p.b, key, 0, 4);
     p.b.faults.command(&["off"]).expect("fault");
     let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::ReadOnly);
@@ -488,19 +485,17 @@ fn a_fault_is_raised_once_until_answered() {
         0,
     );
     // Unanswered: the requester retries on every RNR NAK, the fault is raised once...
-    let start = std::time::Instant::now();
-    while p.b.counter(COUNTER_ODP_FAULTS) < 5 {
-        p.step();
-        assert!(start.elapsed() < Duration::from_secs(20));
-    }
+    let (time, posted) = (p.time(), p.time().now());
+    p.pump_until(Duration::from_secs(20), |p| {
+        p.b.counter(COUNTER_ODP_FAULTS) >= 5
+    });
+    assert!(time.now() - posted < Duration::from_millis(PAGE_FAULT_REPEAT_MS));
     assert_eq!(faults(&mut p.b).len(), 1);
-    // ... and again after PAGE_FAULT_REPEAT_MS, in case the driver missed it.
-    std::thread::sleep(Duration::from_millis(PAGE_FAULT_REPEAT_MS + 10));
-    let start = std::time::Instant::now();
-    while p.b.counter(COUNTER_ODP_FAULT_EVENTS) < 2 {
-        p.step();
-        assert!(start.elapsed() < Duration::from_secs(20));
-    }
+    // ... and again after PAGE_FAULT_REPEAT_MS (of device time), in case the driver missed it.
+    p.pump_until(Duration::from_secs(20), |p| {
+        p.b.counter(COUNTER_ODP_FAULT_EVENTS) >= 2
+    });
+    assert!(time.now() - posted >= Duration::from_millis(PAGE_FAULT_REPEAT_MS));
     let (ca, _, _, _) = {
         let f = faults(&mut p.b);
         answer(&mut p.b, buf, &f[0], Answer::Writable);
@@ -686,9 +681,9 @@ fn an_invalidation_during_a_write_sends_the_rest_to_the_new_pages() {
         0,
     );
     let received = p.b.counter(COUNTER_RX_PACKETS);
-    while p.b.counter(COUNTER_RX_PACKETS) < received + 2 {
-        p.step();
-    }
+    p.pump_until(Duration::from_secs(20), |p| {
+        p.b.counter(COUNTER_RX_PACKETS) >= received + 2
+    });
     invalidate(&mut p.b, key, 0, pages as u32);
     let moved = p.b.g.alloc(len as usize, PAGE);
     let (ca, _, _, fb) = run_mapped(&mut p, 1, 0, Answer::Writable, (a_buf, moved));

@@ -2,9 +2,12 @@
 
 //! The RoCE engine when things go wrong: protection violations, RNR, retries on a dead or
 //! lossy wire, the adaptive retransmission timer and spurious retransmissions; two NICs back
-//! to back, each driven by a test guest.
+//! to back, each driven by a test guest. Times are the NICs' virtual time ([`Driven`]): what
+//! the timers saw, whatever the host's load.
 
 mod common;
+
+use std::time::Duration;
 
 use common::roce::*;
 use common::CqeStatus;
@@ -24,7 +27,7 @@ fn violation(
     let src = p.a.buf;
     p.qa.post(&mut p.a, 1, opcode, src, len, &seg, 0);
     let (ca, _) = p.wait_cqes(1, 0);
-    p.pump_until(std::time::Duration::from_secs(5), |p| {
+    p.pump_until(Duration::from_secs(5), |p| {
         !p.b.g.dev.engine.busy() && !p.a.g.dev.engine.busy()
     });
     let unchanged = p.b.g.read(p.b.buf, MIB) == before;
@@ -86,8 +89,8 @@ fn rnr_naks_retry_until_a_receive_is_posted() {
     let data = p.a.fill(p.a.buf, 3000, 5);
     let src = p.a.buf;
     p.qa.post(&mut p.a, 1, WR_SEND, src, 3000, &[0; 40], 0);
-    let start = std::time::Instant::now();
-    p.pump_until(std::time::Duration::from_secs(5), |p| {
+    let (time, start) = (p.time(), p.time().now());
+    p.pump_until(Duration::from_secs(5), |p| {
         p.a.counter(COUNTER_RNR_RETRIES) >= 3
     });
     assert!(p.cqes_a.is_empty(), "nothing completes without a receive");
@@ -99,7 +102,8 @@ fn rnr_naks_retry_until_a_receive_is_posted() {
         (WcStatus::Success, WcStatus::Success, 3000)
     );
     assert!(p.b.g.read(dst, 3000) == data);
-    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    // Device time (a bound on the RNR waits, no longer on the host's speed).
+    assert!(time.now() - start < Duration::from_secs(5));
 
     // A window of SENDs into a responder without receive WQEs: each RNR NAK is followed by a
     // probe of the least window, not by the whole window again. What goes again is flow
@@ -109,7 +113,7 @@ fn rnr_naks_retry_until_a_receive_is_posted() {
     for wr_id in 0..32 {
         p.qa.post(&mut p.a, wr_id, WR_SEND, src, 1000, &[0; 40], 0);
     }
-    p.pump_until(std::time::Duration::from_secs(5), |p| {
+    p.pump_until(Duration::from_secs(5), |p| {
         p.a.counter(COUNTER_RNR_RETRIES) >= 4
     });
     let (rnr, resent) = (
@@ -210,7 +214,7 @@ fn lossy_wire_64_mib_write_read_send() {
             ..FaultConfig::default()
         });
     }
-    let start = std::time::Instant::now();
+    let (time, start) = (p.time(), p.time().now());
     let half = 8 * MIB as u64;
     let base = pattern(BATCH * MIB, 99);
     let mut wr_id = 0u64;
@@ -282,16 +286,14 @@ fn lossy_wire_64_mib_write_read_send() {
             );
         }
     }
-    // Nothing completes twice: no CQE is left over.
-    for _ in 0..100 {
-        p.step();
-    }
+    let elapsed = time.now() - start;
+    // Nothing completes twice: no CQE is left over once every held frame and timer is done.
+    p.settle(Duration::from_secs(10));
     assert!(p.cqes_a.is_empty() && p.cqes_b.is_empty());
-    let elapsed = start.elapsed();
     let stats = p.a.faults.stats();
     let sum = |c| p.a.counter(c) + p.b.counter(c);
     eprintln!(
-        "lossy wire: 3 x 64 MiB in {:.1} s; retransmits {} (a {} b {}), timeouts {}, \
+        "lossy wire: 3 x 64 MiB in {:.3} s of device time; retransmits {} (a {} b {}), timeouts {}, \
          ICRC errors {}, other drops {}, duplicates {}, sequence errors {}, NAKs {}; \
          injected at a: {stats:?}",
         elapsed.as_secs_f64(),
@@ -311,8 +313,8 @@ fn lossy_wire_64_mib_write_read_send() {
 }
 
 /// 4.096 µs << `timeout`: the configured local ACK timeout.
-fn ack_timeout(timeout: u8) -> std::time::Duration {
-    std::time::Duration::from_nanos(4096 << timeout)
+fn ack_timeout(timeout: u8) -> Duration {
+    Duration::from_nanos(4096 << timeout)
 }
 
 /// A few small WRITEs over a clean wire, so that the requester has measured the round trip.
@@ -349,7 +351,8 @@ fn tail_losses_recover_by_the_adaptive_timer() {
             ..Default::default()
         });
     }
-    let start = std::time::Instant::now();
+    let (time, start) = (p.time(), p.time().now());
+    // Device time: what three timeouts of the configured length would take.
     let budget = ack_timeout(TIMEOUT) * 3;
     let half = (MIB / 2) as u64;
     for wr_id in 0..MESSAGES {
@@ -390,17 +393,15 @@ fn tail_losses_recover_by_the_adaptive_timer() {
         );
         // Three timeouts at the configured 4.3 s would take longer than the whole run may.
         assert!(
-            start.elapsed() < budget,
+            time.now() - start < budget,
             "{} timeouts by message {wr_id} took {:?}; the configured timeout is {:?}",
             p.a.counter(COUNTER_TIMEOUTS),
-            start.elapsed(),
+            time.now() - start,
             ack_timeout(TIMEOUT)
         );
     }
-    let elapsed = start.elapsed();
-    for _ in 0..100 {
-        p.step();
-    }
+    let elapsed = time.now() - start;
+    p.settle(Duration::from_secs(10));
     assert!(
         p.cqes_a.is_empty() && p.cqes_b.is_empty(),
         "nothing completes twice"
@@ -411,7 +412,7 @@ fn tail_losses_recover_by_the_adaptive_timer() {
         p.a.counter(COUNTER_RETRANSMITS),
     );
     eprintln!(
-        "tail losses: {MESSAGES} messages in {:.2} s; timeouts {timeouts}, retransmits \
+        "tail losses: {MESSAGES} messages in {:.3} s of device time; timeouts {timeouts}, retransmits \
          {retransmits}; injected at a: {stats:?}",
         elapsed.as_secs_f64()
     );
@@ -438,12 +439,13 @@ fn retries_count_at_the_configured_timeout_not_the_adaptive_one() {
         p.a.counter(COUNTER_TIMEOUTS),
         p.a.counter(COUNTER_RETRANSMITS),
     );
-    let start = std::time::Instant::now();
+    // Device time: when the timers expired, not when the host got round to them.
+    let (time, start) = (p.time(), p.time().now());
     let seg = rdma_seg(p.b.buf, p.b.key);
     let src = p.a.buf;
     p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, 100, &seg, 0);
     let (ca, _) = p.wait_cqes(1, 0);
-    let elapsed = start.elapsed();
+    let elapsed = time.now() - start;
     assert_eq!((ca[0].wr_id, ca[0].wc_status()), (1, WcStatus::RetryExcErr));
     let timeouts = p.a.counter(COUNTER_TIMEOUTS) - timeouts;
     let retransmits = p.a.counter(COUNTER_RETRANSMITS) - retransmits;
@@ -456,7 +458,7 @@ fn retries_count_at_the_configured_timeout_not_the_adaptive_one() {
         ack_timeout(TIMEOUT)
     );
     assert!(
-        elapsed < std::time::Duration::from_secs(20),
+        elapsed < Duration::from_secs(20),
         "failed after {elapsed:?}"
     );
     assert!(
@@ -510,11 +512,9 @@ fn spurious_retransmissions_complete_once() {
         .chain(&cb)
         .all(|c| c.wc_status() == WcStatus::Success));
     assert!(cb.iter().all(|c| c.byte_len == 3000));
-    // Long enough for any late duplicate answer to arrive.
-    p.pump_until(std::time::Duration::from_secs(5), {
-        let start = std::time::Instant::now();
-        move |_| start.elapsed() > std::time::Duration::from_millis(200)
-    });
+    // Long enough for any late duplicate answer to arrive (200 ms of device time: every
+    // frame held meanwhile is delivered).
+    p.run_for(Duration::from_millis(200));
     assert!(
         p.cqes_a.is_empty() && p.cqes_b.is_empty(),
         "nothing completes twice"

@@ -267,16 +267,22 @@ impl FaultInjector {
         rate > 0.0 && ((self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < rate
     }
 
-    /// Passes `frame` through the faults, as [`process`](Self::process) at the current time;
-    /// the clock is read only when a fault may act or frames are held.
-    pub fn pass(&mut self, frame: Vec<u8>, deliver: &mut dyn FnMut(Vec<u8>)) {
+    /// Passes `frame` through the faults, as [`process`](Self::process) at the time `now`
+    /// reads (the device's clock); it is read only when a fault may act or frames are held
+    /// (a wall clock read per frame costs the fault-free path).
+    pub fn pass(
+        &mut self,
+        frame: Vec<u8>,
+        now: impl FnOnce() -> Instant,
+        deliver: &mut dyn FnMut(Vec<u8>),
+    ) {
         self.refresh();
         if !self.holding() && !self.acts() {
             self.note(&frame, &[]);
             deliver(frame);
             return;
         }
-        self.process(frame, Instant::now(), deliver);
+        self.process(frame, now(), deliver);
     }
 
     /// Passes `frame` through the faults; frames to deliver now go to `deliver`.
@@ -366,9 +372,17 @@ impl FaultInjector {
         }
     }
 
+    /// When the next held frame is due: the first delayed one (they are kept in order) or the
+    /// reordered one, whichever is earlier.
+    pub fn next_release(&self) -> Option<Instant> {
+        let delayed = self.held.front().map(|(t, _)| *t);
+        let reordered = self.reorder_slot.as_ref().map(|(t, _)| *t);
+        delayed.into_iter().chain(reordered).min()
+    }
+
     /// Whether frames are held.
     pub fn holding(&self) -> bool {
-        !self.held.is_empty() || self.reorder_slot.is_some()
+        self.next_release().is_some()
     }
 }
 

@@ -219,6 +219,12 @@ impl Requester {
         !self.wqes.is_empty()
     }
 
+    /// When the requester next acts on its own: its retransmission timer expires or its RNR
+    /// wait ends, whichever is earlier.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timer.into_iter().chain(self.rnr_until).min()
+    }
+
     /// Whether packets are on the wire.
     pub fn outstanding(&self) -> bool {
         self.wqes.iter().any(ReqWqe::outstanding)

@@ -4,7 +4,7 @@
 //! path shared by the three state machines ([`super::requester`], [`super::responder`],
 //! [`super::completer`]), in the manner of Linux rxe.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -302,7 +302,7 @@ impl Io {
             spare,
             ..
         } = self;
-        tx_faults.pass(out, &mut |f| {
+        tx_faults.pass(out, || host.now(), &mut |f| {
             if let Some(f) = transmit(f, mac, sink.as_mut(), loopback, host, trace) {
                 *spare = f;
             }
@@ -323,6 +323,14 @@ impl Io {
         self.payload = payload;
     }
 
+    /// When the next frame a fault injector holds is due, in either direction.
+    fn next_release(&self) -> Option<Instant> {
+        [&self.tx_faults, &self.rx_faults, &self.loop_faults]
+            .into_iter()
+            .filter_map(FaultInjector::next_release)
+            .min()
+    }
+
     fn release(&mut self, host: &dyn EngineHost, now: Instant) {
         let Self {
             sink,
@@ -340,7 +348,9 @@ impl Io {
 
 /// The RoCEv2 (and v1) engine.
 pub struct RoceEngine {
-    qps: HashMap<u32, QpCtx>,
+    /// In QPN order: QPs take their turns in the same order in every run (with a seeded
+    /// fault stream, a run is then a function of its inputs).
+    qps: BTreeMap<u32, QpCtx>,
     /// QP types of QPs reset or destroyed (a reset QP is told `qp_destroyed` and then modified).
     types: HashMap<u32, QpType>,
     io: Io,
@@ -351,7 +361,7 @@ impl RoceEngine {
     /// An engine for the port with MAC `mac`, wired to `port`, with faults from `faults`.
     pub fn new(mac: [u8; 6], port: PortEnd, faults: Arc<FaultControl>, trace: Arc<Tracer>) -> Self {
         Self {
-            qps: HashMap::new(),
+            qps: BTreeMap::new(),
             types: HashMap::new(),
             io: Io {
                 sink: port.sink,
@@ -589,7 +599,7 @@ impl Engine for RoceEngine {
     }
 
     fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork) {
-        let now = Instant::now();
+        let now = host.now();
         let Some(qp) = self.qps.get_mut(&work.qpn) else {
             // Unknown to the engine (cannot happen for QPs the shell created): fail it.
             let _ = host.complete_send(work.qpn, work.index, WcStatus::LocQpOpErr, 0);
@@ -608,7 +618,8 @@ impl Engine for RoceEngine {
         }
     }
 
-    fn poll(&mut self, host: &mut dyn EngineHost, now: Instant) {
+    fn poll(&mut self, host: &mut dyn EngineHost) {
+        let now = host.now();
         self.io.release(host, now);
         let mut arrived = VecDeque::new();
         self.io.rx.take(RX_BUDGET, &mut arrived);
@@ -645,12 +656,21 @@ impl Engine for RoceEngine {
     }
 
     fn busy(&self) -> bool {
-        !self.io.rx.is_empty()
-            || !self.io.loopback.is_empty()
-            || self.io.tx_faults.holding()
-            || self.io.rx_faults.holding()
-            || self.io.loop_faults.holding()
+        self.frames_waiting()
+            || self.io.next_release().is_some()
             || self.qps.values().any(|qp| qp.req.busy() || qp.resp.busy())
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.qps
+            .values()
+            .filter_map(|qp| qp.req.next_deadline())
+            .chain(self.io.next_release())
+            .min()
+    }
+
+    fn frames_waiting(&self) -> bool {
+        !self.io.rx.is_empty() || !self.io.loopback.is_empty()
     }
 
     fn reset(&mut self) {

@@ -57,10 +57,16 @@ pub struct Fault {
 }
 
 impl Fault {
+    /// When (µs on the device's clock) it stops standing: an access that meets its pages from
+    /// then on raises it again, in case the driver missed it.
+    pub fn repeat_us(&self) -> u64 {
+        self.at.saturating_add(PAGE_FAULT_REPEAT_MS * 1000)
+    }
+
     /// Whether it still stands for pages `first .. first + count`: raised less than
     /// `PAGE_FAULT_REPEAT_MS` before `now` and asking for all of them.
     pub fn covers(&self, now: u64, first: u32, count: u32) -> bool {
-        now.saturating_sub(self.at) < PAGE_FAULT_REPEAT_MS * 1000
+        now < self.repeat_us()
             && first >= self.first
             && u64::from(first) + u64::from(count) <= u64::from(self.first) + u64::from(self.count)
     }

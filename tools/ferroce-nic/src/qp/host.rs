@@ -5,6 +5,8 @@
 //! fast registration and invalidation, async events, and the QP and port facts the engine
 //! needs.
 
+use std::time::Instant;
+
 use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
@@ -82,7 +84,7 @@ impl DeviceCore {
             .window
             .and_then(|w| w.bound)
             .map_or(key, |bound| bound.mr_key);
-        let now = self.now_us();
+        let now = self.elapsed_us();
         let Some(mr) = self.objects_mut().mrs_mut().get_mut(mr_key_index(mr_key)) else {
             return false;
         };
@@ -521,8 +523,8 @@ impl EngineHost for DeviceCore {
         }
     }
 
-    fn now_us(&self) -> u64 {
-        self.elapsed_us()
+    fn now(&self) -> Instant {
+        DeviceCore::now(self)
     }
 
     fn qp_pd(&self, qpn: u32) -> Option<u32> {

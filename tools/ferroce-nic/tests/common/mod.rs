@@ -13,6 +13,7 @@ pub mod xrc;
 use std::sync::{Arc, Mutex};
 
 use ferroce_hw::*;
+use ferroce_nic::clock::{Clock, VirtualTime};
 use ferroce_nic::counters::Counters;
 use ferroce_nic::device::{Device, DeviceConfig, HostControls};
 use ferroce_nic::engine::{Engine, StubEngine, StubLog};
@@ -53,6 +54,9 @@ pub struct Guest {
     pub log: Arc<Mutex<StubLog>>,
     pub counters: Arc<Counters>,
     pub host: Arc<HostControls>,
+    /// The device's time: it stands still until the test advances it (directly, or through
+    /// [`roce::Driven`]'s pump), so that no verdict depends on the host's clock or load.
+    pub time: Arc<VirtualTime>,
     next: u64,
     ram_end: u64,
     pub cmd_sq: u64,
@@ -77,19 +81,22 @@ impl Guest {
             Box::new(engine),
             log,
             Arc::new(Tracer::new()),
+            VirtualTime::new(),
             adjust,
         )
     }
 
-    /// A guest whose device runs `engine` (the RoCE engine in the two-NIC tests).
+    /// A guest whose device runs `engine` (the RoCE engine in the two-NIC tests) on `time`
+    /// (NICs that talk to each other share one).
     pub fn with_engine(
         mac: [u8; 6],
         ram_size: usize,
         engine: Box<dyn Engine>,
         log: Arc<Mutex<StubLog>>,
         trace: Arc<Tracer>,
+        time: Arc<VirtualTime>,
     ) -> Self {
-        Self::build(mac, ram_size, engine, log, trace, |_| {})
+        Self::build(mac, ram_size, engine, log, trace, time, |_| {})
     }
 
     fn build(
@@ -98,6 +105,7 @@ impl Guest {
         engine: Box<dyn Engine>,
         log: Arc<Mutex<StubLog>>,
         trace: Arc<Tracer>,
+        time: Arc<VirtualTime>,
         adjust: impl FnOnce(&mut DeviceConfig),
     ) -> Self {
         let mem = Arc::new(VecMemory::new(RAM_BASE, ram_size));
@@ -124,7 +132,8 @@ impl Guest {
             counters.clone(),
             trace,
             host.clone(),
-        );
+        )
+        .with_clock(Clock::Virtual(time.clone()));
         Self {
             dev,
             mem,
@@ -132,6 +141,7 @@ impl Guest {
             log,
             counters,
             host,
+            time,
             next: RAM_BASE + 0x1000,
             ram_end: RAM_BASE + ram_size as u64,
             cmd_sq: 0,

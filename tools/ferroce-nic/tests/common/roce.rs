@@ -3,11 +3,18 @@
 //! Two NICs with the RoCE engine back to back, each driven by its own test guest: GID tables
 //! as seed 2 §4, a CQ, one large MR, and RC / UD / GSI QPs, with helpers to post work and pump
 //! both devices until a condition holds.
+//!
+//! The devices run on virtual time ([`VirtualTime`]), which one pump ([`Driven`]) moves for
+//! every harness ([`Pair`], [`Solo`], [`Scripted`]): only when no NIC has moved anything in a
+//! round, and then to the next deadline. The host is infinitely fast as the NICs see it: a
+//! timer expires because an answer is lost or held by a fault, never because the test thread
+//! was descheduled.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
+use ferroce_nic::clock::VirtualTime;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
 use ferroce_nic::engine::frame::{self, Route};
 use ferroce_nic::engine::headers::{Aeth, Bth, Packet, PacketBuilder, Reth};
@@ -48,7 +55,14 @@ pub struct Node {
 }
 
 impl Node {
+    /// A node on a time of its own (alone, or with peers that have no timers: UD).
     pub fn new(last: u8, buf_len: usize, port: PortEnd) -> Self {
+        Self::with_time(VirtualTime::new(), last, buf_len, port)
+    }
+
+    /// A node (MAC and IPv4 address ending in `last`) on `time`, which the nodes it talks to
+    /// share.
+    pub fn with_time(time: Arc<VirtualTime>, last: u8, buf_len: usize, port: PortEnd) -> Self {
         let mac = [0x52, 0x54, 0x00, 0x00, 0x00, last];
         let ip = [10, 0, 0, last];
         let faults = FaultControl::new(FaultConfig::default());
@@ -60,6 +74,7 @@ impl Node {
             Box::new(engine),
             Arc::new(Mutex::new(StubLog::default())),
             trace.clone(),
+            time,
         );
         g.bring_up();
         // GID table as seed 2 §4: 0/1 link-local (v1/v2), 2/3 IPv4-mapped (v1/v2).
@@ -133,6 +148,16 @@ impl Node {
 
     pub fn counter(&self, index: usize) -> u64 {
         self.g.counters.get(index)
+    }
+
+    /// One round of the device, its new CQEs added to `cqes`; `true` if it has work left over
+    /// or CQEs came (see [`Driven::round`]).
+    pub fn round(&mut self, cqes: &mut Vec<Cqe>) -> bool {
+        let more = self.g.dev.process();
+        let new = self.cq.poll(&self.g);
+        let collected = !new.is_empty();
+        cqes.extend(new);
+        more || collected
     }
 
     pub fn gid(&self, index: u8) -> [u8; 16] {
@@ -619,6 +644,117 @@ pub fn atomic_seg(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> [
     .encode()
 }
 
+/// Most rounds one drive takes: the bound on a drive that moves frames for ever without its
+/// condition holding (counted in rounds, as the host's time no longer tells).
+pub const MAX_ROUNDS: u64 = 10_000_000;
+
+/// What the nodes have moved so far: frames sent and received, CQEs and EQEs written.
+fn activity(nodes: &[&Node]) -> u64 {
+    nodes
+        .iter()
+        .map(|n| n.g.counters.frames() + n.counter(COUNTER_CQES) + n.counter(COUNTER_EQES))
+        .sum()
+}
+
+/// Whether the nodes moved anything since their [`activity`] was `before`, given a round that
+/// left work over (`more`) or not: frames sent or received, CQEs or EQEs written, or frames
+/// waiting to be received.
+fn moved(nodes: &[&Node], more: bool, before: u64) -> bool {
+    more || activity(nodes) != before || nodes.iter().any(|n| n.g.dev.frames_waiting())
+}
+
+/// NICs the test thread drives on one virtual time ([`Pair`], [`Solo`], [`Scripted`]), and the
+/// one pump that moves them and their time.
+pub trait Driven {
+    /// The nodes; they share one [`VirtualTime`].
+    fn nodes(&self) -> Vec<&Node>;
+
+    /// Every device once, then the CQEs collected; `true` if a device has work left over or
+    /// CQEs were collected.
+    fn round(&mut self) -> bool;
+
+    /// The nodes' time.
+    fn time(&self) -> Arc<VirtualTime> {
+        self.nodes()[0].g.time.clone()
+    }
+
+    /// One round; whether anything moved (see [`moved`]).
+    fn step(&mut self) -> bool {
+        let before = activity(&self.nodes());
+        let more = self.round();
+        moved(&self.nodes(), more, before)
+    }
+
+    /// The pump: rounds until `done` holds (asked before each round; it may act, e.g. answer
+    /// page faults, and what it moves counts as the round's). While rounds move something the
+    /// time stands still; after a round that moved nothing it jumps to the earliest deadline of
+    /// any device after now, or to `horizon` if that comes first. With no such deadline the
+    /// NICs are quiet: nothing can happen any more, and the drive ends, `false`. Panics after
+    /// `limit` of device time or [`MAX_ROUNDS`] rounds.
+    fn drive(
+        &mut self,
+        limit: Duration,
+        horizon: Option<Instant>,
+        mut done: impl FnMut(&mut Self) -> bool,
+    ) -> bool {
+        let time = self.time();
+        assert!(
+            self.nodes().iter().all(|n| Arc::ptr_eq(&n.g.time, &time)),
+            "the nodes of a harness share one time (Node::with_time)"
+        );
+        let start = time.now();
+        for _ in 0..MAX_ROUNDS {
+            let before = activity(&self.nodes());
+            if done(self) {
+                return true;
+            }
+            let more = self.round();
+            if moved(&self.nodes(), more, before) {
+                continue;
+            }
+            let now = time.now();
+            let next = self
+                .nodes()
+                .iter()
+                .filter_map(|n| n.g.dev.next_deadline())
+                .filter(|t| *t > now)
+                .chain(horizon)
+                .min()
+                .filter(|t| *t > now);
+            let Some(t) = next else {
+                return false;
+            };
+            assert!(
+                t - start <= limit,
+                "timed out: {limit:?} of device time passed"
+            );
+            time.advance_to(t);
+        }
+        panic!("{MAX_ROUNDS} rounds and the NICs are still busy");
+    }
+
+    /// Pumps until `done` holds; panics after `limit` of device time, or when the NICs are
+    /// stuck: nothing moves, nothing is timed, and `done` does not hold.
+    fn pump_until(&mut self, limit: Duration, done: impl FnMut(&mut Self) -> bool) {
+        assert!(
+            self.drive(limit, None, done),
+            "stuck: nothing moves, nothing is timed, and the condition does not hold"
+        );
+    }
+
+    /// Runs the NICs for `d` of device time: whatever is due meanwhile happens.
+    fn run_for(&mut self, d: Duration) {
+        let horizon = self.time().now() + d;
+        self.drive(d, Some(horizon), |_| false);
+    }
+
+    /// Runs the NICs until nothing moves and nothing is timed (every timer has fired and every
+    /// held frame arrived); panics if that takes more than `limit` of device time.
+    fn settle(&mut self, limit: Duration) {
+        self.drive(limit, None, |_| false);
+    }
+}
+
 /// Two nodes back to back with an RC QP each, connected; PSNs start near the 24-bit wrap.
 pub struct Pair {
     pub a: Node,
@@ -650,7 +786,7 @@ impl Pair {
         pb: PortEnd,
     ) -> Self {
         let mut a = Node::new(1, buf_len, pa);
-        let mut b = Node::new(2, buf_len, pb);
+        let mut b = Node::with_time(a.g.time.clone(), 2, buf_len, pb);
         let qa = Qp::create(&mut a, qp_type);
         let qb = Qp::create(&mut b, qp_type);
         let (psn_a, psn_b) = (PSN_MASK - 20, 5);
@@ -666,31 +802,8 @@ impl Pair {
         }
     }
 
-    /// Runs both devices once and collects CQEs.
-    pub fn step(&mut self) -> bool {
-        let more_a = self.a.g.dev.process();
-        let more_b = self.b.g.dev.process();
-        let new_a = self.a.cq.poll(&self.a.g);
-        let new_b = self.b.cq.poll(&self.b.g);
-        let progress = !new_a.is_empty() || !new_b.is_empty();
-        self.cqes_a.extend(new_a);
-        self.cqes_b.extend(new_b);
-        more_a || more_b || progress
-    }
-
-    /// Pumps until `done` holds; panics after `limit`.
-    pub fn pump_until(&mut self, limit: Duration, mut done: impl FnMut(&Pair) -> bool) {
-        let start = Instant::now();
-        while !done(self) {
-            let busy = self.step() || self.a.g.dev.engine.busy() || self.b.g.dev.engine.busy();
-            assert!(start.elapsed() < limit, "timed out waiting");
-            if !busy {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-        }
-    }
-
-    /// Pumps until `a` has `n_a` and `b` has `n_b` CQEs, and returns them.
+    /// Pumps until `a` has `n_a` and `b` has `n_b` CQEs (within 60 s of device time), and
+    /// returns them.
     pub fn wait_cqes(&mut self, n_a: usize, n_b: usize) -> (Vec<Cqe>, Vec<Cqe>) {
         self.pump_until(Duration::from_secs(60), |p| {
             p.cqes_a.len() >= n_a && p.cqes_b.len() >= n_b
@@ -713,6 +826,18 @@ pub struct Solo {
     pub cqes: Vec<Cqe>,
 }
 
+impl Driven for Pair {
+    fn nodes(&self) -> Vec<&Node> {
+        vec![&self.a, &self.b]
+    }
+
+    fn round(&mut self) -> bool {
+        let more_a = self.a.round(&mut self.cqes_a);
+        let more_b = self.b.round(&mut self.cqes_b);
+        more_a || more_b
+    }
+}
+
 impl Solo {
     pub fn new(buf_len: usize, conn: Conn) -> Self {
         let (port, wire) = back_to_back();
@@ -732,32 +857,12 @@ impl Solo {
         }
     }
 
-    /// Runs the device once and collects CQEs.
-    pub fn step(&mut self) -> bool {
-        let more = self.n.g.dev.process();
-        let new = self.n.cq.poll(&self.n.g);
-        let progress = !new.is_empty();
-        self.cqes.extend(new);
-        more || progress
-    }
-
-    /// Pumps until `done` holds; panics after `limit`.
-    pub fn pump_until(&mut self, limit: Duration, mut done: impl FnMut(&Solo) -> bool) {
-        let start = Instant::now();
-        while !done(self) {
-            let busy = self.step() || self.n.g.dev.engine.busy();
-            assert!(start.elapsed() < limit, "timed out waiting");
-            if !busy {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-        }
-    }
-
     fn count(&self, qpn: u32) -> usize {
         self.cqes.iter().filter(|c| c.qpn == qpn).count()
     }
 
-    /// Pumps until `qa` has `n_a` and `qb` has `n_b` CQEs, and returns them.
+    /// Pumps until `qa` has `n_a` and `qb` has `n_b` CQEs (within 60 s of device time), and
+    /// returns them.
     pub fn wait_cqes(&mut self, n_a: usize, n_b: usize) -> (Vec<Cqe>, Vec<Cqe>) {
         let (qpn_a, qpn_b) = (self.qa.qpn, self.qb.qpn);
         self.pump_until(Duration::from_secs(60), |s| {
@@ -778,6 +883,16 @@ impl Solo {
             }
         });
         taken
+    }
+}
+
+impl Driven for Solo {
+    fn nodes(&self) -> Vec<&Node> {
+        vec![&self.n]
+    }
+
+    fn round(&mut self) -> bool {
+        self.n.round(&mut self.cqes)
     }
 }
 
@@ -842,18 +957,21 @@ impl Scripted {
         }
     }
 
-    /// Runs the device `rounds` times and collects CQEs.
+    /// Runs the device `rounds` times and collects CQEs (no time passes).
     pub fn run(&mut self, rounds: usize) {
         for _ in 0..rounds {
-            self.n.g.dev.process();
-            let new = self.n.cq.poll(&self.n.g);
-            self.cqes.extend(new);
+            self.round();
         }
     }
 
     /// Runs the device a few times and returns the packets it sent since the last call.
     pub fn sent(&mut self) -> Vec<Sent> {
         self.run(4);
+        self.take_sent()
+    }
+
+    /// The packets that reached the test's end of the wire since the last call.
+    pub fn take_sent(&mut self) -> Vec<Sent> {
         let mut out = Vec::new();
         while let Some(bytes) = self.wire.rx.pop() {
             let f = frame::parse(&bytes).expect("a RoCE frame");
@@ -910,6 +1028,16 @@ impl Scripted {
     }
 }
 
+impl Driven for Scripted {
+    fn nodes(&self) -> Vec<&Node> {
+        vec![&self.n]
+    }
+
+    fn round(&mut self) -> bool {
+        self.n.round(&mut self.cqes)
+    }
+}
+
 /// Another host's GID, for forged frames.
 pub fn stranger_gid() -> [u8; 16] {
     mapped([10, 0, 0, 66])
@@ -923,15 +1051,11 @@ pub fn fast_timeout() -> Conn {
     }
 }
 
-/// Runs the device of `s` for `ms` milliseconds and returns what it sent meanwhile.
+/// Runs the device of `s` for `ms` milliseconds of device time (every timer due meanwhile
+/// fires) and returns what it sent meanwhile.
 pub fn sent_during(s: &mut Scripted, ms: u64) -> Vec<Sent> {
-    let until = Instant::now() + Duration::from_millis(ms);
-    let mut out = Vec::new();
-    while Instant::now() < until {
-        out.extend(s.sent());
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    out
+    s.run_for(Duration::from_millis(ms));
+    s.take_sent()
 }
 
 /// (wr_id, status) of each CQE.

@@ -92,7 +92,7 @@ impl XrcSrq {
 pub fn xrc_pair(buf_len: usize, conn: Conn) -> (Pair, XrcSrq) {
     let (pa, pb) = back_to_back();
     let mut a = Node::new(1, buf_len, pa);
-    let mut b = Node::new(2, buf_len, pb);
+    let mut b = Node::with_time(a.g.time.clone(), 2, buf_len, pb);
     let mut qa = Qp::create_xrc_ini(&mut a);
     let qb = Qp::create_xrc_tgt(&mut b, XRCD);
     let cqn = b.cq.cqn;
