@@ -592,9 +592,14 @@ class TimingTest(unittest.TestCase):
         text = readme.read_text()
         table = text[text.index("## Time per scenario"):]
         table = table[:table.index("\n## ")]
-        rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| ([\d.]+|—) \|$", table, re.M)
+        rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| ([\d.]+|—) \| ([\d.]+|—) \|$", table, re.M)
         scenarios = sorted(p.parent.name for p in (Path(__file__).resolve().parent / "scenarios").glob("*/scenario.py"))
         self.assertEqual([name for name, *_ in rows], scenarios)
+        # ... with the figures of usage.json, which the scheduler reads: vmtest --table made it.
+        import json
+        import vmtest
+        measured = json.loads(vmtest.MEASURED.read_text())
+        self.assertIn(vmtest.table(scenarios, measured), table)
 
 
 def kunit_tool():

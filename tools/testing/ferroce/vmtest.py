@@ -208,6 +208,17 @@ def next_job(pending: list[Job], running: list[Job], cores: int, limit: int) -> 
     return None
 
 
+def table(names: list[str], measured: dict) -> str:
+    """The README's table of time per scenario: VMs, timeout, and the wall and CPU seconds of
+    `measured` (usage.json), "—" where a scenario was not measured."""
+    lines = ["| scenario | VMs | timeout (s) | seconds | CPU seconds |", "| --- | --- | --- | --- | --- |"]
+    for name in names:
+        scenario, figures = load(name), measured.get(name)
+        wall, cpu = (f"{figures['wall']:.0f}", f"{figures['cpu']:.0f}") if figures else ("—", "—")
+        lines.append(f"| `{name}` | {len(scenario.vms)} | {scenario.timeout:.0f} | {wall} | {cpu} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", type=Path, required=True)
@@ -244,6 +255,8 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                         help="the cores --jobs may fill (default: this machine's)")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--table", action="store_true",
+                        help="print the README's table of time per scenario from usage.json")
     parser.add_argument("--follow", action="store_true", help="echo the VMs' output and kernel logs while they run")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args()
@@ -258,6 +271,9 @@ def main() -> int:
     if args.list:
         for name in names:
             print(f"{name}: {load(name).doc}")
+        return 0
+    if args.table:
+        print(table(names, json.loads(MEASURED.read_text()) if MEASURED.exists() else {}))
         return 0
 
     harness.private_network()

@@ -77,7 +77,7 @@ def cm_rejoin(run: Run) -> str:
     left the server waiting for good: tools-parity/read-lat-cm failed so)."""
     quitter = run.vm("a").step("cm-quitter")
     quitter.ok()
-    quitter.expect(r"^quitter: killed once connected: .* type RC .* state RTS ")
+    quitter.expect(r"^quitter: killed once connected: .* type RC .*state RTS ")
     for vm in ("a", "b"):
         run.vm(vm).step("cm-rejoin").ok()
     server = run.vm("b").step("cm-rejoin")
