@@ -6,6 +6,7 @@
 #   make run         two VMs doing RDMA, printing what happens
 #   make check       every test; the last line reads "N passed, N failed"
 #   make check-debug every VM scenario on the debug kernel (KASAN, kmemleak, lockdep)
+#   make check-flaky SCENARIOS="<name> ..." N=5   each scenario N times: failures per check
 #
 #   make toolchain   the pinned Debian trixie root (mmdebstrap), cached
 #   make kernel      the Rust-enabled 7.3 guest kernel with our files in it
@@ -24,7 +25,7 @@
 FERROCE := tools/ferroce
 export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS
 
-.PHONY: all toolchain kernel modules nic initramfs run check check-debug bench soak fuzz shell clean
+.PHONY: all toolchain kernel modules nic initramfs run check check-debug check-flaky bench soak fuzz shell clean
 
 all: initramfs
 
@@ -39,6 +40,9 @@ check:
 
 check-debug:
 	@$(FERROCE) check-debug $(SCENARIOS)
+
+check-flaky:
+	@N=$(N) $(FERROCE) check-flaky $(SCENARIOS)
 
 soak:
 	@$(FERROCE) soak $(SCENARIOS)

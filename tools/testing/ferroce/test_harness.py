@@ -780,6 +780,15 @@ class VmtestMainTest(unittest.TestCase):
             self.assertRegex(printed2, rf"(?m)^--- {name}: 1 VM\(s\).*\n    \(VMs .*\n    \(longest steps: .*\n"
                                        rf"PASS {name}/vms-complete$")
 
+    def test_repeated_runs_count_each_checks_failures(self):
+        rc, printed, results, kt = self.run_main("", ("module", "kunit"), ("--repeat", "3", "--jobs", "2"))
+        self.assertEqual(rc, 1)
+        self.assertEqual(len([line for line in results.splitlines() if line.startswith("PASS module/")]), 18)
+        self.assertEqual(kt.splitlines()[1], "1..8")
+        # kunit's checks do not match the module's output: each fails in every run.
+        self.assertRegex(printed, r"(?m)^vmtest: 3 runs; checks that failed \(failures of 3\):\n  kunit/\S+ 3$")
+        self.assertRegex(printed, r"(?m)^  module \d+\.\d s, timeout 120 s$")
+
     def test_a_warning_in_the_kernel_log_fails_kernel_clean_only(self):
         rc, printed, results, kt = self.run_main(
             "[    1.300000] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/ferroce/lib.rs:1\n")

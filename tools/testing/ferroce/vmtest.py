@@ -208,6 +208,61 @@ def next_job(pending: list[Job], running: list[Job], cores: int, limit: int) -> 
     return None
 
 
+def run_all(names: list[str], scenarios: dict[str, harness.Scenario], machine_for, logs: Path, jobs: int,
+            cores: int, follow: bool, finish) -> None:
+    """Runs the scenarios, one at a time or (`jobs` > 1) side by side as their measured cores
+    fit, calling `finish(name, results, usage, seconds)` as each ends. What a scenario printed
+    is printed whole when it ends, so that its lines stay together."""
+    if jobs <= 1:
+        for name in names:
+            began = time.monotonic()
+            results, use = run_one(machine_for(scenarios[name]), scenarios[name], logs, follow)
+            finish(name, results, use, time.monotonic() - began)
+        return
+    measured = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+    pending = jobs_of(names, scenarios, measured, cores)
+    running: list[Job] = []
+    done: queue.Queue = queue.Queue()
+
+    def run(job: Job) -> None:
+        began, printed = time.monotonic(), io.StringIO()
+        try:
+            results, use = run_one(machine_for(job.scenario), job.scenario, logs, False, printed)
+        except Exception as e:  # noqa: BLE001 -- a harness bug fails the scenario, not the run
+            results, use = [(f"{job.name}/setup", False, f"{type(e).__name__}: {e}")], None
+        done.put((job, results, use, time.monotonic() - began, printed.getvalue()))
+
+    while pending or running:
+        while (job := next_job(pending, running, cores, jobs)) is not None:
+            pending.remove(job)
+            running.append(job)
+            print(f"--- {job.name}: started beside {', '.join(j.name for j in running[:-1]) or 'nothing'}",
+                  flush=True)
+            threading.Thread(target=run, args=(job,), name=job.name, daemon=True).start()
+        job, results, use, seconds, printed = done.get()
+        running.remove(job)
+        sys.stdout.write(printed)
+        finish(job.name, results, use, seconds)
+
+
+def flakiness(rows: list[Row], runs: int, timeouts: dict[str, float]) -> str:
+    """After --repeat: each check that failed, and how often; each scenario's slowest run
+    against its timeout (`timeouts`, scaled as it ran), which should be three times that."""
+    failures: dict[str, int] = {}
+    slowest: dict[str, float] = {}
+    for name, results, seconds, _ in rows:
+        slowest[name] = max(slowest.get(name, 0.0), seconds)
+        for check, passed, _ in results:
+            failures[check] = failures.get(check, 0) + (not passed)
+    lines = [f"vmtest: {runs} runs; checks that failed (failures of {runs}):"]
+    lines += [f"  {check} {n}" for check, n in failures.items() if n] or ["  none"]
+    lines.append("vmtest: each scenario's slowest run and its timeout (at least three times it)")
+    lines += [f"  {name} {secs:.1f} s, timeout {timeouts[name]:.0f} s"
+              + ("" if timeouts[name] >= 3 * secs else "  (less than three times the slowest run)")
+              for name, secs in slowest.items()]
+    return "\n".join(lines)
+
+
 def table(names: list[str], measured: dict) -> str:
     """The README's table of time per scenario: VMs, timeout, and the wall and CPU seconds of
     `measured` (usage.json), "—" where a scenario was not measured."""
@@ -254,6 +309,9 @@ def main() -> int:
                              "ones kept busy when measured, in usage.json, leave room for its own)")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                         help="the cores --jobs may fill (default: this machine's)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the scenarios this many times (logs in --logs/run-K/), then print how "
+                             "often each check failed and each scenario's slowest time (make check-flaky)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--table", action="store_true",
                         help="print the README's table of time per scenario from usage.json")
@@ -289,63 +347,38 @@ def main() -> int:
         out = open(args.results, "a") if args.results else None
         kt = None
         if args.ktap:
-            kt = ktap.Writer(open(args.ktap, "w"), ktap.planned(earlier) + len(names))
+            kt = ktap.Writer(open(args.ktap, "w"), ktap.planned(earlier) + len(names) * args.repeat)
             kt.results(earlier)
-        failed = 0
+        scenarios = {name: load(name) for name in names}
         rows: list[Row] = []
         start = time.monotonic()
+        for k in range(1, args.repeat + 1):
+            if args.repeat > 1:
+                print(f"=== run {k} of {args.repeat}", flush=True)
 
-        def finish(name: str, results, use: usage.Usage | None, seconds: float) -> None:
-            nonlocal failed
-            report(results, out)
-            print(f"--- {timing(name, results, seconds)}", flush=True)
-            if kt:
-                kt.suite(name, [(check.split("/", 1)[-1], passed, message) for check, passed, message in results],
-                         seconds, f"{seconds:.1f} s (VMs {use.line()})" if use else None)
-            rows.append((name, results, seconds, use))
-            failed += sum(1 for _, passed, _ in results if not passed)
+            def finish(name: str, results, use: usage.Usage | None, seconds: float) -> None:
+                report(results, out)
+                print(f"--- {timing(name, results, seconds)}", flush=True)
+                if kt:
+                    kt.suite(name, [(check.split("/", 1)[-1], passed, message)
+                                    for check, passed, message in results],
+                             seconds, f"{seconds:.1f} s (VMs {use.line()})" if use else None)
+                rows.append((name, results, seconds, use))
 
-        scenarios = {name: load(name) for name in names}
-        if args.jobs <= 1 or args.follow:
-            for name in names:
-                began = time.monotonic()
-                scenario = scenarios[name]
-                results, use = run_one(debug_machine if scenario.debug_lane else machine, scenario, args.logs,
-                                       args.follow)
-                finish(name, results, use, time.monotonic() - began)
-        else:
-            measured = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
-            pending = jobs_of(names, scenarios, measured, args.cores)
-            running: list[Job] = []
-            done: queue.Queue = queue.Queue()
-
-            def run(job: Job) -> None:
-                began, printed = time.monotonic(), io.StringIO()
-                try:
-                    results, use = run_one(debug_machine if job.scenario.debug_lane else machine, job.scenario,
-                                           args.logs, False, printed)
-                except Exception as e:  # noqa: BLE001 -- a harness bug fails the scenario, not the run
-                    results, use = [(f"{job.name}/setup", False, f"{type(e).__name__}: {e}")], None
-                done.put((job, results, use, time.monotonic() - began, printed.getvalue()))
-
-            while pending or running:
-                while (job := next_job(pending, running, args.cores, args.jobs)) is not None:
-                    pending.remove(job)
-                    running.append(job)
-                    print(f"--- {job.name}: started beside {', '.join(j.name for j in running[:-1]) or 'nothing'}",
-                          flush=True)
-                    threading.Thread(target=run, args=(job,), name=job.name, daemon=True).start()
-                job, results, use, seconds, printed = done.get()
-                running.remove(job)
-                sys.stdout.write(printed)
-                finish(job.name, results, use, seconds)
+            logs = args.logs if args.repeat == 1 else args.logs / f"run-{k}"
+            run_all(names, scenarios, lambda s: debug_machine if s.debug_lane else machine, logs,
+                    args.jobs if not args.follow else 1, args.cores, args.follow, finish)
         print(summary(rows, time.monotonic() - start), flush=True)
+        if args.repeat > 1:
+            timeouts = {name: scenario.timeout * (debug_machine if scenario.debug_lane else machine).slow
+                        for name, scenario in scenarios.items()}
+            print(flakiness(rows, args.repeat, timeouts), flush=True)
         if args.usage:
             usage.write(args.usage, {name: use for name, _, _, use in rows if use})
         for f in (out, kt and kt.out):
             if f:
                 f.close()
-    return 1 if failed else 0
+    return 1 if any(not passed for _, results, _, _ in rows for _, passed, _ in results) else 0
 
 
 if __name__ == "__main__":
