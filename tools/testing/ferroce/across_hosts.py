@@ -16,12 +16,12 @@ from pingpong import pingpong, write_bw
 HOSTS = {"a": "east", "b": "west", "c": "west", "d": "east"}
 
 
-def scenario_across(wire: str) -> Scenario:
+def scenario_across(wire: str, timeout: float) -> Scenario:
     """VM a on host east, VM b and rxe VM c on host west (and, over UDP, VM d on host east);
     ferroce ports on `wire` ("tap": the hosts' bridges and VXLAN; "udp": UDP tunnels, a's NIC
     to b's and d's to c's QEMU)."""
     scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, mibs=16, hosts=HOSTS, wire=wire,
-                            timeout=600)
+                            timeout=timeout)
     # A new list: the NVMe checks go over the two VMs they were made with.
     if wire == "tap":
         scenario.vms = [*scenario.vms, Vm("c", "10.0.0.3/24", host=HOSTS["c"])]

@@ -38,7 +38,7 @@ RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeou
                      "naks_received", "seq_errors", "duplicates", "rnr_retries"]
 
 
-def scenario_for(KINDS: dict[str, str], timeout: int = 400, nic_args: list[str] | None = None,  # noqa: N803
+def scenario_for(KINDS: dict[str, str], timeout: int, nic_args: list[str] | None = None,  # noqa: N803
                  expect_retransmits: bool = False, target_srq: bool = False, mibs: int = 64,
                  lies: list[str] | None = None, debug_lane: bool = False,
                  connect_opts: dict[str, str] | None = None, hosts: dict[str, str] | None = None,

@@ -22,13 +22,13 @@ ROW = {
 }
 
 
-def scenario_for(kind: str) -> Scenario:
-    """The scenario for device kind "ferroce" or "rxe"."""
+def scenario_for(kind: str, timeout: float) -> Scenario:
+    """The scenario for device kind "ferroce" or "rxe", bounded by `timeout` seconds."""
     # The NICs poll doorbell records without ever sleeping (only the FERROCE_DOORBELL=record
     # runs have such QPs): the doorbells those runs write are then a count, 0.
     vms = [Vm(name, ip, nic=kind == "ferroce", nic_args=["--poll-spin-us", "1000000"])
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
-    scenario = Scenario(vms=vms, timeout=1800)
+    scenario = Scenario(vms=vms, timeout=timeout)
 
     def result(run: Run, name: str) -> str:
         for vm in vms:

@@ -12,7 +12,7 @@ import pingpong
 from harness import CheckFailed, Run, Scenario, Vm
 
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
-                    timeout=900)
+                    timeout=120)
 
 
 @scenario.check

@@ -4,7 +4,7 @@ with a clear message, probe fails cleanly, nothing hangs, rmmod works.
 
 from harness import CheckFailed, Run, Scenario, Vm
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, nic_args=["--stall"])], timeout=180, faults=True, debug_lane=True)
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, nic_args=["--stall"])], timeout=120, faults=True, debug_lane=True)
 
 DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
 TIMEOUT_MS = 2000

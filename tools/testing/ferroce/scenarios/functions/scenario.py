@@ -15,7 +15,7 @@ VMS = [
     Vm("c", "10.0.0.3/24", function_of="a", vf_limits=",".join(f"{k}={v}" for k, v in C_LIMITS.items())),
     Vm("d", "10.0.0.4/24", nic=True),
 ]
-scenario = Scenario(vms=VMS, timeout=900)
+scenario = Scenario(vms=VMS, timeout=120)
 
 
 @scenario.check

@@ -18,7 +18,7 @@ QID_TABLE_LEN = 8
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True,
                             nic_args=["--cmd-timeout-ms", str(CMD_TIMEOUT_MS),
                                       "--qid-table-len", str(QID_TABLE_LEN)])],
-                    timeout=180, faults=True)  # in-flight.sh stalls the NIC
+                    timeout=120, faults=True)  # in-flight.sh stalls the NIC
 
 
 @scenario.check

@@ -13,7 +13,7 @@ from harness import KERNEL_TROUBLE, CheckFailed, Run, Scenario, Vm
 # --qpn-lowest-free: the reuse phase needs the destroyed QP's number back at once (by default
 # the NIC hands numbers out in turn).
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, nic_args=["--qpn-lowest-free"])],
-                    timeout=600, debug_lane=True)
+                    timeout=240, debug_lane=True)
 
 CHAIN = 32
 INLINE_WRS = 8

@@ -7,4 +7,4 @@ NIC (`-netdev dgram` with inet addresses): ibv_rc_pingpong d -> c.
 
 from across_hosts import scenario_across
 
-scenario = scenario_across("udp")
+scenario = scenario_across("udp", timeout=120)

@@ -6,4 +6,4 @@ ib_write_bw a -> b, ibv_rc_pingpong a -> c (ferroce to rxe), then NVMe over RDMA
 
 from across_hosts import scenario_across
 
-scenario = scenario_across("tap")
+scenario = scenario_across("tap", timeout=120)

@@ -19,7 +19,7 @@ VMS = [
     Vm("c", "10.0.0.3/24", nic=True, second=("rxe", "10.0.1.3/24")),
 ]
 RECEIVERS = ("b", "c")
-scenario = Scenario(vms=VMS, timeout=600)
+scenario = Scenario(vms=VMS, timeout=120)
 GROUP_MAC = "01:00:5e:01:01:01"
 MCAST_QPN = 0xFFFFFF
 ROUNDS, COUNT = 3, 10

@@ -7,7 +7,7 @@ frames to its engine and passes everything else (ARP, IPv4, IPv6) both ways.
 from harness import Run, Scenario, Vm
 
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
-                    timeout=180)
+                    timeout=120)
 
 
 @scenario.check

@@ -13,5 +13,5 @@ FAULTS = ["--fault-drop", "0.05", "--fault-reorder", "0.05", "--fault-seed", "7"
 CONNECT_OPTS = {"ctrl_loss_tmo": "900"}
 
 # 16 MiB: enough losses to recover from (thousands), in a quarter of the time.
-scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, nic_args=FAULTS, expect_retransmits=True,
+scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, timeout=360, nic_args=FAULTS, expect_retransmits=True,
                         mibs=16, connect_opts=CONNECT_OPTS)

@@ -6,4 +6,4 @@ READs and WRITEs come from ferroce this way. Checks: nvme_rdma.py.
 
 from nvme_rdma import scenario_for
 
-scenario = scenario_for({"a": "rxe", "b": "ferroce"})
+scenario = scenario_for({"a": "rxe", "b": "ferroce"}, timeout=120)

@@ -5,4 +5,4 @@ VM a (host) has a ferroce NIC, VM b (target) runs rxe on its virtio-net. Checks:
 
 from nvme_rdma import scenario_for
 
-scenario = scenario_for({"a": "ferroce", "b": "rxe"})
+scenario = scenario_for({"a": "ferroce", "b": "rxe"}, timeout=120)

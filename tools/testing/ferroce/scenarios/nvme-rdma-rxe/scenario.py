@@ -5,4 +5,4 @@ The reference run for the ferroce ones: the same VMs, kernel and checks (nvme_rd
 
 from nvme_rdma import scenario_for
 
-scenario = scenario_for({"a": "rxe", "b": "rxe"})
+scenario = scenario_for({"a": "rxe", "b": "rxe"}, timeout=120)

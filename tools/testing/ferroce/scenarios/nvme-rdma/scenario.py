@@ -15,5 +15,5 @@ LIES = ["cqe-opcode", "cqe-qpn", "cqe-wr-id", "cqe-byte-len", "cqe-wqe-index", "
 # a.sh's NVME_CONNECT_OPTS: a controller a lie broke reconnects after 1 s, not 10.
 CONNECT_OPTS = {"reconnect_delay": "1"}
 
-scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, target_srq=True, lies=LIES, debug_lane=True,
+scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, timeout=180, target_srq=True, lies=LIES, debug_lane=True,
                         connect_opts=CONNECT_OPTS)

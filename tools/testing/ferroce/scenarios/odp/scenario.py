@@ -15,7 +15,7 @@ VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)]
 NAMES = [vm.name for vm in VMS]
 # Pages given back while the NIC may be reaching them: memory lifetime and DMA, so the
 # debug kernel (KASAN, kmemleak, lockdep) runs it.
-scenario = Scenario(vms=VMS, timeout=900, debug_lane=True)
+scenario = Scenario(vms=VMS, timeout=120, debug_lane=True)
 
 
 @scenario.check

@@ -2,4 +2,4 @@
 
 from perftest import scenario_for
 
-scenario = scenario_for("rxe")
+scenario = scenario_for("rxe", timeout=480)

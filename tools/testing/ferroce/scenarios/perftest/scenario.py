@@ -6,7 +6,7 @@ window (FERROCE_PUSH=1). Checks and figures: perftest.py; perftest-rxe is the sa
 from harness import CheckFailed, Run
 from perftest import scenario_for
 
-scenario = scenario_for("ferroce")
+scenario = scenario_for("ferroce", timeout=300)
 # Counted per WR from the runs of 64 and 256 WRs (their setup cancels out).
 RUNS = (64, 256)
 WRS = RUNS[1] - RUNS[0]

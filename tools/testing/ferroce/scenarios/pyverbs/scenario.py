@@ -26,7 +26,7 @@ from harness import CheckFailed, Run, Scenario, Step, Vm
 # --qpn-lowest-free: reuse-ferroce needs a destroyed QP's number back at once.
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, toolroot=True, memory_mib=1536,
                          nic_args=["--qpn-lowest-free"])],
-                    timeout=3900)
+                    timeout=780)
 HEADER = re.compile(r"^(test_\w+) \(([\w.]+)\)", re.M)
 # After " ... ", or alone on a line when warnings or late tracebacks came in between.
 VERDICT = re.compile(r"(?:\.\.\. |^)(ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b", re.M)

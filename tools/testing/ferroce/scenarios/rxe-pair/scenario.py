@@ -11,7 +11,7 @@ from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
 from pingpong import pingpong
 
 VMS = [Vm("a", "10.0.0.1/24"), Vm("b", "10.0.0.2/24")]
-scenario = Scenario(vms=VMS, timeout=900)
+scenario = Scenario(vms=VMS, timeout=120)
 
 
 @scenario.check

@@ -39,7 +39,7 @@ VMS = [
     Vm("a", "10.0.0.1/24", nic=True, second=("rxe", "10.0.1.1/24")),
     Vm("b", "10.0.0.2/24", nic=True, second=("rxe", "10.0.1.2/24")),
 ]
-scenario = Scenario(vms=VMS, timeout=3000)
+scenario = Scenario(vms=VMS, timeout=540)
 KINDS = ("ferroce", "rxe")
 # What perftest and ucmatose print when something went wrong.
 ERRORS = re.compile(r"Couldn't|[Ff]ailed|[Ee]rror|Incompatibility|REJECTED|UNREACHABLE|"

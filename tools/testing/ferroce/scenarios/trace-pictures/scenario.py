@@ -19,7 +19,7 @@ import nictrace
 from harness import CheckFailed, Run, Scenario, Vm
 
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
-                    timeout=900, faults=True)  # the lossy pingpong drops 30 %
+                    timeout=120, faults=True)  # the lossy pingpong drops 30 %
 
 SEND_ONLY, ACK = 4, 17
 WRITES = {"WRITE_FIRST": 6, "WRITE_MIDDLE": 7, "WRITE_LAST": 8, "WRITE_ONLY": 10}

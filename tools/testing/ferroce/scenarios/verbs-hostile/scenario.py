@@ -16,7 +16,7 @@ from harness import CheckFailed, Run, Scenario, Vm
 
 # faults: ferroce_random's QPs send to QPs that do not exist or whose process was killed, and
 # their NIC retransmits until it gives up.
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=300, faults=True, debug_lane=True)
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=240, faults=True, debug_lane=True)
 
 
 @scenario.check

@@ -10,7 +10,7 @@ from harness import CheckFailed, Run, Scenario, Vm
 from pingpong import pingpong, write_bw
 
 VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24")]
-scenario = Scenario(vms=VMS, timeout=1200)
+scenario = Scenario(vms=VMS, timeout=120)
 
 
 @scenario.check

@@ -14,7 +14,7 @@ from pingpong import pingpong
 
 VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)]
 NAMES = [vm.name for vm in VMS]
-scenario = Scenario(vms=VMS, timeout=1200)
+scenario = Scenario(vms=VMS, timeout=120)
 SIZES = [1, 4096, 65536, 1048576]
 
 

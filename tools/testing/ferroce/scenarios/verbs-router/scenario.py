@@ -18,7 +18,7 @@ VMS = [
     Vm("r", "10.0.0.254/24", second=("wan", "10.0.1.254/24")),
     Vm("b", "10.0.1.1/24", nic=True, gateway="10.0.1.254", segment="wan"),
 ]
-scenario = Scenario(vms=VMS, timeout=600, needs_all_exit_zero=False,
+scenario = Scenario(vms=VMS, timeout=420, needs_all_exit_zero=False,
                     faults=True)  # -g 0 sends to a station that is not there
 ROUTER_LAN, ROUTER_WAN, B_MAC = mac_of(1), second_mac_of(1), mac_of(2)
 

@@ -19,7 +19,7 @@ MIBS = 16
 KINDS = ["ack-ahead", "nak-ahead", "access-ahead", "read-ahead", "ack-stranger", "access-stranger",
          "read-stranger", "bad-icrc"]
 
-scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, timeout=400, mibs=MIBS)
+scenario = scenario_for({"a": "ferroce", "b": "ferroce"}, timeout=120, mibs=MIBS)
 scenario.vms = [*scenario.vms, Vm("m", "10.0.0.3/24", memory_mib=512, mirror=True)]
 
 

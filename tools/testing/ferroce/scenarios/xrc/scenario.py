@@ -23,7 +23,7 @@ from harness import CheckFailed, Run, Scenario, Vm
 from perftest import ROW
 
 VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)]
-scenario = Scenario(vms=VMS, timeout=900)
+scenario = Scenario(vms=VMS, timeout=120)
 # ibv_xsrq_pingpong's server sends to every client's target QP as soon as it has connected the
 # last client (xsrq_pingpong.c: pp_server_connect, then main's pp_post_send), while that client
 # may still be moving its target to RTR (pp_client_connect: connect_qps after recv_remote_dest):
