@@ -811,31 +811,6 @@ class VmtestMainTest(unittest.TestCase):
         self.run_main("", ("module", "kverbs"), ("--lane", "default"), machines)
         self.assertEqual(list(machines), ["module"])
 
-    def test_the_debug_lane_waits_for_its_kernel(self):
-        import threading
-        with tempfile.TemporaryDirectory() as d:
-            lane = Path(d) / "debug-machine.args"
-            for jobs in ("1", "2"):
-                lane.unlink(missing_ok=True)
-                machines = {}
-                # The default lane's scenario runs while the debug kernel is still building.
-                threading.Timer(1.5, lambda: lane.write_text(
-                    "--debug-kernel\n/k/linux-7.3-debug/bzImage\n--debug-initrd\n/k/modules-debug.cpio\n"
-                    "--debug-slow\n4\n")).start()
-                rc, printed, *_ = self.run_main("", ("kverbs", "module"), ("--debug-lane-file", str(lane),
-                                                                           "--jobs", jobs), machines)
-                self.assertEqual(list(machines), ["module", "kverbs"])
-                self.assertEqual((str(machines["kverbs"].kernel), machines["kverbs"].slow,
-                                  [str(i) for i in machines["kverbs"].initrds]),
-                                 ("/k/linux-7.3-debug/bzImage", 4.0, ["/k/modules-debug.cpio"]))
-                self.assertEqual(machines["module"].kernel.name, "bzImage")
-            # A debug kernel that did not build: its lane runs on the default kernel, and says so.
-            lane.write_text("failed\n")
-            machines = {}
-            rc, printed, *_ = self.run_main("", ("kverbs",), ("--debug-lane-file", str(lane)), machines)
-            self.assertEqual((machines["kverbs"].kernel.name, machines["kverbs"].slow), ("bzImage", 1.0))
-            self.assertIn("the debug kernel did not build", printed)
-
     def test_one_time_factor_of_the_debug_kernel(self):
         """check-debug (--debug) and the debug lane take the same factor, harness.DEBUG_SLOW, unless told."""
         machines = {}

@@ -212,17 +212,9 @@ def run_all(names: list[str], scenarios: dict[str, harness.Scenario], machine_fo
             cores: int, follow: bool, finish) -> None:
     """Runs the scenarios, one at a time or (`jobs` > 1) side by side as their measured cores
     fit, calling `finish(name, results, usage, seconds)` as each ends. What a scenario printed
-    is printed whole when it ends, so that its lines stay together. A scenario whose machine is
-    not ready (`machine_for` gives None: the debug kernel still builds) waits, and the others
-    run first."""
+    is printed whole when it ends, so that its lines stay together."""
     if jobs <= 1:
-        waiting = list(names)
-        while waiting:
-            name = next((n for n in waiting if machine_for(scenarios[n])), None)
-            if name is None:
-                time.sleep(1)
-                continue
-            waiting.remove(name)
+        for name in names:
             began = time.monotonic()
             results, use = run_one(machine_for(scenarios[name]), scenarios[name], logs, follow)
             finish(name, results, use, time.monotonic() - began)
@@ -241,18 +233,13 @@ def run_all(names: list[str], scenarios: dict[str, harness.Scenario], machine_fo
         done.put((job, results, use, time.monotonic() - began, printed.getvalue()))
 
     while pending or running:
-        ready = [job for job in pending if machine_for(job.scenario)]
-        while (job := next_job(ready, running, cores, jobs)) is not None:
+        while (job := next_job(pending, running, cores, jobs)) is not None:
             pending.remove(job)
-            ready.remove(job)
             running.append(job)
             print(f"--- {job.name}: started beside {', '.join(j.name for j in running[:-1]) or 'nothing'}",
                   flush=True)
             threading.Thread(target=run, args=(job,), name=job.name, daemon=True).start()
-        try:
-            job, results, use, seconds, printed = done.get(timeout=1)
-        except queue.Empty:  # nothing ended: perhaps a machine is ready now
-            continue
+        job, results, use, seconds, printed = done.get()
         running.remove(job)
         sys.stdout.write(printed)
         finish(job.name, results, use, seconds)
@@ -287,44 +274,6 @@ def table(names: list[str], measured: dict) -> str:
     return "\n".join(lines)
 
 
-def debug_options(parser: argparse.ArgumentParser) -> None:
-    """Where the debug lane runs: vmtest's options, and what --debug-lane-file holds."""
-    parser.add_argument("--debug-kernel", type=Path,
-                        help="the debug kernel: the debug lane's scenarios (Scenario.debug_lane) run on it")
-    parser.add_argument("--debug-initrd", type=Path, action="append", default=[],
-                        help="initramfs piece for the debug kernel (its modules); repeat")
-    parser.add_argument("--debug-slow", type=float, default=harness.DEBUG_SLOW,
-                        help=f"the debug kernel's time factor (default {harness.DEBUG_SLOW:g})")
-
-
-class Machines:
-    """The machine each scenario runs on: the debug lane's on the debug kernel when there is one,
-    which may still be building (`lane_file`: until it exists, `for_` has no machine for them)."""
-
-    def __init__(self, default: harness.Machine, debug: harness.Machine | None, lane_file: Path | None) -> None:
-        self.default = default
-        self.debug = debug or (None if lane_file else default)
-        self.lane_file = lane_file
-
-    def for_(self, scenario: harness.Scenario) -> harness.Machine | None:
-        if not scenario.debug_lane:
-            return self.default
-        if self.debug is None and self.lane_file.exists():
-            words = self.lane_file.read_text().split()
-            if words == ["failed"]:
-                print("vmtest: the debug kernel did not build: the debug lane runs on the default kernel",
-                      flush=True)
-                self.debug = self.default
-            else:
-                parser = argparse.ArgumentParser(prog=str(self.lane_file))
-                debug_options(parser)
-                lane = parser.parse_args(words)
-                self.debug = dataclasses.replace(self.default, kernel=lane.debug_kernel,
-                                                 initrds=lane.debug_initrd or self.default.initrds,
-                                                 slow=lane.debug_slow)
-        return self.debug
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", type=Path, required=True)
@@ -346,12 +295,12 @@ def main() -> int:
                         help="time factor of --kernel (timeouts scale): 1, or with --debug the debug kernel's")
     parser.add_argument("--debug", action="store_true",
                         help="--kernel is the debug kernel (make check-debug): it runs --debug-slow times slower")
-    debug_options(parser)
-    parser.add_argument("--debug-lane-file", type=Path,
-                        help="the debug kernel is still being built: the debug lane's scenarios wait until "
-                             "this file holds its --debug-kernel, --debug-initrd and --debug-slow options, one "
-                             "word a line (tools/ferroce's debug_machine prints them), or 'failed' (then they "
-                             "run on --kernel)")
+    parser.add_argument("--debug-kernel", type=Path,
+                        help="the debug kernel: the debug lane's scenarios (Scenario.debug_lane) run on it")
+    parser.add_argument("--debug-initrd", type=Path, action="append", default=[],
+                        help="initramfs piece for the debug kernel (its modules); repeat")
+    parser.add_argument("--debug-slow", type=float, default=harness.DEBUG_SLOW,
+                        help=f"the debug kernel's time factor (default {harness.DEBUG_SLOW:g})")
     parser.add_argument("--usage", type=Path,
                         help="write each scenario's wall and CPU seconds, boot, waiting and longest steps "
                              "here (JSON)")
@@ -390,11 +339,10 @@ def main() -> int:
         machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic,
                                   args.slow)
         machine.accel = choose_accel(args.accel, machine, args.cache)
-        debug_machine = None
+        debug_machine = machine
         if args.debug_kernel:
             debug_machine = dataclasses.replace(machine, kernel=args.debug_kernel,
                                                 initrds=args.debug_initrd or args.initrd, slow=args.debug_slow)
-        machines = Machines(machine, debug_machine, args.debug_lane_file)
         earlier = ktap.parse_results(args.results.read_text()) if args.results and args.results.exists() else []
         out = open(args.results, "a") if args.results else None
         kt = None
@@ -418,11 +366,12 @@ def main() -> int:
                 rows.append((name, results, seconds, use))
 
             logs = args.logs if args.repeat == 1 else args.logs / f"run-{k}"
-            run_all(names, scenarios, machines.for_, logs,
+            run_all(names, scenarios, lambda s: debug_machine if s.debug_lane else machine, logs,
                     args.jobs if not args.follow else 1, args.cores, args.follow, finish)
         print(summary(rows, time.monotonic() - start), flush=True)
         if args.repeat > 1:
-            timeouts = {name: scenario.timeout * machines.for_(scenario).slow for name, scenario in scenarios.items()}
+            timeouts = {name: scenario.timeout * (debug_machine if scenario.debug_lane else machine).slow
+                        for name, scenario in scenarios.items()}
             print(flakiness(rows, args.repeat, timeouts), flush=True)
         if args.usage:
             usage.write(args.usage, {name: use for name, _, _, use in rows if use})
