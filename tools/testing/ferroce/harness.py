@@ -576,9 +576,6 @@ class Scenario:
         self.unjudged_why = ""
         """Why `wire_judged` is off, if not for faults or a benchmark (a tool whose own races
         lose frames)."""
-        self.alone = False
-        """Runs with the machine to itself, never beside another scenario (vmtest --jobs): what
-        it measures is the machine's speed (a benchmark)."""
         self.files: dict[str, str] = {}
         """Files the scenario generates for its guests' /scenario, next to its directory's
         (a benchmark's scripts, made from its table)."""

@@ -830,18 +830,14 @@ class SchedulerTest(unittest.TestCase):
     MEASURED = {"long": {"wall": 100.0, "cpu": 95.0}, "heavy": {"wall": 50.0, "cpu": 90.0},
                 "light": {"wall": 30.0, "cpu": 9.0}, "short": {"wall": 5.0, "cpu": 5.0}}
 
-    def jobs(self, alone=()):
+    def jobs(self):
         import vmtest
-        scenarios = {}
-        for name in [*self.MEASURED, "new"]:
-            scenarios[name] = harness.Scenario(vms=[])
-            scenarios[name].alone = name in alone
+        scenarios = {name: harness.Scenario(vms=[]) for name in [*self.MEASURED, "new"]}
         return vmtest.jobs_of([*scenarios], scenarios, self.MEASURED, 2)
 
-    def test_longest_first_and_the_unmeasured_or_alone_take_every_core(self):
-        jobs = self.jobs(alone=("short",))
-        self.assertEqual([(j.name, j.cores) for j in jobs],
-                         [("long", 0.95), ("heavy", 1.8), ("light", 0.3), ("short", 2.0), ("new", 2.0)])
+    def test_longest_first_and_the_unmeasured_take_every_core(self):
+        self.assertEqual([(j.name, j.cores) for j in self.jobs()],
+                         [("long", 0.95), ("heavy", 1.8), ("light", 0.3), ("short", 1.0), ("new", 2.0)])
 
     def test_a_job_starts_where_its_cores_fit(self):
         import vmtest

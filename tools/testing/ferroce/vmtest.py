@@ -183,13 +183,13 @@ class Job:
 
 def jobs_of(names: list[str], scenarios: dict[str, harness.Scenario], measured: dict, cores: int) -> list[Job]:
     """The scenarios as jobs, longest first (then by name), so that the long ones start early and the
-    short ones fill in beside them. A scenario never measured, or one that must have the machine
-    to itself (`Scenario.alone`), takes all the cores."""
+    short ones fill in beside them. A scenario never measured (a new one, or a benchmark: usage.json
+    holds make check's) takes all the cores, so it runs alone."""
     jobs = []
     for name in names:
         figures = measured.get(name)
         scenario = scenarios[name]
-        if figures and not scenario.alone and figures.get("wall"):
+        if figures and figures.get("wall"):
             jobs.append(Job(name, scenario, figures["wall"], figures["cpu"] / figures["wall"]))
         else:
             jobs.append(Job(name, scenario, figures["wall"] if figures else 0.0, float(cores)))
