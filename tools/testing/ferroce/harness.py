@@ -435,6 +435,19 @@ def kernel_trouble(result: VmResult) -> list[str]:
     return list(seen)
 
 
+def trouble_report(result: VmResult, lines: int = 40) -> str:
+    """The first kernel report of a VM, from its first line that means trouble
+    (`kernel_trouble`) and up to `lines` lines after it, so that a failed kernel-clean check
+    carries the report itself (its call trace) where only the output of the run is kept, as in
+    CI. Empty if there is none."""
+    for text in (result.kernel_log, result.output):
+        log = text.splitlines()
+        for i, line in enumerate(log):
+            if KERNEL_TROUBLE.search(line) and not ("circular locking" in line and excused_lockdep(log, i)):
+                return "\n".join(log[i:i + 1 + lines])
+    return ""
+
+
 class Run:
     """What a scenario run produced, as the checks see it."""
 
@@ -498,21 +511,23 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[
             report["nics"][name] = {"error": f"{type(e).__name__}: {e}"}
             continue
         report["nics"][name] = {key: counters.get(key, 0) for key in (
-            "tx_packets", "rx_packets", "retransmits", "timeouts", "rnr_resends", "queue_drops", "drops")}
+            "tx_packets", "rx_packets", "retransmits", "timeouts", "rnr_resends", "queue_drops", "drops",
+            "seq_errors", "naks_received", "rnr_retries")}
         report["nics"][name]["port_lost"] = port.get("lost", 0)
         report["nics"][name]["switched"] = port.get("switched", 0)
     return report
 
 
-RETRANSMIT_LIMIT = 0.001
-"""Retransmitted frames a fault-free scenario may have, as a share of the frames its NICs sent:
-timers may fire while a peer's vCPU is starved, but no frame is lost."""
-
-
 def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
-    """The implicit check of every scenario: no switch lost a frame to congestion and, unless
-    the scenario injects faults, no NIC queue dropped one and at most `RETRANSMIT_LIMIT` of the
-    frames were retransmitted. Returns (passed, the figures)."""
+    """The implicit check of every scenario: nothing was lost on the wire. No switch lost a
+    frame to congestion and, unless the scenario injects faults, no NIC queue dropped one, no
+    receiver saw a gap in the PSNs (`seq_errors`: a request or READ response missing) and no
+    requester was told of one (NAKs other than RNR NAKs). Returns (passed, the figures).
+
+    Retransmits are shown, not judged: a timer expires when the peer's host was too busy to
+    answer in time, which says how loaded the machine was, not that a frame was lost (the
+    resend after a spurious expiry is one packet, answered as a duplicate). A frame really
+    lost leaves a gap the receiver counts, or a drop counted where it happened."""
     if report is None:
         return True, "no wire report (the scenario did not run to its end)"
     problems, lines = [], []
@@ -530,18 +545,23 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
         retransmitted += nic["retransmits"]
         # Frames sent again after an RNR NAK are the receiver's flow control, not loss.
         rnr = f", {nic['rnr_resends']} sent again after RNR NAKs" if nic.get("rnr_resends") else ""
+        gaps, naks = nic.get("seq_errors", 0), nic.get("naks_received", 0) - nic.get("rnr_retries", 0)
         lines.append(f"NIC {name}: {nic['tx_packets']} frames sent, {nic['retransmits']} "
                      f"retransmitted ({nic['timeouts']} timer expiries){rnr}, {nic['queue_drops']} "
-                     f"queue drops, {nic['port_lost']} lost by the port"
+                     f"queue drops, {gaps} PSN gaps, {naks} NAKs of loss, {nic['port_lost']} lost by "
+                     "the port"
                      + (f", {nic['switched']} switched to another function" if nic.get("switched") else ""))
-        if nic["queue_drops"] and scenario.wire_judged:
+        if not scenario.wire_judged:
+            continue
+        if nic["queue_drops"]:
             problems.append(f"NIC {name} dropped {nic['queue_drops']} frames: a queue was full")
+        if gaps:
+            problems.append(f"NIC {name} saw {gaps} PSN gaps in a fault-free run: frames were lost")
+        if naks:
+            problems.append(f"NIC {name} was NAKed {naks} times for loss in a fault-free run")
     if sent:
-        share = retransmitted / sent
-        lines.append(f"retransmitted {retransmitted} of {sent} frames ({100 * share:.3f} %)")
-        if share > RETRANSMIT_LIMIT and scenario.wire_judged:
-            problems.append(f"{retransmitted} of {sent} frames retransmitted ({100 * share:.3f} %)"
-                            f" in a fault-free run; at most {100 * RETRANSMIT_LIMIT:.1f} %")
+        lines.append(f"retransmitted {retransmitted} of {sent} frames ({100 * retransmitted / sent:.3f} %,"
+                     " not judged: the gaps and NAKs are)")
     for host, fabric in report.get("hosts", {}).items():
         if "error" in fabric:
             lines.append(f"host {host}: {fabric['error']}")
@@ -553,7 +573,7 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
     if not scenario.wire_judged:
         why = scenario.unjudged_why or (
             "the scenario injects faults" if scenario.faults else "a benchmark judges no figure")
-        lines.append(f"({why}: retransmits and queue drops are not judged)")
+        lines.append(f"({why}: queue drops, PSN gaps and NAKs are not judged)")
     return not problems, "\n".join(problems + lines)
 
 
@@ -609,9 +629,13 @@ class Machine:
     (`Run.slow`) scale with it."""
 
     def accel_args(self) -> list[str]:
+        """The accelerator and CPU model. The CPU has no 5-level paging (la57=off): while
+        Linux 7.3 identifies the boot CPU it clears its feature bits, LA57 with them, and an
+        interrupt that comes then has KASAN judge the direct map by 4-level paging and report
+        a wild access in every lock it takes (2 of 8 debug boots under load did)."""
         if self.accel == "kvm":
-            return ["-accel", "kvm", "-cpu", "host"]
-        return ["-accel", "tcg", "-cpu", "max"]
+            return ["-accel", "kvm", "-cpu", "host,la57=off"]
+        return ["-accel", "tcg", "-cpu", "max,la57=off"]
 
 
 def host_tsc_khz() -> int | None:

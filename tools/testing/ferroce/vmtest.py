@@ -118,7 +118,9 @@ def run_one(machine: harness.Machine, scenario: harness.Scenario, logs: Path,
     # The second: no VM's kernel complained (its kernel log gets loglevel <= 4).
     complaints = [f"{name}: {line}" for name, result in run.results.items()
                   for line in harness.kernel_trouble(result)]
-    results.append((f"{scenario.name}/kernel-clean", not complaints, "\n".join(complaints[:20])))
+    reports = [f"{name}'s first report:\n{report}" for name, result in run.results.items()
+               if (report := harness.trouble_report(result))]
+    results.append((f"{scenario.name}/kernel-clean", not complaints, "\n".join(complaints[:20] + reports[:1])))
 
     # The third: nothing was lost on the wire, and a fault-free run hardly retransmitted.
     passed, figures = harness.wire_clean(scenario, run.wire)

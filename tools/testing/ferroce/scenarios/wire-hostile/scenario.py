@@ -5,8 +5,9 @@ ferroce_forge (tools/testing/ferroce/hostile): it learns the RC connections of N
 the responses crossing the wire and sends their requesters ACKs, NAKs (PSN sequence, remote
 access) and READ responses with PSNs far outside the window from the responder's address, the
 same inside the window from its own address, and in-window ACKs with a wrong ICRC. None may be
-believed: the data is read back bit-exact, nvme-rdma never goes into error recovery, no frame
-is retransmitted (the wire-clean check judges it), and the NICs counted what they dropped.
+believed: the data is read back bit-exact, nvme-rdma never goes into error recovery, no NAK
+reaches a requester and none resends but after a timer expiry (the NIC traces say why each
+resend went), and the NICs counted what they dropped.
 Checks on the NVMe part: nvme_rdma.py.
 """
 
