@@ -512,7 +512,7 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[
             continue
         report["nics"][name] = {key: counters.get(key, 0) for key in (
             "tx_packets", "rx_packets", "retransmits", "timeouts", "rnr_resends", "queue_drops", "drops",
-            "seq_errors", "naks_received", "rnr_retries")}
+            "nak_retransmits")}
         report["nics"][name]["port_lost"] = port.get("lost", 0)
         report["nics"][name]["switched"] = port.get("switched", 0)
     return report
@@ -520,14 +520,14 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[
 
 def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
     """The implicit check of every scenario: nothing was lost on the wire. No switch lost a
-    frame to congestion and, unless the scenario injects faults, no NIC queue dropped one, no
-    receiver saw a gap in the PSNs (`seq_errors`: a request or READ response missing) and no
-    requester was told of one (NAKs other than RNR NAKs). Returns (passed, the figures).
+    frame to congestion and, unless the scenario injects faults, no NIC queue dropped one and
+    no requester sent a packet again because its peer reported a loss (`nak_retransmits`: a
+    sequence NAK, an implied NAK, a gap in READ responses). Returns (passed, the figures).
 
-    Retransmits are shown, not judged: a timer expires when the peer's host was too busy to
-    answer in time, which says how loaded the machine was, not that a frame was lost (the
-    resend after a spurious expiry is one packet, answered as a duplicate). A frame really
-    lost leaves a gap the receiver counts, or a drop counted where it happened."""
+    The other retransmits are shown, not judged: a timer expires when the peer's host was too
+    busy to answer in time, which says how loaded the machine was, not that a frame was lost
+    (and its peer answers the duplicates again). A frame really lost leaves a gap its receiver
+    reports, or a drop counted where it happened."""
     if report is None:
         return True, "no wire report (the scenario did not run to its end)"
     problems, lines = [], []
@@ -545,23 +545,22 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
         retransmitted += nic["retransmits"]
         # Frames sent again after an RNR NAK are the receiver's flow control, not loss.
         rnr = f", {nic['rnr_resends']} sent again after RNR NAKs" if nic.get("rnr_resends") else ""
-        gaps, naks = nic.get("seq_errors", 0), nic.get("naks_received", 0) - nic.get("rnr_retries", 0)
+        reported = nic.get("nak_retransmits", 0)
         lines.append(f"NIC {name}: {nic['tx_packets']} frames sent, {nic['retransmits']} "
-                     f"retransmitted ({nic['timeouts']} timer expiries){rnr}, {nic['queue_drops']} "
-                     f"queue drops, {gaps} PSN gaps, {naks} NAKs of loss, {nic['port_lost']} lost by "
+                     f"retransmitted ({reported} after a reported loss, {nic['timeouts']} timer "
+                     f"expiries){rnr}, {nic['queue_drops']} queue drops, {nic['port_lost']} lost by "
                      "the port"
                      + (f", {nic['switched']} switched to another function" if nic.get("switched") else ""))
         if not scenario.wire_judged:
             continue
         if nic["queue_drops"]:
             problems.append(f"NIC {name} dropped {nic['queue_drops']} frames: a queue was full")
-        if gaps:
-            problems.append(f"NIC {name} saw {gaps} PSN gaps in a fault-free run: frames were lost")
-        if naks:
-            problems.append(f"NIC {name} was NAKed {naks} times for loss in a fault-free run")
+        if reported:
+            problems.append(f"NIC {name} sent {reported} packets again after its peer reported a "
+                            "loss, in a fault-free run")
     if sent:
-        lines.append(f"retransmitted {retransmitted} of {sent} frames ({100 * retransmitted / sent:.3f} %,"
-                     " not judged: the gaps and NAKs are)")
+        lines.append(f"retransmitted {retransmitted} of {sent} frames ({100 * retransmitted / sent:.3f} %;"
+                     " judged: only those after a reported loss)")
     for host, fabric in report.get("hosts", {}).items():
         if "error" in fabric:
             lines.append(f"host {host}: {fabric['error']}")
@@ -573,7 +572,7 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
     if not scenario.wire_judged:
         why = scenario.unjudged_why or (
             "the scenario injects faults" if scenario.faults else "a benchmark judges no figure")
-        lines.append(f"({why}: queue drops, PSN gaps and NAKs are not judged)")
+        lines.append(f"({why}: queue drops and retransmits are not judged)")
     return not problems, "\n".join(problems + lines)
 
 

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::headers::{syndrome, Packet};
 use super::opcode::{self, flag, op};
 use super::psn;
-use super::requester::{fail, Kind};
+use super::requester::{fail, GoBack, Kind};
 use super::roce::{sge_pieces, Io, QpCtx};
 use super::EngineHost;
 
@@ -57,7 +57,7 @@ fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
         qp.req.progress(advanced, now, timeout);
     }
     if let Some(from) = implied_nak {
-        qp.req.rewind(from, false, io, qp.qpn, "implied NAK");
+        qp.req.rewind(from, false, io, qp.qpn, GoBack::ImpliedNak);
     }
 }
 
@@ -90,7 +90,7 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
         }
         qp.req.rnr_until = Some(now + rnr_delay(syn));
         qp.req.timer = None;
-        qp.req.rewind(at, true, io, qp.qpn, "RNR NAK");
+        qp.req.rewind(at, true, io, qp.qpn, GoBack::RnrNak);
         qp.req.probe();
         return;
     }
@@ -107,7 +107,7 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
             }
             qp.req.retry_left -= 1;
             qp.req.congestion();
-            qp.req.rewind(at, false, io, qp.qpn, "sequence NAK");
+            qp.req.rewind(at, false, io, qp.qpn, GoBack::SequenceNak);
             return;
         }
         syndrome::NAK_INVALID_REQUEST => WcStatus::RemInvReqErr,
@@ -196,7 +196,7 @@ fn read_response_packet(
         host.count(COUNTER_SEQ_ERRORS, 1);
         if qp
             .req
-            .rewind(expected, true, io, qp.qpn, "READ response gap")
+            .rewind(expected, true, io, qp.qpn, GoBack::ReadGap)
         {
             qp.req.congestion();
             qp.req.restart_timer(now, timeout);

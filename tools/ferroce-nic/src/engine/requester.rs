@@ -175,11 +175,53 @@ pub struct Requester {
     /// Packets that were in flight when the last go-back began: their answers, still on the
     /// way, report the same loss again and again.
     rewound_span: u32,
-    /// The last go-back was for an RNR NAK: what it sends again is flow control, not loss.
-    after_rnr: bool,
+    /// Why the last go-back was: what it sends again is counted by it ([`Resend`]).
+    went_back: GoBack,
     retry_cnt: u8,
     rnr_retry: u8,
     max_rd_atomic: u8,
+}
+
+/// Why the requester went back to send again from a PSN: the trace's `reason` and the counter
+/// of what it sends again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GoBack {
+    /// The retransmission timer expired and the retry count was charged.
+    #[default]
+    Timeout,
+    /// The adaptive retransmission timer expired before the configured timeout.
+    Rto,
+    /// An RNR NAK: the responder had no receive WQE (flow control, not loss).
+    RnrNak,
+    /// A sequence NAK: the responder saw a gap.
+    SequenceNak,
+    /// An ACK past a READ or atomic whose response never came.
+    ImpliedNak,
+    /// READ responses with a gap.
+    ReadGap,
+}
+
+impl GoBack {
+    /// Its name in the trace.
+    pub fn name(self) -> &'static str {
+        match self {
+            GoBack::Timeout => "timeout",
+            GoBack::Rto => "rto",
+            GoBack::RnrNak => "RNR NAK",
+            GoBack::SequenceNak => "sequence NAK",
+            GoBack::ImpliedNak => "implied NAK",
+            GoBack::ReadGap => "READ response gap",
+        }
+    }
+
+    /// What the packets sent again after it are.
+    fn resend(self) -> Resend {
+        match self {
+            GoBack::Timeout | GoBack::Rto => Resend::AfterTimeout,
+            GoBack::RnrNak => Resend::AfterRnr,
+            GoBack::SequenceNak | GoBack::ImpliedNak | GoBack::ReadGap => Resend::AfterNak,
+        }
+    }
 }
 
 impl Requester {
@@ -315,7 +357,7 @@ impl Requester {
     pub fn probe(&mut self) {
         self.cwnd = MIN_CWND;
         self.cwnd_acked = 0;
-        self.after_rnr = true;
+        self.went_back = GoBack::RnrNak;
     }
 
     /// Halves the window after a loss.
@@ -326,7 +368,7 @@ impl Requester {
 
     /// Goes back to resend from `from`. Unless `force`, a second request for the same PSN
     /// without progress in between is ignored (several NAKs or gaps report one loss).
-    pub fn rewind(&mut self, from: u32, force: bool, io: &Io, qpn: u32, reason: &str) -> bool {
+    pub fn rewind(&mut self, from: u32, force: bool, io: &Io, qpn: u32, why: GoBack) -> bool {
         // A repeated report of the same loss is believed once a window, and at least what was
         // in flight at the go-back, has been resent since: then the retransmission itself was
         // lost, not just packets sent before it (after a timeout the window is 2 packets, and
@@ -346,8 +388,7 @@ impl Requester {
         };
         self.last_retry_psn = Some(from);
         self.sent_since_rewind = 0;
-        // A loss, unless the RNR NAK that asked for this go-back says otherwise (`probe`).
-        self.after_rnr = false;
+        self.went_back = why;
         self.rewound_span = psn::diff(self.high_psn, from).max(0) as u32;
         // Karn: the timed packet gives no sample once it is sent again.
         if self.rtt_probe.is_some_and(|(at, _)| !psn::before(at, from)) {
@@ -366,7 +407,7 @@ impl Requester {
         self.cursor = self.cursor.min(i);
         io.trace.event(
             "retransmit",
-            || json!({"qpn": qpn, "psn": from, "reason": reason}),
+            || json!({"qpn": qpn, "psn": from, "reason": why.name()}),
         );
         true
     }
@@ -596,10 +637,10 @@ pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant)
             break;
         }
         let retransmit = psn::before(pkt_psn, qp.req.high_psn);
-        let resend = match (retransmit, qp.req.after_rnr) {
-            (false, _) => Resend::No,
-            (true, false) => Resend::Loss,
-            (true, true) => Resend::AfterRnr,
+        let resend = if retransmit {
+            qp.req.went_back.resend()
+        } else {
+            Resend::No
         };
         // A READ piece lost in part is asked for again up to its old end (a duplicate request
         // must lie within the original); a new piece is a window long.
@@ -711,8 +752,8 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
         .wqes
         .get(i)
         .map_or(qp.req.una, |w| w.first_unacked(qp.req.una));
-    let reason = if counted { "timeout" } else { "rto" };
-    qp.req.rewind(from, true, io, qp.qpn, reason);
+    let why = if counted { GoBack::Timeout } else { GoBack::Rto };
+    qp.req.rewind(from, true, io, qp.qpn, why);
     qp.req.backoff = (qp.req.backoff + 1).min(MAX_BACKOFF);
     qp.req.restart_timer(now, timeout);
 }

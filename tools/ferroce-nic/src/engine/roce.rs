@@ -245,8 +245,14 @@ fn transmit(
 pub enum Resend {
     /// Its first time on the wire.
     No,
-    /// Again, to recover a loss (`COUNTER_RETRANSMITS`).
-    Loss,
+    /// Again after the retransmission timer expired (`COUNTER_RETRANSMITS`): a loss, or only
+    /// a peer late to answer.
+    AfterTimeout,
+    /// Again after the peer reported a loss: a NAK, or answers that imply one
+    /// (`COUNTER_RETRANSMITS` and `COUNTER_NAK_RETRANSMITS`).
+    AfterNak,
+    /// An answer again, to a duplicate request: its requester went back (`COUNTER_RETRANSMITS`).
+    Replay,
     /// Again after an RNR NAK, which refused it and what followed it (`COUNTER_RNR_RESENDS`).
     AfterRnr,
 }
@@ -273,7 +279,11 @@ impl Io {
         host.count(COUNTER_TX_BYTES, out.len() as u64);
         match resend {
             Resend::No => {}
-            Resend::Loss => host.count(COUNTER_RETRANSMITS, 1),
+            Resend::AfterTimeout | Resend::Replay => host.count(COUNTER_RETRANSMITS, 1),
+            Resend::AfterNak => {
+                host.count(COUNTER_RETRANSMITS, 1);
+                host.count(COUNTER_NAK_RETRANSMITS, 1);
+            }
             Resend::AfterRnr => host.count(COUNTER_RNR_RESENDS, 1),
         }
         let retransmit = resend != Resend::No;

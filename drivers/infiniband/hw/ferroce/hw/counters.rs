@@ -93,10 +93,15 @@ mod index {
     pub const COUNTER_ODP_PAGES_MAPPED: usize = 37;
     /// On-demand page table entries cleared by `CMD_UPDATE_MR_PAGES` (invalidation).
     pub const COUNTER_ODP_PAGES_INVALIDATED: usize = 38;
+    /// Of [`COUNTER_RETRANSMITS`], the packets sent again because the peer reported a loss: a
+    /// sequence NAK, an ACK past a READ or atomic that got no response, or a gap in READ
+    /// responses. Not those after a timer expiry (the peer may only have been late) nor the
+    /// answers to duplicate requests. A wire that loses nothing keeps it at 0.
+    pub const COUNTER_NAK_RETRANSMITS: usize = 39;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 39;
+pub const NUM_COUNTERS: usize = 40;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -140,6 +145,7 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"odp_fault_events",
     c"odp_pages_mapped",
     c"odp_pages_invalidated",
+    c"nak_retransmits",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.
