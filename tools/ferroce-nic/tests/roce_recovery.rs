@@ -309,7 +309,10 @@ fn lossy_wire_64_mib_write_read_send() {
     );
     assert!(sum(COUNTER_RETRANSMITS) > 0);
     // Losses the peer reported (sequence NAKs, READ gaps) are counted as such.
-    assert!(sum(COUNTER_NAK_RETRANSMITS) > 0 && sum(COUNTER_NAK_RETRANSMITS) <= sum(COUNTER_RETRANSMITS));
+    assert!(
+        sum(COUNTER_NAK_RETRANSMITS) > 0
+            && sum(COUNTER_NAK_RETRANSMITS) <= sum(COUNTER_RETRANSMITS)
+    );
     assert!(sum(COUNTER_ICRC_ERRORS) > 0);
     assert!(sum(COUNTER_DUPLICATES) > 0);
 }
@@ -538,7 +541,10 @@ fn spurious_retransmissions_complete_once() {
     // Late is not lost: no peer reported a loss, so none counts as one (the harness's
     // wire-clean check judges this counter; the duplicates' answers count as retransmits).
     assert_eq!(
-        (p.a.counter(COUNTER_NAK_RETRANSMITS), p.b.counter(COUNTER_NAK_RETRANSMITS)),
+        (
+            p.a.counter(COUNTER_NAK_RETRANSMITS),
+            p.b.counter(COUNTER_NAK_RETRANSMITS)
+        ),
         (0, 0),
         "late answers reported as losses"
     );

@@ -194,10 +194,7 @@ fn read_response_packet(
     }
     if piece_end && missing {
         host.count(COUNTER_SEQ_ERRORS, 1);
-        if qp
-            .req
-            .rewind(expected, true, io, qp.qpn, GoBack::ReadGap)
-        {
+        if qp.req.rewind(expected, true, io, qp.qpn, GoBack::ReadGap) {
             qp.req.congestion();
             qp.req.restart_timer(now, timeout);
         }

@@ -752,7 +752,11 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
         .wqes
         .get(i)
         .map_or(qp.req.una, |w| w.first_unacked(qp.req.una));
-    let why = if counted { GoBack::Timeout } else { GoBack::Rto };
+    let why = if counted {
+        GoBack::Timeout
+    } else {
+        GoBack::Rto
+    };
     qp.req.rewind(from, true, io, qp.qpn, why);
     qp.req.backoff = (qp.req.backoff + 1).min(MAX_BACKOFF);
     qp.req.restart_timer(now, timeout);

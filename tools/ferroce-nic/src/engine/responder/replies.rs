@@ -51,7 +51,11 @@ pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHos
             });
         }
         // A replay answers a duplicate request: the requester lost the first answer.
-        let resend = if job.replay { Resend::Replay } else { Resend::No };
+        let resend = if job.replay {
+            Resend::Replay
+        } else {
+            Resend::No
+        };
         io.send_payload(host, &route, &b, len, resend);
         if let Some(j) = qp.resp.jobs.front_mut() {
             j.next += 1;
