@@ -59,6 +59,21 @@ pub enum MapError {
         /// File size.
         file_size: u64,
     },
+    /// The file cannot be sealed against shrinking: whoever holds it could truncate the
+    /// memory under the device's mapping, and the device's next access would raise SIGBUS in
+    /// the NIC process, every function's device thread with it.
+    #[error(
+        "DMA region {iova:#x} (+{size:#x}): its file cannot be sealed against shrinking \
+             (F_SEAL_SHRINK; QEMU's memory-backend-memfd can): {source}"
+    )]
+    Unsealed {
+        /// Guest address.
+        iova: u64,
+        /// Size.
+        size: u64,
+        /// Why sealing failed.
+        source: std::io::Error,
+    },
     /// [`MAX_DMA_REGIONS`] are mapped.
     #[error("DMA region {iova:#x} (+{size:#x}): {MAX_DMA_REGIONS} regions are mapped already")]
     TooMany {
@@ -82,6 +97,7 @@ impl MapError {
     pub fn errno(&self) -> i32 {
         match self {
             MapError::Mmap { source, .. } => source.raw_os_error().unwrap_or(libc::EINVAL),
+            MapError::Unsealed { .. } => libc::EPERM,
             MapError::Overlap { .. } => libc::EEXIST,
             MapError::TooMany { .. } => libc::ENOSPC,
             MapError::Invalid { .. } | MapError::PastFile { .. } | MapError::Partial { .. } => {
@@ -89,6 +105,28 @@ impl MapError {
             }
         }
     }
+}
+
+/// Seals `file` against shrinking (`F_SEAL_SHRINK`) unless it is already: a memfd QEMU made
+/// (`memory-backend-memfd`, sealed by default) or one that allows sealing. A file that cannot
+/// be sealed (a memfd made without `MFD_ALLOW_SEALING`, a file of a file system without seals)
+/// is an error: mapped, it could be truncated under the device.
+fn seal_against_shrinking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl with integer arguments on a descriptor `file` keeps open.
+    let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+    if seals < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if seals & libc::F_SEAL_SHRINK != 0 {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Most DMA regions mapped at once (QEMU maps a handful: RAM pieces, ROMs, flash).
@@ -225,6 +263,13 @@ impl DmaTable {
                     offset: file_offset,
                     file_size: meta.len(),
                 });
+            }
+            if meta.is_file() {
+                seal_against_shrinking(file).map_err(|source| MapError::Unsealed {
+                    iova,
+                    size,
+                    source,
+                })?;
             }
             request.file = Some((meta.dev(), meta.ino()));
         }
@@ -405,19 +450,30 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// Guest memory as QEMU's memory-backend-memfd makes it: a memfd that allows sealing.
     fn memfd(size: usize) -> File {
-        let mut file = tempfile_in_shm();
+        memfd_with(size, libc::MFD_ALLOW_SEALING)
+    }
+
+    fn memfd_with(size: usize, flags: libc::c_uint) -> File {
+        use std::os::fd::FromRawFd;
+        // SAFETY: the name is a valid C string; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"ferroce-dma-test".as_ptr(), flags) };
+        assert!(fd >= 0, "memfd_create");
+        // SAFETY: `fd` is a fresh descriptor we own.
+        let mut file = unsafe { File::from_raw_fd(fd) };
         file.write_all(&vec![0u8; size]).expect("fill");
         file
     }
 
-    fn tempfile_in_shm() -> File {
+    /// A regular file, which no seal can keep from shrinking.
+    fn tempfile(size: usize) -> File {
         let path = std::env::temp_dir().join(format!(
             "ferroce-dma-{}-{:?}",
             std::process::id(),
             std::thread::current().id()
         ));
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
@@ -425,7 +481,35 @@ mod tests {
             .open(&path)
             .expect("open");
         std::fs::remove_file(&path).expect("unlink");
+        file.write_all(&vec![0u8; size]).expect("fill");
         file
+    }
+
+    /// Issue 36, defect 10: a client that shrank a mapped memfd made the device's next access
+    /// raise SIGBUS, which killed the NIC process with every function it served. The file is
+    /// sealed against shrinking when it is mapped; one that cannot be is refused.
+    #[test]
+    fn mapped_memory_cannot_shrink_under_the_device() {
+        let table = DmaTable::new();
+        let ram = memfd(0x4000);
+        table
+            .map(0x0, 0x4000, 0, Some(&ram), true, true)
+            .expect("map");
+        let shrunk = ram.set_len(0);
+        assert!(shrunk.is_err(), "the client truncated mapped guest memory");
+        table.write(0x3ff0, &[7; 16]).expect("write at the end");
+        let mut buf = [0u8; 16];
+        table.read(0x3ff0, &mut buf).expect("read at the end");
+        assert_eq!(buf, [7; 16]);
+        for file in [memfd_with(0x1000, 0), tempfile(0x1000)] {
+            let refused = table.map(0x10000, 0x1000, 0, Some(&file), true, true);
+            assert!(
+                matches!(refused, Err(MapError::Unsealed { .. })),
+                "{refused:?}"
+            );
+            assert_eq!(refused.expect_err("refused").errno(), libc::EPERM);
+        }
+        assert_eq!(table.regions().len(), 1, "nothing else was mapped");
     }
 
     #[test]

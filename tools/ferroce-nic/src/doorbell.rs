@@ -220,12 +220,7 @@ impl DeviceCore {
     /// (`bad_doorbells`, as every rejected doorbell is).
     pub fn report_bad_doorbells(&mut self) {
         while let Some((ctx, value)) = self.doorbells_mut().take_bad() {
-            let room = self
-                .objects()
-                .eqs()
-                .get(EQN_ASYNC)
-                .is_some_and(|eq| eq.buf.ring.used(eq.pi, eq.ci) < eq.buf.ring.size() / 2);
-            if room {
+            if self.async_room() {
                 self.post_async_event(EventType::DoorbellError, 0, ctx, value);
             } else {
                 self.trace().event(

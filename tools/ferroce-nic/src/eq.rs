@@ -177,8 +177,18 @@ impl DeviceCore {
         self.post_eqe(EQN_ASYNC, eqe);
     }
 
+    /// Whether EQ 0 is at most half full. Events a process can cause in numbers (doorbell
+    /// errors, page faults) are posted only then: the other half stays for the port's, the
+    /// QPs' and the device's own events, which every process of the function needs.
+    pub fn async_room(&self) -> bool {
+        self.objects()
+            .eqs()
+            .get(EQN_ASYNC)
+            .is_some_and(|eq| eq.buf.ring.used(eq.pi, eq.ci) < eq.buf.ring.size() / 2)
+    }
+
     /// Posts a page fault on EQ 0: on-demand MR `key` needs pages `first .. first + count`
-    /// (writable if `write`).
+    /// (writable if `write`). The caller checked [`Self::async_room`].
     pub fn post_page_fault(&mut self, key: u32, first: u32, count: u32, write: bool) {
         self.counters().inc(COUNTER_ASYNC_EVENTS);
         self.counters().inc(COUNTER_ODP_FAULT_EVENTS);

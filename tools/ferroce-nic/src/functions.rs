@@ -32,7 +32,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::device::{DeviceConfig, FunctionSlot};
-use crate::server::Nic;
+use crate::engine::faults::{FaultConfig, FaultControl};
+use crate::engine::wire::FrameSink;
+use crate::port::PortStats;
+use crate::server::{Doorbell, Nic, NicParts};
 
 /// Most virtual functions a NIC serves.
 pub const MAX_VFS: usize = 7;
@@ -251,6 +254,38 @@ pub fn lay_out(configs: &mut [DeviceConfig]) {
         next.srqn_base += config.max_srq;
         next.mr_base += config.max_mr;
     }
+}
+
+/// The functions of one NIC, `configs[0]` the PF: they share the device thread's doorbell, and
+/// each sends into `sink(k)` (the port's side of function `k`) and counts its pass-through
+/// frames in `stats[k]`. Each starts with the wire faults of `faults` and has its own control of
+/// them (`ctl fault ...` on its socket, which a guest may reach): one function's faults never
+/// touch another's frames.
+pub fn make_functions(
+    configs: &[DeviceConfig],
+    faults: FaultConfig,
+    stats: &[Arc<PortStats>],
+    mut sink: impl FnMut(usize) -> Box<dyn FrameSink>,
+) -> Vec<Arc<Nic>> {
+    let doorbell = Arc::new(Doorbell::default());
+    configs
+        .iter()
+        .zip(stats)
+        .enumerate()
+        .map(|(k, (config, stats))| {
+            let parts = NicParts {
+                doorbell: doorbell.clone(),
+                ..NicParts::default()
+            };
+            Nic::with_parts(
+                config.clone(),
+                sink(k),
+                FaultControl::new(faults),
+                stats.clone(),
+                parts,
+            )
+        })
+        .collect()
 }
 
 /// A NIC's functions, for the host's control of them (`ctl functions`, `ctl vf N ...`).

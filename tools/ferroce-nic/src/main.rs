@@ -8,10 +8,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ferroce_nic::control;
 use ferroce_nic::device::DeviceConfig;
-use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
+use ferroce_nic::engine::faults::FaultConfig;
 use ferroce_nic::functions::{self, parse_mac, Functions, Limits, PfPaths, VfSpec};
 use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
-use ferroce_nic::server::{self, Nic, NicParts};
+use ferroce_nic::server::{self, Nic};
 use std::sync::Arc;
 
 #[derive(Parser)]
@@ -286,21 +286,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for spec in &specs {
         port.add_function(spec.netdev_socket.as_deref(), spec.netdev_peer.clone())?;
     }
-    let faults = FaultControl::new(faults);
-    let doorbell = Arc::new(server::Doorbell::default());
-    let nics: Vec<Arc<Nic>> = configs
-        .iter()
-        .zip(&stats)
-        .enumerate()
-        .map(|(i, (config, stats))| {
-            let parts = NicParts {
-                doorbell: doorbell.clone(),
-                ..NicParts::default()
-            };
-            let sink = Box::new(port.sink(i));
-            Nic::with_parts(config.clone(), sink, faults.clone(), stats.clone(), parts)
-        })
-        .collect();
+    let nics = functions::make_functions(&configs, faults, &stats, |k| Box::new(port.sink(k)));
     port.spawn(&nics)?;
     let pf = nics[0].clone();
     pf.host.stall.store(args.stall, Ordering::Relaxed);

@@ -93,3 +93,36 @@ fn limits_of_an_enabled_function_wait_for_its_reset() {
     assert_eq!(g.r32(REG_MAX_CQ), 4);
     assert!(g.dev.core.pending_limits().is_none());
 }
+
+/// A guest steers its own function's wire faults (`ctl fault ...`, which the harness relays
+/// from the guest), never another function's.
+#[test]
+fn wire_faults_are_each_functions_own() {
+    use ferroce_nic::device::DeviceConfig;
+    use ferroce_nic::engine::faults::FaultConfig;
+    use ferroce_nic::engine::wire::NullSink;
+    use ferroce_nic::functions::{lay_out, make_functions};
+    use ferroce_nic::port::PortStats;
+
+    let mut configs = vec![DeviceConfig::default(); 3];
+    configs[1].mac = MAC_B;
+    configs[2].mac = [0x52, 0x54, 0, 0, 0, 3];
+    lay_out(&mut configs);
+    let stats: Vec<Arc<PortStats>> = configs.iter().map(|_| Arc::default()).collect();
+    let start = FaultConfig {
+        duplicate: 0.5,
+        ..FaultConfig::default()
+    };
+    let nics = make_functions(&configs, start, &stats, |_| Box::new(NullSink));
+    let reply = ferroce_nic::control::execute(&nics[1], "fault drop 1");
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert_eq!(nics[1].faults.config().drop, 1.0);
+    for k in [0, 2] {
+        let config = nics[k].faults.config();
+        assert_eq!(
+            (config.drop, config.duplicate),
+            (0.0, 0.5),
+            "function {k}'s faults changed with function 1's"
+        );
+    }
+}

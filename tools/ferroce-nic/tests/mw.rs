@@ -330,3 +330,50 @@ fn an_mr_with_windows_bound_cannot_be_destroyed_and_a_window_is_no_local_key() {
     s.n.g.ok(&DestroyMwCmd { key: mw, rsvd: 0 });
     s.n.g.ok(&DestroyMrCmd { key: mr, rsvd: 0 });
 }
+
+/// Issue 36, defect 7: a duplicate READ was replayed from its own RETH, checked for rights and
+/// bounds only, so that a peer of QP B read through a type 2 window bound to QP A by sending
+/// a "duplicate" of an innocent READ with the window's key. A duplicate is answered only inside
+/// the original READ's range and key.
+#[test]
+fn a_duplicate_read_reaches_only_what_the_original_asked_for() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let (mr, buf) = (s.n.key, s.n.buf);
+    let secret = s.n.fill(buf + AT, LEN as usize, 0x5ec);
+    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
+    let other = Qp::create(&mut s.n, QpType::Rc);
+    let (gid, mac, peer_qpn) = (s.peer_gid, s.peer_mac, s.peer_qpn + 1);
+    other.connect_to(&mut s.n, gid, mac, peer_qpn, 100, 200, Conn::default());
+    assert_eq!(
+        bind(&mut s, mw, mr, buf + AT, LEN, ACCESS_REMOTE_READ),
+        WcStatus::Success
+    );
+    let read = |va, rkey| {
+        let mut b = PacketBuilder::new(op::RC_READ_REQUEST, other.qpn, 200);
+        b.bth.ack_req = true;
+        b.reth = Some(Reth { va, rkey, len: 64 });
+        b
+    };
+    // The original: 64 bytes of the MR, far from the window, on QP B.
+    s.inject(&read(buf, mr), &[]);
+    let answered = s.sent();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0].payload, s.n.g.read(buf, 64));
+    let drops = s.n.counter(COUNTER_DROPS);
+    // Its "duplicate" names the window bound to QP A, then another range of the MR.
+    for (va, rkey) in [(buf + AT, mw), (buf + AT, mr)] {
+        s.inject(&read(va, rkey), &[]);
+        let replayed = s.sent();
+        assert!(
+            replayed.iter().all(|p| p.payload != secret[..64]),
+            "a duplicate READ through {rkey:#x} at {va:#x} was answered with what it may not read"
+        );
+        assert!(replayed.is_empty(), "answered: {replayed:?}");
+    }
+    assert_eq!(s.n.counter(COUNTER_DROPS) - drops, 2);
+    // The true duplicate is answered again.
+    s.inject(&read(buf, mr), &[]);
+    let again = s.sent();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].payload, s.n.g.read(buf, 64));
+}

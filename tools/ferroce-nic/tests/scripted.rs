@@ -316,3 +316,93 @@ fn the_device_holds_a_bounded_number_of_send_wqes() {
         "every WRITE completed, in order"
     );
 }
+
+/// A SEND ONLY with AckReq at `at`, carrying `payload`.
+fn send_request(s: &Scripted, at: u32, payload: &[u8]) -> Vec<u8> {
+    let mut b = s.ack(at, 0);
+    b.aeth = None;
+    b.bth.opcode = op::RC_SEND_ONLY;
+    b.bth.ack_req = true;
+    s.frame_from(s.peer_gid, &b, payload)
+}
+
+/// A peer queues `reads` READs of `len` bytes each, then a SEND with AckReq; returns the
+/// node, the PSN of the SEND, and the READs' first PSNs.
+fn reads_then_a_send(reads: u32, len: u32) -> (Scripted, u32, Vec<u32>) {
+    let mut s = Scripted::new(
+        len as usize,
+        Conn {
+            mtu: MTU_4096,
+            ..Conn::default()
+        },
+    );
+    let buf = s.n.buf;
+    s.qp.post_recv(&mut s.n, 9, buf, 64);
+    let per_read = len.div_ceil(4096);
+    let firsts: Vec<u32> = (0..reads)
+        .map(|k| psn::add(s.rq_psn, k * per_read))
+        .collect();
+    for &at in &firsts {
+        let f = read_request(&s, at, len);
+        s.wire.sink.send(&f);
+    }
+    let send = psn::add(s.rq_psn, reads * per_read);
+    let f = send_request(&s, send, &[7; 32]);
+    s.wire.sink.send(&f);
+    (s, send, firsts)
+}
+
+/// Issue 36, defect 1: 16 READs of 64 MiB (max_dest_rd_atomic) and a SEND with AckReq once
+/// held the device thread until all 262,144 responses were sent, every command and doorbell of
+/// every function waiting. Now a device round sends at most a budget of them, and a command
+/// posted meanwhile completes in the next round.
+#[test]
+fn a_peers_reads_take_the_device_a_budget_at_a_time() {
+    use ferroce_nic::engine::responder::REPLY_BUDGET;
+    let (mut s, _, _) = reads_then_a_send(16, 64 << 20);
+    let mut most = 0;
+    for round in 0..64 {
+        let before = s.n.counter(COUNTER_TX_PACKETS);
+        s.n.g.dev.process();
+        let sent = s.n.counter(COUNTER_TX_PACKETS) - before;
+        most = most.max(sent);
+        assert!(
+            sent <= u64::from(REPLY_BUDGET),
+            "round {round}: {sent} frames sent in one device round"
+        );
+        assert!(sent > 0, "round {round}: the responses stopped");
+        s.take_sent();
+        if round % 8 == 0 {
+            // Posted and polled within one round (Guest::cmd asserts its completion).
+            s.n.g.cmd_raw(CMD_NOP, &[], 0);
+        }
+    }
+    eprintln!("16 x 64 MiB READs: at most {most} frames a device round");
+}
+
+/// The same answered in full: every READ's responses in PSN order, one READ after the
+/// other, and the SEND's ACK after the last of them (an ACK must not overtake a READ response:
+/// the requester would take the response for lost).
+#[test]
+fn queued_read_responses_go_out_in_order_before_the_ack_behind_them() {
+    let (mut s, send, firsts) = reads_then_a_send(16, 256 << 10);
+    let mut sent = Vec::new();
+    for _ in 0..200 {
+        s.round();
+        sent.extend(s.take_sent());
+    }
+    let psns: Vec<u32> = sent.iter().map(|p| p.bth.psn).collect();
+    let expected: Vec<u32> = (0..=psn::diff(send, firsts[0]) as u32)
+        .map(|k| psn::add(firsts[0], k))
+        .collect();
+    assert_eq!(psns, expected, "responses then the ACK, in PSN order");
+    let last = sent.last().expect("the ACK");
+    assert_eq!(
+        (last.bth.opcode, last.aeth.map(|a| a.syndrome)),
+        (op::RC_ACKNOWLEDGE, Some(syndrome::ACK))
+    );
+    assert!(sent[..sent.len() - 1]
+        .iter()
+        .all(|p| p.bth.opcode != op::RC_ACKNOWLEDGE));
+    assert_eq!(statuses(&s.cqes), [(9, WcStatus::Success)]);
+}

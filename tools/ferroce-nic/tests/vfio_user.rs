@@ -21,7 +21,7 @@ const MEM_SIZE: u64 = 1 << 20;
 
 fn memfd(size: u64) -> File {
     // SAFETY: the name is a valid C string; the result is checked.
-    let fd = unsafe { libc::memfd_create(c"ferroce-test".as_ptr(), 0) };
+    let fd = unsafe { libc::memfd_create(c"ferroce-test".as_ptr(), libc::MFD_ALLOW_SEALING) };
     assert!(fd >= 0, "memfd_create");
     // SAFETY: `fd` is a fresh descriptor we own.
     let file = unsafe { File::from_raw_fd(fd) };

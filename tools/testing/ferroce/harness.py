@@ -271,6 +271,11 @@ class Vm:
     on that NIC's port and switch, and it has no NIC of its own."""
     vf_limits: str = ""
     """With `function_of`: the VF's limits (`qp=N,cq=N,mr=N,srq=N,pages=N,db_rate=N`)."""
+    steers_nic: bool = False
+    """Its guest may make its NIC misbehave over the host-control line (`STEERING_COMMANDS`:
+    stall, hang, lie, port down, fatal, and as a PF its VFs): for the scenarios that test the
+    driver against a broken device. Any guest may read its own NIC, mark its trace and inject
+    wire faults into its own function (`GUEST_NIC_COMMANDS`)."""
 
     @property
     def address(self) -> str:
@@ -670,6 +675,52 @@ def eui64_link_local(mac: str) -> str:
     return "fe80::" + ":".join(f"{w:x}" for w in words)
 
 
+GUEST_NIC_COMMANDS: dict[str, Callable[[list[str]], bool]] = {
+    "counters": lambda args: not args,
+    "gids": lambda args: not args,
+    "status": lambda args: not args,
+    "objects": lambda args: not args,
+    "memory": lambda args: not args,
+    "latency": lambda args: args in ([], ["reset"]),
+    "trace": lambda args: len(args) == 2 and args[0] == "mark",
+    # The NIC keeps each function's wire faults apart: these are the guest's own.
+    "fault": lambda args: True,
+}
+"""What any guest may ask of its NIC over the host-control line (`hostctl nic ...`), by
+command, with the arguments each takes: nothing names a host path (no `pcap`, no `trace
+start`), another function (no `vf`) or the device's health."""
+
+STEERING_COMMANDS = frozenset({"stall", "hang", "bogus-version", "lie", "port", "fatal", "vf", "functions"})
+"""What only a VM with `Vm.steers_nic` may also ask: its scenario tests the driver against a
+device that stalls, hangs, lies, loses its port or dies (and, as a PF, sets its VFs)."""
+
+
+def refused_nic_command(args: list[str], steers: bool) -> str | None:
+    """Why the host-control line refuses `hostctl nic ARGS...` from a guest, or None."""
+    if not args:
+        return "expected nic COMMAND [ARGS...]"
+    if any(arg.startswith("-") and not _number(arg) for arg in args):
+        return f"an option is not a NIC command argument: {' '.join(args)!r}"
+    command, rest = args[0], args[1:]
+    if command in GUEST_NIC_COMMANDS:
+        if GUEST_NIC_COMMANDS[command](rest):
+            return None
+        return f"nic {command}: these arguments are not for a guest: {' '.join(rest)!r}"
+    if command in STEERING_COMMANDS:
+        return None if steers else (f"nic {command}: only a scenario's VM with steers_nic may make "
+                                     "its NIC misbehave")
+    return (f"nic {command}: not a guest's command; a guest may use "
+            f"{', '.join(sorted(GUEST_NIC_COMMANDS))}")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 class HostControl(threading.Thread):
     """The guest's line to the host: a second serial port (ttyS1).
 
@@ -677,16 +728,19 @@ class HostControl(threading.Thread):
     with its output and a line "=== HOSTCTL rc=N". Commands:
 
     * ``nic ARGS...``: ``ferroce-nic ctl`` on this VM's NIC (counters, gids,
-      stall on, ...), so a scenario can read or steer its device mid-run.
+      stall on, ...), so a scenario can read or steer its device mid-run. Only what
+      `refused_nic_command` lets through: a guest reads its own function and injects faults
+      into its own wire; only a VM with `steers_nic` makes its device misbehave.
     """
 
-    def __init__(self, path: Path, nic_ctl: list[str] | None, log: Path) -> None:
+    def __init__(self, path: Path, nic_ctl: list[str] | None, log: Path, steers: bool = False) -> None:
         super().__init__(name=f"hostctl-{path.name}", daemon=True)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(path))
         self.listener.listen(1)
         self.listener.settimeout(1)
         self.nic_ctl = nic_ctl
+        self.steers = steers
         self.log = log
         self.stopping = False
 
@@ -715,9 +769,12 @@ class HostControl(threading.Thread):
         if argv[0] == "nic":
             if self.nic_ctl is None:
                 return 2, "this VM has no ferroce-nic\n"
+            if why := refused_nic_command(argv[1:], self.steers):
+                return 2, why + "\n"
             try:
-                proc = subprocess.run([*self.nic_ctl, *argv[1:]], capture_output=True, text=True,
-                                      timeout=30)
+                # After "--", the guest's words are the command, never ctl's options.
+                proc = subprocess.run([*self.nic_ctl, "--", *argv[1:]], capture_output=True,
+                                      text=True, timeout=30)
             except subprocess.TimeoutExpired:
                 return 124, "ferroce-nic ctl timed out\n"
             out = proc.stdout + proc.stderr
@@ -868,7 +925,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                 f"ferroce_ip1={vm.second[1]}" if vm.second else "",
                 f"ferroce_slow={machine.slow:g}" if machine.slow != 1 else "",
             ]))
-            hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log")
+            hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log",
+                                  vm.steers_nic)
             hostctl.start()
             hostctls.append(hostctl)
             extra += ["-chardev", f"socket,id=hostctl,path={work / f'{vm.name}.hostctl'}",

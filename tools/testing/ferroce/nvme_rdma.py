@@ -57,7 +57,7 @@ def scenario_for(KINDS: dict[str, str], timeout: int, nic_args: list[str] | None
     # 1 GiB each: the target's 64 MiB RAM disk; the host's pattern and read-back copy in tmpfs.
     VMS = [Vm(name, ip, memory_mib=1024, nic=KINDS[name] == "ferroce", nic_args=list(nic_args or []),
               cmdline="nvmet_rdma.use_srq=1" if target_srq and name == "b" else "",
-              host=(hosts or {}).get(name), wire=wire)
+              host=(hosts or {}).get(name), wire=wire, steers_nic=bool(lies) and name == "a")
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")]]
     TARGET = VMS[1]
     scenario = Scenario(vms=VMS, timeout=timeout, faults=expect_retransmits, debug_lane=debug_lane)

@@ -4,6 +4,7 @@
 import io
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -934,6 +935,56 @@ class PcapCheckTest(unittest.TestCase):
             path.write_bytes(shb + idb + epb[:-8])
             with self.assertRaisesRegex(ValueError, "cut short"):
                 pcapcheck.frames(path)
+
+
+class HostControlTest(unittest.TestCase):
+    """The host-control line relays a guest's `hostctl nic ...` only as far as it may go."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.dir)
+        # A stand-in for `ferroce-nic ctl --control SOCKET`: it records what it was asked.
+        self.asked = self.dir / "asked"
+        fake = self.dir / "ctl"
+        fake.write_text(f"#!/bin/sh\necho \"$*\" >> {self.asked}\necho '{{\"ok\": true}}'\n")
+        fake.chmod(0o755)
+        self.ctl = [str(fake), "--control", "/nic.sock"]
+
+    def line(self, steers=False):
+        line = harness.HostControl(Path(tempfile.mktemp(dir=self.dir)), self.ctl, self.dir / "log", steers)
+        self.addCleanup(line.stop)
+        return line
+
+    def asked_for(self):
+        return self.asked.read_text().splitlines() if self.asked.exists() else []
+
+    def test_a_guest_reads_its_nic_and_steers_its_own_wire_faults(self):
+        line = self.line()
+        for argv in (["counters"], ["latency", "reset"], ["trace", "mark", "x"], ["fault", "drop", "0.3"]):
+            self.assertEqual(line.handle(["nic", *argv])[0], 0, argv)
+        self.assertEqual(self.asked_for(), ["--control /nic.sock -- counters", "--control /nic.sock -- latency reset",
+                                            "--control /nic.sock -- trace mark x",
+                                            "--control /nic.sock -- fault drop 0.3"])
+
+    def test_host_paths_other_functions_and_options_are_refused(self):
+        line = self.line(steers=True)
+        for argv, why in ((["pcap", "start", "/etc/passwd"], "nic pcap: not a guest's command"),
+                          (["trace", "start", "/etc/passwd"], "nic trace: these arguments"),
+                          (["counters", "--control", "/other.sock"], "an option is not"),
+                          (["counters", "x"], "nic counters: these arguments"),
+                          ([], "expected nic COMMAND")):
+            rc, out = line.handle(["nic", *argv])
+            self.assertEqual(rc, 2, argv)
+            self.assertIn(why, out)
+        self.assertEqual(self.asked_for(), [])
+
+    def test_only_a_vm_that_steers_its_nic_makes_it_misbehave(self):
+        for argv in (["stall", "on"], ["lie", "cqe-qpn", "1"], ["vf", "1", "fault", "drop", "1"], ["fatal"]):
+            rc, out = self.line().handle(["nic", *argv])
+            self.assertEqual(rc, 2, argv)
+            self.assertIn("only a scenario's VM with steers_nic", out)
+            self.assertEqual(self.line(steers=True).handle(["nic", *argv])[0], 0, argv)
+        self.assertEqual(len(self.asked_for()), 4)
 
 
 if __name__ == "__main__":

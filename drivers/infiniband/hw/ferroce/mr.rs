@@ -258,7 +258,9 @@ impl MrData {
 
     /// An on-demand MR over `length` bytes of the calling process at `start`, addressed from
     /// `iova`: nothing is pinned, the device faults pages in as it needs them ([`odp`]). An
-    /// implicit one (all of the address space) is not offered.
+    /// implicit one (all of the address space) is not offered, nor one of huge pages
+    /// (`IBV_ACCESS_HUGETLB`, `EOPNOTSUPP`): ib_core fills the pfn list of a fault in 4 KiB
+    /// entries, and the device's table of such an MR would be indexed in huge pages.
     fn on_demand(
         dev: &rdma::Device<RoceDevice>,
         pd: &rdma::Pd<RoceDevice>,
@@ -267,6 +269,9 @@ impl MrData {
         iova: u64,
         access: AccessFlags,
     ) -> Result<NewMr<Self>> {
+        if access.contains(AccessFlag::HugeTlb) {
+            return Err(EOPNOTSUPP);
+        }
         let mr = OdpMr::new(dev, pd.number(), start, length, access, |pages| {
             // The device finds an address's page from the iova's offset in the first page, of
             // the umem's page size (huge pages for `IBV_ACCESS_HUGETLB`).

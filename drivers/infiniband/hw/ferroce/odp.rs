@@ -28,6 +28,7 @@ use kernel::{
         },
         Arc,
     },
+    xarray::XArray,
 };
 
 use crate::{hw, queue::PageList, verbs::RoceDevice};
@@ -160,7 +161,7 @@ impl OdpMr {
         })?;
         if key != 0 {
             // Dropped after the table's lock: a last reference releases the umem, which sleeps.
-            let removed = dev.odp_mrs().lock().remove(hw::mr_key_index(key) as usize);
+            let removed = forget(dev.odp_mrs(), hw::mr_key_index(key) as usize, self);
             drop(removed);
         }
         Ok(())
@@ -314,7 +315,44 @@ pub(crate) fn advise(
     Ok(())
 }
 
+/// Takes `mr` out of `table` at `index` if it is still there. The device frees an MR's key
+/// index when it destroys the MR and hands out the lowest free one to the next: an MR created
+/// meanwhile may already be stored at `index`, and is left alone (its faults would no longer
+/// be served). Returns what was taken out, to be dropped after the lock.
+fn forget<T: 'static>(table: &XArray<Arc<T>>, index: usize, mr: &T) -> Option<Arc<T>> {
+    let mut table = table.lock();
+    let mine = table.get(index).is_some_and(|held| core::ptr::eq(&*held, mr));
+    if mine {
+        table.remove(index)
+    } else {
+        None
+    }
+}
+
 /// Whether `access` asks for an on-demand MR.
 pub(crate) fn on_demand(access: AccessFlags) -> bool {
     access.contains(AccessFlag::OnDemand)
+}
+
+#[kunit_tests(ferroce_odp)]
+mod tests {
+    use super::*;
+    use kernel::xarray::AllocKind;
+
+    /// Issue 36, defect 6: destroying MR A removed the table's entry at A's index even once
+    /// MR B, created meanwhile with the index the device had just freed, was stored there.
+    #[test]
+    fn destroying_an_mr_leaves_the_next_one_at_its_index() -> Result {
+        let table = KBox::pin_init(XArray::<Arc<u32>>::new(AllocKind::Alloc), GFP_KERNEL)?;
+        let (a, b) = (Arc::new(1, GFP_KERNEL)?, Arc::new(2, GFP_KERNEL)?);
+        table.lock().store(7, a.clone(), GFP_KERNEL).map_err(|e| e.error)?;
+        // A destroyed in the device; B gets index 7 and is stored before A is forgotten.
+        table.lock().store(7, b.clone(), GFP_KERNEL).map_err(|e| e.error)?;
+        assert!(forget(&table, 7, &a).is_none());
+        assert!(table.lock().get(7).is_some_and(|held| *held == 2));
+        // B's own destroy takes it out.
+        assert!(forget(&table, 7, &b).is_some());
+        assert!(table.lock().get(7).is_none());
+        Ok(())
+    }
 }

@@ -9,9 +9,11 @@
 //! received packets. UC requests take the same states without acknowledgements: a PSN gap, or
 //! any check a packet fails that would NAK on RC, drops the message (IBA 9.7.5.1.1 class D:
 //! nothing is written after the failed packet, the receive WQE it took is kept for the next
-//! message, the QP stays up) and the responder waits for the next FIRST or ONLY. READ
-//! responses are sent from a queue ([`send_read_responses`]); UD and GSI datagrams are received
-//! by [`receive_ud`] (both in [`replies`]).
+//! message, the QP stays up) and the responder waits for the next FIRST or ONLY. Everything
+//! it answers goes out from one queue in PSN order, a budget per poll ([`send_replies`]): READ
+//! responses, the ACKs and NAKs behind them, atomic acknowledgements. However much a peer asks
+//! at once, no QP holds the device thread for more than its budget. UD and GSI datagrams are
+//! received by [`receive_ud`] (both in [`replies`]).
 
 mod acks;
 mod atomics;
@@ -19,8 +21,9 @@ mod duplicates;
 mod replies;
 
 pub use acks::flush_ack;
-use acks::{drain_read_responses, fatal_nak, rnr_nak, send_aeth};
-pub use replies::{receive_ud, send_read_responses};
+use acks::{fatal_nak, queue_aeth, rnr_nak, send_aeth};
+use atomics::{send_atomic_ack, send_empty_read_response};
+pub use replies::{receive_ud, send_replies};
 use replies::{scatter, ScatterError};
 
 use std::collections::VecDeque;
@@ -29,7 +32,7 @@ use std::time::Instant;
 use ferroce_hw::*;
 use serde_json::json;
 
-use super::frame::RoceFrame;
+use super::frame::{RoceFrame, Route};
 use super::headers::{syndrome, Aeth, Feth, Packet, PacketBuilder, Reth};
 use super::icrc::NetKind;
 use super::opcode::{self, flag, op, OpInfo, Position};
@@ -37,8 +40,8 @@ use super::psn;
 use super::roce::{sge_pieces, Io, QpCtx, Resend, GSI_QKEY};
 use super::{EngineHost, RecvCompletion, RecvWork};
 
-/// READ response packets sent per QP per poll.
-const READ_BUDGET: u32 = 64;
+/// Packets a QP's responder sends per poll ([`send_replies`]): READ responses, ACKs, NAKs.
+pub const REPLY_BUDGET: u32 = 64;
 /// Out-of-sequence packets after which a sequence NAK for the same PSN is sent again.
 const NAK_REPEAT_AFTER: u32 = 16;
 /// Largest message (IBA: 2^31 bytes): a longer READ is an invalid request.
@@ -61,9 +64,14 @@ struct Writing {
 /// What a READ or atomic left behind, to answer its duplicates.
 #[derive(Clone, Copy, Debug)]
 enum Resource {
+    /// A READ: its PSNs and what its RETH asked for. A duplicate is answered only inside
+    /// that range, through that key (IBA 9.9, as rxe).
     Read {
         first: u32,
         last: u32,
+        va: u64,
+        rkey: u32,
+        len: u64,
     },
     Atomic {
         psn: u32,
@@ -73,6 +81,19 @@ enum Resource {
     Answered {
         psn: u32,
     },
+}
+
+/// What the responder has to send, in PSN order.
+#[derive(Clone, Copy, Debug)]
+enum Reply {
+    /// The response packets of a READ, one MTU each.
+    Read(ReadJob),
+    /// An ACK or NAK (`syndrome`) for `psn`, with the MSN when it was decided.
+    Aeth { psn: u32, syndrome: u8, msn: u32 },
+    /// The Atomic Acknowledge of the atomic at `psn`, with its original value.
+    AtomicAck { psn: u32, original: u64, msn: u32 },
+    /// The empty RDMA READ response that answers an ATOMIC WRITE or FLUSH at `psn`.
+    EmptyRead { psn: u32, msn: u32 },
 }
 
 /// READ responses to send.
@@ -103,7 +124,10 @@ pub struct Responder {
     receiving: Option<Receiving>,
     writing: Option<Writing>,
     resources: VecDeque<Resource>,
-    jobs: VecDeque<ReadJob>,
+    /// What is to be sent, in PSN order ([`send_replies`]).
+    replies: VecDeque<Reply>,
+    /// The PSN a coalesced ACK is due for: it joins `replies` once a batch of received packets
+    /// is through ([`flush_ack`]), or before a later answer.
     pending_ack: Option<u32>,
     /// UC: the message being received was dropped; packets are dropped until a FIRST or ONLY.
     dropping: bool,
@@ -122,7 +146,15 @@ impl Responder {
 
     /// Whether ACKs or READ responses are waiting.
     pub fn busy(&self) -> bool {
-        self.pending_ack.is_some() || !self.jobs.is_empty()
+        self.pending_ack.is_some() || !self.replies.is_empty()
+    }
+
+    /// The READ response jobs queued.
+    fn reads(&self) -> impl Iterator<Item = &ReadJob> {
+        self.replies.iter().filter_map(|r| match r {
+            Reply::Read(job) => Some(job),
+            _ => None,
+        })
     }
 
     fn accept(&mut self, opcode: u8, npkts: u32, ends_message: bool) {
@@ -169,10 +201,16 @@ impl Responder {
     }
 
     fn queue_job(&mut self, job: ReadJob) {
-        if self.jobs.len() >= usize::from(MAX_RD_ATOMIC) {
-            self.jobs.pop_front();
+        if self.reads().count() >= usize::from(MAX_RD_ATOMIC) {
+            if let Some(i) = self
+                .replies
+                .iter()
+                .position(|r| matches!(r, Reply::Read(_)))
+            {
+                self.replies.remove(i);
+            }
         }
-        self.jobs.push_back(job);
+        self.replies.push_back(Reply::Read(job));
     }
 }
 
@@ -320,7 +358,7 @@ enum RespState {
     Execute,
     /// The READ is accepted: coalesced ACKs go out first, the request is saved as a responder
     /// resource (for its duplicates) and its response packets are queued, to be sent in PSN
-    /// order by [`send_read_responses`]; the ePSN advances by their number, the MSN by one.
+    /// order by [`send_replies`]; the ePSN advances by their number, the MSN by one.
     ReadReply,
     /// The atomic is executed (compare and swap, or fetch and add, on 8 bytes; a fault is a
     /// Remote Access Error NAK), its original value saved as a responder resource, the ePSN
@@ -577,16 +615,9 @@ impl Request<'_, '_> {
         let resp = &mut self.qp.resp;
         resp.nak_sent_for = Some(resp.epsn);
         resp.out_of_sequence = 0;
-        flush_ack(self.qp, self.io, self.host);
-        drain_read_responses(self.qp, self.io, self.host);
+        flush_ack(self.qp);
         let epsn = self.qp.resp.epsn;
-        send_aeth(
-            self.qp,
-            self.io,
-            self.host,
-            epsn,
-            syndrome::NAK_PSN_SEQ_ERROR,
-        );
+        queue_aeth(self.qp, epsn, syndrome::NAK_PSN_SEQ_ERROR);
         RespState::Done
     }
 
@@ -696,7 +727,7 @@ impl Request<'_, '_> {
 
     /// Whether the R_Key refuses a READ's range (rights, bounds). On-demand pages not present
     /// are no refusal: their fault is raised now, and the responses wait for them
-    /// ([`send_read_responses`]).
+    /// ([`send_replies`]).
     fn read_refused(&mut self, reth: Reth) -> bool {
         let len = u64::from(reth.len);
         len > 0
@@ -710,7 +741,7 @@ impl Request<'_, '_> {
         // A READ or atomic beyond the responder resources the QP offers (`max_dest_rd_atomic`,
         // 0: none; a READ holds one until its last response is sent) is an invalid request.
         let limit = usize::from(self.qp.attrs.max_dest_rd_atomic.min(MAX_RD_ATOMIC));
-        let held = self.qp.resp.jobs.iter().filter(|j| !j.replay).count();
+        let held = self.qp.resp.reads().filter(|j| !j.replay).count();
         let responds = matches!(
             self.kind,
             Kind::Read | Kind::Atomic | Kind::AtomicWrite | Kind::Flush
@@ -749,7 +780,7 @@ impl Request<'_, '_> {
     }
 
     fn err_rnr(&mut self) -> RespState {
-        rnr_nak(self.qp, self.io, self.host);
+        rnr_nak(self.qp);
         RespState::Done
     }
 
@@ -767,7 +798,7 @@ impl Request<'_, '_> {
             Kind::Send | Kind::Write if self.qp.qp_type == QpType::Uc => {
                 return RespState::DropMessage("page fault");
             }
-            Kind::Send | Kind::Write => rnr_nak(self.qp, self.io, self.host),
+            Kind::Send | Kind::Write => rnr_nak(self.qp),
             // Dropped: the requester's retry (its timer, or the sequence NAK the next packet
             // draws) brings it back.
             _ => self.host.count(COUNTER_DROPS, 1),
@@ -851,12 +882,15 @@ impl Request<'_, '_> {
         let at = self.pkt.bth.psn;
         let total = u64::from(reth.len);
         let npkts = total.div_ceil(u64::from(self.qp.mtu())).max(1) as u32;
-        flush_ack(self.qp, self.io, self.host);
+        flush_ack(self.qp);
         let pd = self.pd;
         let resp = &mut self.qp.resp;
         resp.remember(Resource::Read {
             first: at,
             last: psn::add(at, npkts - 1),
+            va: reth.va,
+            rkey: reth.rkey,
+            len: total,
         });
         resp.queue_job(ReadJob {
             pd,
@@ -931,7 +965,7 @@ impl Request<'_, '_> {
 
     /// The ERR_* states but ERR_RNR and ERR_PSN_OUT_OF_SEQ: see [`fatal_nak`].
     fn fatal(&mut self, syn: u8, wc_status: WcStatus, event: EventType) -> RespState {
-        fatal_nak(self.qp, self.io, self.host, syn, wc_status, event);
+        fatal_nak(self.qp, self.host, syn, wc_status, event);
         RespState::Done
     }
 }

@@ -547,12 +547,12 @@ impl RoceEngine {
         for qpn in qpns {
             if let Some(qp) = self.qps.get_mut(&qpn) {
                 qp.sync(host, &self.io.trace);
-                super::responder::flush_ack(qp, &mut self.io, host);
+                super::responder::flush_ack(qp);
+                super::responder::send_replies(qp, &mut self.io, host);
                 if all_received {
                     super::requester::timers(qp, &mut self.io, host, now);
                 }
                 super::requester::run(qp, &mut self.io, host, now);
-                super::responder::send_read_responses(qp, &mut self.io, host);
                 super::completer::complete(qp, host);
                 qp.sync(host, &self.io.trace);
             }

@@ -74,8 +74,8 @@ impl DeviceCore {
     /// Whether an access of `len` bytes at `iova` through `key` (an on-demand MR, or a window
     /// bound to one) lacks pages. If it does, it is counted and the MR's page fault is raised
     /// for those pages, unless an outstanding one asks for all of them (raised less than
-    /// `PAGE_FAULT_REPEAT_MS` ago and not answered by `CMD_UPDATE_MR_PAGES` yet). Any other MR
-    /// lacks nothing.
+    /// `PAGE_FAULT_REPEAT_MS` ago and not answered by `CMD_UPDATE_MR_PAGES` yet) or EQ 0 has no
+    /// room for it (`async_room`: then a later try raises it). Any other MR lacks nothing.
     fn page_fault(&mut self, key: u32, iova: u64, len: u64, access: u32) -> bool {
         let Ok(entry) = self.mr_for_key(key) else {
             return false;
@@ -85,6 +85,7 @@ impl DeviceCore {
             .and_then(|w| w.bound)
             .map_or(key, |bound| bound.mr_key);
         let now = self.elapsed_us();
+        let room = self.async_room();
         let Some(mr) = self.objects_mut().mrs_mut().get_mut(mr_key_index(mr_key)) else {
             return false;
         };
@@ -93,7 +94,10 @@ impl DeviceCore {
             return false;
         };
         let outstanding = mr.fault.is_some_and(|f| f.covers(now, first, count));
-        if !outstanding {
+        // With EQ 0 more than half full the fault is not raised, nor remembered: the access
+        // waits, and raises it when it comes again and there is room.
+        let raise = !outstanding && room;
+        if raise {
             mr.fault = Some(Fault {
                 at: now,
                 first,
@@ -102,8 +106,13 @@ impl DeviceCore {
         }
         let key = mr.key;
         self.counters().inc(COUNTER_ODP_FAULTS);
-        if !outstanding {
+        if raise {
             self.post_page_fault(key, first, count, write);
+        } else if !outstanding {
+            self.trace().event(
+                "page_fault_deferred",
+                || serde_json::json!({"key": key, "first": first, "count": count}),
+            );
         }
         true
     }

@@ -4,6 +4,7 @@
  *
  *   ferroce_odp -d DEV -g GID [-p PORT] [-r ROUNDS]           the server (the responder)
  *   ferroce_odp -d DEV -g GID [-p PORT] [-r ROUNDS] SERVER    the client (the requester)
+ *   ferroce_odp -d DEV -H      on-demand memory with IBV_ACCESS_HUGETLB is refused
  *
  * Both sides register 1 MiB of anonymous memory with IBV_ACCESS_ON_DEMAND: nothing is pinned,
  * and madvise(MADV_DONTNEED) really frees the pages, so the kernel must invalidate them in the
@@ -262,16 +263,43 @@ static int client(struct ibv_context *ctx, int gid_index, int fd, unsigned round
 	return 0;
 }
 
+/*
+ * -H: the device does not page huge pages on demand (its page table is in 4 KiB entries), so
+ * registering on-demand memory with IBV_ACCESS_HUGETLB must fail with EOPNOTSUPP, whatever the
+ * memory (before the driver refused it, it registered even this memory, which is not huge).
+ */
+static int hugetlb_refused(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	void *buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	if (!pd || buf == MAP_FAILED)
+		return fail("setup");
+	mr = ibv_reg_mr(pd, buf, BUF_LEN, ODP_ACCESS | IBV_ACCESS_HUGETLB);
+	if (mr) {
+		fprintf(stderr, "odp hugetlb: registered (lkey %#x), expected EOPNOTSUPP\n", mr->lkey);
+		ibv_dereg_mr(mr);
+		return 1;
+	}
+	if (errno != EOPNOTSUPP)
+		return fail("odp hugetlb: expected EOPNOTSUPP");
+	printf("odp hugetlb refused: %s\n", strerror(errno));
+	ibv_dealloc_pd(pd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *port = "18791", *dev = NULL;
 	struct ibv_context *ctx;
-	int opt, gid_index = -1, fd;
+	int opt, gid_index = -1, fd, hugetlb = 0;
 	unsigned rounds = 4;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:r:H")) != -1) {
 		switch (opt) {
+		case 'H': hugetlb = 1; break;
 		case 'd': dev = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'p': port = optarg; break;
@@ -279,13 +307,16 @@ int main(int argc, char **argv)
 		default: dev = NULL; break;
 		}
 	}
-	if (!dev || gid_index < 0 || !rounds) {
-		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [-r ROUNDS] [SERVER]\n", argv[0]);
+	if (!dev || (gid_index < 0 && !hugetlb) || !rounds) {
+		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [-r ROUNDS] [SERVER] | -d DEV -H\n",
+			argv[0]);
 		return 2;
 	}
 	ctx = open_device(dev);
 	if (!ctx)
 		return fail(dev);
+	if (hugetlb)
+		return hugetlb_refused(ctx);
 	fd = tcp_pair(optind < argc ? argv[optind] : NULL, port);
 	if (fd < 0)
 		return fail("tcp");

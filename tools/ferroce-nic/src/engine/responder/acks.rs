@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! What the responder acknowledges: coalesced ACKs (behind the READ responses queued before
-//! them), RNR NAKs, and the NAKs of errors that end the QP.
+//! What the responder acknowledges: coalesced ACKs, RNR NAKs, sequence NAKs and the NAKs of
+//! errors that end the QP, each queued behind the answers before it ([`Reply`]).
 
 use super::*;
 
-pub(super) fn send_aeth(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, syn: u8) {
+/// Sends the ACK or NAK `syn` for `at`, with MSN `msn`.
+pub(super) fn send_aeth(
+    qp: &QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    at: u32,
+    syn: u8,
+    msn: u32,
+) {
     let Some(route) = qp.route(host) else { return };
     let mut b = PacketBuilder::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
-    b.aeth = Some(Aeth {
-        syndrome: syn,
-        msn: qp.resp.msn,
-    });
+    b.aeth = Some(Aeth { syndrome: syn, msn });
     let kind = if syndrome::kind(syn) == syndrome::KIND_ACK {
         "ack"
     } else {
@@ -25,24 +30,37 @@ pub(super) fn send_aeth(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: 
     io.send(host, &route, &b, &[], Resend::No);
 }
 
-/// Sends the coalesced ACK, if one is due.
-pub fn flush_ack(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    if let Some(at) = qp.resp.pending_ack.take() {
-        drain_read_responses(qp, io, host);
-        send_aeth(qp, io, host, at, syndrome::ACK);
+/// Queues the ACK or NAK `syn` for `at` behind what is queued (READ responses go out in PSN
+/// order: an ACK or NAK for a later PSN must not overtake them, or the requester would take it
+/// for a lost response). A later ACK replaces one still queued at the end: it acknowledges
+/// what that one did.
+pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8) {
+    let msn = qp.resp.msn;
+    let resp = &mut qp.resp;
+    if syn == syndrome::ACK {
+        if let Some(Reply::Aeth {
+            psn,
+            syndrome: s,
+            msn: m,
+        }) = resp.replies.back_mut()
+        {
+            if *s == syndrome::ACK {
+                (*psn, *m) = (at, msn);
+                return;
+            }
+        }
     }
+    resp.replies.push_back(Reply::Aeth {
+        psn: at,
+        syndrome: syn,
+        msn,
+    });
 }
 
-/// Sends every queued READ response now: responses go out in PSN order, so an ACK or NAK for
-/// a later PSN must not overtake them (the requester would take it for a lost response).
-pub(super) fn drain_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    while !qp.resp.jobs.is_empty() {
-        let before = qp.resp.jobs.len();
-        let next = qp.resp.jobs.front().map(|j| j.next);
-        send_read_responses(qp, io, host);
-        if qp.resp.jobs.len() == before && qp.resp.jobs.front().map(|j| j.next) == next {
-            break; // No route or QP state: nothing can be sent.
-        }
+/// Queues the coalesced ACK, if one is due.
+pub fn flush_ack(qp: &mut QpCtx) {
+    if let Some(at) = qp.resp.pending_ack.take() {
+        queue_aeth(qp, at, syndrome::ACK);
     }
 }
 
@@ -50,17 +68,15 @@ pub(super) fn drain_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn E
 /// moves the QP to ERR with async event `event` (IBA 9.9.3.1: responder class C/D errors).
 pub(super) fn fatal_nak(
     qp: &mut QpCtx,
-    io: &mut Io,
     host: &mut dyn EngineHost,
     syn: u8,
     wc_status: WcStatus,
     event: EventType,
 ) {
-    flush_ack(qp, io, host);
-    drain_read_responses(qp, io, host);
+    flush_ack(qp);
     let epsn = qp.resp.epsn;
     if qp.qp_type.is_reliable() {
-        send_aeth(qp, io, host, epsn, syn);
+        queue_aeth(qp, epsn, syn);
     }
     if let Some(r) = qp.resp.receiving.take() {
         let completion = RecvCompletion {
@@ -71,15 +87,18 @@ pub(super) fn fatal_nak(
         let _ = host.complete_recv(qp.qpn, &r.work, completion);
     }
     host.qp_error(qp.qpn, event);
+    // What was answered before the error still goes out, in order and a budget at a time,
+    // and the NAK last: the QP sends nothing else in ERR.
+    let replies = std::mem::take(&mut qp.resp.replies);
     qp.enter_error();
+    qp.resp.replies = replies;
 }
 
-pub(super) fn rnr_nak(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    flush_ack(qp, io, host);
-    drain_read_responses(qp, io, host);
+pub(super) fn rnr_nak(qp: &mut QpCtx) {
+    flush_ack(qp);
     let epsn = qp.resp.epsn;
     // Packets behind this one arrive out of sequence; the RNR NAK stands for them too.
     qp.resp.nak_sent_for = Some(epsn);
     let code = qp.attrs.min_rnr_timer & 0x1f;
-    send_aeth(qp, io, host, epsn, syndrome::RNR_NAK | code);
+    queue_aeth(qp, epsn, syndrome::RNR_NAK | code);
 }

@@ -8,13 +8,21 @@
 
 use super::*;
 
-fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, original: u64) {
+/// Sends the Atomic Acknowledge of the atomic at `at`, with its original value.
+pub(super) fn send_atomic_ack(
+    qp: &QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    at: u32,
+    original: u64,
+    msn: u32,
+) {
     let Some(route) = qp.route(host) else { return };
     let opcode = qp.opcode(op::RC_ATOMIC_ACKNOWLEDGE);
     let mut b = PacketBuilder::new(opcode, qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syndrome::ACK,
-        msn: qp.resp.msn,
+        msn,
     });
     b.atomic_ack = Some(original);
     io.send(host, &route, &b, &[], Resend::No);
@@ -22,13 +30,19 @@ fn send_atomic_ack(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32, 
 
 /// Sends the empty RDMA READ response (an ACK in its AETH) that answers an ATOMIC WRITE or a
 /// FLUSH at `at`.
-fn send_empty_read_response(qp: &QpCtx, io: &mut Io, host: &mut dyn EngineHost, at: u32) {
+pub(super) fn send_empty_read_response(
+    qp: &QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    at: u32,
+    msn: u32,
+) {
     let Some(route) = qp.route(host) else { return };
     let opcode = qp.opcode(op::RC_READ_RESPONSE_ONLY);
     let mut b = PacketBuilder::new(opcode, qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syndrome::ACK,
-        msn: qp.resp.msn,
+        msn,
     });
     io.send(host, &route, &b, &[], Resend::No);
 }
@@ -59,8 +73,12 @@ impl Request<'_, '_> {
             _ => None,
         });
         if let Some(original) = saved {
-            drain_read_responses(self.qp, self.io, self.host);
-            send_atomic_ack(self.qp, self.io, self.host, at, original);
+            let msn = self.qp.resp.msn;
+            self.qp.resp.replies.push_back(Reply::AtomicAck {
+                psn: at,
+                original,
+                msn,
+            });
         }
     }
 
@@ -75,8 +93,11 @@ impl Request<'_, '_> {
             .iter()
             .any(|r| matches!(r, Resource::Answered { psn } if *psn == at));
         if saved {
-            drain_read_responses(self.qp, self.io, self.host);
-            send_empty_read_response(self.qp, self.io, self.host, at);
+            let msn = self.qp.resp.msn;
+            self.qp
+                .resp
+                .replies
+                .push_back(Reply::EmptyRead { psn: at, msn });
         }
     }
 
@@ -163,9 +184,13 @@ impl Request<'_, '_> {
             .resp
             .remember(Resource::Atomic { psn: at, original });
         self.qp.resp.accept(self.pkt.bth.opcode, 1, true);
-        flush_ack(self.qp, self.io, self.host);
-        drain_read_responses(self.qp, self.io, self.host);
-        send_atomic_ack(self.qp, self.io, self.host, at, original);
+        flush_ack(self.qp);
+        let msn = self.qp.resp.msn;
+        self.qp.resp.replies.push_back(Reply::AtomicAck {
+            psn: at,
+            original,
+            msn,
+        });
         RespState::Done
     }
 
@@ -195,9 +220,12 @@ impl Request<'_, '_> {
         let at = self.pkt.bth.psn;
         self.qp.resp.remember(Resource::Answered { psn: at });
         self.qp.resp.accept(self.pkt.bth.opcode, 1, true);
-        flush_ack(self.qp, self.io, self.host);
-        drain_read_responses(self.qp, self.io, self.host);
-        send_empty_read_response(self.qp, self.io, self.host, at);
+        flush_ack(self.qp);
+        let msn = self.qp.resp.msn;
+        self.qp
+            .resp
+            .replies
+            .push_back(Reply::EmptyRead { psn: at, msn });
         RespState::Done
     }
 }

@@ -1,69 +1,114 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! What the responder sends and receives outside the request states: queued READ responses,
-//! and UD / GSI datagrams.
+//! What the responder sends and receives outside the request states: its queued replies
+//! (READ responses, ACKs and NAKs, atomic acknowledgements), and UD / GSI datagrams.
 
 use super::*;
 
-/// Sends queued READ responses, a budget per poll.
-pub fn send_read_responses(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
-    if qp.resp.jobs.is_empty() || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+/// Sends what the responder queued ([`Reply`]), in order, at most [`REPLY_BUDGET`] packets:
+/// the device thread serves every other QP and function between two calls. In ERR only what
+/// was queued before the error goes (it ends with the error's NAK).
+pub fn send_replies(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
+    if qp.resp.replies.is_empty()
+        || !matches!(
+            qp.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Err
+        )
+    {
         return;
     }
     let Some(route) = qp.route(host) else { return };
-    let mtu = u64::from(qp.mtu());
-    for _ in 0..READ_BUDGET {
-        let Some(job) = qp.resp.jobs.front().copied() else {
+    for _ in 0..REPLY_BUDGET {
+        let Some(reply) = qp.resp.replies.front().copied() else {
             break;
         };
-        let pos = Position::of(job.next, job.npkts);
-        let offset = u64::from(job.next) * mtu;
-        let len = (job.len - offset.min(job.len)).min(mtu) as usize;
-        if len > 0 {
-            let read = host.read_payload(
-                job.pd,
-                job.rkey,
-                job.va.wrapping_add(offset),
-                io.payload.room(len),
-                ACCESS_REMOTE_READ,
-            );
-            match read {
-                Ok(()) => {}
-                // An on-demand page is not present: the responses wait for the driver to
-                // map it (the fault is raised), as a NIC's do; the ePSN has moved on.
-                Err(e) if e.is_page_fault() => break,
-                // The region went away after the request was checked: stop answering.
-                Err(_) => {
-                    qp.resp.jobs.pop_front();
-                    continue;
+        match reply {
+            Reply::Read(job) => match send_read_response(qp, io, host, &route, job) {
+                Sent::One => {
+                    if let Some(Reply::Read(j)) = qp.resp.replies.front_mut() {
+                        j.next += 1;
+                        if j.next >= j.npkts {
+                            qp.resp.replies.pop_front();
+                        }
+                    }
                 }
+                Sent::Waits => break,
+                Sent::Gone => {
+                    qp.resp.replies.pop_front();
+                }
+            },
+            Reply::Aeth { psn, syndrome, msn } => {
+                qp.resp.replies.pop_front();
+                send_aeth(qp, io, host, psn, syndrome, msn);
             }
-        }
-        let mut b = PacketBuilder::new(
-            qp.opcode(opcode::read_response(pos)),
-            qp.attrs.dest_qpn,
-            psn::add(job.psn, job.next),
-        );
-        if pos != Position::Middle {
-            b.aeth = Some(Aeth {
-                syndrome: syndrome::ACK,
-                msn: qp.resp.msn,
-            });
-        }
-        // A replay answers a duplicate request: the requester lost the first answer.
-        let resend = if job.replay {
-            Resend::Replay
-        } else {
-            Resend::No
-        };
-        io.send_payload(host, &route, &b, len, resend);
-        if let Some(j) = qp.resp.jobs.front_mut() {
-            j.next += 1;
-            if j.next >= j.npkts {
-                qp.resp.jobs.pop_front();
+            Reply::AtomicAck { psn, original, msn } => {
+                qp.resp.replies.pop_front();
+                send_atomic_ack(qp, io, host, psn, original, msn);
+            }
+            Reply::EmptyRead { psn, msn } => {
+                qp.resp.replies.pop_front();
+                send_empty_read_response(qp, io, host, psn, msn);
             }
         }
     }
+}
+
+/// What became of a READ response packet.
+enum Sent {
+    /// It went out.
+    One,
+    /// An on-demand page is not present: the responses wait for the driver to map it (the
+    /// fault is raised), as a NIC's do; the ePSN has moved on.
+    Waits,
+    /// The region went away after the request was checked: the READ is no longer answered.
+    Gone,
+}
+
+/// Sends the next response packet of READ `job`.
+fn send_read_response(
+    qp: &QpCtx,
+    io: &mut Io,
+    host: &mut dyn EngineHost,
+    route: &Route,
+    job: ReadJob,
+) -> Sent {
+    let mtu = u64::from(qp.mtu());
+    let pos = Position::of(job.next, job.npkts);
+    let offset = u64::from(job.next) * mtu;
+    let len = (job.len - offset.min(job.len)).min(mtu) as usize;
+    if len > 0 {
+        let read = host.read_payload(
+            job.pd,
+            job.rkey,
+            job.va.wrapping_add(offset),
+            io.payload.room(len),
+            ACCESS_REMOTE_READ,
+        );
+        match read {
+            Ok(()) => {}
+            Err(e) if e.is_page_fault() => return Sent::Waits,
+            Err(_) => return Sent::Gone,
+        }
+    }
+    let mut b = PacketBuilder::new(
+        qp.opcode(opcode::read_response(pos)),
+        qp.attrs.dest_qpn,
+        psn::add(job.psn, job.next),
+    );
+    if pos != Position::Middle {
+        b.aeth = Some(Aeth {
+            syndrome: syndrome::ACK,
+            msn: qp.resp.msn,
+        });
+    }
+    // A replay answers a duplicate request: the requester lost the first answer.
+    let resend = if job.replay {
+        Resend::Replay
+    } else {
+        Resend::No
+    };
+    io.send_payload(host, route, &b, len, resend);
+    Sent::One
 }
 
 /// Handles a UD or GSI SEND addressed to `qp`: Q_Key check, receive WQE, GRH image and

@@ -10,7 +10,7 @@ import json
 
 from harness import CheckFailed, Run, Scenario, Vm
 
-VMS = [Vm("a", "10.0.0.1/24", nic=True, trace=False, capture=False),
+VMS = [Vm("a", "10.0.0.1/24", nic=True, trace=False, capture=False, steers_nic=True),
        Vm("b", "10.0.0.2/24", function_of="a", trace=False, capture=False),
        Vm("c", "10.0.0.3/24", function_of="a", trace=False, capture=False),
        Vm("d", "10.0.0.4/24", nic=True, trace=False, capture=False)]

@@ -8,7 +8,7 @@ import re
 
 from harness import CheckFailed, Run, Scenario, Vm
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=120, faults=True, debug_lane=True)
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True)], timeout=120, faults=True, debug_lane=True)
 
 DEV = r"ferroce [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
 TIMEOUT_S = 2.0

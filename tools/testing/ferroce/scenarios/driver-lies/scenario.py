@@ -16,7 +16,7 @@ import re
 
 from harness import KERNEL_TROUBLE, CheckFailed, Run, Scenario, Vm
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=120, debug_lane=True)
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True)], timeout=120, debug_lane=True)
 
 CHAIN = 32
 

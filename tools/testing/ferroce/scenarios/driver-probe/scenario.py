@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness import CheckFailed, Run, Scenario, Vm, mac_of
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=120, faults=True)  # port down
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True)], timeout=120, faults=True)  # port down
 
 RELOADS = 20
 # Commands the driver posts per probe: NOP and QUERY_PORT.

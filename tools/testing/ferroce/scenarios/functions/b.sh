@@ -9,3 +9,8 @@ step counters-before 10 hostctl nic counters
 step hostile 60 ferroce_hostile
 step counters-after 10 hostctl nic counters
 signal "$(ip_of c)" 18811 attacked
+# The host-control line relays what a guest may ask of its own function and nothing more.
+step relay-own-faults 10 sh -c '. /ferroce/lib.sh; hostctl nic fault drop 1 && hostctl nic fault off'
+step relay-host-path 10 sh -c '. /ferroce/lib.sh; ! hostctl nic pcap start /tmp/ferroce-relay-probe'
+step relay-other-function 10 sh -c '. /ferroce/lib.sh; ! hostctl nic vf 0 fault drop 1'
+step relay-misbehave 10 sh -c '. /ferroce/lib.sh; ! hostctl nic stall on'

@@ -5,12 +5,14 @@ port's embedded switch); traffic to d crosses the wire. A hostile process in b t
 doorbells for queue numbers it does not own reaches nothing of c's, and the counters prove it.
 """
 
+from pathlib import Path
+
 from harness import CheckFailed, Run, Scenario, Vm
 from pingpong import pingpong, write_bw
 
 C_LIMITS = {"qp": 16, "cq": 16, "mr": 64}
 VMS = [
-    Vm("a", "10.0.0.1/24", nic=True),
+    Vm("a", "10.0.0.1/24", nic=True, steers_nic=True),  # the PF: vf N ...
     Vm("b", "10.0.0.2/24", function_of="a"),
     Vm("c", "10.0.0.3/24", function_of="a", vf_limits=",".join(f"{k}={v}" for k, v in C_LIMITS.items())),
     Vm("d", "10.0.0.4/24", nic=True),
@@ -130,3 +132,21 @@ def functions_view(run: Run) -> str:
     return "\n".join(f"fn {f['index']} {f['kind']} {f['mac']}: QPs from {f['slot']['qpn_base']}, "
                      f"schedule {f['schedule']}, port {f['port']}" for f in functions) + \
         f"\nc: {len(doorbells)} doorbells translated, e.g. {doorbells[0]}"
+
+
+@scenario.check
+def host_control_line(run: Run) -> str:
+    """What VF b's guest may ask over the host-control line: its own function's wire faults;
+    a host path, another function and a misbehaving device are refused, and nothing is done."""
+    b = run.vm("b")
+    b.step("relay-own-faults").ok()
+    refusals = {"relay-host-path": "nic pcap: not a guest's command",
+                "relay-other-function": "nic vf: only a scenario's VM with steers_nic",
+                "relay-misbehave": "nic stall: only a scenario's VM with steers_nic"}
+    for step, why in refusals.items():
+        b.step(step).ok()
+        if why not in b.step(step).output:
+            raise CheckFailed(f"b: step {step} was not refused by the line:\n{b.step(step).output}")
+    if Path("/tmp/ferroce-relay-probe").exists():
+        raise CheckFailed("a guest's pcap path was opened on the host")
+    return "own faults relayed; pcap, vf and stall refused"

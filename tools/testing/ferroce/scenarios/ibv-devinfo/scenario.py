@@ -15,7 +15,7 @@ from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
 # default. The QID table is short, so that qid-table can fill it.
 CMD_TIMEOUT_MS = 20000
 QID_TABLE_LEN = 8
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True,
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True,
                             nic_args=["--cmd-timeout-ms", str(CMD_TIMEOUT_MS),
                                       "--qid-table-len", str(QID_TABLE_LEN)])],
                     timeout=120, faults=True)  # in-flight.sh stalls the NIC

@@ -29,6 +29,15 @@ def odp_caps(run: Run) -> str:
 
 
 @scenario.check
+def hugetlb_on_demand_refused(run: Run) -> str:
+    """On-demand memory with IBV_ACCESS_HUGETLB is refused (EOPNOTSUPP): the device's
+    on-demand page tables hold 4 KiB entries, and a huge page's would be indexed wrongly."""
+    step = run.vm("a").step("odp-hugetlb-refused")
+    step.ok()
+    return step.expect(r"^odp hugetlb refused: Operation not supported$").group(0)
+
+
+@scenario.check
 def dropped_pages_stay_exact(run: Run) -> str:
     """Four rounds of ferroce_odp: after each madvise(MADV_DONTNEED) the NIC wrote into, read
     from and added to the new pages, never the ones given back."""

@@ -10,7 +10,7 @@ import re
 
 from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True)], timeout=120, faults=True)  # port down
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True)], timeout=120, faults=True)  # port down
 
 TYPES = {"IB/RoCE v1": "RoCEv1", "RoCE v1": "RoCEv1", "RoCE v2": "RoCEv2"}
 ZERO = ipaddress.IPv6Address("::")
