@@ -326,16 +326,7 @@ impl Device {
             windows: 0,
             fault: None,
         };
-        let index = self
-            .core
-            .objects_mut()
-            .mrs_mut()
-            .insert(mr)
-            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
-        let key = mr_key(index, cmd.key_variant);
-        if let Some(mr) = self.core.objects_mut().mrs_mut().get_mut(index) {
-            mr.key = key;
-        }
+        let key = self.core.objects_mut().insert_mr(mr, cmd.key_variant)?;
         Ok(CreateMrReply { key })
     }
 
@@ -349,7 +340,7 @@ impl Device {
             Some(mr) if mr.window.is_some() => Err(CmdError::field(STATUS_BAD_RESOURCE, 0)),
             Some(mr) if mr.windows > 0 => Err(CmdError::new(STATUS_BUSY)),
             Some(_) => {
-                self.core.objects_mut().mrs_mut().remove(index);
+                self.core.objects_mut().remove_mr(index);
                 Ok(())
             }
             None => Err(CmdError::new(STATUS_BAD_RESOURCE)),
@@ -424,16 +415,8 @@ impl Device {
         if !matches!(cmd.mw_type, MW_TYPE_1 | MW_TYPE_2) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 4));
         }
-        let index = self
-            .core
-            .objects_mut()
-            .mrs_mut()
-            .insert(Mr::window(cmd.pd, cmd.mw_type))
-            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
-        let key = mr_key(index, cmd.key_variant);
-        if let Some(mw) = self.core.objects_mut().mrs_mut().get_mut(index) {
-            mw.key = key;
-        }
+        let window = Mr::window(cmd.pd, cmd.mw_type);
+        let key = self.core.objects_mut().insert_mr(window, cmd.key_variant)?;
         Ok(CreateMwReply { key })
     }
 
@@ -446,7 +429,7 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         }
         self.core.unbind_window(index);
-        self.core.objects_mut().mrs_mut().remove(index);
+        self.core.objects_mut().remove_mr(index);
         Ok(())
     }
 

@@ -322,7 +322,7 @@ impl Device {
         if let Some(limits) = core.pending_limits.take() {
             core.config = limits;
         }
-        core.objects = Objects::new(&core.config);
+        core.objects = core.objects.renewed(&core.config);
         core.cmdq.disable();
         core.work.clear();
         core.doorbells = Doorbells::default();
@@ -611,7 +611,7 @@ impl DeviceCore {
             self.pending_limits = Some(config);
         } else {
             self.config = config;
-            self.objects = Objects::new(&self.config);
+            self.objects = self.objects.renewed(&self.config);
             self.pending_limits = None;
         }
     }

@@ -70,6 +70,16 @@ impl<T> Table<T> {
         Some(index as u32)
     }
 
+    /// The number [`Table::insert`] would take now, if any is free.
+    pub fn free_number(&self) -> Option<u32> {
+        let first = self.first as usize;
+        let from = self.next.map_or(first, |n| (n as usize).max(first));
+        (from..self.slots.len())
+            .chain(first..from)
+            .find(|&i| self.slots[i].is_none())
+            .map(|i| i as u32)
+    }
+
     /// Inserts at a given number (reserved numbers such as the GSI QP); `false` if taken.
     pub fn insert_at(&mut self, number: u32, item: T) -> bool {
         match self.slots.get_mut(number as usize) {
@@ -135,6 +145,9 @@ pub struct Objects {
     cqs: Table<Cq>,
     qps: Table<Qp>,
     mrs: Table<Mr>,
+    /// The key each MR table slot had last, live or freed: a new MR or window there never gets
+    /// it again, so that a stale rkey of the old one does not reach the new one.
+    mr_last_keys: Vec<Option<u32>>,
     ahs: Table<Ah>,
     srqs: Table<Srq>,
     gids: Vec<Option<GidEntry>>,
@@ -163,6 +176,7 @@ impl Objects {
                 Table::new_cyclic(config.max_qp.max(FIRST_QPN), FIRST_QPN)
             },
             mrs: Table::new(config.max_mr, 1),
+            mr_last_keys: vec![None; config.max_mr as usize],
             ahs: Table::new(config.max_ah, 0),
             srqs: Table::new(config.max_srq, 0),
             gids: vec![None; GID_TABLE_LEN as usize],
@@ -220,6 +234,43 @@ impl Objects {
     /// Memory regions, mutably.
     pub fn mrs_mut(&mut self) -> &mut Table<Mr> {
         &mut self.mrs
+    }
+
+    /// Puts `mr` (an MR or a window) in the lowest free slot with the key of `variant`; returns
+    /// the key. `STATUS_STALE_KEY` if that key was the slot's last one (its driver asks again
+    /// with another variant), `STATUS_NO_RESOURCES` if no slot is free.
+    pub fn insert_mr(&mut self, mut mr: Mr, variant: u8) -> Result<u32, CmdError> {
+        let index = self
+            .mrs
+            .free_number()
+            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        let key = mr_key(index, variant);
+        if self.mr_last_keys.get(index as usize).copied().flatten() == Some(key) {
+            return Err(CmdError::new(STATUS_STALE_KEY));
+        }
+        mr.key = key;
+        self.mrs.insert_at(index, mr);
+        Ok(key)
+    }
+
+    /// Removes the MR or window in slot `index`, remembering its key as the slot's last.
+    pub fn remove_mr(&mut self, index: u32) -> Option<Mr> {
+        let mr = self.mrs.remove(index)?;
+        if let Some(last) = self.mr_last_keys.get_mut(index as usize) {
+            *last = Some(mr.key);
+        }
+        Some(mr)
+    }
+
+    /// The tables of a reset function: empty, but for the key each MR slot had last (live
+    /// MRs' keys included), which outlives the reset as the peers' stale rkeys do.
+    pub fn renewed(&self, config: &DeviceConfig) -> Self {
+        let mut fresh = Self::new(config);
+        for (slot, last) in fresh.mr_last_keys.iter_mut().enumerate() {
+            let live = self.mrs.get(slot as u32).map(|mr| mr.key);
+            *last = live.or(self.mr_last_keys.get(slot).copied().flatten());
+        }
+        fresh
     }
 
     /// Address handles.

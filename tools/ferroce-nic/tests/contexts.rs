@@ -366,3 +366,161 @@ fn fast_registration_follows_the_create_mr_access_rules() {
         .expect("remote write into a local-write MR");
     assert_eq!(g.read(page + 0x10, 1), [0x5a]);
 }
+
+/// Issue 36, defect 8: the driver remembered each slot's creation key only, while BIND_MW and
+/// REG_MR change keys in the NIC, so that a slot could hand out the key a window had last: a
+/// peer's stale rkey of the window then reached the new MR there. The NIC, which knows every
+/// key, refuses to create an MR or window with its slot's last key (`STATUS_STALE_KEY`), also
+/// across a reset.
+#[test]
+fn a_slot_never_hands_out_its_last_key_again() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let mw = g
+        .ok(&CreateMwCmd {
+            pd: 1,
+            mw_type: MW_TYPE_1,
+            key_variant: 0x10,
+            ..CreateMwCmd::default()
+        })
+        .key;
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let page = g.alloc(4096, 4096);
+    let pbl = g.alloc(8, 8);
+    g.write(pbl, &page.to_le_bytes());
+    let registered = mr_key(mr_key_index(fast), 0x21);
+    let seg = RegMrSeg {
+        iova: 0x5000_0000,
+        length: 4096,
+        pbl_addr: pbl,
+        key: registered,
+        access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
+        page_count: 1,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    g.dev.core.fast_register(1, &seg).expect("register");
+    // The window bound with a new key, 0x11: what a peer holds.
+    let bound = mr_key(mr_key_index(mw), 0x11);
+    let bind = BindMwSeg {
+        addr: 0x5000_0000,
+        length: 4096,
+        mw_key: bound,
+        mr_key: registered,
+        access: ACCESS_REMOTE_READ,
+        ..BindMwSeg::default()
+    };
+    g.dev.core.bind_mw(1, 0, &bind).expect("bind");
+    g.ok(&DestroyMwCmd {
+        key: bound,
+        rsvd: 0,
+    });
+    // The slot's next object may not be given 0x11 again; 0x10, its creation key, it may.
+    let create = |g: &mut Guest, key_variant: u8| {
+        g.cmd(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 1,
+            key_variant,
+            ..CreateMrCmd::default()
+        })
+    };
+    let refused = create(&mut g, 0x11);
+    assert_eq!(
+        status_name(refused.status),
+        "stale_key",
+        "a new MR got the key a window had last"
+    );
+    let made = create(&mut g, 0x10);
+    assert_eq!(made.status, STATUS_OK);
+    let key = made.reply::<CreateMrCmd>().expect("a key").key;
+    assert_eq!(key, mr_key(mr_key_index(mw), 0x10));
+    // Across a reset: the slot's key then was 0x10.
+    g.reset();
+    g.bring_up();
+    assert_eq!(create(&mut g, 0x10).status, STATUS_STALE_KEY);
+}
+
+/// Issue 36, defect 8 (as IBA and rxe): a REG_MR registers a free (invalid) MR only, and an
+/// MR windows are bound to is not invalidated.
+#[test]
+fn reg_mr_needs_a_free_mr_and_windows_keep_theirs_valid() {
+    let mut g = Guest::new();
+    g.bring_up();
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let page = g.alloc(4096, 4096);
+    let pbl = g.alloc(8, 8);
+    g.write(pbl, &page.to_le_bytes());
+    let key = mr_key(mr_key_index(fast), 0x31);
+    let seg = RegMrSeg {
+        iova: 0x6000_0000,
+        length: 4096,
+        pbl_addr: pbl,
+        key,
+        access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
+        page_count: 1,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    g.dev.core.fast_register(1, &seg).expect("register");
+    let again = RegMrSeg {
+        key: mr_key(mr_key_index(fast), 0x32),
+        ..seg
+    };
+    assert!(
+        g.dev.core.fast_register(1, &again).is_err(),
+        "REG_MR over a valid MR"
+    );
+    let mw = g
+        .ok(&CreateMwCmd {
+            pd: 1,
+            mw_type: MW_TYPE_1,
+            key_variant: 0x40,
+            ..CreateMwCmd::default()
+        })
+        .key;
+    let bound = mr_key(mr_key_index(mw), 0x41);
+    let bind = BindMwSeg {
+        addr: 0x6000_0000,
+        length: 4096,
+        mw_key: bound,
+        mr_key: key,
+        access: ACCESS_REMOTE_READ,
+        ..BindMwSeg::default()
+    };
+    g.dev.core.bind_mw(1, 0, &bind).expect("bind");
+    assert!(
+        g.dev.core.invalidate(1, 0, key).is_err(),
+        "an MR with a window bound was invalidated"
+    );
+    let mut byte = [0u8; 1];
+    g.dev
+        .core
+        .read_payload(1, bound, 0x6000_0000, &mut byte, ACCESS_REMOTE_READ)
+        .expect("the window still reads");
+    // Unbound (a type 1 window's bind of length 0), the MR is invalidated and registered anew.
+    let unbind = BindMwSeg {
+        length: 0,
+        mw_key: mr_key(mr_key_index(mw), 0x42),
+        ..bind
+    };
+    g.dev.core.bind_mw(1, 0, &unbind).expect("unbind");
+    g.dev.core.invalidate(1, 0, key).expect("invalidate");
+    g.dev.core.fast_register(1, &again).expect("register again");
+}

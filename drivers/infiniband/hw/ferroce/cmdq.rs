@@ -88,6 +88,7 @@ pub(crate) fn status_error(status: u32) -> (&'static str, Error) {
         hw::STATUS_NO_RESOURCES => ENOMEM,
         hw::STATUS_BUSY => EBUSY,
         hw::STATUS_DMA_ERROR => EFAULT,
+        hw::STATUS_STALE_KEY => EAGAIN,
         _ => EIO,
     };
     (hw::status_name(status), err)

@@ -77,7 +77,6 @@ pub(crate) fn ib_access(bits: u32) -> AccessFlags {
 /// Pages of user MRs are described to the device in 4 KiB units.
 const USER_LOG_PAGE_SIZE: u32 = 12;
 
-/// The driver's part of a PD: its number, which QPs, MRs and AHs carry.
 /// Tries at making an MR whose key is fresh before giving up (each fails once in 256).
 const KEY_TRIES: usize = 4;
 
@@ -92,7 +91,12 @@ fn fresh_key(
 ) -> Result<u32> {
     for _ in 0..KEY_TRIES {
         let variant = MrKeys::variant();
-        let key = make(variant)?;
+        // The device refuses the last key of the slot it chose, which only it knows (a window
+        // bound or an MR registered since creation changed it): another variant, then.
+        let key = match make(variant) {
+            Err(e) if e == EAGAIN => continue,
+            made => made?,
+        };
         let fresh = dev.mr_keys().lock().accept(key, variant);
         if let Ok(true) = fresh {
             return Ok(key);
@@ -116,6 +120,7 @@ fn create(dev: &rdma::Device<RoceDevice>, mut cmd: hw::CreateMrCmd) -> Result<u3
     )
 }
 
+/// The driver's part of a PD: its number, which QPs, MRs and AHs carry.
 pub(crate) struct PdData {
     pdn: u32,
 }

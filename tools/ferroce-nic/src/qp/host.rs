@@ -360,6 +360,11 @@ impl EngineHost for DeviceCore {
         if mr.pd != pd {
             return Err(HostError::Protection(MrError::BadPd));
         }
+        // Only an MR in the free state is registered (IBA 10.6.3.1, as rxe): a valid one is
+        // invalidated first, so that no key of it outlives the registration unnoticed.
+        if !matches!(mr.backing, MrBacking::Invalid) {
+            return Err(bad);
+        }
         // The access rules of CREATE_MR.
         if !mr_access_valid(seg.access)
             || seg.rsvd != [0; 3]
@@ -424,6 +429,10 @@ impl EngineHost for DeviceCore {
         let mr = mr.ok_or(HostError::Protection(MrError::BadKey))?;
         if mr.pd != pd {
             return Err(HostError::Protection(MrError::BadPd));
+        }
+        // Windows bound to it keep it valid until they are unbound or invalidated (as rxe).
+        if mr.windows > 0 {
+            return Err(bad);
         }
         mr.backing = MrBacking::Invalid;
         self.trace()

@@ -253,6 +253,10 @@ pub const STATUS_BAD_SIZE: u8 = 0x08;
 pub const STATUS_NOT_SUPPORTED: u8 = 0x09;
 /// Internal error.
 pub const STATUS_INTERNAL: u8 = 0x0a;
+/// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of the
+/// MR table slot the device chose (a stale rkey of the old MR would reach the new one): ask
+/// again with another variant.
+pub const STATUS_STALE_KEY: u8 = 0x0b;
 
 /// Returns a short name for a command status.
 pub const fn status_name(status: u8) -> &'static str {
@@ -268,6 +272,7 @@ pub const fn status_name(status: u8) -> &'static str {
         STATUS_BAD_SIZE => "bad_size",
         STATUS_NOT_SUPPORTED => "not_supported",
         STATUS_INTERNAL => "internal",
+        STATUS_STALE_KEY => "stale_key",
         _ => "unknown",
     }
 }
