@@ -367,6 +367,35 @@ fn fast_registration_follows_the_create_mr_access_rules() {
     assert_eq!(g.read(page + 0x10, 1), [0x5a]);
 }
 
+/// A fast-registration MR of PD 1 that allows binds, registered (REG_MR) over one page at
+/// `iova` with the key of `variant`: its key at creation and the registration.
+fn registered_page(g: &mut Guest, iova: u64, variant: u8) -> (u32, RegMrSeg) {
+    let fast = g
+        .ok(&CreateMrCmd {
+            pd: 1,
+            flags: MR_FLAG_FAST_REG,
+            max_pages: 4,
+            access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
+            ..CreateMrCmd::default()
+        })
+        .key;
+    let page = g.alloc(4096, 4096);
+    let pbl = g.alloc(8, 8);
+    g.write(pbl, &page.to_le_bytes());
+    let seg = RegMrSeg {
+        iova,
+        length: 4096,
+        pbl_addr: pbl,
+        key: mr_key(mr_key_index(fast), variant),
+        access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
+        page_count: 1,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    g.dev.core.fast_register(1, &seg).expect("register");
+    (fast, seg)
+}
+
 /// Issue 36, defect 8: the driver remembered each slot's creation key only, while BIND_MW and
 /// REG_MR change keys in the NIC, so that a slot could hand out the key a window had last: a
 /// peer's stale rkey of the window then reached the new MR there. The NIC, which knows every
@@ -384,30 +413,8 @@ fn a_slot_never_hands_out_its_last_key_again() {
             ..CreateMwCmd::default()
         })
         .key;
-    let fast = g
-        .ok(&CreateMrCmd {
-            pd: 1,
-            flags: MR_FLAG_FAST_REG,
-            max_pages: 4,
-            access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
-            ..CreateMrCmd::default()
-        })
-        .key;
-    let page = g.alloc(4096, 4096);
-    let pbl = g.alloc(8, 8);
-    g.write(pbl, &page.to_le_bytes());
-    let registered = mr_key(mr_key_index(fast), 0x21);
-    let seg = RegMrSeg {
-        iova: 0x5000_0000,
-        length: 4096,
-        pbl_addr: pbl,
-        key: registered,
-        access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
-        page_count: 1,
-        log_page_size: 12,
-        ..RegMrSeg::default()
-    };
-    g.dev.core.fast_register(1, &seg).expect("register");
+    let (_, seg) = registered_page(&mut g, 0x5000_0000, 0x21);
+    let registered = seg.key;
     // The window bound with a new key, 0x11: what a peer holds.
     let bound = mr_key(mr_key_index(mw), 0x11);
     let bind = BindMwSeg {
@@ -455,30 +462,8 @@ fn a_slot_never_hands_out_its_last_key_again() {
 fn reg_mr_needs_a_free_mr_and_windows_keep_theirs_valid() {
     let mut g = Guest::new();
     g.bring_up();
-    let fast = g
-        .ok(&CreateMrCmd {
-            pd: 1,
-            flags: MR_FLAG_FAST_REG,
-            max_pages: 4,
-            access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
-            ..CreateMrCmd::default()
-        })
-        .key;
-    let page = g.alloc(4096, 4096);
-    let pbl = g.alloc(8, 8);
-    g.write(pbl, &page.to_le_bytes());
-    let key = mr_key(mr_key_index(fast), 0x31);
-    let seg = RegMrSeg {
-        iova: 0x6000_0000,
-        length: 4096,
-        pbl_addr: pbl,
-        key,
-        access: ACCESS_LOCAL_WRITE | ACCESS_MW_BIND,
-        page_count: 1,
-        log_page_size: 12,
-        ..RegMrSeg::default()
-    };
-    g.dev.core.fast_register(1, &seg).expect("register");
+    let (fast, seg) = registered_page(&mut g, 0x6000_0000, 0x31);
+    let key = seg.key;
     let again = RegMrSeg {
         key: mr_key(mr_key_index(fast), 0x32),
         ..seg
