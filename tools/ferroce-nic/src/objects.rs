@@ -58,16 +58,12 @@ impl<T> Table<T> {
     /// Inserts at the lowest free number, or for a cyclic table at the next free one in
     /// turn; `None` if full.
     pub fn insert(&mut self, item: T) -> Option<u32> {
-        let first = self.first as usize;
-        let from = self.next.map_or(first, |n| (n as usize).max(first));
-        let index = (from..self.slots.len())
-            .chain(first..from)
-            .find(|&i| self.slots[i].is_none())?;
-        self.slots[index] = Some(item);
+        let index = self.free_number()?;
+        self.slots[index as usize] = Some(item);
         if self.next.is_some() {
-            self.next = Some(index as u32 + 1);
+            self.next = Some(index + 1);
         }
-        Some(index as u32)
+        Some(index)
     }
 
     /// The number [`Table::insert`] would take now, if any is free.
