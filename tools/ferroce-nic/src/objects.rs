@@ -68,11 +68,16 @@ impl<T> Table<T> {
 
     /// The number [`Table::insert`] would take now, if any is free.
     pub fn free_number(&self) -> Option<u32> {
+        self.free_numbers().next()
+    }
+
+    /// The free numbers, in the order [`Table::insert`] would take them.
+    pub fn free_numbers(&self) -> impl Iterator<Item = u32> + '_ {
         let first = self.first as usize;
         let from = self.next.map_or(first, |n| (n as usize).max(first));
         (from..self.slots.len())
             .chain(first..from)
-            .find(|&i| self.slots[i].is_none())
+            .filter(|&i| self.slots[i].is_none())
             .map(|i| i as u32)
     }
 
@@ -232,18 +237,23 @@ impl Objects {
         &mut self.mrs
     }
 
-    /// Puts `mr` (an MR or a window) in the lowest free slot with the key of `variant`; returns
-    /// the key. `STATUS_STALE_KEY` if that key was the slot's last one (its driver asks again
-    /// with another variant), `STATUS_NO_RESOURCES` if no slot is free.
+    /// Puts `mr` (an MR or a window) in the lowest free slot whose last key is not the one
+    /// `variant` makes there; returns the key. So a slot never gets its last key again, and a
+    /// driver's random variant is refused only when every free slot had that key last
+    /// (`STATUS_STALE_KEY`: it asks again with another variant). `STATUS_NO_RESOURCES` if no
+    /// slot is free.
     pub fn insert_mr(&mut self, mut mr: Mr, variant: u8) -> Result<u32, CmdError> {
-        let index = self
-            .mrs
-            .free_number()
-            .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
+        let repeats = |i: u32| {
+            self.mr_last_keys.get(i as usize).copied().flatten() == Some(mr_key(i, variant))
+        };
+        let index = match self.mrs.free_numbers().find(|&i| !repeats(i)) {
+            Some(index) => index,
+            None if self.mrs.free_number().is_some() => {
+                return Err(CmdError::new(STATUS_STALE_KEY))
+            }
+            None => return Err(CmdError::new(STATUS_NO_RESOURCES)),
+        };
         let key = mr_key(index, variant);
-        if self.mr_last_keys.get(index as usize).copied().flatten() == Some(key) {
-            return Err(CmdError::new(STATUS_STALE_KEY));
-        }
         mr.key = key;
         self.mrs.insert_at(index, mr);
         Ok(key)

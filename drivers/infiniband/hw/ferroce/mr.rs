@@ -77,8 +77,12 @@ pub(crate) fn ib_access(bits: u32) -> AccessFlags {
 /// Pages of user MRs are described to the device in 4 KiB units.
 const USER_LOG_PAGE_SIZE: u32 = 12;
 
-/// Tries at making an MR whose key is fresh before giving up (each fails once in 256).
+/// Tries at making an MR whose key is fresh before giving up.
 const KEY_TRIES: usize = 4;
+
+/// The device's refusal of a variant whose key every free slot had last (nearly full tables
+/// only): an answer to [`fresh_key`]'s request, which asks again, not a failure to log.
+const STALE: &[u8] = &[hw::STATUS_STALE_KEY];
 
 /// Makes an object of the MR key space (an MR or a window) with a random key variant, so that
 /// its key is not the last one of its slot (a stale rkey must not reach the new object);
@@ -91,8 +95,9 @@ fn fresh_key(
 ) -> Result<u32> {
     for _ in 0..KEY_TRIES {
         let variant = MrKeys::variant();
-        // The device refuses the last key of the slot it chose, which only it knows (a window
-        // bound or an MR registered since creation changed it): another variant, then.
+        // The device never gives a slot its last key, which only it knows (a window bound or
+        // an MR registered since creation changed it): it passes over such a slot, and refuses
+        // the variant if every free one is such. Another variant, then.
         let key = match make(variant) {
             Err(e) if e == EAGAIN => continue,
             made => made?,
@@ -114,7 +119,7 @@ fn create(dev: &rdma::Device<RoceDevice>, mut cmd: hw::CreateMrCmd) -> Result<u3
         dev,
         |variant| {
             cmd.key_variant = variant;
-            Ok(dev.cmdq().exec(&cmd)?.key)
+            Ok(dev.cmdq().exec_or_refuse(&cmd, STALE)?.key)
         },
         |key| dev.cmdq().exec_destroy(&hw::DestroyMrCmd { key, rsvd: 0 }),
     )
@@ -386,7 +391,7 @@ impl MwData {
             dev,
             |variant| {
                 cmd.key_variant = variant;
-                Ok(dev.cmdq().exec(&cmd)?.key)
+                Ok(dev.cmdq().exec_or_refuse(&cmd, STALE)?.key)
             },
             |key| Self { key }.destroy(dev),
         )?;

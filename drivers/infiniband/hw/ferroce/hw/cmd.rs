@@ -253,9 +253,9 @@ pub const STATUS_BAD_SIZE: u8 = 0x08;
 pub const STATUS_NOT_SUPPORTED: u8 = 0x09;
 /// Internal error.
 pub const STATUS_INTERNAL: u8 = 0x0a;
-/// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of the
-/// MR table slot the device chose (a stale rkey of the old MR would reach the new one): ask
-/// again with another variant.
+/// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of every
+/// free MR table slot (a stale rkey of the old MR would reach the new one): ask again with
+/// another variant.
 pub const STATUS_STALE_KEY: u8 = 0x0b;
 
 /// Returns a short name for a command status.
