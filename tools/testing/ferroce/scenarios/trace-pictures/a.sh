@@ -19,8 +19,8 @@ step lossy-on 15 sh -c '. /ferroce/lib.sh; hostctl nic fault direction tx && hos
 step mark-retransmit 15 hostctl nic trace mark retransmit
 retry rc-pingpong-lossy 180 ibv_rc_pingpong -d ferroce0 -g 3 -s 64 -n 30 -p 18517 "$server"
 step lossy-off 15 hostctl nic fault off
-# b keeps 2 receives posted: a SEND that finds none gets an RNR NAK and comes again after the
-# RNR timer. Every SEND signaled (-Q 1), so that each has its CQE.
+# b posts no receive until its NIC has RNR NAKed a's SEND (ferroce_rnr): the SEND comes again
+# after the RNR timer, and completes.
 step mark-rnr 15 hostctl nic trace mark rnr
-retry send-bw 180 ib_send_bw -d ferroce0 -x 3 -s 64 -n 200 -t 4 -Q 1 -F -p 18519 "$server"
+retry rnr 60 ferroce_rnr -d ferroce0 -g 3 -p 18519 "$server"
 step mark-end 15 hostctl nic trace mark end

@@ -1,8 +1,10 @@
 """The mechanism as pictures, drawn from the NIC traces of real runs between two ferroce VMs.
 
 a runs ibv_rc_pingpong (64-byte SENDs), polling and then with completion events, ib_write_bw (4 KiB WRITEs, 4 per ibv_post_send) and
-ibv_rc_pingpong again while its NIC drops 30 % of what it sends, and ib_send_bw against a b that
-keeps only 2 receives posted (RNR NAKs); each run follows a mark in a's
+ibv_rc_pingpong again while its NIC drops 30 % of what it sends, and one SEND with ferroce_rnr
+against a b that posts its receive only once its NIC has RNR NAKed the SEND (verbs/ferroce_rnr.c:
+an RNR NAK by construction, not by a race between a's sends and b's reposts); each run follows a
+mark in a's
 NIC trace. The checks draw, with nictrace.py (`tools/ferroce trace`), the sequence picture of a
 pingpong iteration, of the first WRITE burst and of a SEND lost and retransmitted, and the
 latency breakdown of the pingpong, into the log directory; and they check that the pictures
@@ -66,7 +68,7 @@ def draw(run: Run, drawn: list[nictrace.Arrow], name: str, title: str) -> Path:
 def runs_completed(run: Run) -> None:
     for vm in ("a", "b"):
         for step in ("rc-pingpong", "rc-pingpong-events", "write-bw", "rc-pingpong-lossy",
-                     "send-bw"):
+                     "rnr"):
             run.vm(vm).step(step).ok()
 
 
@@ -210,7 +212,7 @@ def rnr_nak(run: Run) -> str:
                           f"RNR retransmit events, CQEs {[c.fields for c in cqes]}:\n"
                           + "\n".join(f"  {a.summary()}" for a in drawn))
     waited = again[0].t0 - naks[0].t0
-    path = draw(run, drawn, "rnr-nak", "ib_send_bw: b has no receive posted, RNR NAK, sent again")
+    path = draw(run, drawn, "rnr-nak", "ferroce_rnr: b has no receive posted, RNR NAK, sent again")
     return f"RNR NAK of PSN {psn}, sent again {waited:.0f} µs later, ACKed, completed; {path}"
 
 
