@@ -17,6 +17,12 @@ __rust_helper u64 rust_helper_rdma_user_mmap_get_offset(const struct rdma_user_m
 	return rdma_user_mmap_get_offset(entry);
 }
 
+/* A registration reference (rust/kernel/rdma/device/handle.rs, `DeviceRef`). */
+__rust_helper bool rust_helper_ib_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
 /* Device memory (doorbell pages) is mapped uncached. */
 __rust_helper pgprot_t rust_helper_rdma_pgprot_noncached(pgprot_t prot)
 {

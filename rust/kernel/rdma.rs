@@ -203,6 +203,7 @@ pub use self::device::{
     DeviceCap,
     DeviceCaps,
     DeviceHandle,
+    DeviceRef,
     DriverId,
     Event,
     LinkLayer,

@@ -83,7 +83,10 @@ pub mod registration;
 use self::callbacks::Callbacks;
 pub use self::{
     attr::*,
-    handle::DeviceHandle,
+    handle::{
+        DeviceHandle,
+        DeviceRef, //
+    },
     ops::{
         DriverId,
         Operations, //

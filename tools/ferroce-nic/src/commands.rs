@@ -279,8 +279,11 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_PARAM, 36));
         }
         reserved_zero(cmd.rsvd.into(), 42)?;
+        // An on-demand MR's pages count as they come (UPDATE_MR_PAGES).
         let reserve = if cmd.flags & MR_FLAG_FAST_REG != 0 {
             cmd.max_pages
+        } else if cmd.flags & MR_FLAG_ON_DEMAND != 0 {
+            0
         } else {
             cmd.pages.page_count
         };
@@ -365,7 +368,7 @@ impl Device {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
         };
         let end = cmd.first.checked_add(cmd.count);
-        if cmd.count == 0 || end.is_none_or(|end| end as usize > table.entries.len()) {
+        if cmd.count == 0 || end.is_none_or(|end| end > table.len()) {
             return Err(CmdError::field(STATUS_BAD_PARAM, 16));
         }
         let page_mask = (1u64 << table.log_page_size) - 1;
@@ -392,12 +395,16 @@ impl Device {
             }
             entries
         };
+        // New pages take room in the function's page-list budget; without it they are not
+        // given, and the access keeps waiting (as for memory the process has not got).
+        self.core
+            .objects()
+            .check_translation_budget(table.growth(cmd.first, &entries))?;
         let Some(mr) = self.core.objects_mut().mrs_mut().get_mut(index) else {
             return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
         };
         if let MrBacking::OnDemand(table) = &mut mr.backing {
-            let first = cmd.first as usize;
-            table.entries[first..first + entries.len()].copy_from_slice(&entries);
+            table.set(cmd.first, &entries);
         }
         mr.fault = None;
         let counter = if invalidate {

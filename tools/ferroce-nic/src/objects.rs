@@ -398,7 +398,8 @@ impl Objects {
         queued == Some(false)
     }
 
-    /// Page-list entries held by all objects (fast-registration MRs count their maximum).
+    /// Page-list entries held by all objects (fast-registration MRs count their maximum,
+    /// on-demand MRs their present pages).
     pub fn translation_entries(&self) -> u64 {
         let rings = self
             .eqs
@@ -416,7 +417,7 @@ impl Objects {
             .map(|(_, mr)| match (&mr.backing, mr.fast_reg_max_pages) {
                 (_, Some(max)) => u64::from(max),
                 (MrBacking::Buffer(map), None) => map.page_entries(),
-                (MrBacking::OnDemand(pages), None) => pages.entries.len() as u64,
+                (MrBacking::OnDemand(pages), None) => pages.held(),
                 _ => 0,
             });
         rings.chain(mrs).sum()

@@ -81,8 +81,8 @@ fn answer(node: &mut Node, base: u64, f: &Eqe, how: Answer) {
 }
 
 /// Invalidates pages `first .. first + count` of MR `key`.
-fn invalidate(node: &mut Node, key: u32, first: u32, count: u32) {
-    node.g.ok(&UpdateMrPagesCmd {
+fn invalidate(g: &mut common::Guest, key: u32, first: u32, count: u32) {
+    g.ok(&UpdateMrPagesCmd {
         key,
         first,
         count,
@@ -220,7 +220,7 @@ fn a_write_into_pages_not_present_waits_for_them() {
     assert_eq!((ca[0].wc_status(), fb.len()), (WcStatus::Success, 0));
 
     // Invalidated (the process's memory changed): faults again, and lands in the new pages.
-    invalidate(&mut p.b, key, 4, 2);
+    invalidate(&mut p.b.g, key, 4, 2);
     assert_eq!(p.b.counter(COUNTER_ODP_PAGES_INVALIDATED), 2);
     let data = p.a.fill(a_buf, len as usize, 8);
     p.qa.post(
@@ -312,7 +312,7 @@ fn a_duplicate_read_of_invalidated_pages_waits_for_them() {
     p.pump_until(Duration::from_secs(20), |p| {
         p.b.counter(COUNTER_TX_PACKETS) >= sent + 4
     });
-    invalidate(&mut p.b, key, 0, 4);
+    invalidate(&mut p.b.g, key, 0, 4);
     p.b.faults.command(&["off"]).expect("fault");
     let (ca, _, _, fb) = run(&mut p, 1, 0, Answer::ReadOnly);
     assert_eq!(ca[0].wc_status(), WcStatus::Success);
@@ -684,7 +684,7 @@ fn an_invalidation_during_a_write_sends_the_rest_to_the_new_pages() {
     p.pump_until(Duration::from_secs(20), |p| {
         p.b.counter(COUNTER_RX_PACKETS) >= received + 2
     });
-    invalidate(&mut p.b, key, 0, pages as u32);
+    invalidate(&mut p.b.g, key, 0, pages as u32);
     let moved = p.b.g.alloc(len as usize, PAGE);
     let (ca, _, _, fb) = run_mapped(&mut p, 1, 0, Answer::Writable, (a_buf, moved));
     assert_eq!(ca[0].wc_status(), WcStatus::Success);
@@ -794,4 +794,85 @@ fn page_faults_leave_the_async_queue_room_for_other_events() {
         "the QP_FATAL was lost behind {faults} page faults: {events:?}"
     );
     assert!(p.a.counter(COUNTER_ODP_FAULT_EVENTS) >= faults as u64);
+}
+
+/// An on-demand MR of `pages` 4 KiB pages at `iova`, no page present.
+fn on_demand(pages: u32, iova: u64) -> CreateMrCmd {
+    CreateMrCmd {
+        iova,
+        length: u64::from(pages) * PAGE,
+        pages: BufDesc {
+            page_count: pages,
+            log_page_size: 12,
+            ..BufDesc::default()
+        },
+        pd: PD,
+        access: ACCESS_LOCAL_WRITE,
+        flags: MR_FLAG_ON_DEMAND,
+        ..CreateMrCmd::default()
+    }
+}
+
+/// Issue 36, defect 5: an on-demand MR reserved its whole page table in the function's
+/// page-list budget at creation, with no memory behind it. 16 MRs of 1 GiB over `PROT_NONE`
+/// address space used up the default budget, and every other process's MR, CQ, QP and SRQ
+/// creation failed. Its pages now count as they come.
+#[test]
+fn on_demand_mrs_take_the_budget_of_their_present_pages_only() {
+    let mut g = common::Guest::new();
+    g.bring_up();
+    for i in 0..16u32 {
+        let iova = 0x100_0000_0000 + u64::from(i) * (u64::from(MAX_MR_PAGES) * PAGE);
+        let made = g.cmd(&on_demand(MAX_MR_PAGES, iova));
+        assert_eq!(status_name(made.status), "ok", "on-demand MR {i} of 1 GiB");
+    }
+    // Another process's fast-registration MR of 64 pages.
+    let other = g.cmd(&CreateMrCmd {
+        pd: PD,
+        flags: MR_FLAG_FAST_REG,
+        max_pages: 64,
+        ..CreateMrCmd::default()
+    });
+    assert_eq!(
+        status_name(other.status),
+        "ok",
+        "another MR after 16 GiB of on-demand MRs"
+    );
+}
+
+/// Pages given to an on-demand MR take room in the budget; an update the budget has no room
+/// for is refused, and pages invalidated give their room back.
+#[test]
+fn an_update_beyond_the_budget_is_refused() {
+    const BUDGET: u64 = 64;
+    let mut g = common::Guest::with_config(|c| c.max_translation_entries = BUDGET);
+    g.bring_up();
+    let key = g.ok(&on_demand(1 << 16, 0x100_0000_0000)).key;
+    let table = g.alloc(8, 8);
+    let give = |g: &mut common::Guest, page: u32| {
+        let entry = (0x4000_0000 + u64::from(page) * PAGE) | ODP_PAGE_READ;
+        g.write(table, &entry.to_le_bytes());
+        status_name(
+            g.cmd(&UpdateMrPagesCmd {
+                pages: table,
+                key,
+                first: page,
+                count: 1,
+                flags: 0,
+            })
+            .status,
+        )
+    };
+    // The budget less what the rings hold.
+    let mut given = 0;
+    while give(&mut g, given) == "ok" {
+        given += 1;
+        assert!(u64::from(given) <= BUDGET, "more pages than the budget");
+    }
+    assert!(given > 0, "no page fit");
+    assert_eq!(give(&mut g, given), "no_resources");
+    // A page present already takes no more room.
+    assert_eq!(give(&mut g, 0), "ok");
+    invalidate(&mut g, key, 0, 1);
+    assert_eq!(give(&mut g, given), "ok", "the room of an invalidated page");
 }

@@ -3,15 +3,16 @@
 //! Device-level events for ib_core's consumers, deferred from the async EQ's interrupt handler
 //! to process context (ib_core's event dispatch sleeps); object events (QP, CQ, SRQ) go to
 //! their consumers at once. Broken QPs (a CQE the driver refused) are moved to ERR from here
-//! too, as that takes a command, and on-demand MRs' page faults are served, which may wait for
-//! the process's memory: the work runs on `system_long_wq` (`system_wq` is deprecated, and its
-//! users are expected to finish quickly).
+//! too, as that takes a command. On-demand MRs' page faults are served each on a work item of
+//! its own ([`FaultWork`]), as serving one may wait for the process's memory. The work runs on
+//! `system_long_wq` (`system_wq` is deprecated, and its users are expected to finish quickly).
 
 use kernel::{
     prelude::*,
     rdma::{
         self,
         DeviceHandle,
+        DeviceRef,
         Event, //
     },
     sync::{
@@ -59,22 +60,40 @@ impl BrokenQps {
     };
 }
 
-/// Page faults waiting to be served; the device raises again one that is lost here (after
-/// `hw::PAGE_FAULT_REPEAT_MS`), so overflow only delays.
+/// Page faults served at once: one waiting for memory that never comes (a FUSE file whose
+/// daemon does not answer) takes a worker and an entry, not the device. More than this wait: the
+/// device raises them again (after `hw::PAGE_FAULT_REPEAT_MS`).
 const MAX_FAULTS: usize = 32;
 
-/// Page faults not yet served.
-#[derive(Clone, Copy)]
-struct PageFaults {
-    faults: [Option<PageFault>; MAX_FAULTS],
-    len: usize,
+/// The page faults being served, an entry each.
+type Serving = [Option<PageFault>; MAX_FAULTS];
+
+/// One page fault being served, on a work item of its own. It holds a counted reference to the
+/// device, not [`DeviceHandle::with`]'s lock: waiting for memory blocks nothing else (other
+/// faults, netdev events under rtnl, port and fatal events), and the device stays registered
+/// until it is done.
+#[pin_data]
+struct FaultWork {
+    #[pin]
+    work: Work<FaultWork>,
+    events: Arc<IbEvents>,
+    device: DeviceRef<RoceDevice>,
+    fault: PageFault,
+    /// Its entry in [`IbEvents::serving`].
+    entry: usize,
 }
 
-impl PageFaults {
-    const EMPTY: Self = Self {
-        faults: [None; MAX_FAULTS],
-        len: 0,
-    };
+impl_has_work! {
+    impl HasWork<Self> for FaultWork { self.work }
+}
+
+impl WorkItem for FaultWork {
+    type Pointer = Arc<FaultWork>;
+
+    fn run(this: Arc<FaultWork>) {
+        odp::serve_fault(&this.device, this.fault);
+        this.events.serving.lock()[this.entry] = None;
+    }
 }
 
 /// Device-level events from the NIC's async EQ for ib_core's consumers. The EQ handler runs in
@@ -92,9 +111,9 @@ pub(crate) struct IbEvents {
     /// QPs to move to ERR.
     #[pin]
     broken: SpinLockIrq<BrokenQps>,
-    /// On-demand MRs' page faults to serve.
+    /// On-demand MRs' page faults being served ([`FaultWork`]).
     #[pin]
-    faults: SpinLockIrq<PageFaults>,
+    serving: SpinLockIrq<Serving>,
 }
 
 impl_has_work! {
@@ -110,7 +129,7 @@ impl IbEvents {
                 fatal_news: Atomic::new(false),
                 port_news: Atomic::new(false),
                 broken <- new_spinlock_irq!(BrokenQps::EMPTY, "ferroce::IbEvents::broken"),
-                faults <- new_spinlock_irq!(PageFaults::EMPTY, "ferroce::IbEvents::faults"),
+                serving <- new_spinlock_irq!([None; MAX_FAULTS], "ferroce::IbEvents::serving"),
             }),
             GFP_KERNEL,
         )
@@ -174,18 +193,40 @@ impl IbEvents {
         let _ = workqueue::system_long().enqueue(self.clone());
     }
 
-    /// Queues an on-demand MR's page fault (callable from interrupt context); serving it
-    /// sleeps.
+    /// Serves an on-demand MR's page fault on a work item of its own (callable from interrupt
+    /// context); serving it sleeps. A fault that overlaps one being served is the device asking
+    /// again: it is dropped, as are faults beyond [`MAX_FAULTS`] (the device asks again later).
     pub(crate) fn page_fault(self: &Arc<Self>, fault: PageFault) {
-        {
-            let mut faults = self.faults.lock();
-            let len = faults.len;
-            if let Some(slot) = faults.faults.get_mut(len) {
-                *slot = Some(fault);
-                faults.len += 1;
+        let entry = {
+            let mut serving = self.serving.lock();
+            if serving.iter().flatten().any(|f| f.overlaps(&fault)) {
+                return;
             }
+            let Some(entry) = serving.iter().position(Option::is_none) else {
+                return;
+            };
+            serving[entry] = Some(fault);
+            entry
+        };
+        let work = self.device.get().ok_or(ENODEV).and_then(|device| {
+            Arc::pin_init(
+                pin_init!(FaultWork {
+                    work <- new_work!("ferroce::FaultWork::work"),
+                    events: self.clone(),
+                    device,
+                    fault,
+                    entry,
+                }),
+                GFP_ATOMIC,
+            )
+        });
+        match work {
+            Ok(work) => {
+                let _ = workqueue::system_long().enqueue(work);
+            }
+            // The device is going, or no memory now: the device asks again if anything waits.
+            Err(_) => self.serving.lock()[entry] = None,
         }
-        let _ = workqueue::system_long().enqueue(self.clone());
     }
 
     /// Reports `IB_EVENT_DEVICE_FATAL` (callable from interrupt context).
@@ -200,14 +241,6 @@ impl WorkItem for IbEvents {
     type Pointer = Arc<IbEvents>;
 
     fn run(this: Arc<IbEvents>) {
-        let faults = core::mem::replace(&mut *this.faults.lock(), PageFaults::EMPTY);
-        if faults.len > 0 {
-            this.device.with(|dev| {
-                for fault in faults.faults.iter().flatten() {
-                    odp::serve_fault(dev, *fault);
-                }
-            });
-        }
         let broken = core::mem::replace(&mut *this.broken.lock(), BrokenQps::EMPTY);
         if broken.lost > 0 {
             pr_warn!(

@@ -96,6 +96,11 @@ pub(crate) fn report_state(dev: &rdma::Device<RoceDevice>, ndev: &NetDevice) {
 
 impl NotifierHandler for CompanionWatch {
     fn event(&self, event: NetdevEvent, ndev: &NetDevice) {
+        // The notifier runs for every netdev of the system, under rtnl: most are none of the
+        // device's business, and are told apart without waiting for the device.
+        if self.device.with_atomic(|dev| dev.watches(ndev)) != Some(true) {
+            return;
+        }
         self.device.with(|dev| {
             let ours = dev.companion().is_some_and(|c| c.as_raw() == ndev.as_raw());
             match event {

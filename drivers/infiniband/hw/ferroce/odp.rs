@@ -83,7 +83,8 @@ pub(crate) struct OdpMr {
     /// The number of its PD.
     pd: u32,
     umem: UmemOdp<RoceDevice, OdpTable>,
-    /// One entry per page, for `UPDATE_MR_PAGES` to read.
+    /// The entries of one `UPDATE_MR_PAGES` (at most [`MAX_UPDATE`]), written and read under
+    /// the umem's mutex: the MR's memory in the driver does not grow with its length.
     entries: PageList,
 }
 
@@ -117,7 +118,7 @@ impl OdpMr {
         let shift = umem.page_shift();
         umem.handler().start.store(umem.start(), Relaxed);
         umem.handler().shift.store(shift, Relaxed);
-        let entries = PageList::new(dev.parent(), count)?;
+        let entries = PageList::new(dev.parent(), count.min(MAX_UPDATE as u32))?;
         let key = create(hw::BufDesc {
             addr: 0,
             page_count: count,
@@ -193,15 +194,18 @@ impl OdpMr {
             match self.umem.map(va, len, write, fault) {
                 Ok(mut pages) => {
                     let key = self.live_key()?;
-                    for i in 0..pages.count().min(n) {
-                        let entry = match pages.page(i)? {
+                    // Pages the mapping did not cover are given as not present (the buffer
+                    // holds the previous update's entries).
+                    for i in 0..n {
+                        let page = if i < pages.count() { pages.page(i)? } else { None };
+                        let entry = match page {
                             Some((addr, writable)) => {
                                 addr | hw::ODP_PAGE_READ
                                     | if writable { hw::ODP_PAGE_WRITE } else { 0 }
                             }
                             None => 0,
                         };
-                        self.entries.set(u32::try_from(at + i)?, entry)?;
+                        self.entries.set(u32::try_from(i)?, entry)?;
                     }
                     // While the umem's mutex is held: no invalidation of these pages runs
                     // before the device has them.
@@ -213,7 +217,7 @@ impl OdpMr {
                 Err(e) if fault && (e == EFAULT || e == EPERM) => {
                     self.umem.locked(|| {
                         let key = self.live_key()?;
-                        for i in at..at + n {
+                        for i in 0..n {
                             self.entries.set(u32::try_from(i)?, hw::ODP_PAGE_FAILED)?;
                         }
                         self.update(dev, key, at, n)
@@ -236,9 +240,10 @@ impl OdpMr {
         }
     }
 
+    /// Gives the device pages `first .. first + count` from the entries (the first `count`).
     fn update(&self, dev: &rdma::Device<RoceDevice>, key: u32, first: usize, count: usize) -> Result {
         dev.cmdq().exec(&hw::UpdateMrPagesCmd {
-            pages: self.entries.dma_address() + (first as u64) * 8,
+            pages: self.entries.dma_address(),
             key,
             first: u32::try_from(first)?,
             count: u32::try_from(count)?,
@@ -280,6 +285,16 @@ pub(crate) struct PageFault {
     pub(crate) count: u16,
     /// The access writes.
     pub(crate) write: bool,
+}
+
+impl PageFault {
+    /// Whether `other` asks for a page of the same MR that this one asks for.
+    pub(crate) fn overlaps(&self, other: &PageFault) -> bool {
+        let end = |f: &PageFault| u64::from(f.first) + u64::from(f.count);
+        self.key == other.key
+            && u64::from(self.first) < end(other)
+            && u64::from(other.first) < end(self)
+    }
 }
 
 /// Serves page fault `f` (process context). A fault for an MR the driver does not have (gone,

@@ -178,9 +178,12 @@ pub(crate) struct RoceDevice {
     limits: Limits,
     /// MAC of the companion Ethernet function, as the NIC reports it.
     mac: [u8; 6],
-    /// The companion netdev, once found.
+    /// The companion netdev, once found. A spinlock that disables interrupts: the netdev
+    /// notifier asks whether an event is the companion's under the lock of
+    /// [`kernel::rdma::DeviceHandle::with_atomic`], which interrupt handlers take (see
+    /// [`crate::netdev::CompanionWatch`]).
     #[pin]
-    netdev: Mutex<Option<ARef<NetDevice>>>,
+    netdev: SpinLockIrq<Option<ARef<NetDevice>>>,
     /// The device's port and health, shared with the event and command queues.
     state: Arc<DeviceState>,
     /// Held while a broken QP is moved to ERR, and by QP destruction.
@@ -252,7 +255,7 @@ impl RoceDevice {
             mr_keys <- new_mutex!(MrKeys::new(limits.max_mr)?, "ferroce::mr_keys"),
             limits,
             mac,
-            netdev <- new_mutex!(None, "ferroce::netdev"),
+            netdev <- new_spinlock_irq!(None, "ferroce::netdev"),
             state,
             qp_repair <- new_mutex!((), "ferroce::qp_repair"),
             ib_events: SetOnce::new(),
@@ -416,6 +419,15 @@ impl RoceDevice {
     /// The companion netdev, if known.
     pub(crate) fn companion(&self) -> Option<ARef<NetDevice>> {
         self.netdev.lock().clone()
+    }
+
+    /// Whether netdev events of `ndev` concern the device: it is the companion, or, while
+    /// there is none, it has the device's MAC and may become it. Callable in atomic context.
+    pub(crate) fn watches(&self, ndev: &NetDevice) -> bool {
+        match &*self.netdev.lock() {
+            Some(companion) => companion.as_raw() == ndev.as_raw(),
+            None => ndev.mac() == Some(self.mac),
+        }
     }
 }
 

@@ -29,6 +29,44 @@ impl<T: Operations> HandleState<T> {
     }
 }
 
+/// A counted reference to a registered device, as ib_core's `ib_device_try_get()` and
+/// `ib_device_put()` make: unregistration waits until every one is dropped, so the device stays
+/// registered and its data alive while one is held. Unlike [`DeviceHandle::with`], holding one
+/// excludes nothing: work that may wait long (for a process's memory) holds a reference, not a
+/// device-wide lock.
+///
+/// # Invariants
+///
+/// `ptr` points to a registered `Device<T>` whose ib_core reference count this object holds
+/// one of.
+pub struct DeviceRef<T: Operations> {
+    ptr: NonNull<Device<T>>,
+}
+
+// SAFETY: `Device<T>` is `Send + Sync`, and the reference may be dropped (`ib_device_put()`) on
+// any thread.
+unsafe impl<T: Operations> Send for DeviceRef<T> {}
+// SAFETY: As for `Send`: a shared `DeviceRef` only gives `&Device<T>`.
+unsafe impl<T: Operations> Sync for DeviceRef<T> {}
+
+impl<T: Operations> core::ops::Deref for DeviceRef<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: By the type invariant, the device is registered (unregistration waits for
+        // this reference) and so valid.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Operations> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant, this object holds one of the device's references,
+        // given back here; `ib_device_put()` may be called from any context.
+        unsafe { bindings::ib_device_put(self.ptr.as_ref().as_raw()) };
+    }
+}
+
 /// A handle to a registered device for code that outlives no registration but cannot borrow it:
 /// notifier callbacks, work items, interrupt handlers. [`DeviceHandle::with`] and
 /// [`DeviceHandle::with_atomic`] run code on the device while it is registered and do nothing
@@ -60,6 +98,23 @@ impl<T: Operations> DeviceHandle<T> {
         // SAFETY: The pointer is set while the device is registered and cleared under this lock
         // before `Registration` unregisters it, so it is valid while we hold the lock.
         Some(f(unsafe { ptr.0.as_ref() }))
+    }
+
+    /// A counted reference to the device ([`DeviceRef`]), or `None` once [`Registration`]
+    /// started to drop. Callable from any context (interrupt handlers included).
+    pub fn get(&self) -> Option<DeviceRef<T>> {
+        let guard = self.0.atomic.lock();
+        let ptr = guard.as_ref()?.0;
+        // SAFETY: The pointer is set while the device is registered and cleared under this lock
+        // before `Registration` unregisters it, so it is valid while we hold the lock.
+        let raw = unsafe { ptr.as_ref() }.as_raw();
+        // SAFETY: `raw` is a registered `ib_device` (above). Its reference count drops to zero
+        // only in unregistration, which then waits for the references taken here.
+        if !unsafe { bindings::ib_device_try_get(raw) } {
+            return None;
+        }
+        // INVARIANT: The device is registered and a reference was taken for the new object.
+        Some(DeviceRef { ptr })
     }
 
     /// As [`DeviceHandle::with`], from any context (interrupt handlers included): `f` runs with

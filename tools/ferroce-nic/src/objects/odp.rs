@@ -3,6 +3,8 @@
 //! On-demand paging MRs' page tables (`MR_FLAG_ON_DEMAND`): which pages an access lacks, and
 //! the guest pieces of one whose pages are all there.
 
+use std::collections::BTreeMap;
+
 use ferroce_hw::*;
 
 use super::MrError;
@@ -13,11 +15,15 @@ pub fn access_writes(access: u32) -> bool {
 }
 
 /// An on-demand MR's page table (`MR_FLAG_ON_DEMAND`): entries are a page's address and its
-/// `ODP_PAGE_*` bits, zero while not present.
+/// `ODP_PAGE_*` bits, zero while not present. Only the entries that are not zero are held, and
+/// only they count against the function's page-list budget: an on-demand MR over address space
+/// the process has no memory in (a `PROT_NONE` reservation) costs nothing until pages come.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OdpPages {
-    /// One entry per page, from the page holding the MR's first byte.
-    pub entries: Vec<u64>,
+    /// The entries that are not zero, by page index.
+    present: BTreeMap<u32, u64>,
+    /// Pages in the table, from the page holding the MR's first byte.
+    count: u32,
     /// log2 of the page size.
     pub log_page_size: u32,
 }
@@ -26,18 +32,58 @@ impl OdpPages {
     /// A table of `count` pages of `1 << log_page_size` bytes, none present.
     pub fn new(count: u32, log_page_size: u32) -> Self {
         Self {
-            entries: vec![0; count as usize],
+            present: BTreeMap::new(),
+            count,
             log_page_size,
         }
     }
 
-    fn pages_of(&self, offset: u64, len: u64) -> Option<std::ops::Range<usize>> {
-        let first = usize::try_from(offset >> self.log_page_size).ok()?;
+    /// Pages in the table.
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether the table has no pages (never: an MR has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Entries that are not zero: what the table holds of the page-list budget.
+    pub fn held(&self) -> u64 {
+        self.present.len() as u64
+    }
+
+    /// Entry `index` (zero if not present or outside the table).
+    pub fn entry(&self, index: u32) -> u64 {
+        self.present.get(&index).copied().unwrap_or(0)
+    }
+
+    /// How many more entries the table would hold with `entries` from page `first` in place.
+    pub fn growth(&self, first: u32, entries: &[u64]) -> u64 {
+        (first..)
+            .zip(entries)
+            .filter(|&(i, &e)| e != 0 && !self.present.contains_key(&i))
+            .count() as u64
+    }
+
+    /// Puts `entries` in place from page `first` (within the table: the caller checked).
+    pub fn set(&mut self, first: u32, entries: &[u64]) {
+        for (i, &e) in (first..).zip(entries) {
+            if e == 0 {
+                self.present.remove(&i);
+            } else {
+                self.present.insert(i, e);
+            }
+        }
+    }
+
+    fn pages_of(&self, offset: u64, len: u64) -> Option<std::ops::Range<u32>> {
+        let first = u32::try_from(offset >> self.log_page_size).ok()?;
         let end = offset
             .checked_add(len.max(1))?
             .div_ceil(1 << self.log_page_size);
-        let end = usize::try_from(end).ok()?;
-        (end <= self.entries.len()).then_some(first..end)
+        let end = u32::try_from(end).ok()?;
+        (end <= self.count).then_some(first..end)
     }
 
     /// The pages a `len`-byte access at table offset `offset` needs and lacks: the first
@@ -52,9 +98,9 @@ impl OdpPages {
         };
         let first = pages
             .clone()
-            .find(|&i| self.entries[i] & need != need && self.entries[i] & ODP_PAGE_FAILED == 0)?;
-        let count = (pages.end - first).min(PAGE_FAULT_MAX_PAGES as usize);
-        Some((first as u32, count as u32))
+            .find(|&i| self.entry(i) & need != need && self.entry(i) & ODP_PAGE_FAILED == 0)?;
+        let count = (pages.end - first).min(PAGE_FAULT_MAX_PAGES);
+        Some((first, count))
     }
 
     /// The guest pieces of a `len`-byte access at table offset `offset`: `NotPresent` if a
@@ -66,10 +112,7 @@ impl OdpPages {
         write: bool,
     ) -> Result<Vec<(u64, u64)>, MrError> {
         let pages = self.pages_of(offset, len).ok_or(MrError::Bounds)?;
-        if pages
-            .clone()
-            .any(|i| self.entries[i] & ODP_PAGE_FAILED != 0)
-        {
+        if pages.clone().any(|i| self.entry(i) & ODP_PAGE_FAILED != 0) {
             return Err(MrError::Access);
         }
         if self.absent(offset, len, write).is_some() {
@@ -80,7 +123,7 @@ impl OdpPages {
         let mut done = 0u64;
         while done < len {
             let at = offset + done;
-            let entry = self.entries[(at >> self.log_page_size) as usize];
+            let entry = self.entry((at >> self.log_page_size) as u32);
             let within = at & (page_size - 1);
             let addr = (entry & !ODP_PAGE_FLAGS) + within;
             let chunk = (len - done).min(page_size - within);

@@ -97,6 +97,15 @@ wait_for_gid() {
 	done
 }
 
+# wait_for_line FILE PATTERN: until a line of FILE (a background program's output) matches
+# the extended regular expression PATTERN; bounded by the step that calls it.
+wait_for_line() {
+	until grep -Eq "$2" "$1" 2> /dev/null; do
+		sleep 0.1
+	done
+	grep -E "$2" "$1"
+}
+
 # hw_counters DEV: port 1's hardware counters of RDMA device DEV (for ferroce, the NIC's
 # own), one "name value" line each. ib_core keeps the values 10 ms: wait that out first.
 # One process reads them all (a fork per counter is slow on the debug kernel).

@@ -5,6 +5,10 @@
  *   ferroce_odp -d DEV -g GID [-p PORT] [-r ROUNDS]           the server (the responder)
  *   ferroce_odp -d DEV -g GID [-p PORT] [-r ROUNDS] SERVER    the client (the requester)
  *   ferroce_odp -d DEV -H      on-demand memory with IBV_ACCESS_HUGETLB is refused
+ *   ferroce_odp -d DEV -g GID -L [FILE]    one page fault: a QP writes to itself from an
+ *                              on-demand MR over FILE's pages (anonymous memory without FILE)
+ *   ferroce_odp -d DEV -R N    N on-demand MRs of 1 GiB over address space with no memory,
+ *                              then other objects beside them
  *
  * Both sides register 1 MiB of anonymous memory with IBV_ACCESS_ON_DEMAND: nothing is pinned,
  * and madvise(MADV_DONTNEED) really frees the pages, so the kernel must invalidate them in the
@@ -26,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -289,17 +294,143 @@ static int hugetlb_refused(struct ibv_context *ctx)
 	return 0;
 }
 
+#define GIB (1024UL * 1024 * 1024)
+
+/*
+ * -R N: registers up to N on-demand MRs of 1 GiB, each over a PROT_NONE reservation (address
+ * space with no memory: nothing to pin, nothing present), and says how many it got and why it
+ * stopped. Then, while they live, it creates what another process would: a CQ, a QP and a
+ * pinned MR of 64 KiB. The NIC counts an on-demand MR's present pages only, so the MRs cost
+ * the others nothing; the host bounds their number per process with the rdma cgroup
+ * (rdma.max hca_object), which refuses the first one over it with EAGAIN.
+ */
+static int reserve(struct ibv_context *ctx, unsigned n)
+{
+	struct ibv_qp_init_attr init = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	static uint8_t small[64 * 1024];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	unsigned i;
+
+	if (!pd)
+		return fail("pd");
+	for (i = 0; i < n; i++) {
+		void *space = mmap(NULL, GIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+
+		if (space == MAP_FAILED)
+			return fail("reserving address space");
+		if (!ibv_reg_mr(pd, space, GIB, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE))
+			break;
+	}
+	if (i < n)
+		printf("odp reserve: registered %u of %u on-demand MRs of 1 GiB: %s\n", i, n,
+		       strerror(errno));
+	else
+		printf("odp reserve: registered %u on-demand MRs of 1 GiB over memory not there\n", n);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	init.send_cq = init.recv_cq = cq;
+	qp = cq ? ibv_create_qp(pd, &init) : NULL;
+	mr = qp ? ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr)
+		printf("odp reserve: then %s failed: %s\n", !cq ? "a CQ" : !qp ? "a QP" : "an MR",
+		       strerror(errno));
+	else
+		printf("odp reserve: then a CQ, a QP and a pinned MR of 64 KiB: ok\n");
+	return 0;
+}
+
+#define LOOP_LEN (64 * 1024)
+
+/*
+ * -L [FILE]: an RC QP connected to itself RDMA WRITEs LOOP_LEN bytes from an on-demand MR over
+ * FILE's first pages (read-only, shared) into an on-demand anonymous buffer, then checks that
+ * the buffer holds the file's bytes. The NIC meets pages it lacks in both MRs and raises page
+ * faults, which the driver serves from the file's page cache: if FILE is on a FUSE mount whose
+ * daemon holds its reads (ferroce_fuse), the fault waits until the daemon answers. Without
+ * FILE the source is anonymous memory the CPU filled first.
+ */
+static int loopback(struct ibv_context *ctx, int gid_index, const char *file)
+{
+	struct ibv_qp_init_attr init = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 2, NULL, NULL, 0);
+	uint8_t *src, *dst = mmap(NULL, LOOP_LEN, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *src_mr, *dst_mr;
+	struct ibv_send_wr wr, *bad_wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	union ibv_gid gid;
+	struct ibv_qp *qp;
+	size_t i;
+
+	if (!pd || !cq || dst == MAP_FAILED)
+		return fail("pd, cq and buffer");
+	if (file) {
+		int fd = open(file, O_RDONLY);
+
+		if (fd < 0)
+			return fail(file);
+		/* Mapped, not read: no page of it is in memory until the fault asks for it. */
+		src = mmap(NULL, LOOP_LEN, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+	} else {
+		src = mmap(NULL, LOOP_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+		if (src != MAP_FAILED)
+			for (i = 0; i < LOOP_LEN; i++)
+				src[i] = pattern(0, i);
+	}
+	if (src == MAP_FAILED)
+		return fail("mapping the source");
+	init.send_cq = init.recv_cq = cq;
+	qp = ibv_create_qp(pd, &init);
+	src_mr = ibv_reg_mr(pd, src, LOOP_LEN, IBV_ACCESS_ON_DEMAND);
+	dst_mr = ibv_reg_mr(pd, dst, LOOP_LEN, ODP_ACCESS);
+	if (!qp || !src_mr || !dst_mr || ibv_query_gid(ctx, 1, gid_index, &gid))
+		return fail("qp, on-demand mrs and gid");
+	if (connect_rc(qp, gid_index, gid.raw, qp->qp_num, 0x42, 0x42, IBV_ACCESS_REMOTE_WRITE))
+		return fail("connecting the QP to itself");
+	sge = (struct ibv_sge){ .addr = (uintptr_t)src, .length = LOOP_LEN, .lkey = src_mr->lkey };
+	wr = (struct ibv_send_wr){
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = dst_mr->rkey },
+	};
+	if (ibv_post_send(qp, &wr, &bad_wr))
+		return fail("posting the write");
+	printf("odp loopback: write posted from %s\n", file ? file : "anonymous memory");
+	if (wait_wc(cq, &wc) || wc.status != IBV_WC_SUCCESS)
+		return fprintf(stderr, "odp loopback: write: %s\n", ibv_wc_status_str(wc.status)), 1;
+	if (memcmp(dst, src, LOOP_LEN))
+		return printf("odp loopback: the buffer does not hold the source's bytes\n"), 1;
+	printf("odp loopback ok: %u KiB from %s\n", LOOP_LEN / 1024,
+	       file ? file : "anonymous memory");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *port = "18791", *dev = NULL;
 	struct ibv_context *ctx;
-	int opt, gid_index = -1, fd, hugetlb = 0;
+	int opt, gid_index = -1, fd, hugetlb = 0, loop = 0, reserved = 0;
 	unsigned rounds = 4;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:r:H")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:r:HLR:")) != -1) {
 		switch (opt) {
+		case 'R': reserved = atoi(optarg); break;
 		case 'H': hugetlb = 1; break;
+		case 'L': loop = 1; break;
 		case 'd': dev = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'p': port = optarg; break;
@@ -307,9 +438,9 @@ int main(int argc, char **argv)
 		default: dev = NULL; break;
 		}
 	}
-	if (!dev || (gid_index < 0 && !hugetlb) || !rounds) {
-		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [-r ROUNDS] [SERVER] | -d DEV -H\n",
-			argv[0]);
+	if (!dev || (gid_index < 0 && !hugetlb && reserved <= 0) || !rounds) {
+		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [-r ROUNDS] [SERVER] | -d DEV -H | "
+			"-d DEV -g GID -L [FILE] | -d DEV -R N\n", argv[0]);
 		return 2;
 	}
 	ctx = open_device(dev);
@@ -317,6 +448,10 @@ int main(int argc, char **argv)
 		return fail(dev);
 	if (hugetlb)
 		return hugetlb_refused(ctx);
+	if (loop)
+		return loopback(ctx, gid_index, optind < argc ? argv[optind] : NULL);
+	if (reserved > 0)
+		return reserve(ctx, (unsigned)reserved);
 	fd = tcp_pair(optind < argc ? argv[optind] : NULL, port);
 	if (fd < 0)
 		return fail("tcp");

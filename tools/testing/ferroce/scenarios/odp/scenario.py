@@ -5,7 +5,9 @@ rdma-core's and perftest's own modes: ibv_rc_pingpong -o (its buffers registered
 with IBV_ACCESS_ON_DEMAND: nothing pinned, the NIC faults pages in through the driver) at 4 KiB
 and 1 MiB, and with -P (ibv_advise_mr prefetch), and perftest's ib_write_bw and ib_read_bw
 --odp. The NICs' counters show the faults served, the pages mapped and, when the processes
-exit, invalidated.
+exit, invalidated. Before all that, VM a serves a page fault that waits: ferroce_odp -L writes
+from an on-demand MR over a file of a FUSE mount whose daemon (ferroce_fuse) holds its reads,
+and the kernel goes on meanwhile (needs the debug kernel's FUSE).
 """
 
 from harness import CheckFailed, Run, Scenario, Vm
@@ -35,6 +37,49 @@ def hugetlb_on_demand_refused(run: Run) -> str:
     step = run.vm("a").step("odp-hugetlb-refused")
     step.ok()
     return step.expect(r"^odp hugetlb refused: Operation not supported$").group(0)
+
+
+@scenario.check
+def on_demand_mrs_leave_room_for_others(run: Run) -> str:
+    """Issue 36, defect 5: 16 on-demand MRs of 1 GiB over PROT_NONE address space took the
+    function's whole page-list budget (2^22 entries) at creation, and every other process's
+    MR, CQ, QP and SRQ creation then failed. The NIC now counts an on-demand MR's present pages
+    only. The host bounds each process's objects with the rdma cgroup: with rdma.max
+    hca_object=5, the process's PD and 4 MRs are charged, and the fifth MR is refused."""
+    vm = run.vm("a")
+    free = vm.step("odp-reserve")
+    free.ok()
+    free.expect(r"^odp reserve: registered 16 on-demand MRs of 1 GiB over memory not there$")
+    free.expect(r"^odp reserve: then a CQ, a QP and a pinned MR of 64 KiB: ok$")
+    limited = vm.step("odp-reserve-cgroup")
+    limited.ok()
+    limited.expect(r"^ferroce0 hca_handle=max hca_object=5\s*$")
+    stopped = limited.expect(
+        r"^odp reserve: registered 4 of 16 on-demand MRs of 1 GiB: Resource temporarily unavailable$")
+    limited.expect(r"^odp reserve: then a CQ failed: Resource temporarily unavailable$")
+    return f"16 MRs of 1 GiB, then a CQ, a QP and an MR; in rdma.max hca_object=5: {stopped.group(0)}"
+
+
+@scenario.check
+def a_waiting_fault_blocks_nothing_else(run: Run) -> str:
+    """Issue 36, defect 2: a page fault whose page-in waits (ferroce_fuse holds the FUSE read
+    its page cache needs) blocks neither a netdev change under rtnl nor another MR's page
+    fault, and is served once the daemon answers. Before, the driver served faults under the
+    device-wide lock the netdev notifier takes for every netdev event, one after another: `ip
+    link set lo mtu` waited for the held read, and so did the second MR's fault."""
+    vm = run.vm("a")
+    vm.step("fuse-mount").ok()
+    held = vm.step("fault-held")
+    held.ok()
+    read = held.expect(r"^held read \d+\+\d+$").group(0)
+    vm.step("netdev-while-fault-waits").ok()
+    second = vm.step("second-mr-while-fault-waits")
+    second.ok()
+    second.expect(r"^odp loopback ok: 64 KiB from anonymous memory$")
+    released = vm.step("fault-released")
+    released.ok()
+    served = released.expect(r"^odp loopback ok: 64 KiB from /mnt/held/data$").group(0)
+    return f"{read}; meanwhile lo's MTU changed and another MR's fault was served; {served}"
 
 
 @scenario.check
