@@ -94,7 +94,7 @@ impl DeviceCore {
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
     /// or not writable.
     pub fn post_eqe(&mut self, eqn: u32, eqe: Eqe) -> bool {
-        if let Some(lie) = self.lie_about_eqe(&eqe) {
+        for lie in self.lies_before_eqe(&eqe) {
             self.write_eqe(eqn, lie);
         }
         self.write_eqe(eqn, eqe)

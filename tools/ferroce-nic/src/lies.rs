@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! A device that lies, for testing the driver: switches that make the model write CQEs and EQEs
-//! that are well formed (they decode, their opcodes and statuses exist) but are not true. A
-//! driver must detect each one, count it and keep it from its consumers
-//! (ferroce-hw.rst, "What the driver checks").
+//! (page faults among them) that are well formed (they decode, their opcodes and statuses
+//! exist) but are not true. A driver must detect each one, count it and keep it from its
+//! consumers (ferroce-hw.rst, "What the driver checks").
 //!
 //! A lie is armed for a number of entries (`lie KIND [COUNT]` on the control socket, or
 //! `serve --lie KIND`), then the device tells the truth again.
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use ferroce_hw::*;
 
-use crate::device::DeviceCore;
+use crate::{device::DeviceCore, objects::MrBacking};
 
 /// The kinds of lie.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -30,17 +30,29 @@ pub enum Lie {
     CqeWqeIndex,
     /// Before every completion or object event, an event for an object that does not exist.
     EqeObject,
+    /// Before a page fault, one of an on-demand MR key no MR has.
+    PageFaultKey,
+    /// Before a page fault, one for pages past the end of its MR's table.
+    PageFaultRange,
+    /// A page fault raised [`FLOOD`] more times at once.
+    PageFaultFlood,
 }
+
+/// How many copies of a page fault [`Lie::PageFaultFlood`] adds.
+pub const FLOOD: usize = 16;
 
 impl Lie {
     /// Every kind, in the order of their names.
-    pub const ALL: [Lie; 6] = [
+    pub const ALL: [Lie; 9] = [
         Lie::CqeOpcode,
         Lie::CqeQpn,
         Lie::CqeWrId,
         Lie::CqeByteLen,
         Lie::CqeWqeIndex,
         Lie::EqeObject,
+        Lie::PageFaultKey,
+        Lie::PageFaultRange,
+        Lie::PageFaultFlood,
     ];
 
     /// The name the control socket and `serve --lie` use.
@@ -52,6 +64,9 @@ impl Lie {
             Lie::CqeByteLen => "cqe-byte-len",
             Lie::CqeWqeIndex => "cqe-wqe-index",
             Lie::EqeObject => "eqe-object",
+            Lie::PageFaultKey => "page-fault-key",
+            Lie::PageFaultRange => "page-fault-range",
+            Lie::PageFaultFlood => "page-fault-flood",
         }
     }
 
@@ -65,7 +80,17 @@ impl Lie {
     }
 
     fn is_cqe(self) -> bool {
-        self != Lie::EqeObject
+        matches!(
+            self,
+            Lie::CqeOpcode | Lie::CqeQpn | Lie::CqeWrId | Lie::CqeByteLen | Lie::CqeWqeIndex
+        )
+    }
+
+    fn is_page_fault(self) -> bool {
+        matches!(
+            self,
+            Lie::PageFaultKey | Lie::PageFaultRange | Lie::PageFaultFlood
+        )
     }
 }
 
@@ -132,18 +157,20 @@ impl DeviceCore {
                 cqe.byte_len = u32::MAX;
             }
             Lie::CqeWqeIndex => cqe.wqe_index ^= 0x8000,
-            Lie::EqeObject => {}
+            Lie::EqeObject | Lie::PageFaultKey | Lie::PageFaultRange | Lie::PageFaultFlood => {}
         }
         self.trace().event("lie", || {
             serde_json::json!({"lie": lie.name(), "cqn": cqn, "qpn": cqe.qpn, "index": cqe.wqe_index})
         });
     }
 
-    /// A copy of `eqe` naming an object that does not exist, if an EQE lie is armed and `eqe`
-    /// names an object (a CQ's completion, a QP, CQ or SRQ event).
-    pub(crate) fn lie_about_eqe(&self, eqe: &Eqe) -> Option<Eqe> {
+    /// The EQEs that are not true to write before `eqe`, if a lie about it is armed: for a
+    /// completion or object event, the same event for an object that does not exist; for a page
+    /// fault, one for a key no MR has, one for pages past its MR's end, or copies of it.
+    pub(crate) fn lies_before_eqe(&self, eqe: &Eqe) -> Vec<Eqe> {
+        let kind = EventType::from_raw(eqe.event_type);
         let names_object = matches!(
-            EventType::from_raw(eqe.event_type),
+            kind,
             Some(
                 EventType::Completion
                     | EventType::QpFatal
@@ -157,14 +184,46 @@ impl DeviceCore {
                     | EventType::SrqErr
             )
         );
-        if !names_object {
-            return None;
-        }
-        self.host().lies.take(|l| l == Lie::EqeObject)?;
-        Some(Eqe {
-            data0: UNKNOWN_OBJECT,
-            ..*eqe
-        })
+        let lie = if names_object {
+            self.host().lies.take(|l| l == Lie::EqeObject)
+        } else if kind == Some(EventType::PageFault) {
+            self.host().lies.take(Lie::is_page_fault)
+        } else {
+            None
+        };
+        let Some(lie) = lie else {
+            return Vec::new();
+        };
+        let lies = match lie {
+            Lie::PageFaultKey => vec![Eqe {
+                data0: mr_key(UNKNOWN_OBJECT, eqe.data0 as u8),
+                ..*eqe
+            }],
+            Lie::PageFaultRange => {
+                let pages = self
+                    .objects()
+                    .mrs()
+                    .get(mr_key_index(eqe.data0))
+                    .and_then(|mr| match &mr.backing {
+                        MrBacking::OnDemand(table) => Some(table.len()),
+                        _ => None,
+                    });
+                vec![Eqe {
+                    data1: pages.unwrap_or(u32::MAX - 1),
+                    data2: 1,
+                    ..*eqe
+                }]
+            }
+            Lie::PageFaultFlood => vec![*eqe; FLOOD],
+            _ => vec![Eqe {
+                data0: UNKNOWN_OBJECT,
+                ..*eqe
+            }],
+        };
+        self.trace().event("lie", || {
+            serde_json::json!({"lie": lie.name(), "event_type": eqe.event_type, "data0": eqe.data0})
+        });
+        lies
     }
 
     /// A QP number for a lie about a CQE of QP `qpn` on CQ `cqn`: a live QP that completes on

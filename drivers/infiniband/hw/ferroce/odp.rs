@@ -298,7 +298,8 @@ impl PageFault {
 }
 
 /// Serves page fault `f` (process context). A fault for an MR the driver does not have (gone,
-/// or a lie) is counted and logged; the device raises it again if anything still waits.
+/// or a lie) or for pages past its end (a lie) is counted and logged; the device raises a true
+/// one again if anything still waits.
 pub(crate) fn serve_fault(dev: &rdma::Device<RoceDevice>, f: PageFault) {
     let index = hw::mr_key_index(f.key) as usize;
     let mr = dev.odp_mrs().lock().get(index).map(|mr| Arc::from(mr));
@@ -306,7 +307,12 @@ pub(crate) fn serve_fault(dev: &rdma::Device<RoceDevice>, f: PageFault) {
         dev.checks().bad_event("on-demand MR", f.key);
         return;
     };
-    if let Err(e) = mr.serve(dev, f.first as usize, usize::from(f.count), f.write, true) {
+    let (first, count) = (f.first as usize, usize::from(f.count));
+    if count == 0 || first.saturating_add(count) > mr.umem.num_pages() {
+        dev.checks().bad_event("pages past the end of on-demand MR", f.key);
+        return;
+    }
+    if let Err(e) = mr.serve(dev, first, count, f.write, true) {
         pr_debug!("{}: page fault of MR {:#x} not served: {e:?}\n", dev.name(), f.key);
     }
 }

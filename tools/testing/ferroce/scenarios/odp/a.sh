@@ -24,6 +24,15 @@ step second-mr-while-fault-waits 60 ferroce_odp -d ferroce0 -g 3 -L
 step fault-released 60 sh -c '. /ferroce/lib.sh; grep -q "^odp loopback ok" /tmp/held.log && { echo "served before the daemon answered"; exit 1; }
 	kill -USR1 $(pidof ferroce_fuse) && wait_for_line /tmp/fuse.log "^released" &&
 	wait_for_line /tmp/held.log "^odp loopback (ok|.*: write:)" && umount /mnt/held && cat /tmp/held.log'
+# Page faults that are not true (host control "lie"): the driver drops and counts them and
+# serves the true one beside them; a flood of copies of a fault is served as one.
+for lie in page-fault-key page-fault-range page-fault-flood; do
+	step "$lie-before" 15 hw_counters ferroce0
+	step "$lie-arm" 15 hostctl nic lie "$lie" 1
+	step "$lie" 60 ferroce_odp -d ferroce0 -g 3 -L
+	step "$lie-after" 15 hw_counters ferroce0
+done
+step lies-told 15 hostctl nic status
 step odp-dropped-pages 180 ferroce_odp -d ferroce0 -g 3 -p 18520 -r 4 "$server"
 retry rc-pingpong-odp-4096 120 ibv_rc_pingpong -d ferroce0 -g 3 -o -s 4096 -n 100 -p 18515 "$server"
 retry rc-pingpong-odp-1048576 120 ibv_rc_pingpong -d ferroce0 -g 3 -o -s 1048576 -n 10 -p 18516 "$server"

@@ -10,10 +10,14 @@ from an on-demand MR over a file of a FUSE mount whose daemon (ferroce_fuse) hol
 and the kernel goes on meanwhile (needs the debug kernel's FUSE).
 """
 
+import re
+
 from harness import CheckFailed, Run, Scenario, Vm
 from pingpong import pingpong, write_bw
 
-VMS = [Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)]
+# a's NIC tells page-fault lies (host control "lie"): it steers its NIC.
+VMS = [Vm("a", "10.0.0.1/24", nic=True, steers_nic=True), Vm("b", "10.0.0.2/24", nic=True)]
+PAGE_FAULT_LIES = ("page-fault-key", "page-fault-range", "page-fault-flood")
 NAMES = [vm.name for vm in VMS]
 # Pages given back while the NIC may be reaching them: memory lifetime and DMA, so the
 # debug kernel (KASAN, kmemleak, lockdep) runs it.
@@ -80,6 +84,42 @@ def a_waiting_fault_blocks_nothing_else(run: Run) -> str:
     released.ok()
     served = released.expect(r"^odp loopback ok: 64 KiB from /mnt/held/data$").group(0)
     return f"{read}; meanwhile lo's MTU changed and another MR's fault was served; {served}"
+
+
+def driver_counters(run: Run, step: str) -> dict[str, int]:
+    values = {}
+    for line in run.vm("a").step(step).output.splitlines():
+        m = re.fullmatch(r"(\w+) (\d+)", line.strip())
+        if m:
+            values[m.group(1)] = int(m.group(2))
+    if "driver_bad_events" not in values:
+        raise CheckFailed(f"step {step}: no driver counters in hw_counters")
+    return values
+
+
+@scenario.check
+def page_fault_lies_are_dropped(run: Run) -> str:
+    """Issue 36: PAGE_FAULT events that are not true. One for a key no MR has and one for pages
+    past its MR's end are dropped and counted (driver_bad_events); 16 copies of a true fault
+    are served as it is; each time the true fault beside the lie is served and the loopback
+    WRITE completes."""
+    vm = run.vm("a")
+    lines = []
+    for lie in PAGE_FAULT_LIES:
+        vm.step(f"{lie}-arm").ok()
+        step = vm.step(lie)
+        step.ok()
+        step.expect(r"^odp loopback ok: 64 KiB from anonymous memory$")
+        before, after = driver_counters(run, f"{lie}-before"), driver_counters(run, f"{lie}-after")
+        bad = after["driver_bad_events"] - before["driver_bad_events"]
+        want = 0 if lie == "page-fault-flood" else 1
+        if bad != want:
+            raise CheckFailed(f"{lie}: driver_bad_events grew by {bad}, expected {want}")
+        lines.append(f"{lie}: {bad} dropped, the true fault served")
+    told = vm.step("lies-told").json("lies_told")
+    if told != len(PAGE_FAULT_LIES):
+        raise CheckFailed(f"the NIC told {told} lies, expected {len(PAGE_FAULT_LIES)}")
+    return "\n".join(lines)
 
 
 @scenario.check
