@@ -15,24 +15,26 @@ use ferroce_hw::*;
 
 const PAGE: u64 = 4096;
 
-/// Creates an on-demand MR over `[addr, addr + len)` (iova = address), no page present.
+/// CREATE_MR of an on-demand MR over `[addr, addr + len)` (iova = address), no page present.
+fn on_demand(addr: u64, len: u64, access: u32) -> CreateMrCmd {
+    CreateMrCmd {
+        iova: addr,
+        length: len,
+        pages: BufDesc {
+            page_count: (len + (addr % PAGE)).div_ceil(PAGE) as u32,
+            log_page_size: 12,
+            ..BufDesc::default()
+        },
+        pd: PD,
+        access,
+        flags: MR_FLAG_ON_DEMAND,
+        ..CreateMrCmd::default()
+    }
+}
+
+/// Creates an on-demand MR over `[addr, addr + len)`; returns its key.
 fn odp_mr(node: &mut Node, addr: u64, len: u64, access: u32) -> u32 {
-    let pages = (len + (addr % PAGE)).div_ceil(PAGE) as u32;
-    node.g
-        .ok(&CreateMrCmd {
-            iova: addr,
-            length: len,
-            pages: BufDesc {
-                page_count: pages,
-                log_page_size: 12,
-                ..BufDesc::default()
-            },
-            pd: PD,
-            access,
-            flags: MR_FLAG_ON_DEMAND,
-            ..CreateMrCmd::default()
-        })
-        .key
+    node.g.ok(&on_demand(addr, len, access)).key
 }
 
 /// The page faults the node raised since the last call.
@@ -509,19 +511,8 @@ fn the_commands_check_what_they_are_given() {
     let mut p = pair();
     let buf = p.b.buf;
     let g = &mut p.b.g;
-    let good = CreateMrCmd {
-        iova: buf + 100,
-        length: 2 * PAGE,
-        pages: BufDesc {
-            page_count: 3,
-            log_page_size: 12,
-            ..BufDesc::default()
-        },
-        pd: PD,
-        access: ACCESS_LOCAL_WRITE,
-        flags: MR_FLAG_ON_DEMAND,
-        ..CreateMrCmd::default()
-    };
+    // Three pages: the range starts 100 bytes into the first.
+    let good = on_demand(buf + 100, 2 * PAGE, ACCESS_LOCAL_WRITE);
     let status = |g: &mut common::Guest, c: &CreateMrCmd| g.cmd(c).status;
     assert_eq!(
         status(
@@ -797,20 +788,8 @@ fn page_faults_leave_the_async_queue_room_for_other_events() {
 }
 
 /// An on-demand MR of `pages` 4 KiB pages at `iova`, no page present.
-fn on_demand(pages: u32, iova: u64) -> CreateMrCmd {
-    CreateMrCmd {
-        iova,
-        length: u64::from(pages) * PAGE,
-        pages: BufDesc {
-            page_count: pages,
-            log_page_size: 12,
-            ..BufDesc::default()
-        },
-        pd: PD,
-        access: ACCESS_LOCAL_WRITE,
-        flags: MR_FLAG_ON_DEMAND,
-        ..CreateMrCmd::default()
-    }
+fn pages_on_demand(pages: u32, iova: u64) -> CreateMrCmd {
+    on_demand(iova, u64::from(pages) * PAGE, ACCESS_LOCAL_WRITE)
 }
 
 /// Issue 36, defect 5: an on-demand MR reserved its whole page table in the function's
@@ -823,7 +802,7 @@ fn on_demand_mrs_take_the_budget_of_their_present_pages_only() {
     g.bring_up();
     for i in 0..16u32 {
         let iova = 0x100_0000_0000 + u64::from(i) * (u64::from(MAX_MR_PAGES) * PAGE);
-        let made = g.cmd(&on_demand(MAX_MR_PAGES, iova));
+        let made = g.cmd(&pages_on_demand(MAX_MR_PAGES, iova));
         assert_eq!(status_name(made.status), "ok", "on-demand MR {i} of 1 GiB");
     }
     // Another process's fast-registration MR of 64 pages.
@@ -847,7 +826,7 @@ fn an_update_beyond_the_budget_is_refused() {
     const BUDGET: u64 = 64;
     let mut g = common::Guest::with_config(|c| c.max_translation_entries = BUDGET);
     g.bring_up();
-    let key = g.ok(&on_demand(1 << 16, 0x100_0000_0000)).key;
+    let key = g.ok(&pages_on_demand(1 << 16, 0x100_0000_0000)).key;
     let table = g.alloc(8, 8);
     let give = |g: &mut common::Guest, page: u32| {
         let entry = (0x4000_0000 + u64::from(page) * PAGE) | ODP_PAGE_READ;

@@ -307,6 +307,18 @@ class Step:
         except (ValueError, KeyError) as e:
             raise CheckFailed(f"step {self.name}: no JSON {key or 'object'} in {text!r}") from e
 
+    def counters(self, needed: str) -> dict[str, int]:
+        """The "name value" lines the step printed (lib.sh's `hw_counters`: the port's
+        hw_counters in sysfs, the NIC's and the driver's); CheckFailed without `needed`."""
+        values = {}
+        for line in self.output.splitlines():
+            m = re.fullmatch(r"(\w+) (\d+)", line.strip())
+            if m:
+                values[m.group(1)] = int(m.group(2))
+        if needed not in values:
+            raise CheckFailed(f"step {self.name}: no {needed} in hw_counters:\n{self.output}")
+        return values
+
     def expect(self, pattern: str, flags: int = re.M) -> re.Match:
         match = re.search(pattern, self.output, flags)
         if not match:

@@ -438,6 +438,16 @@ qemu-system-x86_64: terminating on signal 15
 """
 
 
+class StepCountersTest(unittest.TestCase):
+    """Step.counters: the "name value" lines of lib.sh's hw_counters, and none is no counters."""
+
+    def test_counters_are_read_and_a_missing_one_fails(self):
+        step = harness.Step("c", 0, "doorbells 12\n  driver_bad_events 3\nlifespan\nnot a counter 1\n")
+        self.assertEqual(step.counters("doorbells"), {"doorbells": 12, "driver_bad_events": 3})
+        with self.assertRaisesRegex(harness.CheckFailed, "no cqes in hw_counters"):
+            step.counters("cqes")
+
+
 class SplitStreamsTest(unittest.TestCase):
     def result(self, output=OUTPUT, kernel_log=KERNEL_LOG):
         return harness.VmResult(harness.Vm("a", "10.0.0.1/24"), output, 0, 0, kernel_log)

@@ -203,28 +203,12 @@ static int client(struct ibv_context *ctx, int gid_index, int fd)
 
 int main(int argc, char **argv)
 {
-	const char *port = "18790", *dev = NULL;
-	struct ibv_context *ctx;
-	int opt, gid_index = -1, fd;
+	struct pair p;
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
-		switch (opt) {
-		case 'd': dev = optarg; break;
-		case 'g': gid_index = atoi(optarg); break;
-		case 'p': port = optarg; break;
-		default: dev = NULL; break;
-		}
-	}
-	if (!dev || gid_index < 0) {
-		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [SERVER]\n", argv[0]);
-		return 2;
-	}
-	ctx = open_device(dev);
-	if (!ctx)
-		return fail(dev);
-	fd = tcp_pair(optind < argc ? argv[optind] : NULL, port);
-	if (fd < 0)
-		return fail("tcp");
-	return optind < argc ? client(ctx, gid_index, fd) : server(ctx, gid_index, fd);
+	rc = pair_start(argc, argv, "18790", &p);
+	if (rc)
+		return rc;
+	return p.client ? client(p.ctx, p.gid_index, p.fd) : server(p.ctx, p.gid_index, p.fd);
 }

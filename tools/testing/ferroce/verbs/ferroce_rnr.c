@@ -131,28 +131,12 @@ static int run(struct ibv_context *ctx, const char *dev, int gid_index, int fd, 
 
 int main(int argc, char **argv)
 {
-	const char *port = "18792", *dev = NULL;
-	struct ibv_context *ctx;
-	int opt, gid_index = -1, fd;
+	struct pair p;
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
-		switch (opt) {
-		case 'd': dev = optarg; break;
-		case 'g': gid_index = atoi(optarg); break;
-		case 'p': port = optarg; break;
-		default: dev = NULL; break;
-		}
-	}
-	if (!dev || gid_index < 0) {
-		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [SERVER]\n", argv[0]);
-		return 2;
-	}
-	ctx = open_device(dev);
-	if (!ctx)
-		return fail(dev);
-	fd = tcp_pair(optind < argc ? argv[optind] : NULL, port);
-	if (fd < 0)
-		return fail("tcp");
-	return run(ctx, dev, gid_index, fd, optind < argc);
+	rc = pair_start(argc, argv, "18792", &p);
+	if (rc)
+		return rc;
+	return run(p.ctx, p.dev, p.gid_index, p.fd, p.client);
 }

@@ -8,8 +8,11 @@
 #define FERROCE_TEST_VERBS_H
 
 #include <errno.h>
+#include <getopt.h>
 #include <netdb.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -127,6 +130,51 @@ static inline int exchange(int fd, const struct rc_peer *mine, struct rc_peer *t
 }
 
 /* Polls `cq` until one completion is in `wc`; 0, or -1 if polling failed. */
+/* A two-host program's start: its device, GID, and TCP connection to the other host. */
+struct pair {
+	const char *dev;
+	struct ibv_context *ctx;
+	int gid_index;
+	/* The connection; this host is the client (it named the server). */
+	int fd, client;
+};
+
+/*
+ * Parses -d DEV -g GID [-p PORT] [SERVER] (PORT by default `port`), opens DEV and connects to
+ * SERVER, or takes one connection on PORT without it: 0, or the exit status after saying why
+ * (2 for a usage error, 1 for a failure).
+ */
+static inline int pair_start(int argc, char **argv, const char *port, struct pair *p)
+{
+	int opt;
+
+	*p = (struct pair){ .gid_index = -1 };
+	while ((opt = getopt(argc, argv, "d:g:p:")) != -1) {
+		switch (opt) {
+		case 'd': p->dev = optarg; break;
+		case 'g': p->gid_index = atoi(optarg); break;
+		case 'p': port = optarg; break;
+		default: p->dev = NULL; break;
+		}
+	}
+	if (!p->dev || p->gid_index < 0) {
+		fprintf(stderr, "usage: %s -d DEV -g GID [-p PORT] [SERVER]\n", argv[0]);
+		return 2;
+	}
+	p->ctx = open_device(p->dev);
+	if (!p->ctx) {
+		fprintf(stderr, "%s: %s: %s\n", argv[0], p->dev, strerror(errno));
+		return 1;
+	}
+	p->client = optind < argc;
+	p->fd = tcp_pair(p->client ? argv[optind] : NULL, port);
+	if (p->fd < 0) {
+		fprintf(stderr, "%s: tcp: %s\n", argv[0], strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 static inline int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	int n;
