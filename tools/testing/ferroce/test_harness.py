@@ -438,6 +438,14 @@ qemu-system-x86_64: terminating on signal 15
 """
 
 
+class ClockCmdlineTest(unittest.TestCase):
+    def test_tcg_guests_skip_the_boot_timer_check(self):
+        # A loaded run (a047e41) lost nvme-rdma-faults to "Kernel panic - not syncing: IO-APIC
+        # + timer doesn't work!" in a TCG guest's boot.
+        self.assertIn("no_timer_check", harness.clock_cmdline("tcg").split())
+        self.assertEqual(harness.clock_cmdline("kvm"), "")
+
+
 class StepCountersTest(unittest.TestCase):
     """Step.counters: the "name value" lines of lib.sh's hw_counters, and none is no counters."""
 
