@@ -241,8 +241,10 @@ impl<O> Table<O> {
     }
 
     /// Enters an object the driver just created under the number the device gave it. If that
-    /// number cannot be used (out of range, or taken: a buggy device), `undo` destroys the object
-    /// again and the creation fails with `EIO`.
+    /// number cannot be used, the creation fails: with `EIO` and nothing undone when another
+    /// object has it (a buggy device gave it twice; undoing would destroy the other object in
+    /// the device, and the device may use this one's memory: the object's data is leaked, never
+    /// dropped), and for other errors after `undo` destroyed the object again.
     ///
     /// # Safety
     ///
@@ -255,17 +257,27 @@ impl<O> Table<O> {
         undo: impl FnOnce(),
     ) -> Result {
         // SAFETY: Guaranteed by the caller.
-        if let Err(e) = unsafe { self.insert(number, object) } {
-            pr_err!(
-                "rdma: the device numbered a new {} {}: {:?}\n",
-                kind,
-                number,
-                e
-            );
-            undo();
-            return Err(EIO);
+        match unsafe { self.insert(number, object) } {
+            Ok(()) => Ok(()),
+            Err(e) if e == EEXIST => {
+                pr_err!(
+                    "rdma: the device numbered a new {} {}, which another has; leaking it\n",
+                    kind,
+                    number
+                );
+                Err(EIO)
+            }
+            Err(e) => {
+                pr_err!(
+                    "rdma: the device numbered a new {} {}: {:?}\n",
+                    kind,
+                    number,
+                    e
+                );
+                undo();
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// Takes `object` out of the table for `destroy`, and puts it back if destruction fails
@@ -281,6 +293,11 @@ impl<O> Table<O> {
             // SAFETY: The object stays live: ib_core keeps objects whose destruction failed.
             let _ = unsafe { self.insert(number, object) };
         })
+    }
+
+    /// Whether an object is registered as number `number`.
+    pub fn contains(&self, number: u32) -> bool {
+        self.with(number, |_| ()).is_some()
     }
 
     /// Runs `f` on object `number` if it is registered. `f` runs with interrupts disabled and

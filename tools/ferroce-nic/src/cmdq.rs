@@ -7,7 +7,11 @@ use ferroce_hw::*;
 
 use serde::Serialize;
 
-use crate::device::{Device, DeviceCore};
+use crate::{
+    device::{Device, DeviceCore},
+    lies::UNSOLICITED_TOKEN,
+    objects::CmdError,
+};
 
 /// The ring registers as latched when the queue was enabled, and the indexes.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -120,8 +124,14 @@ impl CmdQueue {
         if q.error || q.ci == q.pi {
             return None;
         }
+        self.slot(q.ci)
+    }
+
+    /// Where the command at free-running `index` is, and where its completion goes (while the
+    /// queue is enabled).
+    pub fn slot(&self, index: u16) -> Option<CmdSlot> {
+        let q = self.ring.as_ref()?;
         let ring = Ring::new(q.log_size, MAX_LOG_CMDQ)?;
-        let index = q.ci;
         let slot = u64::from(ring.slot(index));
         Some(CmdSlot {
             index,
@@ -163,6 +173,29 @@ impl DeviceCore {
     }
 }
 
+impl DeviceCore {
+    /// Writes `completion` to `slot`'s completion entry, body first, then the owner byte; a DMA
+    /// failure makes the device fatal (`false`).
+    fn write_cmd_completion(&mut self, slot: &CmdSlot, completion: &CmdCompletion) -> bool {
+        let bytes = completion.encode();
+        let at = slot.completion_addr;
+        let body = self.dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        let owner = body.and_then(|()| {
+            self.dma_write(
+                at + CMD_COMPLETION_OWNER_OFFSET as u64,
+                &bytes[CMD_COMPLETION_OWNER_OFFSET..],
+                "cmd_completion",
+            )
+        });
+        if owner.is_err() {
+            self.fatal(FATAL_CMDQ_DMA);
+            return false;
+        }
+        true
+    }
+}
+
 impl Device {
     /// Executes up to `budget` commands; returns whether more are waiting.
     pub fn process_cmdq(&mut self, budget: usize) -> bool {
@@ -182,9 +215,15 @@ impl Device {
             }
             let header = CmdHeader::read_from(&entry).unwrap_or_default();
             let payload = command_payload(&entry).to_vec();
-            let result = self.execute(&header, &payload);
+            let result = match self.core.lie_instead_of_command(&header) {
+                Some(status) => Err(CmdError::new(status)),
+                None => self.execute(&header, &payload),
+            };
             let (status, syndrome, results) = match result {
-                Ok(results) => (STATUS_OK, 0, results),
+                Ok(mut results) => {
+                    self.core.lie_about_reply(header.opcode, &mut results);
+                    (STATUS_OK, 0, results)
+                }
                 Err(e) => (e.status, e.syndrome, [0; 3]),
             };
             self.core.counters().inc(COUNTER_COMMANDS);
@@ -204,22 +243,27 @@ impl Device {
                 owner: slot.owner,
                 ..CmdCompletion::default()
             };
-            let bytes = completion.encode();
-            let at = slot.completion_addr;
-            let body =
-                self.core
-                    .dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
-            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-            let owner = body.and_then(|()| {
-                self.core.dma_write(
-                    at + CMD_COMPLETION_OWNER_OFFSET as u64,
-                    &bytes[CMD_COMPLETION_OWNER_OFFSET..],
-                    "cmd_completion",
-                )
-            });
-            if owner.is_err() {
-                self.core.fatal(FATAL_CMDQ_DMA);
+            if !self.core.write_cmd_completion(&slot, &completion) {
                 return false;
+            }
+            // A lie: a completion in the next slot, of a command nobody posted.
+            let next = index.wrapping_add(1);
+            if let Some(next_slot) = self
+                .core
+                .cmdq()
+                .slot(next)
+                .filter(|_| self.core.lie_unsolicited())
+            {
+                let unsolicited = CmdCompletion {
+                    token: UNSOLICITED_TOKEN,
+                    opcode: CMD_NOP,
+                    index: next,
+                    owner: next_slot.owner,
+                    ..CmdCompletion::default()
+                };
+                if !self.core.write_cmd_completion(&next_slot, &unsolicited) {
+                    return false;
+                }
             }
             // A reset command path may have dropped the queue meanwhile.
             self.core.cmdq_mut().consumed(index);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! A device that lies, for testing the driver: switches that make the model write CQEs and EQEs
-//! (page faults among them) that are well formed (they decode, their opcodes and statuses
-//! exist) but are not true. A driver must detect each one, count it and keep it from its
+//! A device that lies, for testing the driver: switches that make the model write CQEs, EQEs
+//! (page faults among them) and command completions that are well formed (they decode, their
+//! opcodes exist) but are not true. A driver must detect each one, count it and keep it from its
 //! consumers (ferroce-hw.rst, "What the driver checks").
 //!
 //! A lie is armed for a number of entries (`lie KIND [COUNT]` on the control socket, or
@@ -36,14 +36,28 @@ pub enum Lie {
     PageFaultRange,
     /// A page fault raised [`FLOOD`] more times at once.
     PageFaultFlood,
+    /// The reply to a `CREATE_CQ`, `CREATE_QP` or `CREATE_SRQ` names another live object of
+    /// that kind (the new one is created all the same).
+    CmdNumber,
+    /// A command is not executed, and its completion has a status the interface does not
+    /// define ([`UNDEFINED_STATUS`]).
+    CmdStatus,
+    /// After a command's completion, one in the next command's slot, for a command never
+    /// posted (token [`UNSOLICITED_TOKEN`]).
+    CmdUnsolicited,
 }
+
+/// The status of a [`Lie::CmdStatus`] completion.
+pub const UNDEFINED_STATUS: u8 = 0xee;
+/// The token of a [`Lie::CmdUnsolicited`] completion (the driver's tokens count up from 1).
+pub const UNSOLICITED_TOKEN: u32 = 0xdead_0000;
 
 /// How many copies of a page fault [`Lie::PageFaultFlood`] adds.
 pub const FLOOD: usize = 16;
 
 impl Lie {
     /// Every kind, in the order of their names.
-    pub const ALL: [Lie; 9] = [
+    pub const ALL: [Lie; 12] = [
         Lie::CqeOpcode,
         Lie::CqeQpn,
         Lie::CqeWrId,
@@ -53,6 +67,9 @@ impl Lie {
         Lie::PageFaultKey,
         Lie::PageFaultRange,
         Lie::PageFaultFlood,
+        Lie::CmdNumber,
+        Lie::CmdStatus,
+        Lie::CmdUnsolicited,
     ];
 
     /// The name the control socket and `serve --lie` use.
@@ -67,6 +84,9 @@ impl Lie {
             Lie::PageFaultKey => "page-fault-key",
             Lie::PageFaultRange => "page-fault-range",
             Lie::PageFaultFlood => "page-fault-flood",
+            Lie::CmdNumber => "cmd-number",
+            Lie::CmdStatus => "cmd-status",
+            Lie::CmdUnsolicited => "cmd-unsolicited",
         }
     }
 
@@ -157,7 +177,7 @@ impl DeviceCore {
                 cqe.byte_len = u32::MAX;
             }
             Lie::CqeWqeIndex => cqe.wqe_index ^= 0x8000,
-            Lie::EqeObject | Lie::PageFaultKey | Lie::PageFaultRange | Lie::PageFaultFlood => {}
+            _ => {}
         }
         self.trace().event("lie", || {
             serde_json::json!({"lie": lie.name(), "cqn": cqn, "qpn": cqe.qpn, "index": cqe.wqe_index})
@@ -224,6 +244,55 @@ impl DeviceCore {
             serde_json::json!({"lie": lie.name(), "event_type": eqe.event_type, "data0": eqe.data0})
         });
         lies
+    }
+
+    /// The status to complete the command of `header` with instead of executing it, if a
+    /// [`Lie::CmdStatus`] is armed.
+    pub(crate) fn lie_instead_of_command(&self, header: &CmdHeader) -> Option<u8> {
+        let lie = self.host().lies.take(|l| l == Lie::CmdStatus)?;
+        self.trace().event("lie", || {
+            serde_json::json!({"lie": lie.name(), "opcode": header.opcode, "token": header.token})
+        });
+        Some(UNDEFINED_STATUS)
+    }
+
+    /// Falsifies `results`, the reply of a successful command `opcode`, if a [`Lie::CmdNumber`]
+    /// is armed and the command created a CQ, QP or SRQ while another of its kind lives: the
+    /// reply names the highest-numbered other one (the newest, mostly).
+    pub(crate) fn lie_about_reply(&self, opcode: u16, results: &mut [u32; 3]) {
+        let created = results[0];
+        let objects = self.objects();
+        let highest_other =
+            |numbers: &mut dyn Iterator<Item = u32>| numbers.filter(|&n| n != created).max();
+        let other = match opcode {
+            CMD_CREATE_CQ => highest_other(&mut objects.cqs().iter().map(|(n, _)| n)),
+            CMD_CREATE_QP => highest_other(&mut objects.qps().iter().map(|(n, _)| n)),
+            CMD_CREATE_SRQ => highest_other(&mut objects.srqs().iter().map(|(n, _)| n)),
+            _ => None,
+        };
+        let Some(other) = other else {
+            return;
+        };
+        let Some(lie) = self.host().lies.take(|l| l == Lie::CmdNumber) else {
+            return;
+        };
+        results[0] = other;
+        self.trace().event("lie", || {
+            serde_json::json!({"lie": lie.name(), "opcode": opcode, "created": created, "reply": other})
+        });
+    }
+
+    /// Whether to write, after a command's completion, one for a command never posted, if a
+    /// [`Lie::CmdUnsolicited`] is armed.
+    pub(crate) fn lie_unsolicited(&self) -> bool {
+        let told = self.host().lies.take(|l| l == Lie::CmdUnsolicited);
+        if let Some(lie) = told {
+            self.trace().event(
+                "lie",
+                || serde_json::json!({"lie": lie.name(), "token": UNSOLICITED_TOKEN}),
+            );
+        }
+        told.is_some()
     }
 
     /// A QP number for a lie about a CQE of QP `qpn` on CQ `cqn`: a live QP that completes on

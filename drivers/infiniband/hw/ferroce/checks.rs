@@ -6,26 +6,33 @@
 
 use kernel::{
     prelude::*,
-    sync::atomic::{
-        Atomic,
-        Relaxed, //
+    rdma::Table,
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        new_mutex,
+        Mutex, //
     },
 };
 
 use crate::hw;
 
 /// The driver's counters, after the device's in ib_core's `hw_counters/`: CQEs refused, events
-/// for objects that do not exist, CQEs of destroyed QPs removed from their CQs, doorbells the
-/// device rejected, and WRs whose CQEs never came that the driver completed as flushed.
+/// for objects that do not exist, command completions not believed, CQEs of destroyed QPs
+/// removed from their CQs, doorbells the device rejected, and WRs whose CQEs never came that the
+/// driver completed as flushed.
 pub(crate) const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"driver_bad_cqes",
     c"driver_bad_events",
+    c"driver_bad_replies",
     c"driver_cleaned_cqes",
     c"driver_doorbell_errors",
     c"driver_flushed_wrs",
 ];
 /// Number of driver counters.
-pub(crate) const NUM_COUNTERS: usize = 5;
+pub(crate) const NUM_COUNTERS: usize = 6;
 
 /// Why a CQE was not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,25 +66,34 @@ impl BadCqe {
 /// Reports of one kind that go to the log in full; after these, only every power of two.
 const REPORTS_IN_FULL: u64 = 10;
 
+/// Memory the device may use for an object whose number the driver does not know.
+type Held = KVec<KBox<dyn Send>>;
+
 /// Counts of what the device got wrong (and of CQEs the driver removed), shared by every queue
-/// of the device.
+/// of the device, and the memory its lies keep from being freed.
 pub(crate) struct DeviceChecks {
     bad_cqes: Atomic<u64>,
     bad_events: Atomic<u64>,
+    bad_replies: Atomic<u64>,
     cleaned_cqes: Atomic<u64>,
     doorbell_errors: Atomic<u64>,
     flushed_wrs: Atomic<u64>,
+    /// Rings and records of objects the device created under a number it did not tell: freed
+    /// with the device's state, which goes after the device is reset (`device.rs`).
+    held: Pin<KBox<Mutex<Held>>>,
 }
 
 impl DeviceChecks {
-    pub(crate) const fn new() -> Self {
-        Self {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
             bad_cqes: Atomic::new(0),
             bad_events: Atomic::new(0),
+            bad_replies: Atomic::new(0),
             cleaned_cqes: Atomic::new(0),
             doorbell_errors: Atomic::new(0),
             flushed_wrs: Atomic::new(0),
-        }
+            held: KBox::pin_init(new_mutex!(KVec::new(), "ferroce::held"), GFP_KERNEL)?,
+        })
     }
 
     /// The counters in [`COUNTER_NAMES`] order.
@@ -85,6 +101,7 @@ impl DeviceChecks {
         [
             self.bad_cqes.load(Relaxed),
             self.bad_events.load(Relaxed),
+            self.bad_replies.load(Relaxed),
             self.cleaned_cqes.load(Relaxed),
             self.doorbell_errors.load(Relaxed),
             self.flushed_wrs.load(Relaxed),
@@ -149,6 +166,65 @@ impl DeviceChecks {
                 number,
                 n
             );
+        }
+    }
+
+    /// Counts a completion in the slot of command `name` that is not its own (another token: a
+    /// command nobody posted), which the driver passed over to wait for its own, and reports it
+    /// (rate-limited).
+    pub(crate) fn foreign_completion(&self, dev: &kernel::device::Device, name: &str, token: u32) {
+        if let Some(n) = count_reported(&self.bad_replies) {
+            dev_warn!(
+                dev,
+                "command {}: passed over a completion in its slot for token {:#x}, which no command in flight has ({} so far)\n",
+                name,
+                token,
+                n
+            );
+        }
+    }
+
+    /// Takes `number`, which the device gave a `kind` it just created, if no object of `table`
+    /// has it; returns `memory`, the new object's rings and records, for it. A live object's
+    /// number is a lie (counted in `driver_bad_replies` and reported): the creation then fails
+    /// with [`EIO`], and nothing is destroyed by that number, which is another's. The device
+    /// may use `memory` for the object it did create, under a number the driver does not know:
+    /// it is kept until the device is reset (leaked if even that cannot be allocated).
+    pub(crate) fn new_number<O, M: Send + 'static>(
+        &self,
+        table: &Table<O>,
+        kind: &str,
+        number: u32,
+        memory: M,
+    ) -> Result<M> {
+        if !table.contains(number) {
+            return Ok(memory);
+        }
+        self.hold(memory);
+        if let Some(n) = count_reported(&self.bad_replies) {
+            pr_err!(
+                "ferroce: the device numbered a new {} {}, which another {} has; the creation fails and its memory stays with the device ({} so far)\n",
+                kind,
+                number,
+                kind,
+                n
+            );
+        }
+        Err(EIO)
+    }
+
+    /// Keeps `memory` until the device is reset; leaks it if that takes memory there is not.
+    fn hold<M: Send + 'static>(&self, memory: M) {
+        let mut held = self.held.lock();
+        let boxed: KBox<dyn Send> = match (
+            held.reserve(1, GFP_KERNEL),
+            KBox::<M>::new_uninit(GFP_KERNEL),
+        ) {
+            (Ok(()), Ok(slot)) => slot.write(memory),
+            _ => return core::mem::forget(memory),
+        };
+        if let Err(e) = held.push_within_capacity(boxed) {
+            core::mem::forget(e);
         }
     }
 }

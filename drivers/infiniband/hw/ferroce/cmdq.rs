@@ -323,7 +323,7 @@ impl Cmdq {
     fn run<C: hw::Command>(&self, cmd: &C, out_addr: u64, answers: &[u8]) -> Result<C::Reply> {
         let name = hw::command_name(C::OPCODE);
         let (pi, token) = self.post(cmd, out_addr, name)?;
-        let completion = self.wait_for_completion(pi, name);
+        let completion = self.wait_for_completion(pi, token, name);
         if !self.irq_mode.load(Relaxed) {
             // Nobody else drains EQ 1 while polling: take this command's event off it. A
             // failure here is the device going away, which the next command reports.
@@ -333,7 +333,7 @@ impl Cmdq {
         // Read: the slot may take the next command.
         self.release(pi);
 
-        if completion.token != token || completion.index != pi || completion.opcode != C::OPCODE {
+        if completion.index != pi || completion.opcode != C::OPCODE {
             dev_err!(
                 self.dev,
                 "command {}: bogus completion (token {:#x}, index {}, opcode {:#06x}; expected {:#x}, {}, {:#06x})\n",
@@ -485,16 +485,27 @@ impl Cmdq {
         Ok(Some(hw::CmdCompletion::decode(&bytes)))
     }
 
-    /// Waits for the completion of the command at index `pi`, at most `REG_CMD_TIMEOUT_MS`.
-    fn wait_for_completion(&self, pi: u16, name: &str) -> Result<hw::CmdCompletion> {
+    /// Waits for the completion of the command at index `pi` with `token`, at most
+    /// `REG_CMD_TIMEOUT_MS`. A completion in its slot with another token is not its own (the
+    /// device wrote one for a command nobody posted): it is counted, and the wait goes on until
+    /// the device writes the command's own over it.
+    fn wait_for_completion(&self, pi: u16, token: u32, name: &str) -> Result<hw::CmdCompletion> {
         let timeout = Delta::from_millis(i64::from(self.timeout_ms));
         let start = Instant::<Monotonic>::now();
         let mut sleep = Delta::from_micros(10);
+        let mut passed_over = None;
         loop {
             // Taken before looking at the ring: an event after the look ends the wait below.
             let seen = self.events.dispatcher().seen();
-            if let Some(completion) = self.completion(pi)? {
-                return Ok(completion);
+            match self.completion(pi)? {
+                Some(completion) if completion.token == token => return Ok(completion),
+                Some(foreign) if passed_over != Some(foreign.token) => {
+                    passed_over = Some(foreign.token);
+                    self.device_state
+                        .checks()
+                        .foreign_completion(&self.dev, name, foreign.token);
+                }
+                _ => {}
             }
             if let Some(code) = self.device_state.fatal() {
                 // A device in fatal state executes nothing more: no use waiting.

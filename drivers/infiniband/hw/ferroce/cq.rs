@@ -97,6 +97,9 @@ impl CqData {
             rsvd1: 0,
         })?;
         let cqn = completion.cqn;
+        let (ring, dbrec) = dev
+            .checks()
+            .new_number(dev.cqs(), "CQ", cqn, (ring, dbrec))?;
         let entries = ring.ring().size();
         let cq = Self {
             cqn,
@@ -152,6 +155,7 @@ impl CqData {
             ..Default::default()
         })?;
         let cqn = completion.cqn;
+        let mem = dev.checks().new_number(dev.cqs(), "CQ", cqn, mem)?;
         let queue = UserQueue::map(dev, ctx, hw::QID_KIND_CQ, cqn, mem, || {
             let _ = dev.cmdq().exec(&hw::DestroyCqCmd { cqn, rsvd: 0 });
         })?;

@@ -399,6 +399,9 @@ impl QpData {
             false,
         )?)?;
         let qpn = completion.qpn;
+        let (sq, rq, dbrec) = dev
+            .checks()
+            .new_number(dev.qps(), "QP", qpn, (sq, rq, dbrec))?;
         let qp = Self {
             qpn,
             srqn,
@@ -477,6 +480,7 @@ impl QpData {
             db_record,
         )?)?;
         let qpn = completion.qpn;
+        let mem = dev.checks().new_number(dev.qps(), "QP", qpn, mem)?;
         if !qpn_plausible(qp_type, qpn) {
             pr_err!(
                 "ferroce: the device returned QPN {} for a QP of type {}\n",
@@ -532,6 +536,7 @@ impl QpData {
                 ..Default::default()
             })?
             .qpn;
+        dev.checks().new_number(dev.qps(), "QP", qpn, ())?;
         if !qpn_plausible(qp_type, qpn) {
             pr_err!("ferroce: the device returned QPN {} for an XRC_TGT QP\n", qpn);
             let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });

@@ -145,6 +145,9 @@ impl SrqData {
             log_stride: u8::try_from(shape.log_stride)?,
             ..Default::default()
         })?;
+        let (ring, dbrec) =
+            dev.checks()
+                .new_number(dev.srqs(), "SRQ", completion.srqn, (ring, dbrec))?;
         let srq = Self {
             srqn: completion.srqn,
             size: Atomic::new(shape.entries()),
@@ -223,6 +226,7 @@ impl SrqData {
                 ..Default::default()
             })?
             .srqn;
+        let mem = dev.checks().new_number(dev.srqs(), "SRQ", srqn, mem)?;
         let queue = UserQueue::map(dev, ctx, hw::QID_KIND_SRQ, srqn, mem, || {
             let _ = dev.cmdq().exec(&hw::DestroySrqCmd { srqn, rsvd: 0 });
         })?;

@@ -53,7 +53,7 @@ impl DeviceState {
                 unresponsive: Atomic::new(false),
                 dma_stopped: Atomic::new(false),
                 pdev: pdev.into(),
-                checks: DeviceChecks::new(),
+                checks: DeviceChecks::new()?,
             },
             GFP_KERNEL,
         )?)

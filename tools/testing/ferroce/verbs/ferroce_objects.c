@@ -3,13 +3,14 @@
  * ferroce_objects: holds verbs objects so that what they cost the device can be read while
  * they live (make bench's nic-memory benchmark reads the NIC process's memory).
  *
- *   ferroce_objects DEVICE QPS MIB
+ *   ferroce_objects DEVICE QPS MIB [once]
  *
  * opens DEVICE, creates a PD, one CQ of 1024 entries and QPS RC QPs on it (128 send and 128
  * receive WRs each, moved to INIT), and registers MIB MiB of memory (touched first, so that
- * every page is there). It prints "holding QPS QPs, MIB MiB" and waits until it is killed; the
- * kernel releases everything when the process ends. Any failure is printed with its errno and
- * exits 1.
+ * every page is there). It prints "holding QPS QPs, MIB MiB" and waits until it is killed, or
+ * with "once" exits at once; the kernel releases everything when the process ends. Any failure
+ * is printed with its errno and exits 1 (driver-lies runs it against a NIC that lies about
+ * command completions).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,8 +38,8 @@ int main(int argc, char **argv)
 	long qps, mib;
 	int i;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s DEVICE QPS MIB\n", argv[0]);
+	if ((argc != 4 && argc != 5) || (argc == 5 && strcmp(argv[4], "once"))) {
+		fprintf(stderr, "usage: %s DEVICE QPS MIB [once]\n", argv[0]);
 		return 2;
 	}
 	qps = strtol(argv[2], NULL, 0);
@@ -92,6 +93,8 @@ int main(int argc, char **argv)
 	}
 	printf("holding %ld QPs, %ld MiB\n", qps, mib);
 	fflush(stdout);
+	if (argc == 5)
+		return 0;
 	for (;;)
 		pause();
 }

@@ -28,6 +28,27 @@ step gsi-arm 15 hostctl nic lie cqe-wr-id 1
 step gsi-lied 90 sh -c 'rping -s -a 10.0.0.1 -p 7175 -C 1 & sleep 1; rping -c -a 10.0.0.1 -p 7175 -C 1 -v; wait'
 step gsi-after 15 hw_counters ferroce0
 step gsi-cm 90 sh -c 'rping -s -a 10.0.0.1 -p 7176 -C 3 & sleep 1; rping -c -a 10.0.0.1 -p 7176 -C 3 -v && wait $!'
+# Lies about command completions, to a process's verbs (ferroce_objects: a context, a PD, a CQ
+# and a QP). A holder keeps a CQ of its own meanwhile: the lied-about reply names it (the
+# highest-numbered other CQ), and it must live on.
+ferroce_objects ferroce0 0 0 > /tmp/holder.out 2>&1 &
+holder=$!
+step cmd-holder 60 wait_for_line /tmp/holder.out holding
+step cmd-before 15 hw_counters ferroce0
+step cmd-objects-before 15 hostctl nic objects
+step cmd-number-arm 15 hostctl nic lie cmd-number 1
+step cmd-number 30 ferroce_objects ferroce0 1 0 once
+step cmd-objects-after 15 hostctl nic objects
+step cmd-status-arm 15 hostctl nic lie cmd-status 1
+step cmd-status 30 ferroce_objects ferroce0 1 0 once
+step cmd-unsolicited-arm 15 hostctl nic lie cmd-unsolicited 1
+step cmd-unsolicited 30 ferroce_objects ferroce0 1 0 once
+step cmd-after 15 hw_counters ferroce0
+step cmd-lies-told 15 hostctl nic status
+step cmd-truth 30 ferroce_objects ferroce0 1 0 once
+kill "$holder"
+wait "$holder" 2> /dev/null || :  # killed (143), as it should be
+step cmd-holder-gone 15 hostctl nic objects
 # The truth again: the same traffic works.
 step truth 60 sh /scenario/phase.sh chain
 step teardown 60 sh /scenario/phase.sh teardown

@@ -1,4 +1,5 @@
-"""ferroce.ko against a NIC that lies: well-formed CQEs and EQEs that are not true.
+"""ferroce.ko against a NIC that lies: well-formed CQEs, EQEs and command completions that are
+not true.
 
 One VM. For each kind of lie (ferroce-hw.rst, "Host control"), the NIC tells one while
 ferroce_kverbs_test's chain of 32 signalled RDMA WRITEs completes (its "distrust" phase). The
@@ -8,7 +9,10 @@ posted. The WR the lie was about comes back flushed, from the driver (driver_flu
 chain's next CQE went past it), and the QP moves to ERR (IB_EVENT_QP_FATAL). Events for objects that do not
 exist are counted in driver_bad_events and the real event still arrives. A lie about the GSI QP's
 completion (rdma_cm's connection request, rping on the NIC's own address) is dropped too, but
-that QP stays up: ib_mad could not recover it, and a second rping connects. With the lies off,
+that QP stays up: ib_mad could not recover it, and a second rping connects. Then lies about
+command completions, to a process's verbs (ferroce_objects): a create reply naming a live CQ is
+refused without harm to that CQ, an undefined status is an error of that verb alone, and a
+completion nobody's command asked for is passed over (driver_bad_replies). With the lies off,
 the same traffic works, and the kernel log has no warning.
 """
 
@@ -131,6 +135,78 @@ def gsi_lie_leaves_the_connection_manager(run: Run) -> str:
     lied = "connected" if vm.step("gsi-lied").rc == 0 else f"failed (rc {vm.step('gsi-lied').rc})"
     return (f"driver_bad_cqes +1 (NIC lies told before: {told}); the rping lied to {lied}, "
             f"the next one connected")
+
+
+def objects_run(run: Run, step: str) -> str:
+    """What `ferroce_objects ... once` printed in `step`, and its exit status."""
+    out = run.vm("a").step(step)
+    return f"{out.output.strip() or '(nothing)'} (rc {out.rc})"
+
+
+@scenario.check
+def create_reply_naming_a_live_cq_refused(run: Run) -> str:
+    """CREATE_CQ's reply names another live CQ, the holder's (lie cmd-number). The driver
+    refuses the number: the process's ibv_create_cq fails with EIO, nothing is mapped or
+    destroyed by it, and every CQ the NIC had before lives on."""
+    vm = run.vm("a")
+    vm.step("cmd-holder").ok()
+    before = {cq["cqn"] for cq in vm.step("cmd-objects-before").json("cqs")}
+    vm.step("cmd-number-arm").ok()
+    out = vm.step("cmd-number")
+    if out.rc == 0 or "ibv_create_cq: Input/output error" not in out.output:
+        raise CheckFailed(f"ibv_create_cq under the lie: {objects_run(run, 'cmd-number')}, expected EIO")
+    after = {cq["cqn"] for cq in vm.step("cmd-objects-after").json("cqs")}
+    if lost := before - after:
+        raise CheckFailed(f"the lie destroyed CQ {sorted(lost)}: the NIC had {sorted(before)}, now {sorted(after)}")
+    return f"{out.output.strip()}; the NIC's CQs {sorted(before)} all live"
+
+
+@scenario.check
+def undefined_command_status_is_an_error(run: Run) -> str:
+    """A command completes with a status the interface does not define (lie cmd-status): the
+    process gets EIO from that verb and nothing else happens."""
+    vm = run.vm("a")
+    vm.step("cmd-status-arm").ok()
+    out = vm.step("cmd-status")
+    if out.rc == 0 or "Input/output error" not in out.output:
+        raise CheckFailed(f"under the lie: {objects_run(run, 'cmd-status')}, expected EIO")
+    return out.output.strip()
+
+
+@scenario.check
+def unsolicited_completion_passed_over(run: Run) -> str:
+    """A completion for a command nobody posted waits in the next command's slot (lie
+    cmd-unsolicited): the driver passes over it, waits for the command's own, and the verbs
+    all succeed. That lie and the number lie are counted in driver_bad_replies."""
+    vm = run.vm("a")
+    vm.step("cmd-unsolicited-arm").ok()
+    out = vm.step("cmd-unsolicited")
+    if out.rc != 0:
+        raise CheckFailed(f"under the lie: {objects_run(run, 'cmd-unsolicited')}")
+    bad = delta(run, "cmd", "driver_bad_replies")
+    if bad != 2:
+        raise CheckFailed(f"driver_bad_replies grew by {bad}, expected 2 (the number and the unsolicited completion)")
+    # 6 under kernel verbs, 1 about the GSI QP, then one of each about commands.
+    status = vm.step("cmd-lies-told").json()
+    if status.get("lies_told") != 10 or status.get("lie") is not None:
+        raise CheckFailed(f"NIC status: lies_told={status.get('lies_told')} lie={status.get('lie')}, expected 10 and none armed")
+    return f"{out.output.strip()}; driver_bad_replies +2, lies_told=10"
+
+
+@scenario.check
+def commands_after_the_lies(run: Run) -> str:
+    """The truth again: the same verbs succeed, and once the holder exits its CQ is gone
+    from the NIC with everything else of its process (only the device's memory for the CQ it
+    created under the lie stays, with the CQ itself)."""
+    vm = run.vm("a")
+    out = vm.step("cmd-truth")
+    if out.rc != 0:
+        raise CheckFailed(objects_run(run, "cmd-truth"))
+    # Context 0 is the kernel's.
+    contexts = [c for c in vm.step("cmd-holder-gone").json("contexts") if c["ctx"] != 0]
+    if contexts:
+        raise CheckFailed(f"user contexts left in the NIC after every process exited: {contexts}")
+    return out.output.strip()
 
 
 @scenario.check
