@@ -43,7 +43,8 @@ pub enum Lie {
     /// define ([`UNDEFINED_STATUS`]).
     CmdStatus,
     /// After a command's completion, one in the next command's slot, for a command never
-    /// posted (token [`UNSOLICITED_TOKEN`]).
+    /// posted (token [`UNSOLICITED_TOKEN`]); then the device stalls (as `stall on`), so that
+    /// the next command meets it, until the host says `stall off`.
     CmdUnsolicited,
 }
 
@@ -283,10 +284,11 @@ impl DeviceCore {
     }
 
     /// Whether to write, after a command's completion, one for a command never posted, if a
-    /// [`Lie::CmdUnsolicited`] is armed.
+    /// [`Lie::CmdUnsolicited`] is armed; the device then stalls until the host lets it go on.
     pub(crate) fn lie_unsolicited(&self) -> bool {
         let told = self.host().lies.take(|l| l == Lie::CmdUnsolicited);
         if let Some(lie) = told {
+            self.host().stall.store(true, Ordering::Relaxed);
             self.trace().event(
                 "lie",
                 || serde_json::json!({"lie": lie.name(), "token": UNSOLICITED_TOKEN}),

@@ -7,6 +7,8 @@
 mod common;
 
 use common::*;
+use std::sync::atomic::Ordering;
+
 use ferroce_hw::*;
 use ferroce_nic::lies::{Lie, UNDEFINED_STATUS, UNSOLICITED_TOKEN};
 
@@ -90,7 +92,10 @@ fn an_unsolicited_completion_waits_in_the_next_slot() {
         (unsolicited.token, unsolicited.index),
         (UNSOLICITED_TOKEN, next)
     );
-    // The command posted there gets its own completion over it.
+    // The device stalls, so that the next command meets it; then that command gets its own
+    // completion over it.
+    assert!(g.host.stall.load(Ordering::Relaxed), "stalled after the lie");
+    g.host.stall.store(false, Ordering::Relaxed);
     let c = g.cmd(&NopCmd::default());
     assert_eq!((c.status, c.token), (STATUS_OK, g.token));
     assert_eq!(g.host.lies.told(), 1);

@@ -40,24 +40,36 @@ step() {
 # retry NAME TIMEOUT CMD...: the client side of a client/server pair. The
 # server may not listen yet, so CMD is run again (each run bounded by
 # TIMEOUT) until it succeeds or RETRY_FOR seconds (default 120) have passed.
+# The step shows the last try's output and, if it failed, also the longest
+# try's (the one that got furthest, e.g. connected and then failed).
 retry() {
 	_name=$1 _timeout=$2
 	shift 2
 	echo "=== STEP $_name begin"
 	_t0=$(_uptime)
-	_try=0
+	_try=0 _longest=0 _longest_secs=-1
 	while :; do
 		_try=$((_try + 1))
 		_tl=$(_uptime)
 		_bounded "$_timeout" "$@" > /tmp/retry.out 2>&1
 		_rc=$?
 		[ $_rc = 0 ] && break
+		_secs=$(awk -v a="$_tl" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }')
+		if awk -v a="$_secs" -v b="$_longest_secs" 'BEGIN { exit !(a > b) }'; then
+			_longest=$_try _longest_secs=$_secs
+			cp /tmp/retry.out /tmp/retry.longest.out
+		fi
 		# 126/127: not executable or not there; trying again will not help.
 		[ $_rc = 126 ] || [ $_rc = 127 ] && break
 		_spent=$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { print int(b - a) }')
 		[ "$_spent" -ge "${RETRY_FOR:-120}" ] && break
 		sleep 0.2
 	done
+	if [ $_rc != 0 ] && [ "$_longest" != "$_try" ]; then
+		echo "--- try $_longest of $_try, the longest ($_longest_secs s):"
+		cat /tmp/retry.longest.out
+		echo "--- the last try:"
+	fi
 	cat /tmp/retry.out
 	# waited: the failed tries and the pauses between them, before the last try began.
 	echo "=== STEP $_name rc=$_rc tries=$_try secs=$(awk -v a="$_t0" -v b="$(_uptime)" 'BEGIN { printf "%.1f", b - a }')" \

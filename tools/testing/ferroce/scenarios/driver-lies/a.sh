@@ -42,7 +42,16 @@ step cmd-objects-after 15 hostctl nic objects
 step cmd-status-arm 15 hostctl nic lie cmd-status 1
 step cmd-status 30 ferroce_objects ferroce0 1 0 once
 step cmd-unsolicited-arm 15 hostctl nic lie cmd-unsolicited 1
-step cmd-unsolicited 30 ferroce_objects ferroce0 1 0 once
+# The NIC stalls once it told that lie, so that the next command meets the completion nobody
+# asked for; when the driver has said it passed over it, the NIC goes on (the driver waits up to
+# the NIC's command timeout, 30 s here).
+ferroce_objects ferroce0 1 0 once > /tmp/unsolicited.out 2>&1 &
+unsolicited=$!
+step cmd-unsolicited-seen 60 sh -c 'until dmesg | grep "passed over a completion"; do sleep 0.1; done'
+step cmd-unsolicited-go 15 hostctl nic stall off
+wait "$unsolicited"
+echo "rc=$?" >> /tmp/unsolicited.out
+step cmd-unsolicited 15 cat /tmp/unsolicited.out
 step cmd-after 15 hw_counters ferroce0
 step cmd-lies-told 15 hostctl nic status
 step cmd-truth 30 ferroce_objects ferroce0 1 0 once

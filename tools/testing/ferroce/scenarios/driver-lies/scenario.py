@@ -20,7 +20,10 @@ import re
 
 from harness import KERNEL_TROUBLE, CheckFailed, Run, Scenario, Vm
 
-scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True)], timeout=120, debug_lane=True)
+# The command timeout is long enough for the unsolicited-completion lie's stall (the driver
+# waits for the command's own completion until the scenario lets the NIC go on).
+scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True, steers_nic=True,
+                            nic_args=["--cmd-timeout-ms", "30000"])], timeout=120, debug_lane=True)
 
 CHAIN = 32
 
@@ -176,13 +179,16 @@ def undefined_command_status_is_an_error(run: Run) -> str:
 @scenario.check
 def unsolicited_completion_passed_over(run: Run) -> str:
     """A completion for a command nobody posted waits in the next command's slot (lie
-    cmd-unsolicited): the driver passes over it, waits for the command's own, and the verbs
-    all succeed. That lie and the number lie are counted in driver_bad_replies."""
+    cmd-unsolicited; the NIC stalls until the driver has met it): the driver passes over it,
+    waits for the command's own, and the verbs all succeed. That lie and the number lie are
+    counted in driver_bad_replies."""
     vm = run.vm("a")
     vm.step("cmd-unsolicited-arm").ok()
+    vm.step("cmd-unsolicited-seen").ok()
+    vm.step("cmd-unsolicited-go").ok()
     out = vm.step("cmd-unsolicited")
-    if out.rc != 0:
-        raise CheckFailed(f"under the lie: {objects_run(run, 'cmd-unsolicited')}")
+    if "holding 1 QPs" not in out.output or "rc=0" not in out.output:
+        raise CheckFailed(f"under the lie: {out.output.strip()}")
     bad = delta(run, "cmd", "driver_bad_replies")
     if bad != 2:
         raise CheckFailed(f"driver_bad_replies grew by {bad}, expected 2 (the number and the unsolicited completion)")
@@ -190,7 +196,8 @@ def unsolicited_completion_passed_over(run: Run) -> str:
     status = vm.step("cmd-lies-told").json()
     if status.get("lies_told") != 10 or status.get("lie") is not None:
         raise CheckFailed(f"NIC status: lies_told={status.get('lies_told')} lie={status.get('lie')}, expected 10 and none armed")
-    return f"{out.output.strip()}; driver_bad_replies +2, lies_told=10"
+    passed = vm.step("cmd-unsolicited-seen").output.strip().splitlines()[-1].split("] ", 1)[-1]
+    return f"{passed}; {' '.join(out.output.split())}; driver_bad_replies +2, lies_told=10"
 
 
 @scenario.check
