@@ -15,7 +15,7 @@
 #   make initramfs   everything a VM boots
 #   make bench       benchmarks (never part of make check's verdict)
 #   make soak        long campaigns (the full tools matrix), never part of make check
-#   make fuzz        cargo-fuzz the NIC's frame and command parsers (FUZZ_SECONDS each)
+#   make fuzz        libFuzzer campaign on the NIC's frame and command targets (FUZZ_SECONDS each)
 #   make shell       a shell in the toolchain root
 #
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug

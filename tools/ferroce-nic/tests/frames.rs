@@ -33,6 +33,7 @@ fn dest_and_opcode() -> impl Strategy<Value = (Dest, u8)> {
             opcode(),
         ),
         2 => (Just(Dest::Ud), prop_oneof![4 => 0x64u8..=0x65, 1 => opcode()]),
+        1 => (Just(Dest::Group), prop_oneof![4 => 0x64u8..=0x65, 1 => opcode()]),
     ]
 }
 
@@ -96,15 +97,19 @@ proptest! {
 }
 
 /// The seeds of the frame corpus reach what they are for: a SEND to each QP consumes a
-/// receive, and the responses complete the WRITE, the READ and the atomic.
+/// receive, and the responses complete the WRITE, the READ and the atomic; WRITEs through the
+/// window and into the on-demand MR (its pages faulted in) land and are acknowledged, the READ
+/// of them is answered, and a SEND to the multicast group reaches the UD QP.
 #[test]
 fn the_frame_seeds_reach_responder_and_completer() {
     for (name, frames) in seeds::frame_seeds() {
         let mut live = busy();
+        let _ = live.s.take_sent();
         for f in &frames {
             inject(&mut live, f);
         }
         live.s.run(8);
+        let sent = live.s.take_sent();
         let got = statuses(&live.s.cqes);
         assert!(
             got.iter().all(|&(id, _)| POSTED_WR_IDS.contains(&id)),
@@ -116,6 +121,30 @@ fn the_frame_seeds_reach_responder_and_completer() {
             "ud-send" => assert!(success(200), "{name}: {got:?}"),
             "responses" => assert!(success(1) && success(2) && success(3), "{name}: {got:?}"),
             "nak" => assert_eq!(got.first(), Some(&(1, WcStatus::RemAccessErr)), "{name}"),
+            "window-odp-group" => {
+                let (buf, payload) = (live.s.n.buf, &frames[0].payload);
+                assert_eq!(
+                    &live.s.n.g.read(buf + fuzz::WINDOW_AT, 64),
+                    payload,
+                    "{name}"
+                );
+                assert_eq!(&live.s.n.g.read(buf + fuzz::ODP_AT, 64), payload, "{name}");
+                // One RNR NAK: the on-demand MR's page was not present the first time.
+                let naks: Vec<u8> = sent
+                    .iter()
+                    .filter_map(|p| p.aeth)
+                    .map(|a| a.syndrome)
+                    .filter(|&syndrome| syndrome & 0x60 != 0)
+                    .collect();
+                assert_eq!(naks.len(), 1, "{name}: NAKs {naks:x?}");
+                assert_eq!(naks[0] & 0xe0, 0x20, "{name}: an RNR NAK");
+                let read = sent
+                    .iter()
+                    .find(|p| p.bth.opcode == 0x10)
+                    .map(|p| &p.payload);
+                assert_eq!(read, Some(payload), "{name}: the READ response");
+                assert!(success(200), "{name}: the group's SEND: {got:?}");
+            }
             _ => {}
         }
     }

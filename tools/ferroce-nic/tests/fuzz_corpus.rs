@@ -2,8 +2,10 @@
 
 //! The saved fuzz corpus (`tools/fuzz/corpus/<target>/`) through the bodies of the libFuzzer
 //! targets (`common::fuzz`), on the stable toolchain: every file, the seeds and whatever
-//! `make fuzz` saved there. The seed files (`seed-*`) are what `common::seeds` makes;
-//! `FERROCE_BLESS_CORPUS=1` writes them anew.
+//! whatever else is there. The seed files (`seed-*`) are what `common::seeds` makes;
+//! `FERROCE_BLESS_CORPUS=1` writes them anew. `FERROCE_FUZZ_CORPUS=DIR` also runs
+//! `DIR/<target>/` (a campaign's corpus: `tools/ferroce fuzz-coverage` measures what it
+//! reaches).
 
 mod common;
 
@@ -57,11 +59,17 @@ fn the_seed_files_are_current() {
     }
 }
 
-/// Runs every file of `target`'s corpus through `body`; returns how many there were.
+/// Runs every file of `target`'s corpus (and of the one `FERROCE_FUZZ_CORPUS` names) through
+/// `body`; returns how many there were.
 fn run_corpus(target: &str, body: fn(&[u8])) -> usize {
-    let dir = corpus(target);
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+    let mut dirs = vec![corpus(target)];
+    if let Some(extra) = std::env::var_os("FERROCE_FUZZ_CORPUS") {
+        // A campaign that never ran left none.
+        dirs.extend(Some(Path::new(&extra).join(target)).filter(|dir| dir.is_dir()));
+    }
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|dir| fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
         .map(|entry| entry.expect("a directory entry").path())
         .filter(|path| path.is_file())
         .collect();

@@ -94,7 +94,10 @@ fn an_unsolicited_completion_waits_in_the_next_slot() {
     );
     // The device stalls, so that the next command meets it; then that command gets its own
     // completion over it.
-    assert!(g.host.stall.load(Ordering::Relaxed), "stalled after the lie");
+    assert!(
+        g.host.stall.load(Ordering::Relaxed),
+        "stalled after the lie"
+    );
     g.host.stall.store(false, Ordering::Relaxed);
     let c = g.cmd(&NopCmd::default());
     assert_eq!((c.status, c.token), (STATUS_OK, g.token));

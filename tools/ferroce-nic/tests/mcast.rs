@@ -7,24 +7,12 @@
 
 mod common;
 
+use common::objects::{attach, GROUP_IP, GROUP_MAC};
 use common::roce::*;
 use common::CqeStatus;
 use ferroce_hw::*;
 
 const QKEY: u32 = 0x0123_4567;
-/// 239.1.1.1, as rdma_cm names a RoCE v2 group (`::ffff:239.1.1.1`), and its MAC (RFC 1112).
-const GROUP_IP: [u8; 4] = [239, 1, 1, 1];
-const GROUP_MAC: [u8; 6] = [0x01, 0x00, 0x5e, 0x01, 0x01, 0x01];
-
-fn attach(n: &mut Node, qpn: u32, mgid: [u8; 16]) -> u8 {
-    n.g.cmd(&AttachMcastCmd {
-        qpn,
-        mgid,
-        ..AttachMcastCmd::default()
-    })
-    .status
-}
-
 fn detach(n: &mut Node, qpn: u32, mgid: [u8; 16]) -> u8 {
     n.g.cmd(&DetachMcastCmd {
         qpn,
@@ -79,24 +67,24 @@ fn attach_refuses_what_is_no_ud_qp_or_no_group() {
     let ud = ud_qp(&mut n);
     let rc = Qp::create(&mut n, QpType::Rc);
     let group = mapped(GROUP_IP);
-    assert_eq!(attach(&mut n, ud.qpn, group), STATUS_OK);
+    assert_eq!(attach(&mut n.g, ud.qpn, group), STATUS_OK);
     // Attaching again is no change; detaching twice is refused.
-    assert_eq!(attach(&mut n, ud.qpn, group), STATUS_OK);
+    assert_eq!(attach(&mut n.g, ud.qpn, group), STATUS_OK);
     assert_eq!(detach(&mut n, ud.qpn, group), STATUS_OK);
     assert_eq!(detach(&mut n, ud.qpn, group), STATUS_BAD_RESOURCE);
-    assert_eq!(attach(&mut n, rc.qpn, group), STATUS_BAD_PARAM);
-    assert_eq!(attach(&mut n, 999, group), STATUS_BAD_RESOURCE);
+    assert_eq!(attach(&mut n.g, rc.qpn, group), STATUS_BAD_PARAM);
+    assert_eq!(attach(&mut n.g, 999, group), STATUS_BAD_RESOURCE);
     // Unicast GIDs: the node's own, and IPv4-mapped 10.0.0.9.
     let own = n.gid(3);
-    assert_eq!(attach(&mut n, ud.qpn, own), STATUS_BAD_PARAM);
+    assert_eq!(attach(&mut n.g, ud.qpn, own), STATUS_BAD_PARAM);
     assert_eq!(
-        attach(&mut n, ud.qpn, mapped([10, 0, 0, 9])),
+        attach(&mut n.g, ud.qpn, mapped([10, 0, 0, 9])),
         STATUS_BAD_PARAM
     );
     // An IPv6 multicast GID (RoCE v1 groups) is a group.
     let mut v6 = [0u8; 16];
     v6[..2].copy_from_slice(&[0xff, 0x0e]);
-    assert_eq!(attach(&mut n, ud.qpn, v6), STATUS_OK);
+    assert_eq!(attach(&mut n.g, ud.qpn, v6), STATUS_OK);
     let c = n.g.cmd(&AttachMcastCmd {
         qpn: ud.qpn,
         rsvd: 1,
@@ -106,7 +94,7 @@ fn attach_refuses_what_is_no_ud_qp_or_no_group() {
     // Groups and attachments are bounded.
     let mut last = STATUS_OK;
     for i in 0..=MAX_MCAST_GROUPS {
-        last = attach(&mut n, ud.qpn, mapped([239, 2, (i >> 8) as u8, i as u8]));
+        last = attach(&mut n.g, ud.qpn, mapped([239, 2, (i >> 8) as u8, i as u8]));
     }
     assert_eq!(last, STATUS_NO_RESOURCES);
 }
@@ -122,9 +110,9 @@ fn a_groups_datagram_reaches_every_attached_qp_and_no_other() {
     let mut b1 = ud_qp(&mut b);
     let mut b2 = ud_qp(&mut b);
     let mut other = ud_qp(&mut b);
-    assert_eq!(attach(&mut a, local.qpn, group), STATUS_OK);
+    assert_eq!(attach(&mut a.g, local.qpn, group), STATUS_OK);
     for qpn in [b1.qpn, b2.qpn] {
-        assert_eq!(attach(&mut b, qpn, group), STATUS_OK);
+        assert_eq!(attach(&mut b.g, qpn, group), STATUS_OK);
     }
     let (abuf, bbuf) = (a.buf, b.buf);
     for i in 0..4 {

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::objects::{create_mw, next_key};
 use common::roce::*;
 use common::CqeStatus;
 use ferroce_hw::*;
@@ -14,22 +15,9 @@ use ferroce_nic::engine::headers::{syndrome, PacketBuilder, Reth};
 use ferroce_nic::engine::opcode::op;
 use ferroce_nic::engine::psn;
 
-/// The scripted node's PD (tests/common: `PD`).
-const MW_PD: u32 = PD;
 /// Where windows go in the node's data MR, and how long.
 const AT: u64 = 0x4000;
 const LEN: u64 = 0x2000;
-
-fn create_mw(s: &mut Scripted, mw_type: u8) -> u32 {
-    s.n.g
-        .ok(&CreateMwCmd {
-            pd: MW_PD,
-            mw_type,
-            key_variant: 0x10,
-            ..CreateMwCmd::default()
-        })
-        .key
-}
 
 /// Posts a BIND_MW of window `mw_key` (its new key) to `[addr, addr + len)` of MR `mr_key`
 /// and returns its completion status.
@@ -57,17 +45,12 @@ fn bind(s: &mut Scripted, mw_key: u32, mr_key: u32, addr: u64, len: u64, access:
 fn bound_window(mw_type: u8, offset: u64, len: u64, access: u32) -> (Scripted, u32, u64) {
     let mut s = Scripted::new(MIB, Conn::default());
     let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, mw_type));
+    let mw = next_key(create_mw(&mut s.n.g, mw_type));
     assert_eq!(
         bind(&mut s, mw, mr, buf + offset, len, access),
         WcStatus::Success
     );
     (s, mw, buf)
-}
-
-/// The next key of a window (its variant byte + 1), as `ibv_inc_rkey`.
-fn next_key(key: u32) -> u32 {
-    (key & !0xff) | ((key + 1) & 0xff)
 }
 
 /// Injects an RDMA WRITE of 64 bytes at `va` with `rkey` and returns the syndrome of the
@@ -91,7 +74,7 @@ fn remote_access_nak(syn: u8) -> bool {
 fn a_type_2_window_grants_its_range_and_rights_only() {
     let mut s = Scripted::new(MIB, Conn::default());
     let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
+    let mw = next_key(create_mw(&mut s.n.g, MW_TYPE_2));
     let rights = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ;
     assert_eq!(
         bind(&mut s, mw, mr, buf + AT, LEN, rights),
@@ -149,7 +132,7 @@ fn binds_beyond_the_mr_or_its_rights_are_refused() {
     ];
     for (what, case) in cases {
         let mut s = Scripted::new(MIB, Conn::default());
-        let mw = next_key(create_mw(&mut s, MW_TYPE_2));
+        let mw = next_key(create_mw(&mut s.n.g, MW_TYPE_2));
         let (mr, addr, len, access) = case(&mut s);
         assert_eq!(
             bind(&mut s, mw, mr, addr, len, access),
@@ -171,7 +154,7 @@ fn binds_beyond_the_mr_or_its_rights_are_refused() {
 fn a_type_2_window_serves_the_qp_it_is_bound_to_only() {
     let mut s = Scripted::new(MIB, Conn::default());
     let (mr, buf) = (s.n.key, s.n.buf);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
+    let mw = next_key(create_mw(&mut s.n.g, MW_TYPE_2));
     // A second QP to the same peer; the window is bound on the first.
     let other = Qp::create(&mut s.n, QpType::Rc);
     let (gid, mac, peer_qpn) = (s.peer_gid, s.peer_mac, s.peer_qpn + 1);
@@ -289,7 +272,7 @@ fn an_mr_with_windows_bound_cannot_be_destroyed_and_a_window_is_no_local_key() {
     let mut s = Scripted::new(MIB, Conn::default());
     let buf = s.n.buf;
     let mr = s.n.mr(buf, 65536, ACCESS_VALID_MASK, PD);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_1));
+    let mw = next_key(create_mw(&mut s.n.g, MW_TYPE_1));
     assert_eq!(
         bind(&mut s, mw, mr, buf, 4096, ACCESS_REMOTE_READ),
         WcStatus::Success
@@ -303,7 +286,7 @@ fn an_mr_with_windows_bound_cannot_be_destroyed_and_a_window_is_no_local_key() {
     // A window as the lkey of a WRITE: a local protection error.
     let mut s2 = Scripted::new(MIB, Conn::default());
     let buf2 = s2.n.buf;
-    let mw2 = next_key(create_mw(&mut s2, MW_TYPE_1));
+    let mw2 = next_key(create_mw(&mut s2.n.g, MW_TYPE_1));
     let mr2 = s2.n.key;
     assert_eq!(
         bind(&mut s2, mw2, mr2, buf2, 4096, ACCESS_REMOTE_READ),
@@ -340,7 +323,7 @@ fn a_duplicate_read_reaches_only_what_the_original_asked_for() {
     let mut s = Scripted::new(MIB, Conn::default());
     let (mr, buf) = (s.n.key, s.n.buf);
     let secret = s.n.fill(buf + AT, LEN as usize, 0x5ec);
-    let mw = next_key(create_mw(&mut s, MW_TYPE_2));
+    let mw = next_key(create_mw(&mut s.n.g, MW_TYPE_2));
     let other = Qp::create(&mut s.n, QpType::Rc);
     let (gid, mac, peer_qpn) = (s.peer_gid, s.peer_mac, s.peer_qpn + 1);
     other.connect_to(&mut s.n, gid, mac, peer_qpn, 100, 200, Conn::default());

@@ -13,73 +13,23 @@ use common::roce::*;
 use common::CqeStatus;
 use ferroce_hw::*;
 
-const PAGE: u64 = 4096;
-
-/// CREATE_MR of an on-demand MR over `[addr, addr + len)` (iova = address), no page present.
-fn on_demand(addr: u64, len: u64, access: u32) -> CreateMrCmd {
-    CreateMrCmd {
-        iova: addr,
-        length: len,
-        pages: BufDesc {
-            page_count: (len + (addr % PAGE)).div_ceil(PAGE) as u32,
-            log_page_size: 12,
-            ..BufDesc::default()
-        },
-        pd: PD,
-        access,
-        flags: MR_FLAG_ON_DEMAND,
-        ..CreateMrCmd::default()
-    }
-}
-
-/// Creates an on-demand MR over `[addr, addr + len)`; returns its key.
-fn odp_mr(node: &mut Node, addr: u64, len: u64, access: u32) -> u32 {
-    node.g.ok(&on_demand(addr, len, access)).key
-}
+use common::objects::{odp_mr, on_demand, page_faults, Answer, PAGE};
 
 /// The page faults the node raised since the last call.
 fn faults(node: &mut Node) -> Vec<Eqe> {
-    node.g
-        .poll_eq(EQN_ASYNC)
-        .into_iter()
-        .filter(|e| e.event_type == u8::from(EventType::PageFault))
-        .collect()
-}
-
-/// What the test's driver answers a fault with.
-#[derive(Clone, Copy, PartialEq)]
-enum Answer {
-    /// The pages, writable.
-    Writable,
-    /// The pages, read only.
-    ReadOnly,
-    /// The pages cannot be had.
-    Failed,
+    page_faults(node.g.poll_eq(EQN_ASYNC))
 }
 
 /// Answers page fault `f` of the MR over the guest range starting at `base` (page-aligned),
-/// as the driver does: the pages' addresses with their rights, by `CMD_UPDATE_MR_PAGES`.
+/// as the driver does ([`common::objects::answer`]); the device must take the answer.
 fn answer(node: &mut Node, base: u64, f: &Eqe, how: Answer) {
-    let entries: Vec<u8> = (0..u64::from(f.data2))
-        .flat_map(|i| {
-            let page = base + (u64::from(f.data1) + i) * PAGE;
-            let entry = match how {
-                Answer::Writable => page | ODP_PAGE_READ | ODP_PAGE_WRITE,
-                Answer::ReadOnly => page | ODP_PAGE_READ,
-                Answer::Failed => ODP_PAGE_FAILED,
-            };
-            entry.to_le_bytes()
-        })
-        .collect();
-    let table = node.g.alloc(entries.len(), 8);
-    node.g.write(table, &entries);
-    node.g.ok(&UpdateMrPagesCmd {
-        pages: table,
-        key: f.data0,
-        first: f.data1,
-        count: u32::from(f.data2),
-        flags: 0,
-    });
+    let status = common::objects::answer(&mut node.g, base, f, how);
+    assert_eq!(
+        status,
+        STATUS_OK,
+        "UPDATE_MR_PAGES: {}",
+        status_name(status)
+    );
 }
 
 /// Invalidates pages `first .. first + count` of MR `key`.

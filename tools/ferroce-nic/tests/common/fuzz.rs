@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! The bodies of the fuzz targets, shared by the libFuzzer targets (`tools/fuzz`, nightly only,
-//! which include this module by path) and the stable tests (`frames.rs`, `hostile.rs` and
-//! `fuzz_corpus.rs`, which run them over proptest's inputs and the saved corpus).
+//! The bodies of the fuzz targets, shared by the libFuzzer targets (`tools/fuzz`, which include
+//! this module by path) and the stable tests (`frames.rs`, `hostile.rs` and `fuzz_corpus.rs`,
+//! which run them over proptest's inputs and the saved corpus).
 //!
 //! - The frame body ([`frames`], [`frame_input`]): frames from the wire against a live node, an
 //!   RC QP connected to a peer the body plays (receives posted; a WRITE, a READ and an atomic
@@ -18,6 +18,9 @@ use ferroce_hw::*;
 use ferroce_nic::engine::frame;
 use ferroce_nic::engine::headers::{Aeth, AtomicEth, Deth, Packet, PacketBuilder, Reth};
 
+use super::objects::{
+    answer, attach, create_mw, next_key, odp_mr, page_faults, Answer, GROUP_IP, GROUP_MAC,
+};
 use super::roce::{
     atomic_seg, mapped, rdma_seg, stranger_gid, Conn, Node, Qp, Scripted, MIB, RECV_STRIDE,
 };
@@ -39,11 +42,26 @@ pub const UD_QKEY: u32 = 0x1111;
 /// The MAC of the node (`Node::new(1, ..)`).
 pub const NODE_MAC: [u8; 6] = [0x52, 0x54, 0, 0, 0, 1];
 
-/// The wr_ids [`busy`] posts: the RC WRITE, READ and atomic, the RC receives, the UD ones and
-/// the XRC SRQ's.
+/// The wr_ids [`busy`] leaves outstanding: the RC WRITE, READ and atomic, the RC receives,
+/// the UD ones and the XRC SRQ's (the window's bind, 4, has completed: its CQE is taken).
 pub const POSTED_WR_IDS: [u64; 15] = [
     1, 2, 3, 100, 101, 102, 103, 200, 201, 202, 203, 300, 301, 302, 303,
 ];
+
+/// Where [`busy`]'s on-demand MR lies in the node's buffer, and how long.
+pub const ODP_AT: u64 = 0x8_0000;
+pub const ODP_LEN: u64 = 0x4_0000;
+
+/// Where [`busy`]'s type 2 window is bound in the node's MR, and how long.
+pub const WINDOW_AT: u64 = 0x4000;
+pub const WINDOW_LEN: u64 = 0x2000;
+
+/// The rights the peer has on the RC QP: all, flushes included.
+pub const REMOTE_ACCESS: u32 = ACCESS_REMOTE_WRITE
+    | ACCESS_REMOTE_READ
+    | ACCESS_REMOTE_ATOMIC
+    | ACCESS_FLUSH_GLOBAL
+    | ACCESS_FLUSH_PERSISTENT;
 
 /// Reads fuzzer bytes front to back; past the end every read gives zeros.
 pub struct Reader<'a> {
@@ -121,6 +139,8 @@ pub enum Dest {
     Ud,
     /// Any QPN.
     Qpn(u32),
+    /// The multicast group the UD QP is attached to (QPN 0xffffff).
+    Group,
 }
 
 /// One frame the body puts on the wire: a packet the builder makes from these fields (headers
@@ -134,7 +154,8 @@ pub struct Frame {
     /// PSN relative to what the RC QP expects (requests) or sent (responses: opcodes
     /// 0x0d..=0x12), -128..=127 in fuzzer bytes; or any.
     pub psn: Result<i32, u32>,
-    /// RETH: VA (below 1 MiB: an offset in the MR), R_Key (`None`: the MR's) and length.
+    /// RETH: VA (below 1 MiB: an offset in the MR), R_Key (`None`: the MR's; 1: the
+    /// window's; 2: the on-demand MR's) and length.
     pub reth: Option<(u64, Option<u32>, u32)>,
     /// AETH: syndrome and MSN.
     pub aeth: Option<(u8, u32)>,
@@ -199,6 +220,7 @@ pub fn decode_frames(data: &[u8]) -> Vec<Frame> {
         let dest = match f & 3 {
             1 => Dest::Ud,
             2 => Dest::Qpn(r.u32()),
+            3 => Dest::Group,
             _ => Dest::Rc,
         };
         let psn = if f & F_PSN_ANY != 0 {
@@ -251,6 +273,7 @@ pub fn encode_frames(frames: &[Frame]) -> Vec<u8> {
             Dest::Rc => 0,
             Dest::Ud => 1,
             Dest::Qpn(_) => 2,
+            Dest::Group => 3,
         };
         let mut g = (fr.flips.len().min(3) as u8) << 3;
         for (present, bit) in [
@@ -324,19 +347,29 @@ pub fn encode_frames(frames: &[Frame]) -> Vec<u8> {
 pub struct Live {
     /// The node, its RC QP and the peer's side of the wire.
     pub s: Scripted,
-    /// The UD QP (Q_Key [`UD_QKEY`]).
+    /// The UD QP (Q_Key [`UD_QKEY`]), attached to the multicast group [`GROUP_IP`].
     pub ud: Qp,
     /// An XRC_TGT QP connected to the same peer, with the same PSNs as the RC QP.
     pub tgt: Qp,
     /// The XRC SRQ of its domain.
     pub srqn: u32,
+    /// The key of the on-demand MR over [`ODP_AT`], no page present at first.
+    pub odp_key: u32,
+    /// The key of the type 2 window bound to the RC QP over [`WINDOW_AT`].
+    pub window_key: u32,
 }
 
 /// A live node with work in every direction: RC receives posted (wr_ids 100..=103), a WRITE
-/// (1), a READ (2) and an atomic (3) sent and not answered, UD receives posted (200..=203), and
-/// an XRC_TGT QP whose XRC SRQ has receives posted (300..=303).
+/// (1), a READ (2) and an atomic (3) sent and not answered after a window bound (4: done), UD
+/// receives posted (200..=203) on a QP attached to a multicast group, an XRC_TGT QP whose XRC
+/// SRQ has receives posted (300..=303), and an on-demand MR whose pages fault in when
+/// touched.
 pub fn busy() -> Live {
-    let mut s = Scripted::new(MIB, Conn::default());
+    let conn = Conn {
+        access: REMOTE_ACCESS,
+        ..Conn::default()
+    };
+    let mut s = Scripted::new(MIB, conn);
     let buf = s.n.buf;
     for i in 0..4 {
         s.qp.post_recv(&mut s.n, 100 + i, buf + 0x1_0000 + i * 0x1000, 0x1000);
@@ -346,34 +379,66 @@ pub fn busy() -> Live {
     for i in 0..4 {
         ud.post_recv(&mut s.n, 200 + i, buf + 0x2_0000 + i * 0x1000, 0x1000);
     }
+    assert_eq!(attach(&mut s.n.g, ud.qpn, mapped(GROUP_IP)), STATUS_OK);
     let tgt = Qp::create_xrc_tgt(&mut s.n, XRCD);
     let (peer_gid, peer_mac) = (s.peer_gid, s.peer_mac);
     let (qpn, sq_psn, rq_psn) = (s.peer_qpn + 1, s.sq_psn, s.rq_psn);
-    tgt.connect_to(
-        &mut s.n,
-        peer_gid,
-        peer_mac,
-        qpn,
-        sq_psn,
-        rq_psn,
-        Conn::default(),
-    );
+    tgt.connect_to(&mut s.n, peer_gid, peer_mac, qpn, sq_psn, rq_psn, conn);
     let (cqn, key) = (s.n.cq.cqn, s.n.key);
     let mut srq = XrcSrq::create(&mut s.n, XRCD, super::roce::PD, cqn);
     for i in 0..4 {
         srq.post(&mut s.n, 300 + i, buf + 0x3_0000 + i * 0x1000, 0x1000, key);
     }
+    let odp_access = ACCESS_LOCAL_WRITE | REMOTE_ACCESS;
+    let odp_key = odp_mr(&mut s.n, buf + ODP_AT, ODP_LEN, odp_access);
+    let window_key = next_key(create_mw(&mut s.n.g, MW_TYPE_2));
+    let bind = BindMwSeg {
+        addr: buf + WINDOW_AT,
+        length: WINDOW_LEN,
+        mw_key: window_key,
+        mr_key: key,
+        access: REMOTE_ACCESS & MW_ACCESS_MASK,
+        ..BindMwSeg::default()
+    };
+    s.qp.post(&mut s.n, 4, WR_BIND_MW, 0, 0, &bind.encode(), 0);
     let seg = rdma_seg(0x10_0000, 0x1234);
     s.qp.post(&mut s.n, 1, WR_RDMA_WRITE, buf, 2000, &seg, 0);
     s.qp.post(&mut s.n, 2, WR_RDMA_READ, buf + 0x4000, 3000, &seg, 0);
     let atomic = atomic_seg(0x10_0000, 0x1234, 5, 6);
     s.qp.post(&mut s.n, 3, WR_ATOMIC_CMP_SWAP, buf + 0x8000, 8, &atomic, 0);
     let _ = s.sent();
+    assert_eq!(
+        super::roce::statuses(&s.cqes),
+        [(4, WcStatus::Success)],
+        "the window's bind"
+    );
+    s.cqes.clear();
     Live {
         s,
         ud,
         tgt,
         srqn: srq.srqn,
+        odp_key,
+        window_key,
+    }
+}
+
+/// Answers the on-demand MR's page faults the node raised (the pages, writable), as the driver
+/// does, and drops its other events.
+pub fn serve_faults(live: &mut Live) {
+    let base = live.s.n.buf + ODP_AT;
+    for f in page_faults(live.s.n.g.poll_eq(EQN_ASYNC)) {
+        answer(&mut live.s.n.g, base, &f, Answer::Writable);
+    }
+}
+
+/// The R_Key a frame names: any, or (0, 1, 2) the MR's, the window's or the on-demand MR's.
+fn rkey_of(live: &Live, rkey: Option<u32>) -> u32 {
+    match rkey {
+        None | Some(0) => live.s.n.key,
+        Some(1) => live.window_key,
+        Some(2) => live.odp_key,
+        Some(any) => any,
     }
 }
 
@@ -391,11 +456,12 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
         Dest::Rc => s.qp.qpn,
         Dest::Ud => live.ud.qpn,
         Dest::Qpn(qpn) => qpn,
+        Dest::Group => 0xff_ffff,
     };
     let mut b = PacketBuilder::new(f.opcode, qpn, psn);
     b.reth = f.reth.map(|(va, rkey, len)| Reth {
         va: if va < 1 << 20 { s.n.buf + va } else { va },
-        rkey: rkey.unwrap_or(s.n.key),
+        rkey: rkey_of(live, rkey),
         len,
     });
     b.aeth = f.aeth.map(|(syndrome, msn)| Aeth { syndrome, msn });
@@ -416,7 +482,10 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
     } else {
         s.peer_gid
     };
-    let mut bytes = s.frame_from(sgid, &b, &f.payload);
+    let mut bytes = match f.dest {
+        Dest::Group => s.frame_to(sgid, GROUP_MAC, mapped(GROUP_IP), &b, &f.payload),
+        _ => s.frame_from(sgid, &b, &f.payload),
+    };
     for &(at, value) in &f.flips {
         if let Some(byte) = bytes.get_mut(at) {
             *byte = value;
@@ -425,11 +494,12 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
     bytes
 }
 
-/// Puts `f` on the wire towards the node and runs the device twice.
+/// Puts `f` on the wire towards the node and runs the device twice, serving page faults.
 pub fn inject(live: &mut Live, f: &Frame) {
     let bytes = frame_bytes(live, f);
     live.s.wire.sink.send(&bytes);
     live.s.run(2);
+    serve_faults(live);
 }
 
 /// The frame body: `frames` (and first `raw`, as it is) against a [`busy`] node. The device
@@ -609,7 +679,8 @@ fn send_wqe(live: &mut Live, op: u8, r: &mut Reader) {
     let len = usize::from(r.u16()) % (stride + 1);
     r.fill(&mut wqe[..len]);
     if op & ACT_PLAUSIBLE != 0 {
-        plausible_send(&mut wqe, &live.s.n, ud.then_some(live.ud.qpn));
+        let keys = [live.s.n.key, live.window_key, live.odp_key];
+        plausible_send(&mut wqe, &live.s.n, keys, ud.then_some(live.ud.qpn));
     }
     let Some(ctrl) = WqeCtrl::read_from(&wqe) else {
         return;
@@ -625,11 +696,28 @@ fn send_wqe(live: &mut Live, op: u8, r: &mut Reader) {
 }
 
 /// Makes a send WQE plausible: a defined opcode and flags, at most two SGEs of the MR (or
-/// inline data that fits), reserved fields zero; on the UD QP (`ud_qpn`) an address vector
-/// to itself.
-fn plausible_send(wqe: &mut [u8], n: &Node, ud_qpn: Option<u32>) {
+/// inline data that fits), reserved fields zero; a key to invalidate and a window to bind
+/// among `keys` (the MR's, the window's, the on-demand MR's), a bind within the MR; on the UD
+/// QP (`ud_qpn`) an address vector to itself.
+fn plausible_send(wqe: &mut [u8], n: &Node, keys: [u32; 3], ud_qpn: Option<u32>) {
     let mut ctrl = WqeCtrl::read_from(wqe).unwrap_or_default();
-    ctrl.opcode %= WR_BIND_MW + 1;
+    ctrl.opcode %= WR_FLUSH + 1;
+    if matches!(ctrl.opcode, WR_LOCAL_INV | WR_SEND_WITH_INV) {
+        ctrl.imm_or_inv = keys[ctrl.imm_or_inv as usize % keys.len()];
+    }
+    if ctrl.opcode == WR_BIND_MW {
+        let seg = BindMwSeg::read_from(&wqe[WQE_SEG_OFFSET..]).unwrap_or_default();
+        let bind = BindMwSeg {
+            addr: n.buf + seg.addr % (n.buf_len as u64 - 4096),
+            length: seg.length % 4096,
+            // The window's key with any variant: the next one binds.
+            mw_key: (keys[1] & !0xff) | (seg.mw_key & 0xff),
+            mr_key: keys[usize::from(seg.mr_key & 1 != 0) * 2],
+            access: seg.access & MW_ACCESS_MASK,
+            ..BindMwSeg::default()
+        };
+        let _ = bind.write_to(&mut wqe[WQE_SEG_OFFSET..]);
+    }
     ctrl.flags &= WQE_FLAG_SIGNALED | WQE_FLAG_SOLICITED | WQE_FLAG_FENCE | WQE_FLAG_INLINE;
     ctrl.inline_len %= MAX_INLINE as u16 + 1;
     ctrl.num_sge = if ctrl.flags & WQE_FLAG_INLINE != 0 {
@@ -695,6 +783,7 @@ fn rounds(live: &mut Live, n: usize) {
         while live.s.wire.rx.pop().is_some() {}
         take_cqes(&mut live.s);
     }
+    serve_faults(live);
     for eqn in 0..live.s.n.g.eqs.len() as u32 {
         let _ = live.s.n.g.poll_eq(eqn);
     }

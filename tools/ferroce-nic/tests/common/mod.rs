@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fuzz;
+pub mod objects;
 pub mod roce;
 pub mod seeds;
 pub mod xrc;

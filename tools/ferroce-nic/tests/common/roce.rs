@@ -997,13 +997,25 @@ impl Scripted {
 
     /// The frame carrying packet `b` (with `payload`) to the node from GID `sgid`.
     pub fn frame_from(&self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) -> Vec<u8> {
+        self.frame_to(sgid, self.n.mac, self.n.gid(3), b, payload)
+    }
+
+    /// The same addressed to `dmac` and `dgid` (a multicast group's).
+    pub fn frame_to(
+        &self,
+        sgid: [u8; 16],
+        dmac: [u8; 6],
+        dgid: [u8; 16],
+        b: &PacketBuilder,
+        payload: &[u8],
+    ) -> Vec<u8> {
         let route = Route {
             smac: self.peer_mac,
-            dmac: self.n.mac,
+            dmac,
             vlan: None,
             v1: false,
             sgid,
-            dgid: self.n.gid(3),
+            dgid,
             traffic_class: 0,
             hop_limit: 64,
             flow_label: 0,

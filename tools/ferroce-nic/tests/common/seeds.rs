@@ -53,6 +53,12 @@ pub fn frame_seeds() -> Vec<(&'static str, Vec<Frame>)> {
         atomic_ack: Some(5),
         ..Frame::new(0x12, Dest::Rc)
     };
+    let odp_write = Frame {
+        psn: Ok(1),
+        reth: Some((0x8_0000, Some(2), 64)),
+        payload: payload(64),
+        ..Frame::new(0x0a, Dest::Rc)
+    };
     vec![
         ("rc-send", vec![rc_send.clone()]),
         ("ud-send", vec![ud_send.clone()]),
@@ -68,6 +74,30 @@ pub fn frame_seeds() -> Vec<(&'static str, Vec<Frame>)> {
             ],
         ),
         ("nak", vec![ack(0, 0x62, 0)]),
+        (
+            // Through the window (R_Key 1: its range starts at offset 0x4000) and into the
+            // on-demand MR (2: its range starts at 0x8_0000), twice: the page faults in after
+            // the first one's RNR NAK; a READ of it, and a UD SEND to the multicast group.
+            "window-odp-group",
+            vec![
+                Frame {
+                    reth: Some((0x4000, Some(1), 64)),
+                    payload: payload(64),
+                    ..Frame::new(0x0a, Dest::Rc)
+                },
+                odp_write.clone(),
+                odp_write,
+                Frame {
+                    psn: Ok(2),
+                    reth: Some((0x8_0000, Some(2), 64)),
+                    ..Frame::new(0x0c, Dest::Rc)
+                },
+                Frame {
+                    payload: payload(64),
+                    ..Frame::new(0x64, Dest::Group)
+                },
+            ],
+        ),
         (
             "strangers",
             vec![
@@ -170,6 +200,49 @@ pub fn command_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut rc_write = ctrl(10, WR_RDMA_WRITE, WQE_FLAG_SIGNALED, 1);
     rc_write[WQE_SEG_OFFSET..WQE_HEADER_SIZE].copy_from_slice(&rdma_seg(0x10_0000, 0x1234));
     rc_write.extend(sge(0x5_0000, 300));
+    // A bind of the window (its next key), an ATOMIC_WRITE and a FLUSH, a LOCAL_INV of the
+    // window (key index 1).
+    let mut bind = ctrl(13, WR_BIND_MW, WQE_FLAG_SIGNALED, 0);
+    bind[WQE_SEG_OFFSET..WQE_SEG_OFFSET + BindMwSeg::SIZE].copy_from_slice(
+        &BindMwSeg {
+            addr: 0x1000,
+            length: 0x800,
+            mw_key: 0x12,
+            access: ACCESS_REMOTE_WRITE,
+            ..BindMwSeg::default()
+        }
+        .encode(),
+    );
+    let mut atomic_write = ctrl(14, WR_ATOMIC_WRITE, WQE_FLAG_SIGNALED, 0);
+    atomic_write[WQE_SEG_OFFSET..WQE_SEG_OFFSET + AtomicWriteSeg::SIZE].copy_from_slice(
+        &AtomicWriteSeg {
+            remote_addr: 0x10_0000,
+            rkey: 0x1234,
+            value: 7u64.to_le_bytes(),
+            ..AtomicWriteSeg::default()
+        }
+        .encode(),
+    );
+    let mut flush = ctrl(15, WR_FLUSH, WQE_FLAG_SIGNALED, 0);
+    flush[WQE_SEG_OFFSET..WQE_SEG_OFFSET + FlushSeg::SIZE].copy_from_slice(
+        &FlushSeg {
+            remote_addr: 0x10_0000,
+            rkey: 0x1234,
+            length: 64,
+            ..FlushSeg::default()
+        }
+        .encode(),
+    );
+    let mut local_inv = WqeCtrl {
+        wr_id: 16,
+        opcode: WR_LOCAL_INV,
+        flags: WQE_FLAG_SIGNALED,
+        imm_or_inv: 1,
+        ..WqeCtrl::default()
+    }
+    .encode()
+    .to_vec();
+    local_inv.resize(WQE_HEADER_SIZE, 0);
     let mut recv = RecvWqeHeader {
         wr_id: 11,
         num_sge: 1,
@@ -248,6 +321,17 @@ pub fn command_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 .doorbell(&cmd_ahead)
                 .run(2)
                 .command(0, CMD_NOP, &[])
+                .0,
+        ),
+        (
+            "window-atomic-write-flush",
+            Script::default()
+                .send(ACT_PLAUSIBLE, &bind)
+                .send(ACT_PLAUSIBLE, &atomic_write)
+                .send(ACT_PLAUSIBLE, &flush)
+                .run(2)
+                .send(ACT_PLAUSIBLE, &local_inv)
+                .run(2)
                 .0,
         ),
         (
