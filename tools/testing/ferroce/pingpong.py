@@ -5,6 +5,7 @@
 from collections.abc import Iterable
 
 from harness import CheckFailed, Run
+from perftest import NUM
 
 
 def pingpong(run: Run, step: str, vms: Iterable[str], size: int = 4096, iters: int = 100) -> str:
@@ -30,5 +31,5 @@ def write_bw(run: Run, step: str, vms: Iterable[str], client: str, size: int = 6
     for name in vms:
         run.vm(name).step(step).ok()
     row = run.vm(client).step(step).expect(
-        rf"^\s*{size}\s+{iters}\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$")
+        rf"^\s*{size}\s+{iters}\s+{NUM}\s+({NUM})\s+{NUM}\s*$")
     return f"{row.group(1)} MiB/s average"

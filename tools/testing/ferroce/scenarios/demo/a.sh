@@ -13,7 +13,7 @@ step mark-pingpong 15 hostctl nic trace mark rc-pingpong
 retry rc-pingpong 120 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18515 "$server"
 say "ib_write_bw to $server: RDMA WRITEs of 64 KiB"
 step mark-write-bw 15 hostctl nic trace mark write-bw
-retry write-bw 280 ib_write_bw -d ferroce0 -x 3 -s 65536 -n 500 -p 18516 "$server"
+retry write-bw 280 ib_write_bw -F -d ferroce0 -x 3 -s 65536 -n 500 -p 18516 "$server"
 say "what the NIC counted: doorbells, WQE fetches and pushes, CQEs, interrupts, packets"
 step nic-counters 15 sh -c 'cd /sys/class/infiniband/ferroce0/ports/1/hw_counters && for c in doorbells wqe_fetches wqe_pushes payload_dma_reads cqes interrupts tx_packets rx_packets retransmits; do echo "$c $(cat $c)"; done'
 say "done"

@@ -3,7 +3,7 @@
 . /scenario/common.sh
 step pingpong-ab 180 ibv_rc_pingpong -d ferroce0 -g 3 -s 4096 -n 100 -p 18800
 wait_for_ping "$(ip_of c)"
-retry write-bw-bc 280 ib_write_bw -d ferroce0 -x 3 -s 65536 -n 200 -p 18802 "$(ip_of c)"
+retry write-bw-bc 280 ib_write_bw -F -d ferroce0 -x 3 -s 65536 -n 200 -p 18802 "$(ip_of c)"
 await ready 18810
 step counters-before 10 hostctl nic counters
 step hostile 60 ferroce_hostile

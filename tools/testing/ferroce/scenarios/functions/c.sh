@@ -3,7 +3,7 @@
 # while b attacks, between two readings of c's counters; then CQs until the limit refuses one.
 . /scenario/common.sh
 step devinfo 10 ibv_devinfo -v -d ferroce0
-step write-bw-bc 300 ib_write_bw -d ferroce0 -x 3 -s 65536 -n 200 -p 18802
+step write-bw-bc 300 ib_write_bw -F -d ferroce0 -x 3 -s 65536 -n 200 -p 18802
 ferroce_hostile hold > /tmp/hold.out 2>&1 &
 hold=$!
 step holding 10 sh -c 'until grep -q holding /tmp/hold.out; do sleep 0.1; done; cat /tmp/hold.out'

@@ -9,5 +9,5 @@ wait_for_ping "$server"
 retry rc-pingpong 120 ibv_rc_pingpong -d rxe0 -g 1 -s 4096 -n 100 -p 18515 "$server"
 retry ud-pingpong 120 ibv_ud_pingpong -d rxe0 -g 1 -s 1024 -n 100 -p 18516 "$server"
 retry rping 120 rping -c -a "$server" -p 7174 -C 10 -v -V
-retry write-bw 280 ib_write_bw -d rxe0 -x 1 -s 65536 -n 1000 -p 18517 "$server"
-retry send-lat 280 ib_send_lat -d rxe0 -x 1 -s 8 -n 1000 -p 18518 "$server"
+retry write-bw 280 ib_write_bw -F -d rxe0 -x 1 -s 65536 -n 1000 -p 18517 "$server"
+retry send-lat 280 ib_send_lat -F -d rxe0 -x 1 -s 8 -n 1000 -p 18518 "$server"

@@ -7,5 +7,5 @@ step devinfo 20 ibv_devinfo -v -d rxe0
 step rc-pingpong 180 ibv_rc_pingpong -d rxe0 -g 1 -s 4096 -n 100 -p 18515
 step ud-pingpong 180 ibv_ud_pingpong -d rxe0 -g 1 -s 1024 -n 100 -p 18516
 step rping 180 rping -s -a 0.0.0.0 -p 7174 -C 10 -v -V
-step write-bw 300 ib_write_bw -d rxe0 -x 1 -s 65536 -n 1000 -p 18517
-step send-lat 300 ib_send_lat -d rxe0 -x 1 -s 8 -n 1000 -p 18518
+step write-bw 300 ib_write_bw -F -d rxe0 -x 1 -s 65536 -n 1000 -p 18517
+step send-lat 300 ib_send_lat -F -d rxe0 -x 1 -s 8 -n 1000 -p 18518

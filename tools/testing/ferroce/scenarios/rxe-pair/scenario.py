@@ -8,6 +8,7 @@ of the MAC, GID 1 the IPv4-mapped address.
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm, eui64_link_local, mac_of
+from perftest import NUM
 from pingpong import pingpong
 
 VMS = [Vm("a", "10.0.0.1/24"), Vm("b", "10.0.0.2/24")]
@@ -69,10 +70,10 @@ def perftest(run: Run, name: str, pattern: str) -> str:
 @scenario.check
 def write_bw(run: Run) -> str:
     # #bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]
-    return perftest(run, "write-bw", r"^\s*65536\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$")
+    return perftest(run, "write-bw", rf"^\s*65536\s+\d+\s+{NUM}\s+{NUM}\s+{NUM}\s*$")
 
 
 @scenario.check
 def send_lat(run: Run) -> str:
     # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-    return perftest(run, "send-lat", r"^\s*8\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+.*$")
+    return perftest(run, "send-lat", rf"^\s*8\s+\d+\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}.*$")
