@@ -15,7 +15,7 @@
 #   make initramfs   everything a VM boots
 #   make bench       benchmarks (never part of make check's verdict)
 #   make soak        long campaigns (the full tools matrix), never part of make check
-#   make fuzz        libFuzzer campaign on the NIC's frame and command targets (FUZZ_SECONDS each)
+#   make fuzz        libFuzzer campaign on the NIC's frame, command and pair targets (FUZZ_SECONDS each)
 #   make shell       a shell in the toolchain root
 #
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
@@ -23,7 +23,7 @@
 #            VM_JOBS=<n> (check: scenarios at once, by their measured CPU; default 2)
 
 FERROCE := tools/ferroce
-export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS
+export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS FUZZ_TARGETS
 
 .PHONY: all toolchain kernel modules nic initramfs run check check-debug check-flaky bench soak fuzz shell clean
 

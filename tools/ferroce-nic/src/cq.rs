@@ -112,8 +112,18 @@ impl DeviceCore {
             // No room for the marker: the consumer must poll first.
             return Err(CmdError::new(STATUS_BUSY));
         }
-        // The new ring counts on from the old one: it must hold the CQEs not consumed.
-        if old.ring.used(pi, ci) > new.ring.size() {
+        // The new ring counts on from the old one: it must hold the CQEs not consumed, and
+        // those owed for send WQEs already posted on QPs completing here (a send posted before
+        // the resize completes after it, however late the device gets to it: shrinking the CQ
+        // under it would overrun the CQ).
+        let owed: u32 = self
+            .objects()
+            .qps()
+            .iter()
+            .filter(|(_, qp)| qp.sq_cqn == cmd.cqn)
+            .map(|(_, qp)| qp.owed_send_cqes())
+            .sum();
+        if old.ring.used(pi, ci).saturating_add(owed) > new.ring.size() {
             return Err(CmdError::field(STATUS_BAD_PARAM, 28));
         }
         let mut record = [0u8; CqDbRecord::SIZE];

@@ -763,6 +763,17 @@ pub struct Qp {
     pub queued: bool,
 }
 
+impl Qp {
+    /// The CQEs this QP's send queue still owes its CQ: one for each signalled WQE the engine
+    /// holds, and one for each WQE posted and not fetched yet (whose flag the device has not
+    /// read: counted as signalled).
+    pub fn owed_send_cqes(&self) -> u32 {
+        let Some(sq) = self.sq.as_ref() else { return 0 };
+        let held = self.inflight.iter().filter(|w| w.signaled).count() as u32;
+        held + u32::from(sq.pi.wrapping_sub(sq.fetch))
+    }
+}
+
 /// What makes an SRQ an XRC SRQ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct XrcSrq {

@@ -148,3 +148,27 @@ fn a_resize_moves_the_doorbell_record_too() {
         );
     }
 }
+
+/// Found by a loaded make check (pyverbs' test_resize_cq: six UD sends posted, then a resize
+/// to one entry, which must fail with EINVAL): the device counted only the CQEs already in
+/// the ring, so a resize that came before it had run the sends was taken, and their CQEs then
+/// overran the new ring (the test's poll timed out). The completions owed for sends already
+/// posted count too.
+#[test]
+fn a_resize_leaves_room_for_the_completions_of_sends_already_posted() {
+    let mut p = Pair::new(MIB, Conn::default());
+    // Posted and rung; the device has not run yet.
+    writes(&mut p, 1, 6);
+    assert_eq!(
+        p.a.cq.resize(&mut p.a.g, 2).status,
+        STATUS_BAD_PARAM,
+        "4 entries for 6 CQEs owed"
+    );
+    until_written(&mut p, 6);
+    assert_eq!(wr_ids(&p.a.cq.poll(&p.a.g)), (1..=6).collect::<Vec<_>>());
+    // Once they are polled, the same resize is taken.
+    assert_eq!(p.a.cq.resize(&mut p.a.g, 2).status, STATUS_OK);
+    writes(&mut p, 7, 3);
+    until_written(&mut p, 3);
+    assert_eq!(wr_ids(&p.a.cq.poll(&p.a.g)), [7, 8, 9]);
+}

@@ -12,7 +12,7 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{fuzz, seeds};
+use common::{fuzz, pair, seeds};
 
 /// The corpus directory of `target`.
 fn corpus(target: &str) -> PathBuf {
@@ -30,7 +30,15 @@ fn seeds() -> Vec<(&'static str, Seeds)> {
         .into_iter()
         .map(|(name, frames)| (name, fuzz::encode_frames(&frames)))
         .collect();
-    vec![("frame", frames), ("command", seeds::command_seeds())]
+    let pairs = seeds::pair_seeds()
+        .into_iter()
+        .map(|(name, setup, actions)| (name, pair::encode(setup, &actions)))
+        .collect();
+    vec![
+        ("frame", frames),
+        ("command", seeds::command_seeds()),
+        ("pair", pairs),
+    ]
 }
 
 #[test]
@@ -96,4 +104,9 @@ fn the_command_corpus_runs_clean() {
         run_corpus("command", fuzz::commands) > 0,
         "no command corpus"
     );
+}
+
+#[test]
+fn the_pair_corpus_runs_clean() {
+    assert!(run_corpus("pair", pair::pair) > 0, "no pair corpus");
 }

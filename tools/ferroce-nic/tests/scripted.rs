@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::roce::*;
 use ferroce_hw::*;
 use ferroce_nic::engine::headers::syndrome;
@@ -405,4 +407,141 @@ fn queued_read_responses_go_out_in_order_before_the_ack_behind_them() {
         .iter()
         .all(|p| p.bth.opcode != op::RC_ACKNOWLEDGE));
     assert_eq!(statuses(&s.cqes), [(9, WcStatus::Success)]);
+}
+
+/// Found by the pair fuzz target: a responder that acknowledges past a READ it never answers
+/// (an off-path READ request had taken those PSNs, so the requester's READ is a duplicate
+/// outside any READ the responder knows, dropped) held the requester in implied-NAK go-backs
+/// for ever: its window resent at once on every ACK, no retry counted, and no device time
+/// passing. Each go-back now counts against retry_cnt, as a sequence NAK's does.
+#[test]
+fn acks_past_a_read_never_answered_use_up_the_retries() {
+    let conn = Conn {
+        retry_cnt: 3,
+        ..Conn::default()
+    };
+    let mut s = Scripted::new(MIB, conn);
+    let buf = s.n.buf;
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    s.qp.post(&mut s.n, 1, WR_RDMA_READ, buf, 64, &seg, 0);
+    // A window of SENDs behind it, which the responder acknowledges as they come.
+    let sends = 40;
+    for k in 0..sends {
+        s.qp.post(&mut s.n, 2 + k, WR_SEND, buf + 0x1000, 64, &[0; 40], 0);
+    }
+    let start = s.n.g.time.now();
+    let mut go_backs = 0;
+    for _ in 0..500 {
+        if !s.cqes.is_empty() {
+            break;
+        }
+        let sent = s.sent();
+        go_backs += sent.iter().filter(|p| p.bth.psn == s.sq_psn).count();
+        for p in sent {
+            let ack = s.ack(p.bth.psn, 0x1f);
+            s.inject(&ack, &[]);
+        }
+    }
+    let mut expected = vec![(1, WcStatus::RetryExcErr)];
+    expected.extend((2..2 + sends).map(|id| (id, WcStatus::WrFlushErr)));
+    assert_eq!(
+        statuses(&s.cqes),
+        expected,
+        "after {go_backs} sends of the READ"
+    );
+    assert_eq!(s.n.g.time.now(), start, "no timer took part");
+    // Each ACK of a new SEND is progress and refills the retries; once the last is
+    // acknowledged, 3 go-backs count and the next one fails the READ.
+    assert!(
+        go_backs <= 1 + sends as usize + 3,
+        "{go_backs} sends of the READ"
+    );
+}
+
+/// Found by the pair fuzz target: once an ACK past an atomic, ATOMIC WRITE or FLUSH had moved
+/// the oldest unacknowledged PSN beyond it, a go-back for it (another ACK past it, or the
+/// timer) started from that PSN, which no WQE holds: the request was never sent again, and
+/// it could only fail. A go-back now resends its own PSN.
+#[test]
+fn an_answer_never_sent_is_asked_for_again_after_an_ack_past_it() {
+    let atomic_write = AtomicWriteSeg {
+        remote_addr: 0x10_0000,
+        rkey: 0x1234,
+        value: 7u64.to_le_bytes(),
+        ..AtomicWriteSeg::default()
+    };
+    let flush = FlushSeg {
+        remote_addr: 0x10_0000,
+        rkey: 0x1234,
+        length: 64,
+        placement: FLUSH_GLOBAL,
+        ..FlushSeg::default()
+    };
+    let seg = |bytes: &[u8]| {
+        let mut seg = [0u8; 40];
+        seg[..bytes.len()].copy_from_slice(bytes);
+        seg
+    };
+    for (name, opcode, len, seg) in [
+        (
+            "CMP_SWAP",
+            WR_ATOMIC_CMP_SWAP,
+            8,
+            atomic_seg(0x10_0000, 0x1234, 5, 6),
+        ),
+        (
+            "ATOMIC_WRITE",
+            WR_ATOMIC_WRITE,
+            0,
+            seg(&atomic_write.encode()),
+        ),
+        ("FLUSH", WR_FLUSH, 0, seg(&flush.encode())),
+    ] {
+        let mut s = Scripted::new(MIB, fast_timeout());
+        let buf = s.n.buf;
+        s.qp.post(&mut s.n, 1, opcode, buf, len, &seg, 0);
+        s.qp.post(&mut s.n, 2, WR_SEND, buf + 0x1000, 64, &[0; 40], 0);
+        let first: Vec<u32> = s.sent().iter().map(|p| p.bth.psn).collect();
+        assert_eq!(first, [s.sq_psn, psn::add(s.sq_psn, 1)], "{name}");
+        // The SEND's ACK implies the answer was lost: it is asked for again ...
+        let ack = s.ack(psn::add(s.sq_psn, 1), 0x1f);
+        s.inject(&ack, &[]);
+        let again: Vec<u32> = s.sent().iter().map(|p| p.bth.psn).collect();
+        assert_eq!(
+            again.first(),
+            Some(&s.sq_psn),
+            "{name}: after the ACK past it"
+        );
+        // ... and, unanswered again, once more when the timer expires.
+        let later: Vec<u32> = sent_during(&mut s, 20).iter().map(|p| p.bth.psn).collect();
+        assert!(
+            later.first() == Some(&s.sq_psn),
+            "{name}: after its timeout, sent {later:?} (its PSN {:#x})",
+            s.sq_psn
+        );
+    }
+}
+
+/// Found by the pair fuzz target: an RNR NAK of a WQE that had already failed (a NAK ended it
+/// while an earlier READ still waited for its response) stopped the retransmission timer,
+/// and the READ was never sent again nor failed: the QP hung with nothing timed. An RNR NAK
+/// of no outstanding WQE now changes nothing.
+#[test]
+fn an_rnr_nak_of_a_failed_wqe_leaves_the_retransmission_timer_running() {
+    let mut s = Scripted::new(MIB, fast_timeout());
+    let buf = s.n.buf;
+    let seg = rdma_seg(0x10_0000, 0x1234);
+    s.qp.post(&mut s.n, 1, WR_RDMA_READ, buf, 64, &seg, 0);
+    s.qp.post(&mut s.n, 2, WR_RDMA_WRITE, buf, 64, &seg, 0);
+    s.sent();
+    let write_psn = psn::add(s.sq_psn, 1);
+    // The WRITE is refused (the READ is implied lost and sent again) ...
+    let nak = s.ack(write_psn, syndrome::NAK_REMOTE_ACCESS);
+    s.inject(&nak, &[]);
+    s.sent();
+    // ... and then RNR NAKed.
+    let rnr = s.ack(write_psn, syndrome::KIND_RNR | 1);
+    s.inject(&rnr, &[]);
+    s.pump_until(Duration::from_secs(10), |s| !s.cqes.is_empty());
+    assert_eq!(statuses(&s.cqes)[0], (1, WcStatus::RetryExcErr));
 }

@@ -57,7 +57,27 @@ fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
         qp.req.progress(advanced, now, timeout);
     }
     if let Some(from) = implied_nak {
-        qp.req.rewind(from, false, io, qp.qpn, GoBack::ImpliedNak);
+        implied_nak_at(qp, io, from);
+    }
+}
+
+/// An implied NAK (an ACK past a READ or atomic whose response never came) is the IBA's
+/// implied sequence error: the requester goes back to it, and each go-back counts against
+/// `retry_cnt` as a sequence NAK's does (rxe's too). Uncounted, a responder that keeps acknowledging
+/// past a READ it never answers (its ePSN moved past the READ: an off-path request took those
+/// PSNs) held the requester in go-backs for ever, its window resent at once each time.
+fn implied_nak_at(qp: &mut QpCtx, io: &Io, from: u32) {
+    if !qp.req.believes(from) {
+        return;
+    }
+    if qp.req.retry_left == 0 {
+        if let Some(i) = wqe_at(qp, from) {
+            fail(qp, i, WcStatus::RetryExcErr);
+        }
+        return;
+    }
+    if qp.req.rewind(from, false, io, qp.qpn, GoBack::ImpliedNak) {
+        qp.req.retry_left -= 1;
     }
 }
 
@@ -78,11 +98,12 @@ fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now
     ack_through(qp, io, psn::sub(at, 1), now);
     if syndrome::kind(syn) == syndrome::KIND_RNR {
         host.count(COUNTER_RNR_RETRIES, 1);
+        // An RNR NAK of no outstanding WQE (stale, or forged) changes nothing: it must not
+        // stop the retransmission timer that the outstanding ones still need.
+        let Some(i) = wqe_at(qp, at) else { return };
         let infinite = qp.attrs.rnr_retry >= 7;
         if !infinite && qp.req.rnr_left == 0 {
-            if let Some(i) = wqe_at(qp, at) {
-                fail(qp, i, WcStatus::RnrRetryExcErr);
-            }
+            fail(qp, i, WcStatus::RnrRetryExcErr);
             return;
         }
         if !infinite {

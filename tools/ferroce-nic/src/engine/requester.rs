@@ -22,7 +22,7 @@ use super::{EngineHost, SendWork};
 use crate::qp::QpAttrs;
 
 /// Request packets sent per QP per poll.
-const TX_BUDGET: u32 = 64;
+pub const TX_BUDGET: u32 = 64;
 /// Ask for an ACK at least every this many packets of a long message.
 const ACK_REQ_EVERY: u32 = 16;
 /// Congestion window bounds, in packets.
@@ -120,10 +120,13 @@ impl ReqWqe {
         self.started && self.done.is_none()
     }
 
-    /// The first PSN of it not yet acknowledged or answered, given the QP's `una`.
+    /// The first PSN of it not yet acknowledged or answered, given the QP's `una`. An atomic,
+    /// ATOMIC WRITE or FLUSH is answered only by its own response, never by an ACK past it:
+    /// until then its one PSN is what a go-back resends.
     pub fn first_unacked(&self, una: u32) -> u32 {
         match self.kind {
             Kind::Read => psn::add(self.first_psn, self.resp_pkts),
+            Kind::Atomic | Kind::AtomicWrite | Kind::Flush => self.first_psn,
             _ if psn::after(una, self.first_psn) => una,
             _ => self.first_psn,
         }
@@ -272,6 +275,16 @@ impl Requester {
         self.wqes.iter().any(ReqWqe::outstanding)
     }
 
+    /// Whether a report of a loss at `from` is believed: a repeated report of the same loss
+    /// is, once a window, and at least what was in flight at the go-back, has been resent
+    /// since. Then the retransmission itself was lost, not just packets sent before it (after
+    /// a timeout the window is 2 packets, and the answers to a whole earlier window are still
+    /// arriving, each implying the loss).
+    pub fn believes(&self, from: u32) -> bool {
+        self.last_retry_psn != Some(from)
+            || self.sent_since_rewind >= self.cwnd.max(self.rewound_span)
+    }
+
     /// Called when the responder made progress (`una` already moved): retries refill and the
     /// window opens. The timed packet, if now acknowledged, gives an RTT sample, which ends the
     /// backoff; progress on retransmitted packets keeps it (Karn's algorithm: otherwise a round
@@ -369,14 +382,7 @@ impl Requester {
     /// Goes back to resend from `from`. Unless `force`, a second request for the same PSN
     /// without progress in between is ignored (several NAKs or gaps report one loss).
     pub fn rewind(&mut self, from: u32, force: bool, io: &Io, qpn: u32, why: GoBack) -> bool {
-        // A repeated report of the same loss is believed once a window, and at least what was
-        // in flight at the go-back, has been resent since: then the retransmission itself was
-        // lost, not just packets sent before it (after a timeout the window is 2 packets, and
-        // the answers to a whole earlier window are still arriving, each implying the loss).
-        if !force
-            && self.last_retry_psn == Some(from)
-            && self.sent_since_rewind < self.cwnd.max(self.rewound_span)
-        {
+        if !force && !self.believes(from) {
             return false;
         }
         let Some(i) = self

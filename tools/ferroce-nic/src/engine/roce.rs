@@ -27,7 +27,7 @@ use crate::trace::Tracer;
 /// Q_Key of the GSI QP (IBA 13.5.3.1).
 pub const GSI_QKEY: u32 = 0x8001_0000;
 /// Frames taken from the receive queue per poll.
-const RX_BUDGET: usize = 512;
+pub const RX_BUDGET: usize = 512;
 /// Looped-back frames received per drain; the rest wait for the next one.
 const LOOPBACK_BUDGET: usize = 4096;
 /// Rounds of QP work per poll while looped-back frames keep arriving (each round is what a

@@ -216,52 +216,57 @@ pub fn decode_frames(data: &[u8]) -> Vec<Frame> {
     let mut r = Reader::new(data);
     let mut out = Vec::new();
     while !r.is_empty() && out.len() < MAX_FRAMES {
-        let (f, g) = (r.u8(), r.u8());
-        let dest = match f & 3 {
-            1 => Dest::Ud,
-            2 => Dest::Qpn(r.u32()),
-            3 => Dest::Group,
-            _ => Dest::Rc,
-        };
-        let psn = if f & F_PSN_ANY != 0 {
-            Err(r.u32())
-        } else {
-            Ok(i32::from(r.u8() as i8))
-        };
-        let opcode = r.u8();
-        let reth = (f & F_RETH != 0).then(|| {
-            let va = r.u64();
-            let rkey = (g & G_RKEY != 0).then(|| r.u32());
-            (va, rkey, r.u32())
-        });
-        let aeth = (f & F_AETH != 0).then(|| (r.u8(), r.u32()));
-        let atomic = (f & F_ATOMIC != 0).then(|| (r.u64(), r.u64(), r.u64()));
-        let atomic_ack = (f & F_ATOMIC_ACK != 0).then(|| r.u64());
-        let deth = (f & F_DETH != 0).then(|| (r.u32(), r.u32()));
-        let imm = (g & G_IMM != 0).then(|| r.u32().to_le_bytes());
-        let ieth = (g & G_IETH != 0).then(|| r.u32());
-        let len = usize::from(r.u16());
-        let payload = r.take(len);
-        let flips = (0..(g >> 3) & 3)
-            .map(|_| (usize::from(r.u16()), r.u8()))
-            .collect();
-        out.push(Frame {
-            opcode,
-            dest,
-            psn,
-            reth,
-            aeth,
-            atomic,
-            atomic_ack,
-            deth,
-            imm,
-            ieth,
-            payload,
-            stranger: g & G_STRANGER != 0,
-            flips,
-        });
+        out.push(decode_frame(&mut r));
     }
     out
+}
+
+/// One frame from fuzzer bytes, the inverse of [`encode_frame`].
+pub fn decode_frame(r: &mut Reader) -> Frame {
+    let (f, g) = (r.u8(), r.u8());
+    let dest = match f & 3 {
+        1 => Dest::Ud,
+        2 => Dest::Qpn(r.u32()),
+        3 => Dest::Group,
+        _ => Dest::Rc,
+    };
+    let psn = if f & F_PSN_ANY != 0 {
+        Err(r.u32())
+    } else {
+        Ok(i32::from(r.u8() as i8))
+    };
+    let opcode = r.u8();
+    let reth = (f & F_RETH != 0).then(|| {
+        let va = r.u64();
+        let rkey = (g & G_RKEY != 0).then(|| r.u32());
+        (va, rkey, r.u32())
+    });
+    let aeth = (f & F_AETH != 0).then(|| (r.u8(), r.u32()));
+    let atomic = (f & F_ATOMIC != 0).then(|| (r.u64(), r.u64(), r.u64()));
+    let atomic_ack = (f & F_ATOMIC_ACK != 0).then(|| r.u64());
+    let deth = (f & F_DETH != 0).then(|| (r.u32(), r.u32()));
+    let imm = (g & G_IMM != 0).then(|| r.u32().to_le_bytes());
+    let ieth = (g & G_IETH != 0).then(|| r.u32());
+    let len = usize::from(r.u16());
+    let payload = r.take(len);
+    let flips = (0..(g >> 3) & 3)
+        .map(|_| (usize::from(r.u16()), r.u8()))
+        .collect();
+    Frame {
+        opcode,
+        dest,
+        psn,
+        reth,
+        aeth,
+        atomic,
+        atomic_ack,
+        deth,
+        imm,
+        ieth,
+        payload,
+        stranger: g & G_STRANGER != 0,
+        flips,
+    }
 }
 
 /// Fuzzer bytes that [`decode_frames`] makes `frames` of (for PSN offsets in -128..=127,
@@ -269,77 +274,82 @@ pub fn decode_frames(data: &[u8]) -> Vec<Frame> {
 pub fn encode_frames(frames: &[Frame]) -> Vec<u8> {
     let mut out = Vec::new();
     for fr in frames {
-        let mut f = match fr.dest {
-            Dest::Rc => 0,
-            Dest::Ud => 1,
-            Dest::Qpn(_) => 2,
-            Dest::Group => 3,
-        };
-        let mut g = (fr.flips.len().min(3) as u8) << 3;
-        for (present, bit) in [
-            (fr.psn.is_err(), F_PSN_ANY),
-            (fr.reth.is_some(), F_RETH),
-            (fr.aeth.is_some(), F_AETH),
-            (fr.atomic.is_some(), F_ATOMIC),
-            (fr.atomic_ack.is_some(), F_ATOMIC_ACK),
-            (fr.deth.is_some(), F_DETH),
-        ] {
-            f |= if present { bit } else { 0 };
-        }
-        for (present, bit) in [
-            (fr.imm.is_some(), G_IMM),
-            (fr.ieth.is_some(), G_IETH),
-            (fr.stranger, G_STRANGER),
-            (matches!(fr.reth, Some((_, Some(_), _))), G_RKEY),
-        ] {
-            g |= if present { bit } else { 0 };
-        }
-        out.extend([f, g]);
-        if let Dest::Qpn(qpn) = fr.dest {
-            out.extend(qpn.to_le_bytes());
-        }
-        match fr.psn {
-            Ok(off) => out.push(off as i8 as u8),
-            Err(any) => out.extend(any.to_le_bytes()),
-        }
-        out.push(fr.opcode);
-        if let Some((va, rkey, len)) = fr.reth {
-            out.extend(va.to_le_bytes());
-            if let Some(rkey) = rkey {
-                out.extend(rkey.to_le_bytes());
-            }
-            out.extend(len.to_le_bytes());
-        }
-        if let Some((syndrome, msn)) = fr.aeth {
-            out.push(syndrome);
-            out.extend(msn.to_le_bytes());
-        }
-        if let Some((va, swap_add, compare)) = fr.atomic {
-            for word in [va, swap_add, compare] {
-                out.extend(word.to_le_bytes());
-            }
-        }
-        if let Some(ack) = fr.atomic_ack {
-            out.extend(ack.to_le_bytes());
-        }
-        if let Some((qkey, src_qpn)) = fr.deth {
-            out.extend(qkey.to_le_bytes());
-            out.extend(src_qpn.to_le_bytes());
-        }
-        if let Some(imm) = fr.imm {
-            out.extend(imm);
-        }
-        if let Some(ieth) = fr.ieth {
-            out.extend(ieth.to_le_bytes());
-        }
-        out.extend((fr.payload.len() as u16).to_le_bytes());
-        out.extend(&fr.payload);
-        for &(at, value) in fr.flips.iter().take(3) {
-            out.extend((at as u16).to_le_bytes());
-            out.push(value);
-        }
+        encode_frame(fr, &mut out);
     }
     out
+}
+
+/// Appends the fuzzer bytes [`decode_frame`] makes `fr` of.
+pub fn encode_frame(fr: &Frame, out: &mut Vec<u8>) {
+    let mut f = match fr.dest {
+        Dest::Rc => 0,
+        Dest::Ud => 1,
+        Dest::Qpn(_) => 2,
+        Dest::Group => 3,
+    };
+    let mut g = (fr.flips.len().min(3) as u8) << 3;
+    for (present, bit) in [
+        (fr.psn.is_err(), F_PSN_ANY),
+        (fr.reth.is_some(), F_RETH),
+        (fr.aeth.is_some(), F_AETH),
+        (fr.atomic.is_some(), F_ATOMIC),
+        (fr.atomic_ack.is_some(), F_ATOMIC_ACK),
+        (fr.deth.is_some(), F_DETH),
+    ] {
+        f |= if present { bit } else { 0 };
+    }
+    for (present, bit) in [
+        (fr.imm.is_some(), G_IMM),
+        (fr.ieth.is_some(), G_IETH),
+        (fr.stranger, G_STRANGER),
+        (matches!(fr.reth, Some((_, Some(_), _))), G_RKEY),
+    ] {
+        g |= if present { bit } else { 0 };
+    }
+    out.extend([f, g]);
+    if let Dest::Qpn(qpn) = fr.dest {
+        out.extend(qpn.to_le_bytes());
+    }
+    match fr.psn {
+        Ok(off) => out.push(off as i8 as u8),
+        Err(any) => out.extend(any.to_le_bytes()),
+    }
+    out.push(fr.opcode);
+    if let Some((va, rkey, len)) = fr.reth {
+        out.extend(va.to_le_bytes());
+        if let Some(rkey) = rkey {
+            out.extend(rkey.to_le_bytes());
+        }
+        out.extend(len.to_le_bytes());
+    }
+    if let Some((syndrome, msn)) = fr.aeth {
+        out.push(syndrome);
+        out.extend(msn.to_le_bytes());
+    }
+    if let Some((va, swap_add, compare)) = fr.atomic {
+        for word in [va, swap_add, compare] {
+            out.extend(word.to_le_bytes());
+        }
+    }
+    if let Some(ack) = fr.atomic_ack {
+        out.extend(ack.to_le_bytes());
+    }
+    if let Some((qkey, src_qpn)) = fr.deth {
+        out.extend(qkey.to_le_bytes());
+        out.extend(src_qpn.to_le_bytes());
+    }
+    if let Some(imm) = fr.imm {
+        out.extend(imm);
+    }
+    if let Some(ieth) = fr.ieth {
+        out.extend(ieth.to_le_bytes());
+    }
+    out.extend((fr.payload.len() as u16).to_le_bytes());
+    out.extend(&fr.payload);
+    for &(at, value) in fr.flips.iter().take(3) {
+        out.extend((at as u16).to_le_bytes());
+        out.push(value);
+    }
 }
 
 /// The node both bodies run against: [`Scripted`]'s RC QP connected to a peer the body

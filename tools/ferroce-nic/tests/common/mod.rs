@@ -7,10 +7,13 @@
 
 pub mod fuzz;
 pub mod objects;
+pub mod pair;
 pub mod roce;
 pub mod seeds;
 pub mod xrc;
 
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ferroce_hw::*;
@@ -19,7 +22,7 @@ use ferroce_nic::counters::Counters;
 use ferroce_nic::device::{Device, DeviceConfig, HostControls};
 use ferroce_nic::engine::{Engine, StubEngine, StubLog};
 use ferroce_nic::interrupts::RecordingSink;
-use ferroce_nic::memory::{GuestMemory, VecMemory};
+use ferroce_nic::memory::{DmaError, GuestMemory, VecMemory};
 use ferroce_nic::trace::Tracer;
 
 /// Guest RAM base and size.
@@ -48,9 +51,53 @@ pub struct Eqs {
     pub ci: u16,
 }
 
+/// The device's writes to guest memory, recorded while switched on (the two-NIC fuzz body
+/// checks each against the ranges the guest lets the device write).
+#[derive(Default)]
+pub struct DmaWrites {
+    on: AtomicBool,
+    ranges: Mutex<Vec<Range<u64>>>,
+}
+
+impl DmaWrites {
+    /// Starts (or stops) recording.
+    pub fn record(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    /// The ranges written since the last call.
+    pub fn take(&self) -> Vec<Range<u64>> {
+        std::mem::take(&mut self.ranges.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// The guest's memory as the device sees it: [`VecMemory`], with its writes recorded.
+struct Recorded {
+    mem: Arc<VecMemory>,
+    writes: Arc<DmaWrites>,
+}
+
+impl GuestMemory for Recorded {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        self.mem.read(addr, buf)
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        self.mem.write(addr, data)?;
+        if self.writes.on.load(Ordering::Relaxed) && !data.is_empty() {
+            let mut ranges = self.writes.ranges.lock().unwrap_or_else(|e| e.into_inner());
+            ranges.push(addr..addr + data.len() as u64);
+        }
+        Ok(())
+    }
+}
+
 pub struct Guest {
     pub dev: Device,
+    /// The guest's memory (its own accesses are not recorded).
     pub mem: Arc<VecMemory>,
+    /// The device's writes to it.
+    pub dma_writes: Arc<DmaWrites>,
     pub irq: Arc<RecordingSink>,
     pub log: Arc<Mutex<StubLog>>,
     pub counters: Arc<Counters>,
@@ -125,9 +172,14 @@ impl Guest {
         };
         let mut config = config;
         adjust(&mut config);
+        let dma_writes = Arc::new(DmaWrites::default());
+        let recorded = Arc::new(Recorded {
+            mem: mem.clone(),
+            writes: dma_writes.clone(),
+        });
         let dev = Device::new(
             config,
-            mem.clone(),
+            recorded,
             irq.clone(),
             engine,
             counters.clone(),
@@ -138,6 +190,7 @@ impl Guest {
         Self {
             dev,
             mem,
+            dma_writes,
             irq,
             log,
             counters,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! Seed inputs of the fuzz targets' bodies ([`super::fuzz`]), by name: what the saved corpus
+//! Seed inputs of the fuzz targets' bodies ([`super::fuzz`], [`super::pair`]), by name: what the saved corpus
 //! (`tools/fuzz/corpus/<target>/seed-*`) holds, and what the tests check they reach.
 
 use ferroce_hw::*;
@@ -8,7 +8,9 @@ use ferroce_hw::*;
 use super::fuzz::{
     Dest, Frame, ACT_OBJECT, ACT_PLAUSIBLE, ACT_SCRATCH_OUT, ACT_TABLE_OPCODE, ACT_UD,
 };
+use super::pair::{Action, Post, Relay, Setup, REGISTERED};
 use super::roce::rdma_seg;
+use ferroce_nic::engine::opcode;
 
 /// Seed inputs of the frame body, by name: each reaches the responder or the completer.
 pub fn frame_seeds() -> Vec<(&'static str, Vec<Frame>)> {
@@ -343,6 +345,201 @@ pub fn command_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 .send(ACT_UD | ACT_PLAUSIBLE, &ud_send)
                 .run(2)
                 .0,
+        ),
+    ]
+}
+
+/// Seed inputs of the two-NIC body ([`super::pair`]), by name.
+pub fn pair_seeds() -> Vec<(&'static str, Setup, Vec<Action>)> {
+    use Action::{Forge, Recv, Turns, Wait};
+    // POST_OPCODES[op] with `len` bytes from `local` to `remote` (units of 4 bytes).
+    let post = |op: u8, len: u16, local: u16, remote: u16| {
+        Action::Post(Post {
+            op,
+            local,
+            len,
+            remote,
+            rkey: None,
+            operand: 0x0102_0304_0506_0708,
+            fence: false,
+        })
+    };
+    let recv = |offset: u16| Recv { offset, len: 4096 };
+    let to_b = |how| Action::Relay { to_b: true, how };
+    let to_a = |how| Action::Relay { to_b: false, how };
+    let forge = |to_b: bool, frame: Frame| Forge { to_b, frame };
+    let nak = |psn: i32, syndrome: u8| Frame {
+        psn: Ok(psn),
+        aeth: Some((syndrome, 0)),
+        ..Frame::new(opcode::op::RC_ACKNOWLEDGE, Dest::Rc)
+    };
+    // Every opcode in order, the SEND with invalidate (of B's MR) last.
+    let mut every = vec![recv(0x4000), recv(0x5000), recv(0x6000), recv(0x7000)];
+    every.extend(
+        (0..10u8)
+            .filter(|&op| op != 2)
+            .map(|op| post(op, 4000, 0, 0x1000)),
+    );
+    every.extend([post(2, 16, 0, 0), Turns(4)]);
+    let rc = Setup::default();
+    let uc = Setup {
+        uc: true,
+        ..Setup::default()
+    };
+    let long_timeout = Setup {
+        long_timeout: true,
+        ..Setup::default()
+    };
+    vec![
+        ("every-opcode", rc, every),
+        (
+            "uc-lossy",
+            uc,
+            vec![
+                recv(0x4000),
+                recv(0x5000),
+                post(0, 3000, 0, 0),
+                post(3, 3000, 0, 0x2000),
+                post(4, 64, 0, 0x3000),
+                Turns(2),
+                to_b(Relay::One),
+                to_b(Relay::Drop),
+                to_b(Relay::All),
+                Turns(2),
+            ],
+        ),
+        (
+            // A first round trip sets the adaptive timeout well below the configured one; a
+            // lost WRITE then goes out again when the adaptive one expires.
+            "adaptive-timeout",
+            long_timeout,
+            vec![
+                post(3, 64, 0, 0),
+                Turns(1),
+                to_b(Relay::All),
+                Turns(1),
+                to_a(Relay::All),
+                Turns(1),
+                post(3, 64, 0, 0x100),
+                Turns(1),
+                to_b(Relay::Drop),
+                Wait(None),
+                Turns(1),
+            ],
+        ),
+        (
+            "lossy",
+            rc,
+            vec![
+                recv(0x4000),
+                post(3, 4096, 0, 0),
+                post(5, 4096, 0x2000, 0x2000),
+                post(0, 2000, 0, 0),
+                Turns(2),
+                to_b(Relay::Drop),
+                to_b(Relay::Duplicate),
+                to_b(Relay::Swap),
+                to_b(Relay::Corrupt {
+                    at: 60,
+                    value: 0xff,
+                }),
+                to_b(Relay::All),
+                Turns(2),
+                to_a(Relay::Drop),
+                to_a(Relay::All),
+                Wait(None),
+                Turns(4),
+                to_b(Relay::All),
+                Turns(2),
+                to_a(Relay::Swap),
+                to_a(Relay::All),
+            ],
+        ),
+        (
+            "forged-requests",
+            rc,
+            vec![
+                recv(0x4000),
+                post(3, 64, 0, 0),
+                Turns(1),
+                to_b(Relay::All),
+                Turns(1),
+                // A READ behind B's ePSN (a duplicate), a SEND ahead of it, then a WRITE
+                // crossing the end of B's MR.
+                forge(
+                    true,
+                    Frame {
+                        psn: Ok(-1),
+                        reth: Some((0, None, 64)),
+                        ..Frame::new(opcode::op::RC_READ_REQUEST, Dest::Rc)
+                    },
+                ),
+                forge(
+                    true,
+                    Frame {
+                        psn: Ok(5),
+                        payload: vec![1; 32],
+                        ..Frame::new(opcode::op::RC_SEND_ONLY, Dest::Rc)
+                    },
+                ),
+                forge(
+                    true,
+                    Frame {
+                        reth: Some((REGISTERED - 16, None, 64)),
+                        payload: vec![2; 64],
+                        ..Frame::new(opcode::op::RC_WRITE_ONLY, Dest::Rc)
+                    },
+                ),
+                Turns(2),
+                post(0, 64, 0, 0),
+            ],
+        ),
+        (
+            "forged-responses",
+            rc,
+            vec![
+                post(3, 4096, 0, 0),
+                post(5, 4096, 0x2000, 0x2000),
+                post(6, 8, 0x3000, 0x3000),
+                Turns(2),
+                forge(false, nak(-8, 0x21)),
+                Turns(1),
+                forge(false, nak(-5, 0x60)),
+                Turns(1),
+                forge(false, nak(0, 0x00)),
+                forge(false, nak(0, 0x62)),
+                Turns(2),
+            ],
+        ),
+        (
+            "rnr",
+            rc,
+            vec![
+                post(0, 100, 0, 0),
+                post(1, 100, 0, 0),
+                Turns(2),
+                to_b(Relay::All),
+                Turns(2),
+                to_a(Relay::All),
+                Wait(None),
+                recv(0x4000),
+                Turns(2),
+            ],
+        ),
+        (
+            "read-gap",
+            rc,
+            vec![
+                post(5, 4096, 0, 0),
+                Turns(1),
+                to_b(Relay::All),
+                Turns(1),
+                to_a(Relay::One),
+                to_a(Relay::Drop),
+                to_a(Relay::All),
+                Turns(2),
+                Wait(Some(5)),
+            ],
         ),
     ]
 }

@@ -440,7 +440,9 @@ hw_layout! {
     /// on. The consumer polls the old ring up to the marker, then reads the marker's index
     /// again in the new ring; it keeps its consumer index in both records until it gets
     /// there. Refused (`STATUS_BAD_PARAM`) if the new ring has fewer entries than the CQEs
-    /// not consumed yet, and (`STATUS_BUSY`) if the old ring is full (no slot for the marker).
+    /// not consumed yet and those owed for send WQEs already posted on QPs completing there
+    /// (however late the device gets to them), and (`STATUS_BUSY`) if the old ring is full
+    /// (no slot for the marker).
     pub struct ResizeCqCmd(32) {
         /// The new CQE ring.
         pub ring: BufDesc,
