@@ -118,6 +118,15 @@ wait_for_line() {
 	grep -E "$2" "$1"
 }
 
+# wait_for_kmsg PATTERN: until a kernel message matches the extended regular expression
+# PATTERN (a driver's report of what it met); bounded by the step that calls it.
+wait_for_kmsg() {
+	until dmesg | grep -Eq "$1"; do
+		sleep 0.1
+	done
+	dmesg | grep -E "$1"
+}
+
 # hw_counters DEV: port 1's hardware counters of RDMA device DEV (for ferroce, the NIC's
 # own), one "name value" line each. ib_core keeps the values 10 ms: wait that out first.
 # One process reads them all (a fork per counter is slow on the debug kernel).

@@ -47,7 +47,7 @@ step cmd-unsolicited-arm 15 hostctl nic lie cmd-unsolicited 1
 # the NIC's command timeout, 30 s here).
 ferroce_objects ferroce0 1 0 once > /tmp/unsolicited.out 2>&1 &
 unsolicited=$!
-step cmd-unsolicited-seen 60 sh -c 'until dmesg | grep "passed over a completion"; do sleep 0.1; done'
+step cmd-unsolicited-seen 60 wait_for_kmsg "passed over a completion"
 step cmd-unsolicited-go 15 hostctl nic stall off
 wait "$unsolicited"
 echo "rc=$?" >> /tmp/unsolicited.out
