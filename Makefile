@@ -5,6 +5,8 @@
 #
 #   make run         two VMs doing RDMA, printing what happens
 #   make check       every test; the last line reads "N passed, N failed"
+#   make lab         VMs a and b with ferroce0 kept up for you, and a shell in a
+#                    (tools/ferroce lab up|shell|exec|cp|status|down: see README.md)
 #   make check-debug every VM scenario on the debug kernel (KASAN, kmemleak, lockdep)
 #   make check-flaky SCENARIOS="<name> ..." N=5   each scenario N times: failures per check
 #
@@ -21,15 +23,17 @@
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
 #            ACCEL=auto|kvm|tcg  JOBS=<n>  SCENARIOS="<name> ..." (check)
 #            VM_JOBS=<n> (check: scenarios at once, by their measured CPU; default 2)
+#            LAB_VMS="a b:rxe c:vf:a" (lab: its VMs)  LAB_PACKAGES="pkg ..." or a file (lab: Debian
+#            packages added to its guest root)  LAB_MEMORY=<MiB> (lab: per VM, default 2048)
 
 FERROCE := tools/ferroce
-export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS FUZZ_TARGETS
+export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS FUZZ_TARGETS LAB_VMS LAB_PACKAGES LAB_MEMORY
 
-.PHONY: all toolchain kernel modules nic initramfs run check check-debug check-flaky bench soak fuzz shell clean
+.PHONY: all toolchain kernel modules nic initramfs run lab check check-debug check-flaky bench soak fuzz shell clean
 
 all: initramfs
 
-toolchain kernel modules nic initramfs run fuzz shell:
+toolchain kernel modules nic initramfs run lab fuzz shell:
 	@$(FERROCE) $@
 
 bench:

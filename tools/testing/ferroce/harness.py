@@ -225,6 +225,16 @@ def segment_for(directory: Path, names: list[str], mirrors: tuple[str, ...] = ()
     return Switch(directory, names, mirrors)
 
 
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """A directory a VM mounts over virtio-9p, by its tag (`share_args`)."""
+
+    tag: str
+    path: str
+    """In the toolchain root, where QEMU runs."""
+    readonly: bool = True
+
+
 @dataclasses.dataclass
 class Vm:
     """A VM of a scenario: its name, IPv4 address/prefix and options."""
@@ -250,6 +260,12 @@ class Vm:
     toolroot: bool = False
     """Share the toolchain root read-only over virtio-9p (tag "toolroot"), for big guest
     userspace such as python3 and pyverbs (guest/lib.sh: toolroot_setup)."""
+    shares: tuple["Share", ...] = ()
+    """More directories shared over virtio-9p (the lab's guest root, its state, the user's
+    working directory)."""
+    ssh_forward: int | None = None
+    """A port of 127.0.0.1 (in the harness's network namespace) forwarded to the guest's sshd
+    through a user-mode NIC of its own (`ssh_forward_args`): the lab's way in."""
     mirror: bool = False
     """eth0 is its switch's mirror port: it sees a copy of every frame between the others."""
     second: tuple[str, str] | None = None
@@ -856,60 +872,58 @@ class Follower:
                 print(f"[{name}] {text}", flush=True)
 
 
-def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bool = False) -> Run:
-    """Boot the scenario's VMs, wait for them (or the timeout), collect."""
-    assert scenario.directory is not None
-    work = Path(tempfile.mkdtemp(prefix=f"{scenario.name}.", dir=machine.workdir))
-    procs: dict[str, subprocess.Popen] = {}
-    logs: dict[str, Path] = {}  # the VMs' output (hvc0)
-    kernel_logs: dict[str, Path] = {}  # their serial consoles (ttyS0) and QEMU's messages
-    hostctls: list[HostControl] = []
-    # One switch per segment; a VM's eth1 is port "<name>.1" of its second segment.
-    ports: dict[str, list[str]] = {}
-    for vm in scenario.vms:
-        if not vm.host and not vm.function_of:
-            ports.setdefault(vm.segment, []).append(vm.name)
-        if vm.second:
-            ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
-    mirrors = tuple(vm.name for vm in scenario.vms if vm.mirror)
-    switches = {segment: segment_for(work, names, tuple(m for m in mirrors if m in names))
-                for segment, names in ports.items()}
-    nic_ctls: dict[str, list[str]] = {}
-    hosts = Hosts(scenario.vms)
-    wire = None
-    timed_out = False
-    start = time.monotonic()
-    meter = usage.Meter(start)
-    switch_cpu = 0.0
-    try:
-        # The scenario's files go into /scenario as one more archive.
-        files = work / "files" / "scenario"
-        shutil.copytree(scenario.directory, files, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-        (files / "hosts").write_text("".join(f"{vm.address} {vm.name}\n" for vm in scenario.vms))
-        for name, text in scenario.files.items():
-            (files / name).write_text(text)
-        make_cpio(work / "files", work / "scenario.cpio")
-        initrd = join_initrds([*machine.initrds, work / "scenario.cpio"], work / "initrd.cpio")
+class Testbed:
+    """Machines while they run: the segments (cables, switches) and hosts of `vms`, their NICs
+    and QEMUs, each VM's host-control line and its two streams (`logs`: hvc0, `kernel_logs`:
+    ttyS0). `start` boots them all from `initrd`; `close` leaves nothing running. A scenario
+    runs one to its end (`run_scenario`); the lab (lab.py) keeps one up for its user."""
 
-        for switch in switches.values():
+    def __init__(self, machine: Machine, vms: list[Vm], work: Path, log_dir: Path, initrd: Path) -> None:
+        self.machine = machine
+        self.vms = vms
+        self.work = work
+        self.log_dir = log_dir
+        self.initrd = initrd
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, Path] = {}
+        self.kernel_logs: dict[str, Path] = {}
+        self.hostctls: list[HostControl] = []
+        self.nic_ctls: dict[str, list[str]] = {}
+        self.switch_cpu = 0.0
+        """The CPU time of the switches' threads, once closed."""
+        # One switch per segment; a VM's eth1 is port "<name>.1" of its second segment.
+        ports: dict[str, list[str]] = {}
+        for vm in vms:
+            if not vm.host and not vm.function_of:
+                ports.setdefault(vm.segment, []).append(vm.name)
+            if vm.second:
+                ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
+        mirrors = tuple(vm.name for vm in vms if vm.mirror)
+        self.switches = {segment: segment_for(work, names, tuple(m for m in mirrors if m in names))
+                         for segment, names in ports.items()}
+        self.hosts = Hosts(vms)
+
+    def start(self) -> None:
+        machine, work, log_dir = self.machine, self.work, self.log_dir
+        for switch in self.switches.values():
             switch.start()
-        hosts.start()
-        functions = {}
-        for index, vm in enumerate(scenario.vms):
-            switch = switches.get(vm.segment)
+        self.hosts.start()
+        hosts, functions = self.hosts, {}
+        for index, vm in enumerate(self.vms):
+            switch = self.switches.get(vm.segment)
             prefix = []
             if vm.nic:
                 port = (hosts.wire(vm) if vm.host else
                         f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
-                vfs = [(i, v) for i, v in enumerate(scenario.vms) if v.function_of == vm.name]
-                functions.update(start_nic(machine, vm, index, work, log_dir, procs, port,
+                vfs = [(i, v) for i, v in enumerate(self.vms) if v.function_of == vm.name]
+                functions.update(start_nic(machine, vm, index, work, log_dir, self.procs, port,
                                            hosts.prefix(vm), vfs))
             if vm.nic or vm.function_of:
                 if vm.name not in functions:
                     raise RuntimeError(f"VM {vm.name}: no VM before it has the NIC {vm.function_of}")
                 function = functions[vm.name]
                 extra, nic_ctl, remote = [*function.device], function.ctl, function.netdev_remote
-                nic_ctls[vm.name] = nic_ctl
+                self.nic_ctls[vm.name] = nic_ctl
                 local = str(work / f"{vm.name}.qemu-net")
             else:
                 extra, nic_ctl = [], None
@@ -921,17 +935,16 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
                       ["-netdev", "dgram,id=net0,"
                        f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"])
             if vm.second:
-                second = switches[vm.second[0]]
+                second = self.switches[vm.second[0]]
                 port = f"{vm.name}.1"
                 # After net0's device (in `extra`), so that it enumerates as eth1.
                 extra += ["-netdev", "dgram,id=net1,local.type=unix,"
                            f"local.path={second.port_path(port)},remote.type=unix,"
                            f"remote.path={second.switch_path(port)}",
                            "-device", f"virtio-net-pci,netdev=net1,mac={second_mac_of(index)},romfile="]
-            if vm.toolroot:
-                # QEMU runs in the toolchain root: "/" is the root.
-                extra += ["-fsdev", "local,id=toolroot,path=/,security_model=none,readonly=on",
-                          "-device", "virtio-9p-pci,fsdev=toolroot,mount_tag=toolroot"]
+            extra += share_args(vm)
+            if vm.ssh_forward is not None:
+                extra += ssh_forward_args(index, vm.ssh_forward)
             cmdline = " ".join(filter(None, [
                 # The kernel log: messages up to warnings (WARN splats) reach ttyS0.
                 "console=ttyS0 panic=-1 loglevel=5",
@@ -945,27 +958,109 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
             hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log",
                                   vm.steers_nic)
             hostctl.start()
-            hostctls.append(hostctl)
+            self.hostctls.append(hostctl)
             extra += ["-chardev", f"socket,id=hostctl,path={work / f'{vm.name}.hostctl'}",
                       "-serial", "chardev:hostctl"]
-            logs[vm.name] = log_dir / f"{vm.name}.log"
-            kernel_logs[vm.name] = log_dir / f"{vm.name}.kernel.log"
-            logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
-            extra += output_console(logs[vm.name])
-            procs[vm.name] = subprocess.Popen(
-                [*prefix, *qemu_command(machine, vm, index, initrd, netdev, cmdline, extra)],
-                stdin=subprocess.DEVNULL, stdout=open(kernel_logs[vm.name], "wb"),
+            self.logs[vm.name] = log_dir / f"{vm.name}.log"
+            self.kernel_logs[vm.name] = log_dir / f"{vm.name}.kernel.log"
+            self.logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
+            extra += output_console(self.logs[vm.name])
+            self.procs[vm.name] = subprocess.Popen(
+                [*prefix, *qemu_command(machine, vm, index, self.initrd, netdev, cmdline, extra)],
+                stdin=subprocess.DEVNULL, stdout=open(self.kernel_logs[vm.name], "wb"),
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
 
-        follower = Follower(follow_streams(logs, kernel_logs)) if follow else None
+    def exited(self) -> bool:
+        """Whether every VM's QEMU has exited (reaping those that have)."""
+        return all(self.procs[vm.name].poll() is not None for vm in self.vms if vm.name in self.procs)
+
+    def wire_report(self) -> dict:
+        """`wire_report` of the segments and NICs, with the hosts' links if any."""
+        wire = wire_report(self.switches, self.nic_ctls)
+        if self.hosts.names:
+            wire["hosts"] = self.hosts.report()
+        return wire
+
+    def close(self) -> None:
+        """Kills what still runs (QEMUs, NICs), stops the lines, switches and hosts."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for hostctl in self.hostctls:
+            hostctl.stop()
+        for switch in self.switches.values():
+            switch.close()
+            self.switch_cpu += switch.cpu_seconds
+        self.hosts.close()
+
+    def result(self, vm: Vm) -> "VmResult":
+        """What VM `vm` left: its output, exit status and kernel log."""
+        # Text mode: "\r\n" (the ttys' ONLCR) reads as "\n".
+        output, kernel_log = (paths[vm.name].read_text(errors="replace")
+                              if vm.name in paths and paths[vm.name].exists() else ""
+                              for paths in (self.logs, self.kernel_logs))
+        m = EXIT.search(output)
+        return VmResult(vm, output, int(m.group(1)) if m else None,
+                        self.procs[vm.name].returncode if vm.name in self.procs else None, kernel_log)
+
+
+def share_args(vm: Vm) -> list[str]:
+    """QEMU's options for the VM's virtio-9p shares (`Vm.shares`, and the toolchain root if
+    `Vm.toolroot`). QEMU runs in the toolchain root: the paths are the root's."""
+    shares = [*([Share("toolroot", "/")] if vm.toolroot else []), *vm.shares]
+    args = []
+    for share in shares:
+        path = share.path.replace(",", ",,")  # QEMU's escape
+        args += ["-fsdev", f"local,id={share.tag},path={path},security_model=none"
+                 + (",readonly=on" if share.readonly else ""),
+                 "-device", f"virtio-9p-pci,fsdev={share.tag},mount_tag={share.tag}"]
+    return args
+
+
+def ssh_forward_args(index: int, port: int) -> list[str]:
+    """A user-mode (slirp) virtio-net NIC, `ctl`, restricted: the guest reaches nothing through
+    it, and the host's 127.0.0.1:`port` (in the harness's network namespace) reaches the
+    guest's sshd at 10.0.2.15 (the lab's way in). Its MAC is `ssh_mac_of(index)`."""
+    return ["-netdev", f"user,id=ctl,restrict=on,ipv6=off,hostfwd=tcp:127.0.0.1:{port}-10.0.2.15:22",
+            "-device", f"virtio-net-pci,netdev=ctl,mac={ssh_mac_of(index)},romfile="]
+
+
+def ssh_mac_of(index: int) -> str:
+    """The MAC of the index-th VM's user-mode NIC (`ssh_forward_args`)."""
+    return f"52:54:00:fe:ff:{index + 1:02x}"
+
+
+def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bool = False) -> Run:
+    """Boot the scenario's VMs, wait for them (or the timeout), collect."""
+    assert scenario.directory is not None
+    work = Path(tempfile.mkdtemp(prefix=f"{scenario.name}.", dir=machine.workdir))
+    wire = None
+    timed_out = False
+    start = time.monotonic()
+    meter = usage.Meter(start)
+    bed = None
+    try:
+        # The scenario's files go into /scenario as one more archive.
+        files = work / "files" / "scenario"
+        shutil.copytree(scenario.directory, files, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        (files / "hosts").write_text("".join(f"{vm.address} {vm.name}\n" for vm in scenario.vms))
+        for name, text in scenario.files.items():
+            (files / name).write_text(text)
+        make_cpio(work / "files", work / "scenario.cpio")
+        initrd = join_initrds([*machine.initrds, work / "scenario.cpio"], work / "initrd.cpio")
+
+        bed = Testbed(machine, scenario.vms, work, log_dir, initrd)
+        bed.start()
+        follower = Follower(follow_streams(bed.logs, bed.kernel_logs)) if follow else None
         deadline = start + scenario.timeout * machine.slow
         while True:
             # Before poll() reaps an exited QEMU: a zombie's CPU time is still in /proc.
-            meter.sample(procs)
-            if all(procs[vm.name].poll() is not None for vm in scenario.vms):
+            meter.sample(bed.procs)
+            if bed.exited():
                 break
             now = time.monotonic()
-            meter.booted(logs, now)
+            meter.booted(bed.logs, now)
             if now > deadline:
                 timed_out = True
                 break
@@ -975,34 +1070,17 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         if follower:
             follower.poll()
         # The VMs are gone, their NICs still answer: what the segments carried and lost.
-        wire = wire_report(switches, nic_ctls)
-        if hosts.names:
-            wire["hosts"] = hosts.report()
+        wire = bed.wire_report()
         (log_dir / "wire.json").write_text(json.dumps(wire, indent=1) + "\n")
-        meter.sample(procs)
+        meter.sample(bed.procs)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        for hostctl in hostctls:
-            hostctl.stop()
-        for switch in switches.values():
-            switch.close()
-            switch_cpu += switch.cpu_seconds
-        hosts.close()
+        if bed is not None:
+            bed.close()
         shutil.rmtree(work, ignore_errors=True)
 
-    results = {}
-    for vm in scenario.vms:
-        # Text mode: "\r\n" (the ttys' ONLCR) reads as "\n".
-        output, kernel_log = (paths[vm.name].read_text(errors="replace")
-                              if vm.name in paths and paths[vm.name].exists() else ""
-                              for paths in (logs, kernel_logs))
-        m = EXIT.search(output)
-        results[vm.name] = VmResult(vm, output, int(m.group(1)) if m else None,
-                                    procs[vm.name].returncode if vm.name in procs else None, kernel_log)
-    return Run(results, timed_out, time.monotonic() - start, log_dir, wire, machine.slow, meter, switch_cpu)
+    results = {vm.name: bed.result(vm) for vm in scenario.vms}
+    return Run(results, timed_out, time.monotonic() - start, log_dir, wire, machine.slow, meter,
+               bed.switch_cpu)
 
 
 def follow_streams(logs: dict[str, Path], kernel_logs: dict[str, Path]) -> dict[str, Path]:
