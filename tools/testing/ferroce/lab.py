@@ -20,7 +20,7 @@ its virtio-net) or vf:PF (a virtual function of VM PF's NIC). The default lab is
 
 DIR holds the lab's state: pid (the daemon's), lab.json (the VMs, how to reach them), ssh/
 (the ssh client's config and keys), guest/ (what the VMs read: the names of the VMs, the keys,
-the working directory), daemon.log. The VMs' logs, captures, traces and NIC control sockets are
+the working directory, the environment of lab/environment), daemon.log. The VMs' logs, captures, traces and NIC control sockets are
 in LOGS (out/logs/lab), as a scenario's are in out/logs/<scenario>.
 """
 
@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import vmtest  # noqa: E402
 
+HERE = Path(__file__).resolve().parent
 SSH_PORT = 2200
 """VM i's sshd is at 127.0.0.1:SSH_PORT+1+i in the daemon's network namespace."""
 BOOT_TIMEOUT = 300
@@ -126,6 +127,7 @@ def write_guest_state(state: Path, vms: list[harness.Vm], workdir: str, labroot:
     (guest / "ssh").mkdir(parents=True, exist_ok=True)
     (guest / "hosts").write_text("".join(f"{vm.address} {vm.name}\n" for vm in vms))
     (guest / "workdir").write_text(workdir + "\n")
+    (guest / "environment").write_text((HERE / "lab" / "environment").read_text())
     for name in ("id_ed25519", "id_ed25519.pub"):
         (guest / "ssh" / name).write_bytes((state / "ssh" / name).read_bytes())
     host_key = (labroot / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()

@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import tempfile
 import time
 import types
@@ -80,6 +81,11 @@ class State(unittest.TestCase):
         self.assertEqual((guest / "workdir").read_text(), "/home/u/proj\n")
         self.assertEqual((guest / "ssh/known_hosts").read_text(), "a,10.0.0.1,b,10.0.0.2 ssh-ed25519 HOSTKEY\n")
         self.assertEqual((guest / "ssh/id_ed25519").read_text(), "PRIVATE\n")
+        # The environment of lab/environment: NAME=VALUE lines (sshd's SetEnv takes no spaces).
+        env = [line for line in (guest / "environment").read_text().splitlines()
+               if line and not line.startswith("#")]
+        self.assertIn("UCX_UD_ETH_DGID_CHECK=n", env)
+        self.assertTrue(all(re.fullmatch(r"[A-Za-z_]+=\S+", line) for line in env), env)
         config = (self.state / "ssh/config").read_text()
         self.assertIn("Host b\n    HostName 127.0.0.1\n    Port 2202\n", config)
         self.assertIn("    HostKeyAlias ferroce-lab\n", config)
