@@ -1012,8 +1012,14 @@ def share_args(vm: Vm) -> list[str]:
     args = []
     for share in shares:
         path = share.path.replace(",", ",,")  # QEMU's escape
-        args += ["-fsdev", f"local,id={share.tag},path={path},security_model=none"
-                 + (",readonly=on" if share.readonly else ""),
+        # A read-only share passes the host's files through as they are. A writable one keeps
+        # what the guest asks of owners and modes in extended attributes (mapped-xattr): QEMU
+        # runs as root, and passed through, a guest's chown, setuid bits and device nodes
+        # would be the host's. The host sees the guest's files as QEMU's, 0644 (0755 for
+        # directories), and no device nodes.
+        model = ("security_model=none,readonly=on" if share.readonly else
+                 "security_model=mapped-xattr,fmode=0644,dmode=0755")
+        args += ["-fsdev", f"local,id={share.tag},path={path},{model}",
                  "-device", f"virtio-9p-pci,fsdev={share.tag},mount_tag={share.tag}"]
     return args
 

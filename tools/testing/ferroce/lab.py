@@ -111,10 +111,10 @@ def daemon_pid(state: Path) -> int | None:
     except (OSError, ValueError):
         return None
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        cmdline = b""
-    if b"lab.py" not in cmdline:
+        argv = []
+    if not (len(argv) > 2 and argv[1].endswith(b"/lab.py") and argv[2] == b"up"):
         (state / "pid").unlink(missing_ok=True)
         return None
     return pid
@@ -145,12 +145,14 @@ def write_guest_state(state: Path, vms: list[harness.Vm], workdir: str, labroot:
     (state / "ssh" / "known_hosts").write_text(f"ferroce-lab {host_key[0]} {host_key[1]}\n")
 
 
-def wait_ready(bed: harness.Testbed, deadline: float) -> list[str]:
-    """Waits until every VM said it is ready (lab/setup), or one failed, its QEMU exited or the
-    deadline passed; returns the problems (none: all ready)."""
+def wait_ready(bed: harness.Testbed, deadline: float, stopping=lambda: False) -> list[str]:
+    """Waits until every VM said it is ready (lab/setup), or one failed, its QEMU exited, the
+    deadline passed or `stopping()` (lab down); returns the problems (none: all ready)."""
     pending = {vm.name for vm in bed.vms}
     problems: list[str] = []
     while pending:
+        if stopping():
+            return ["lab down came before the VMs were ready"]
         for name in sorted(pending):
             text = bed.logs[name].read_text(errors="replace") if bed.logs[name].exists() else ""
             m = next((m for m in READY.finditer(text) if m.group(2) == name), None)
@@ -258,12 +260,13 @@ def serve(machine: harness.Machine, vms: list[harness.Vm], state: Path, logs: Pa
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         bed = harness.Testbed(machine, vms, work, logs, initrd)
         bed.start()
-        problems = wait_ready(bed, time.monotonic() + BOOT_TIMEOUT * machine.slow)
+        problems = wait_ready(bed, time.monotonic() + BOOT_TIMEOUT * machine.slow, lambda: bool(stopping))
         if problems:
-            os.write(ready_w, ("\n".join(f"lab: {p}" for p in problems) + "\n").encode())
+            tell(ready_w, "\n".join(f"lab: {p}" for p in problems) + "\n")
             return 1
         record_gids(state, bed)
-        os.write(ready_w, b"ready\n")
+        if not tell(ready_w, "ready\n"):
+            return 1
         os.close(ready_w)
         ready_w = -1
         print(f"lab: {len(vms)} VMs ready", flush=True)
@@ -278,13 +281,24 @@ def serve(machine: harness.Machine, vms: list[harness.Vm], state: Path, logs: Pa
         return 0
     except Exception as e:  # noqa: BLE001: the user reads it from `up`
         if ready_w >= 0:
-            os.write(ready_w, f"lab: {type(e).__name__}: {e}\n".encode())
+            tell(ready_w, f"lab: {type(e).__name__}: {e}\n")
         raise
     finally:
         if bed is not None:
             bed.close()
         (state / "pid").unlink(missing_ok=True)
         subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
+def tell(ready_w: int, text: str) -> bool:
+    """Tells `up` (waiting on the pipe) how the boot went; False if `up` is gone (Ctrl-C): then
+    nobody is told the lab is up, and the daemon stops it (its log says why)."""
+    try:
+        os.write(ready_w, text.encode())
+        return True
+    except BrokenPipeError:
+        print("lab: lab up is gone (interrupted) before the VMs were ready: stopping", flush=True)
+        return False
 
 
 def host_path(path: str) -> str:

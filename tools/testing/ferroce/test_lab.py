@@ -43,13 +43,13 @@ class Vms(unittest.TestCase):
 
 
 class QemuOptions(unittest.TestCase):
-    def test_shares_are_virtio_9p_read_only_unless_said(self):
+    def test_shares_are_virtio_9p_read_only_unless_said_and_writable_ones_keep_modes_apart(self):
         vm = harness.Vm("a", "10.0.0.1/24", toolroot=True,
                         shares=(harness.Share("work", "/home/u/a,b", readonly=False),))
         self.assertEqual(harness.share_args(vm), [
             "-fsdev", "local,id=toolroot,path=/,security_model=none,readonly=on",
             "-device", "virtio-9p-pci,fsdev=toolroot,mount_tag=toolroot",
-            "-fsdev", "local,id=work,path=/home/u/a,,b,security_model=none",
+            "-fsdev", "local,id=work,path=/home/u/a,,b,security_model=mapped-xattr,fmode=0644,dmode=0755",
             "-device", "virtio-9p-pci,fsdev=work,mount_tag=work"])
 
     def test_the_ssh_nic_forwards_one_port_and_reaches_nothing(self):
@@ -151,6 +151,17 @@ class Ready(unittest.TestCase):
         self.assertEqual(len(problems), 1)
         self.assertRegex(problems[0], r"^VM b failed to set up: rxe0 did not come up \(its log: ")
         self.assertLess(time.monotonic() - start, 1)
+
+    def test_lab_down_while_the_vms_boot_ends_the_wait_at_once(self):
+        bed = self.bed({"a": "=== FERROCE-BOOT vm=a\n"})
+        start = time.monotonic()
+        self.assertEqual(lab.wait_ready(bed, start + 5, lambda: True), ["lab down came before the VMs were ready"])
+        self.assertLess(time.monotonic() - start, 1)
+
+    def test_the_daemon_is_known_by_its_arguments_not_by_a_name_in_them(self):
+        state = Path(self.dir.name) if hasattr(self, "dir") else Path(tempfile.mkdtemp())
+        (state / "pid").write_text(f"{os.getpid()}\n")  # this test's process: "lab.py" is in no argv[1] here
+        self.assertIsNone(lab.daemon_pid(state))
 
     def test_a_vm_that_says_nothing_is_not_ready_in_time(self):
         bed = self.bed({"a": "=== FERROCE-BOOT vm=a\n"})
