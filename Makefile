@@ -7,6 +7,8 @@
 #   make check       every test; the last line reads "N passed, N failed"
 #   make lab         VMs a and b with ferroce0 kept up for you, and a shell in a
 #                    (tools/ferroce lab up|shell|exec|cp|status|down: see README.md)
+#   make dist        out/dist: a kernel, modules and provider packages and the NIC for a VM
+#                    of your own (Documentation/infiniband/ferroce-dist.rst)
 #   make check-debug every VM scenario on the debug kernel (KASAN, kmemleak, lockdep)
 #   make check-flaky SCENARIOS="<name> ..." N=5   each scenario N times: failures per check
 #
@@ -29,11 +31,11 @@
 FERROCE := tools/ferroce
 export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS FUZZ_TARGETS LAB_VMS LAB_PACKAGES LAB_MEMORY
 
-.PHONY: all toolchain kernel modules nic initramfs run lab check check-debug check-flaky bench soak fuzz shell clean
+.PHONY: all toolchain kernel modules nic initramfs run lab dist check check-debug check-flaky bench soak fuzz shell clean
 
 all: initramfs
 
-toolchain kernel modules nic initramfs run lab fuzz shell:
+toolchain kernel modules nic initramfs run lab dist fuzz shell:
 	@$(FERROCE) $@
 
 bench:

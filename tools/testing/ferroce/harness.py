@@ -287,6 +287,11 @@ class Vm:
     on that NIC's port and switch, and it has no NIC of its own."""
     vf_limits: str = ""
     """With `function_of`: the VF's limits (`qp=N,cq=N,mr=N,srq=N,pages=N,db_rate=N`)."""
+    disk: bool = False
+    """Boot the machine's disk image (`Machine.disk_image`: a plain Debian with systemd,
+    dist/mkimage) instead of our initramfs, root=/dev/vda with snapshot=on, so nothing the VM
+    writes lasts. Its systemd runs the scenario's script (guest/disk-run) from a 9p share
+    "scenario" holding lib.sh and the scenario's files: the dist scenario's user VM."""
     steers_nic: bool = False
     """Its guest may make its NIC misbehave over the host-control line (`STEERING_COMMANDS`:
     stall, hang, lie, port down, fatal, and as a PF its VFs): for the scenarios that test the
@@ -659,6 +664,10 @@ class Machine:
     """How much slower than the default kernel this one runs (the debug kernel's checkers):
     scenario timeouts, the guests' step timeouts (`ferroce_slow=`) and the checks' time bounds
     (`Run.slow`) scale with it."""
+    disk_image: Path | None = None
+    """The raw disk image that VMs with `Vm.disk` boot (vmtest --disk-image)."""
+    disk_kernel: Path | None = None
+    """The kernel they boot it with (vmtest --disk-kernel: make dist's), `kernel` if None."""
 
     def accel_args(self) -> list[str]:
         """The accelerator and CPU model. The CPU has no 5-level paging (la57=off): while
@@ -840,12 +849,36 @@ def qemu_command(machine: Machine, vm: Vm, index: int, initrd: Path, netdev: lis
         "-object", f"memory-backend-memfd,id=mem,size={vm.memory_mib}M,share=on",
         "-machine", "q35,memory-backend=mem",
         "-display", "none", "-serial", "stdio", "-monitor", "none",
-        "-kernel", str(machine.kernel), "-initrd", str(initrd),
+        "-kernel", str(machine.disk_kernel if vm.disk and machine.disk_kernel else machine.kernel),
+        *boot_disk_args(machine, vm, initrd),
         "-append", cmdline,
         *netdev,
         "-device", f"virtio-net-pci,netdev=net0,mac={mac},romfile=",
         *extra,
     ]
+
+
+def boot_disk_args(machine: Machine, vm: Vm, initrd: Path) -> list[str]:
+    """Our initramfs, or for a `Vm.disk` VM the machine's disk image as virtio-blk vda, with
+    its writes kept apart (snapshot=on) and thrown away with the VM."""
+    if not vm.disk:
+        return ["-initrd", str(initrd)]
+    if machine.disk_image is None:
+        raise RuntimeError(f"VM {vm.name} boots a disk image, and vmtest was given none "
+                           "(--disk-image: tools/ferroce makes it with dist/mkimage)")
+    image = str(machine.disk_image).replace(",", ",,")  # QEMU's escape
+    return ["-drive", f"file={image},if=virtio,format=raw,snapshot=on,cache=unsafe"]
+
+
+def disk_share(directory: Path, scenario_files: Path) -> Share:
+    """What a `Vm.disk` VM's systemd mounts at /ferroce (guest/disk-run): disk-run and lib.sh
+    beside the scenario's files in scenario/."""
+    guest = Path(__file__).resolve().parent / "guest"
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ["disk-run", "lib.sh"]:
+        shutil.copy(guest / name, directory / name)
+    shutil.copytree(scenario_files, directory / "scenario", dirs_exist_ok=True)
+    return Share("scenario", str(directory))
 
 
 class Follower:
@@ -878,8 +911,11 @@ class Testbed:
     ttyS0). `start` boots them all from `initrd`; `close` leaves nothing running. A scenario
     runs one to its end (`run_scenario`); the lab (lab.py) keeps one up for its user."""
 
-    def __init__(self, machine: Machine, vms: list[Vm], work: Path, log_dir: Path, initrd: Path) -> None:
+    def __init__(self, machine: Machine, vms: list[Vm], work: Path, log_dir: Path, initrd: Path,
+                 disk_share: Share | None = None) -> None:
         self.machine = machine
+        self.disk_share = disk_share
+        """What `Vm.disk` VMs mount at /ferroce (`disk_share`)."""
         self.vms = vms
         self.work = work
         self.log_dir = log_dir
@@ -943,6 +979,10 @@ class Testbed:
                            f"remote.path={second.switch_path(port)}",
                            "-device", f"virtio-net-pci,netdev=net1,mac={second_mac_of(index)},romfile="]
             extra += share_args(vm)
+            if vm.disk:
+                if self.disk_share is None:
+                    raise RuntimeError(f"VM {vm.name} boots a disk image: the testbed needs its share")
+                extra += share_args(dataclasses.replace(vm, toolroot=False, shares=(self.disk_share,)))
             if vm.ssh_forward is not None:
                 extra += ssh_forward_args(index, vm.ssh_forward)
             cmdline = " ".join(filter(None, [
@@ -954,6 +994,8 @@ class Testbed:
                 f"ferroce_gw={vm.gateway}" if vm.gateway else "",
                 f"ferroce_ip1={vm.second[1]}" if vm.second else "",
                 f"ferroce_slow={machine.slow:g}" if machine.slow != 1 else "",
+                # A Debian image's systemd: the name, and eth0 named as the kernel names it.
+                f"root=/dev/vda rw net.ifnames=0 systemd.hostname={vm.name}" if vm.disk else "",
             ]))
             hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log",
                                   vm.steers_nic)
@@ -1056,7 +1098,9 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
         make_cpio(work / "files", work / "scenario.cpio")
         initrd = join_initrds([*machine.initrds, work / "scenario.cpio"], work / "initrd.cpio")
 
-        bed = Testbed(machine, scenario.vms, work, log_dir, initrd)
+        share = (disk_share(work / "disk-share", files) if any(vm.disk for vm in scenario.vms)
+                 else None)
+        bed = Testbed(machine, scenario.vms, work, log_dir, initrd, share)
         bed.start()
         follower = Follower(follow_streams(bed.logs, bed.kernel_logs)) if follow else None
         deadline = start + scenario.timeout * machine.slow

@@ -537,6 +537,36 @@ class SplitStreamsTest(unittest.TestCase):
         self.assertEqual([d.split(",")[0] for d in devices],
                          ["virtio-net-pci", "vfio-user-pci", "virtio-serial-pci", "virtconsole"])
 
+    def test_disk_vm_boots_the_image_unchanged_with_its_kernel(self):
+        machine = harness.Machine(Path("bzImage"), [], "tcg", Path("/tmp"),
+                                  disk_image=Path("/cache/plain,1.raw"), disk_kernel=Path("/dist/vmlinuz"))
+        disk = harness.qemu_command(machine, harness.Vm("a", "10.0.0.1/24", disk=True), 0,
+                                    Path("initrd"), [], "console=ttyS0", [])
+        self.assertNotIn("-initrd", disk)
+        self.assertEqual(disk[disk.index("-kernel") + 1], "/dist/vmlinuz")
+        self.assertEqual(disk[disk.index("-drive") + 1],
+                         "file=/cache/plain,,1.raw,if=virtio,format=raw,snapshot=on,cache=unsafe")
+        # The others boot our initramfs with the machine's kernel, as before.
+        plain = harness.qemu_command(machine, harness.Vm("b", "10.0.0.2/24"), 1, Path("initrd"), [],
+                                     "console=ttyS0", [])
+        self.assertEqual(plain[plain.index("-kernel") + 1], "bzImage")
+        self.assertEqual(plain[plain.index("-initrd") + 1], "initrd")
+        self.assertNotIn("-drive", plain)
+        without = harness.Machine(Path("bzImage"), [], "tcg", Path("/tmp"))
+        with self.assertRaisesRegex(RuntimeError, "--disk-image"):
+            harness.qemu_command(without, harness.Vm("a", "10.0.0.1/24", disk=True), 0, Path("initrd"),
+                                 [], "", [])
+
+    def test_disk_share_holds_the_runner_the_library_and_the_scenario(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / "files").mkdir()
+            (d / "files" / "a.sh").write_text("step x 1 true\n")
+            share = harness.disk_share(d / "share", d / "files")
+            self.assertEqual((share.tag, share.readonly), ("scenario", True))
+            self.assertEqual(sorted(p.name for p in (d / "share").iterdir()), ["disk-run", "lib.sh", "scenario"])
+            self.assertEqual((d / "share" / "scenario" / "a.sh").read_text(), "step x 1 true\n")
+
     def test_follow_shows_both_streams_prefixed(self):
         with tempfile.TemporaryDirectory() as d:
             d = Path(d)

@@ -303,6 +303,10 @@ def main() -> int:
                         help="initramfs piece for the debug kernel (its modules); repeat")
     parser.add_argument("--debug-slow", type=float, default=harness.DEBUG_SLOW,
                         help=f"the debug kernel's time factor (default {harness.DEBUG_SLOW:g})")
+    parser.add_argument("--disk-image", type=Path,
+                        help="the raw disk image VMs with Vm.disk boot (dist/mkimage: the dist scenario)")
+    parser.add_argument("--disk-kernel", type=Path,
+                        help="the kernel VMs with Vm.disk boot (make dist's); default --kernel")
     parser.add_argument("--usage", type=Path,
                         help="write each scenario's wall and CPU seconds, boot, waiting and longest steps "
                              "here (JSON)")
@@ -339,7 +343,7 @@ def main() -> int:
     harness.private_network()
     with tempfile.TemporaryDirectory(prefix="vmtest.") as work:
         machine = harness.Machine(args.kernel, args.initrd, "tcg", Path(work), args.cmdline, args.nic,
-                                  args.slow)
+                                  args.slow, args.disk_image, args.disk_kernel)
         machine.accel = choose_accel(args.accel, machine, args.cache)
         debug_machine = machine
         if args.debug_kernel:
