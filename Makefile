@@ -25,7 +25,7 @@
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
 #            ACCEL=auto|kvm|tcg  JOBS=<n>  SCENARIOS="<name> ..." (check)
 #            VM_JOBS=<n> (check: scenarios at once, by their measured CPU; default 2)
-#            LAB_VMS="a b:rxe c:vf:a" (lab: its VMs)  LAB_PACKAGES="pkg ..." or a file (lab: Debian
+#            LAB_VMS="a b:rxe c:vf:a" or "a@east b@west" (lab: its VMs, hosts)  LAB_PACKAGES="pkg ..." or a file (lab: Debian
 #            packages added to its guest root)  LAB_MEMORY=<MiB> (lab: per VM, default 2048)
 
 FERROCE := tools/ferroce

@@ -947,7 +947,7 @@ class Testbed:
         hosts, functions = self.hosts, {}
         for index, vm in enumerate(self.vms):
             switch = self.switches.get(vm.segment)
-            prefix = []
+            prefix, fds = [], []
             if vm.nic:
                 port = (hosts.wire(vm) if vm.host else
                         f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
@@ -965,9 +965,11 @@ class Testbed:
                 extra, nic_ctl = [], None
                 if not vm.host:
                     local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
+                elif vm.wire == "tap":
+                    fds.append(hosts.open_tap(vm))  # QEMU stays here, with its TAP's descriptor
                 else:
-                    prefix = hosts.prefix(vm)
-            netdev = (hosts.netdev(vm) if vm.host and not vm.nic else
+                    prefix = hosts.prefix(vm)  # its tunnel's end is an address of its host's
+            netdev = (hosts.netdev(vm, *fds) if vm.host and not vm.nic else
                       ["-netdev", "dgram,id=net0,"
                        f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"])
             if vm.second:
@@ -1007,10 +1009,15 @@ class Testbed:
             self.kernel_logs[vm.name] = log_dir / f"{vm.name}.kernel.log"
             self.logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
             extra += output_console(self.logs[vm.name])
-            self.procs[vm.name] = subprocess.Popen(
-                [*prefix, *qemu_command(machine, vm, index, self.initrd, netdev, cmdline, extra)],
-                stdin=subprocess.DEVNULL, stdout=open(self.kernel_logs[vm.name], "wb"),
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+            try:
+                self.procs[vm.name] = subprocess.Popen(
+                    [*prefix, *qemu_command(machine, vm, index, self.initrd, netdev, cmdline, extra)],
+                    stdin=subprocess.DEVNULL, stdout=open(self.kernel_logs[vm.name], "wb"),
+                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+                    pass_fds=fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
     def exited(self) -> bool:
         """Whether every VM's QEMU has exited (reaping those that have)."""

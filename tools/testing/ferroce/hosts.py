@@ -19,9 +19,12 @@ ferroce.rst, "Across hosts").
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
+import struct
 import subprocess
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -98,6 +101,39 @@ def tap_name(vm: "Vm") -> str:
     return f"tap-{vm.name}"[:15]
 
 
+TUNSETIFF = 0x400454CA
+IFF_TAP, IFF_NO_PI, IFF_VNET_HDR = 0x0002, 0x1000, 0x4000
+
+
+def open_tap(ns: Namespace, name: str) -> int:
+    """A file descriptor of TAP `name` of namespace `ns`, for a QEMU that runs outside it
+    (`-netdev tap,fd=`): the TAP stays a port of the host's bridge, and QEMU stays in the
+    harness's namespace, with the VMs' other NICs (the lab's ssh NIC). The TAP is opened from
+    a thread that enters `ns` (a thread's network namespace is its own) and ends."""
+    result: dict[str, int | OSError] = {}
+
+    def attach() -> None:
+        try:
+            with open(ns.path) as f:
+                os.setns(f.fileno(), os.CLONE_NEWNET)
+            fd = os.open("/dev/net/tun", os.O_RDWR)
+            try:
+                fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TAP | IFF_NO_PI | IFF_VNET_HDR))
+            except OSError:
+                os.close(fd)
+                raise
+            result["fd"] = fd
+        except OSError as e:
+            result["error"] = e
+
+    thread = threading.Thread(target=attach, name=f"tap {name}")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise HostError(f"host {ns.name}: opening TAP {name}: {result['error']}")
+    return int(result["fd"])
+
+
 class Hosts:
     """The hosts of a scenario, built by `start` and torn down by `close`."""
 
@@ -164,11 +200,18 @@ class Hosts:
         (local, lport), (remote, rport) = self.udp_ends(vm)
         return f"udp:{local}:{lport},{remote}:{rport}"
 
-    def netdev(self, vm: "Vm") -> list[str]:
-        """QEMU's eth0 for a VM without a NIC: a tap on its host's bridge, or its end of a UDP
-        tunnel (`-netdev dgram` with inet addresses, the framing a NIC's udp wire shares)."""
+    def open_tap(self, vm: "Vm") -> int:
+        """A file descriptor of VM `vm`'s TAP on its host's bridge (`open_tap`)."""
+        return open_tap(self.namespaces[vm.host], tap_name(vm))
+
+    def netdev(self, vm: "Vm", tap_fd: int | None = None) -> list[str]:
+        """QEMU's eth0 for a VM without a NIC: its TAP on its host's bridge (`tap_fd`, from
+        `open_tap`), or its end of a UDP tunnel (`-netdev dgram` with inet addresses, the
+        framing a NIC's udp wire shares; QEMU then runs in the host's namespace)."""
         if vm.wire == "tap":
-            return ["-netdev", f"tap,id=net0,ifname={tap_name(vm)},script=no,downscript=no"]
+            if tap_fd is None:
+                raise HostError(f"VM {vm.name}: its TAP is passed to QEMU open (Hosts.open_tap)")
+            return ["-netdev", f"tap,id=net0,fd={tap_fd}"]
         (local, lport), (remote, rport) = self.udp_ends(vm)
         return ["-netdev", f"dgram,id=net0,local.type=inet,local.host={local},local.port={lport},"
                            f"remote.type=inet,remote.host={remote},remote.port={rport}"]

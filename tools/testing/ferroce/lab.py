@@ -15,8 +15,11 @@ for RoCE bursts), where those ports are; `tools/ferroce lab shell|exec|cp` enter
 them with ssh. `up` returns once every VM said it is ready (lab/setup), or failed. `down`
 stops the daemon, which leaves nothing running.
 
-A VM is NAME[:KIND]: KIND is ferroce (the default: a ferroce NIC of its own), rxe (rdma_rxe on
-its virtio-net) or vf:PF (a virtual function of VM PF's NIC). The default lab is "a b".
+A VM is NAME[:KIND][@HOST]: KIND is ferroce (the default: a ferroce NIC of its own), rxe (rdma_rxe
+on its virtio-net) or vf:PF (a virtual function of VM PF's NIC). HOST puts it on a host (hosts.py:
+a network namespace with a Linux bridge, the hosts joined by VXLAN over an underlay, as machines
+of a cluster are) instead of the one segment; a lab has hosts for all its VMs or for none, and a
+VF is on its PF's host. The default lab is "a b".
 
 DIR holds the lab's state: pid (the daemon's), lab.json (the VMs, how to reach them), ssh/
 (the ssh client's config and keys), guest/ (what the VMs read: the names of the VMs, the keys,
@@ -42,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+import hosts as hostsmod  # noqa: E402
 import vmtest  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -61,22 +65,29 @@ class LabError(Exception):
 
 @dataclasses.dataclass
 class LabVm:
-    """A VM of the lab as the user named it: NAME[:KIND]."""
+    """A VM of the lab as the user named it: NAME[:KIND][@HOST]."""
 
     name: str
     kind: str = "ferroce"
     pf: str | None = None
     """For a VF: the VM whose NIC it is a function of."""
+    host: str | None = None
+    """The host it is on (`harness.Vm.host`), if the lab has hosts."""
 
 
 def parse_vms(specs: list[str]) -> list[LabVm]:
-    """The lab's VMs from NAME[:KIND] words (ferroce, rxe or vf:PF); LabError if one is wrong."""
+    """The lab's VMs from NAME[:KIND][@HOST] words (ferroce, rxe or vf:PF); LabError if one is
+    wrong."""
     vms: list[LabVm] = []
     for spec in specs or ["a", "b"]:
+        spec, at, host = spec.partition("@")
         name, _, kind = spec.partition(":")
         kind, _, pf = (kind or "ferroce").partition(":")
         if not NAME.match(name):
             raise LabError(f"{name!r} is not a VM name (a lowercase letter, then letters, digits or -)")
+        if at and not NAME.match(host):
+            raise LabError(f"VM {name}: {host!r} is not a host name (a lowercase letter, then letters, "
+                           "digits or -)")
         if kind not in KINDS:
             raise LabError(f"VM {name}: unknown kind {kind!r} (ferroce, rxe or vf:PF)")
         if any(v.name == name for v in vms):
@@ -85,9 +96,15 @@ def parse_vms(specs: list[str]) -> list[LabVm]:
             owner = next((v for v in vms if v.name == pf), None)
             if owner is None or owner.kind != "ferroce":
                 raise LabError(f"VM {name}: a VF needs an earlier ferroce VM as its PF (vf:NAME), not {pf!r}")
+            if at and host != owner.host:
+                raise LabError(f"VM {name}: a VF is on its PF's host ({owner.host or 'none'}), not {host}")
+            host = owner.host or ""
         elif pf:
             raise LabError(f"VM {name}: only a VF names another VM ({spec!r})")
-        vms.append(LabVm(name, kind, pf or None))
+        vms.append(LabVm(name, kind, pf or None, host or None))
+    if len({vm.host is None for vm in vms}) > 1:
+        raise LabError("either every VM is on a host (NAME@HOST) or none is: VMs on hosts and VMs "
+                       "on the plain segment would not reach each other")
     if len(vms) > MAX_VMS:
         raise LabError(f"at most {MAX_VMS} VMs in a lab, not {len(vms)}")
     return vms
@@ -100,6 +117,7 @@ def harness_vms(vms: list[LabVm], state: Path, labroot: str, workdir: str, memor
               harness.Share("work", workdir, readonly=False))
     return [harness.Vm(vm.name, f"10.0.0.{i + 1}/24", memory_mib=memory_mib,
                        nic=vm.kind == "ferroce", function_of=vm.pf, shares=shares,
+                       host=vm.host if vm.kind != "vf" else None,  # a VF's port is its PF's
                        ssh_forward=SSH_PORT + 1 + i, cmdline=f"ferroce_lab={vm.kind}")
             for i, vm in enumerate(vms)]
 
@@ -209,7 +227,7 @@ def up(args: argparse.Namespace) -> int:
     write_guest_state(state, vms, args.workdir, Path(args.labroot))
     initrd = harness.join_initrds(machine.initrds, work / "initrd.cpio")
     (state / "lab.json").write_text(json.dumps({
-        "vms": [{"name": vm.name, "kind": lv.kind, "pf": lv.pf, "address": vm.address,
+        "vms": [{"name": vm.name, "kind": lv.kind, "pf": lv.pf, "host": lv.host, "address": vm.address,
                  "ssh_port": vm.ssh_forward} for lv, vm in zip(lab_vms, vms)],
         "accel": machine.accel, "labroot": args.labroot, "workdir": args.workdir,
         "logs": str(logs), "started": time.time()}, indent=1) + "\n")
@@ -313,13 +331,17 @@ def status_text(state: Path) -> str:
     lab = json.loads((state / "lab.json").read_text())
     logs = host_path(lab["logs"])
     up_for = time.time() - lab["started"]
+    hosts = sorted({vm["host"] for vm in lab["vms"] if vm.get("host")})
     lines = [f"lab: {len(lab['vms'])} VMs up for {up_for / 60:.0f} min under {lab['accel'].upper()}, "
              f"daemon {pid}; your directory {lab['workdir']} is shared at the same path",
-             f"{'VM':<6} {'RDMA device':<22} {'address':<10} {'GID':<4} log"]
+             *([f"lab: hosts {', '.join(hosts)}, each a bridge, joined by VXLAN (VNI {hostsmod.VNI})"]
+               if hosts else []),
+             f"{'VM':<6} {'RDMA device':<22} {'address':<10} {'GID':<4} {'host  ' if hosts else ''}log"]
     for vm in lab["vms"]:
         dev = {"ferroce": "ferroce0", "rxe": "rxe0 (rdma_rxe)", "vf": f"ferroce0 (VF of {vm['pf']})"}[vm["kind"]]
         gid = "?" if vm.get("gid") is None else vm["gid"]
-        lines.append(f"{vm['name']:<6} {dev:<22} {vm['address']:<10} {gid:<4} {logs}/{vm['name']}.log")
+        host = f"{vm.get('host') or '':<6}" if hosts else ""
+        lines.append(f"{vm['name']:<6} {dev:<22} {vm['address']:<10} {gid:<4} {host}{logs}/{vm['name']}.log")
     nics = [vm["name"] for vm in lab["vms"] if vm["kind"] != "rxe"]
     lines += ["",
               "  tools/ferroce lab shell VM          a shell (tools/ferroce lab exec VM -- CMD: a command)",
@@ -365,7 +387,7 @@ def main() -> int:
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto")
     p.add_argument("--cache")
     p.add_argument("--memory", type=int, default=2048, help="MiB per VM")
-    p.add_argument("vms", nargs="*", help="NAME[:ferroce|:rxe|:vf:PF] (default: a b)")
+    p.add_argument("vms", nargs="*", help="NAME[:ferroce|:rxe|:vf:PF][@HOST] (default: a b)")
     for name in ("status", "down"):
         sub.add_parser(name).add_argument("--state", required=True)
     args = parser.parse_args()

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests for the VM harness (no VMs needed)."""
 
+import fcntl
 import io
 import os
 import re
@@ -251,8 +252,10 @@ class HostsTest(unittest.TestCase):
     def test_taps_for_nics_and_for_qemu(self):
         h = hosts.Hosts(self.VMS)
         self.assertEqual(h.wire(self.VMS[3]), "tap:tap-d")
-        self.assertEqual(h.netdev(self.VMS[2]),
-                         ["-netdev", "tap,id=net0,ifname=tap-c,script=no,downscript=no"])
+        # QEMU runs in the harness's namespace and gets the TAP open (Hosts.open_tap).
+        self.assertEqual(h.netdev(self.VMS[2], 7), ["-netdev", "tap,id=net0,fd=7"])
+        with self.assertRaisesRegex(hosts.HostError, "open_tap"):
+            h.netdev(self.VMS[2])
         self.assertEqual(hosts.tap_name(harness.Vm("a-very-long-name", "10.0.0.9/24")), "tap-a-very-long")
 
     @unittest.skipUnless(os.geteuid() == 0, "namespaces need root")
@@ -270,6 +273,14 @@ class HostsTest(unittest.TestCase):
             self.assertIn("tap-c", west)
             self.assertIn("tap-d", east)
             self.assertEqual(report["east"]["udp_rcvbuf_errors"], 0)
+            # QEMU's end of rxe VM c's TAP, opened from here: the TAP stays on west's bridge.
+            fd = h.open_tap(self.VMS[2])
+            try:
+                name = fcntl.ioctl(fd, 0x800454D2, bytes(18))[:16].rstrip(b"\0")  # TUNGETIFF
+                self.assertEqual(name, b"tap-c")
+            finally:
+                os.close(fd)
+            self.assertIn("tap-c", h.namespaces["west"].run("ip", "link", "show", "master", "br0"))
         finally:
             h.close()
         self.assertTrue(all(ns.holder.poll() is not None for ns in h.namespaces.values()))

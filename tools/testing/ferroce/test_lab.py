@@ -22,11 +22,21 @@ class Vms(unittest.TestCase):
         self.assertEqual(lab.parse_vms(["a", "b:rxe", "c:vf:a"]),
                          [lab.LabVm("a"), lab.LabVm("b", "rxe"), lab.LabVm("c", "vf", "a")])
 
+    def test_hosts_across_a_bridge(self):
+        vms = lab.parse_vms(["a@east", "b:rxe@west", "c:vf:a", "d:vf:a@east"])
+        self.assertEqual(vms, [lab.LabVm("a", host="east"), lab.LabVm("b", "rxe", host="west"),
+                               lab.LabVm("c", "vf", "a", "east"), lab.LabVm("d", "vf", "a", "east")])
+        harness_vms = lab.harness_vms(vms, Path("/s"), "/r", "/w", 1024)
+        # A VF's port is its PF's NIC's: the harness puts only the others on hosts.
+        self.assertEqual([v.host for v in harness_vms], ["east", "west", None, None])
+
     def test_wrong_vms_get_one_line_that_says_why(self):
         for specs, why in ((["A"], "not a VM name"), (["a", "a"], "two VMs are named a"),
                            (["a:ib"], "unknown kind 'ib'"), (["b:rxe", "c:vf:b"], "needs an earlier ferroce VM"),
                            (["c:vf:a", "a"], "needs an earlier ferroce VM"), (["a:rxe:b"], "only a VF names"),
-                           ([f"v{i}" for i in range(9)], "at most 8 VMs")):
+                           ([f"v{i}" for i in range(9)], "at most 8 VMs"),
+                           (["a@East"], "not a host name"), (["a@east", "b"], "every VM is on a host"),
+                           (["a@east", "c:vf:a@west"], "on its PF's host")):
             with self.subTest(specs=specs), self.assertRaisesRegex(lab.LabError, why):
                 lab.parse_vms(specs)
 
