@@ -948,73 +948,77 @@ class Testbed:
         for index, vm in enumerate(self.vms):
             switch = self.switches.get(vm.segment)
             prefix, fds = [], []
-            if vm.nic:
-                port = (hosts.wire(vm) if vm.host else
-                        f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
-                vfs = [(i, v) for i, v in enumerate(self.vms) if v.function_of == vm.name]
-                functions.update(start_nic(machine, vm, index, work, log_dir, self.procs, port,
-                                           hosts.prefix(vm), vfs))
-            if vm.nic or vm.function_of:
-                if vm.name not in functions:
-                    raise RuntimeError(f"VM {vm.name}: no VM before it has the NIC {vm.function_of}")
-                function = functions[vm.name]
-                extra, nic_ctl, remote = [*function.device], function.ctl, function.netdev_remote
-                self.nic_ctls[vm.name] = nic_ctl
-                local = str(work / f"{vm.name}.qemu-net")
-            else:
-                extra, nic_ctl = [], None
-                if not vm.host:
-                    local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
-                elif vm.wire == "tap":
-                    fds.append(hosts.open_tap(vm))  # QEMU stays here, with its TAP's descriptor
-                else:
-                    prefix = hosts.prefix(vm)  # its tunnel's end is an address of its host's
-            netdev = (hosts.netdev(vm, *fds) if vm.host and not vm.nic else
-                      ["-netdev", "dgram,id=net0,"
-                       f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"])
-            if vm.second:
-                second = self.switches[vm.second[0]]
-                port = f"{vm.name}.1"
-                # After net0's device (in `extra`), so that it enumerates as eth1.
-                extra += ["-netdev", "dgram,id=net1,local.type=unix,"
-                           f"local.path={second.port_path(port)},remote.type=unix,"
-                           f"remote.path={second.switch_path(port)}",
-                           "-device", f"virtio-net-pci,netdev=net1,mac={second_mac_of(index)},romfile="]
-            extra += share_args(vm)
-            if vm.disk:
-                if self.disk_share is None:
-                    raise RuntimeError(f"VM {vm.name} boots a disk image: the testbed needs its share")
-                extra += share_args(dataclasses.replace(vm, toolroot=False, shares=(self.disk_share,)))
-            if vm.ssh_forward is not None:
-                extra += ssh_forward_args(index, vm.ssh_forward)
-            cmdline = " ".join(filter(None, [
-                # The kernel log: messages up to warnings (WARN splats) reach ttyS0.
-                "console=ttyS0 panic=-1 loglevel=5",
-                clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,
-                "" if vm.boot_tests else "kunit.filter_glob=ferroce*",
-                f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
-                f"ferroce_gw={vm.gateway}" if vm.gateway else "",
-                f"ferroce_ip1={vm.second[1]}" if vm.second else "",
-                f"ferroce_slow={machine.slow:g}" if machine.slow != 1 else "",
-                # A Debian image's systemd: the name, and eth0 named as the kernel names it.
-                f"root=/dev/vda rw net.ifnames=0 systemd.hostname={vm.name}" if vm.disk else "",
-            ]))
-            hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log",
-                                  vm.steers_nic)
-            hostctl.start()
-            self.hostctls.append(hostctl)
-            extra += ["-chardev", f"socket,id=hostctl,path={work / f'{vm.name}.hostctl'}",
-                      "-serial", "chardev:hostctl"]
-            self.logs[vm.name] = log_dir / f"{vm.name}.log"
-            self.kernel_logs[vm.name] = log_dir / f"{vm.name}.kernel.log"
-            self.logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
-            extra += output_console(self.logs[vm.name])
+            # The TAP descriptors QEMU inherits: closed here whatever happens.
             try:
+                if vm.nic:
+                    port = (hosts.wire(vm) if vm.host else
+                            f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
+                    vfs = [(i, v) for i, v in enumerate(self.vms) if v.function_of == vm.name]
+                    functions.update(start_nic(machine, vm, index, work, log_dir, self.procs, port,
+                                               hosts.prefix(vm), vfs))
+                if vm.nic or vm.function_of:
+                    if vm.name not in functions:
+                        raise RuntimeError(f"VM {vm.name}: no VM before it has the NIC {vm.function_of}")
+                    function = functions[vm.name]
+                    extra, nic_ctl, remote = [*function.device], function.ctl, function.netdev_remote
+                    self.nic_ctls[vm.name] = nic_ctl
+                    local = str(work / f"{vm.name}.qemu-net")
+                else:
+                    extra, nic_ctl = [], None
+                    if not vm.host:
+                        local, remote = switch.port_path(vm.name), switch.switch_path(vm.name)
+                    elif vm.wire == "tap":
+                        fds.append(hosts.open_tap(vm))  # QEMU stays here, with its TAP's descriptor
+                    else:
+                        prefix = hosts.prefix(vm)  # its tunnel's end is an address of its host's
+                netdev = (hosts.netdev(vm, *fds) if vm.host and not vm.nic else
+                          ["-netdev", "dgram,id=net0,"
+                           f"local.type=unix,local.path={local},remote.type=unix,remote.path={remote}"])
+                if vm.second:
+                    second = self.switches[vm.second[0]]
+                    port = f"{vm.name}.1"
+                    # After net0's device (in `extra`), so that it enumerates as eth1.
+                    extra += ["-netdev", "dgram,id=net1,local.type=unix,"
+                               f"local.path={second.port_path(port)},remote.type=unix,"
+                               f"remote.path={second.switch_path(port)}",
+                               "-device", f"virtio-net-pci,netdev=net1,mac={second_mac_of(index)},romfile="]
+                extra += share_args(vm)
+                if vm.disk:
+                    if self.disk_share is None:
+                        raise RuntimeError(f"VM {vm.name} boots a disk image: the testbed needs its share")
+                    extra += share_args(dataclasses.replace(vm, toolroot=False, shares=(self.disk_share,)))
+                if vm.ssh_forward is not None:
+                    extra += ssh_forward_args(index, vm.ssh_forward)
+                cmdline = " ".join(filter(None, [
+                    # The kernel log: messages up to warnings (WARN splats) reach ttyS0.
+                    "console=ttyS0 panic=-1 loglevel=5",
+                    clock_cmdline(machine.accel), machine.extra_cmdline, vm.cmdline,
+                    "" if vm.boot_tests else "kunit.filter_glob=ferroce*",
+                    f"ferroce_vm={vm.name} ferroce_ip={vm.ip} ferroce_mtu={vm.mtu}",
+                    f"ferroce_gw={vm.gateway}" if vm.gateway else "",
+                    f"ferroce_ip1={vm.second[1]}" if vm.second else "",
+                    f"ferroce_slow={machine.slow:g}" if machine.slow != 1 else "",
+                    # A Debian image's systemd: the name, and eth0 named as the kernel names it.
+                    f"root=/dev/vda rw net.ifnames=0 systemd.hostname={vm.name}" if vm.disk else "",
+                ]))
+                hostctl = HostControl(work / f"{vm.name}.hostctl", nic_ctl, log_dir / f"{vm.name}.hostctl.log",
+                                      vm.steers_nic)
+                hostctl.start()
+                self.hostctls.append(hostctl)
+                extra += ["-chardev", f"socket,id=hostctl,path={work / f'{vm.name}.hostctl'}",
+                          "-serial", "chardev:hostctl"]
+                self.logs[vm.name] = log_dir / f"{vm.name}.log"
+                self.kernel_logs[vm.name] = log_dir / f"{vm.name}.kernel.log"
+                self.logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
+                extra += output_console(self.logs[vm.name])
                 self.procs[vm.name] = subprocess.Popen(
                     [*prefix, *qemu_command(machine, vm, index, self.initrd, netdev, cmdline, extra)],
                     stdin=subprocess.DEVNULL, stdout=open(self.kernel_logs[vm.name], "wb"),
                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
-                    pass_fds=fds)
+                    pass_fds=fds,
+                    # A disk VM's snapshot=on overlay goes to TMPDIR: the testbed's directory,
+                    # gone with it even if QEMU is killed.
+                    env={**os.environ, "TMPDIR": str(work)} if vm.disk else None)
             finally:
                 for fd in fds:
                     os.close(fd)

@@ -9,8 +9,10 @@ step autoload 60 sh -c 'udevadm trigger --action=add --subsystem-match=pci && ud
 	test -d /sys/module/ferroce && echo "udev loaded ferroce"'
 # Debian's rdma-core names RDMA devices by their place (60-rdma-persistent-naming.rules:
 # rocep<bus>s<slot> for RoCE), as on a machine with an RNIC.
-step name 30 sh -c 'until dev=$(ls /sys/class/infiniband 2> /dev/null | head -n 1) && [ -n "$dev" ] &&
-	rdma link show "$dev/1" | grep -q " netdev eth0"; do sleep 0.1; done; echo "device: $dev"; rdma link'
-dev=$(ls /sys/class/infiniband | head -n 1)
+# Until udev has renamed it (the driver registers ferroce0 first) and its port has eth0.
+step name 30 sh -c 'until dev=$(ls /sys/class/infiniband 2> /dev/null | grep "^rocep" | head -n 1) &&
+	[ -n "$dev" ] && rdma link show "$dev/1" | grep -q " netdev eth0"; do sleep 0.1; done
+	echo "device: $dev"; rdma link'
+dev=$(ls /sys/class/infiniband | grep "^rocep" | head -n 1)
 wait_for_gid "$dev" 3
 step devinfo 30 ibv_devinfo -d "$dev"

@@ -60,6 +60,10 @@ def moves_from_under_a_process(run: Run) -> str:
     counts = left.expect(r"^\d+: ferroce0: .*$")
     if "ibv_rc_pingpong" in left.output:
         raise CheckFailed(f"the process's objects outlived the move:\n{left.output}")
+    # It was still there to be killed (SIGTERM, 143): it lost its objects, not its life.
+    if not re.search(r"^=== holder exited: rc=143$", a.output, re.M):
+        raise CheckFailed("the process that held ferroce0 was gone before it was killed: "
+                          + "; ".join(re.findall(r"^=== holder exited: .*$", a.output, re.M)))
     return counts.group(0)
 
 
@@ -67,6 +71,8 @@ def moves_from_under_a_process(run: Run) -> str:
 def hidden_outside_in_exclusive_mode(run: Run) -> None:
     a = run.vm("a")
     outside = a.step("outside-device")
+    outside.ok()
+    outside.expect(r"^\s+device\s+node GUID")  # ibv_devices ran, and listed nothing of ours
     if "ferroce0" in outside.output:
         raise CheckFailed(f"the initial namespace still sees ferroce0:\n{outside.output}")
     attempt = a.step("outside-pingpong")
