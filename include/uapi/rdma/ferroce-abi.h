@@ -49,6 +49,9 @@ struct ferroce_alloc_ucontext_resp {
 	__u32 max_log_queue;	      /* largest log2 of a ring's entries */
 	__u32 push_window_offset;     /* offset of the push window in the doorbell page */
 	__u32 push_window_size;	      /* its bytes (a WQE must fit) */
+	__u32 max_log_cq;	      /* largest log2 of a CQ's entries (0 from a kernel that
+				       * did not say: max_log_queue) */
+	__u32 reserved;
 };
 
 /*

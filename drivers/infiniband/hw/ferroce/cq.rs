@@ -79,7 +79,7 @@ impl CqData {
             pr_warn!("ferroce: no completion EQ: the device has too few MSI-X vectors for CQs\n");
             EOPNOTSUPP
         })?;
-        if init.flags != 0 || init.entries == 0 || init.entries > dev.wq_limits().max_wr {
+        if init.flags != 0 || init.entries == 0 || init.entries > dev.max_cqe() {
             return Err(EINVAL);
         }
         let log_size = init.entries.next_power_of_two().trailing_zeros();
@@ -131,7 +131,7 @@ impl CqData {
             || req.reserved != 0
             || init.entries == 0
             || init.entries > entries
-            || entries > dev.wq_limits().max_wr
+            || entries > dev.max_cqe()
         {
             return Err(EINVAL);
         }
@@ -190,7 +190,7 @@ impl CqData {
         }
         let req: uapi::ferroce_resize_cq_req = udata.read()?;
         let size = 1u32.checked_shl(req.log_size).ok_or(EINVAL)?;
-        if req.reserved != 0 || entries == 0 || entries > size || size > dev.wq_limits().max_wr {
+        if req.reserved != 0 || entries == 0 || entries > size || size > dev.max_cqe() {
             return Err(EINVAL);
         }
         let OneRing {

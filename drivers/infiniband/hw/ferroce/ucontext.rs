@@ -177,6 +177,8 @@ impl UcontextData {
             max_log_queue: limits.max_log_wr(),
             push_window_offset: hw::PUSH_WINDOW_OFFSET as u32,
             push_window_size: hw::PUSH_WINDOW_SIZE as u32,
+            max_log_cq: dev.max_cqe().trailing_zeros(),
+            reserved: 0,
         })
     }
 

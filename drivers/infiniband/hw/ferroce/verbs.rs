@@ -104,6 +104,11 @@ const PUSH_MAX_WQE: usize = 128;
 /// Deepest queue the verbs offer: the NIC allows 2^15, but rings are contiguous DMA memory.
 const MAX_QUEUE_ENTRIES: u32 = 4096;
 
+/// Largest CQ the verbs offer (1 MiB of CQEs). A CQ serves several queues, so it is deeper
+/// than any one of them: ib_iser asks for its send queue plus 512 receives (4608 entries), and
+/// ib_core's CQ pool cannot serve a request past `max_cqe` at all.
+const MAX_CQ_ENTRIES: u32 = 16384;
+
 // The user ABI restates what the hardware interface defines: they must agree.
 const _: () = assert!(uapi::FERROCE_UD_AV_SIZE as usize == hw::UdAvSeg::SIZE);
 const _: () = assert!(uapi::FERROCE_DB_PAGE_SIZE as usize == hw::DB_PAGE_SIZE);
@@ -119,6 +124,8 @@ struct Limits {
     max_ah: u32,
     /// What every work queue is bounded by.
     wq: hw::WqLimits,
+    /// Entries per CQ (a power of two).
+    max_cqe: u32,
     max_mr_pages: u32,
     gid_table_len: u32,
     vendor_part_id: u32,
@@ -225,6 +232,7 @@ impl RoceDevice {
                 caps.max_sge,
                 caps.max_inline,
             ),
+            max_cqe: (1 << caps.max_log_queue.min(hw::MAX_LOG_QUEUE)).min(MAX_CQ_ENTRIES),
             max_mr_pages: caps.max_mr_pages,
             gid_table_len: caps.gid_table_len,
             vendor_part_id: vendor_part_id.into(),
@@ -391,6 +399,11 @@ impl RoceDevice {
         self.limits.wq
     }
 
+    /// Entries per CQ.
+    pub(crate) fn max_cqe(&self) -> u32 {
+        self.limits.max_cqe
+    }
+
     /// The last key variant of each MR slot.
     pub(crate) fn mr_keys(&self) -> &Mutex<MrKeys> {
         &self.mr_keys
@@ -497,7 +510,7 @@ impl rdma::Operations for RoceDevice {
             .max_recv_sge(l.wq.max_sge)
             .max_sge_rd(l.wq.max_sge)
             .max_cq(l.max_cq)
-            .max_cqe(l.wq.max_wr)
+            .max_cqe(l.max_cqe)
             .max_mr(l.max_mr)
             .max_pd(l.max_mr)
             // Windows are entries of the MR table.

@@ -928,7 +928,9 @@ impl Request<'_, '_> {
                     }
                     if let Some(rkey) = pkt.ieth {
                         // Invalidation failures do not fail the SEND (the key may be stale).
-                        let _ = self.host.invalidate(self.pd, self.qp.qpn, rkey);
+                        if self.host.invalidate(self.pd, self.qp.qpn, rkey).is_ok() {
+                            self.host.count(COUNTER_REMOTE_INVALIDATIONS, 1);
+                        }
                         c.flags |= CQE_FLAG_WITH_INV;
                         c.imm_or_inv = rkey;
                     }

@@ -15,7 +15,7 @@ use super::faults::{FaultControl, FaultInjector};
 use super::frame::{self, RoceFrame, Route};
 use super::headers::{Packet, PacketBuilder};
 use super::icrc::NetKind;
-use super::opcode::{flag, Transport};
+use super::opcode::{self, flag, OpInfo, Transport};
 use super::requester::Requester;
 use super::responder::Responder;
 use super::wire::{FrameSink, LoopbackQueue, PortEnd, RxQueue};
@@ -257,6 +257,22 @@ pub enum Resend {
     AfterRnr,
 }
 
+/// The counters (sent, received) of a packet's kind: a SEND's, an RDMA WRITE's, a READ request
+/// or a READ response; `None` for ACKs and atomics.
+fn kind_counters(info: &OpInfo) -> Option<(usize, usize)> {
+    if info.has(flag::SEND) {
+        Some((COUNTER_TX_SEND_PACKETS, COUNTER_RX_SEND_PACKETS))
+    } else if info.has(flag::WRITE) {
+        Some((COUNTER_TX_WRITE_PACKETS, COUNTER_RX_WRITE_PACKETS))
+    } else if info.has(flag::READ) {
+        Some((COUNTER_TX_READ_REQUESTS, COUNTER_RX_READ_REQUESTS))
+    } else if info.has(flag::RESP | flag::PAYLOAD) {
+        Some((COUNTER_TX_READ_RESPONSES, COUNTER_RX_READ_RESPONSES))
+    } else {
+        None
+    }
+}
+
 impl Io {
     /// Sends one packet of QP `qpn` along `route`.
     pub fn send(
@@ -277,6 +293,9 @@ impl Io {
         );
         host.count(COUNTER_TX_PACKETS, 1);
         host.count(COUNTER_TX_BYTES, out.len() as u64);
+        if let Some((tx, _)) = opcode::lookup(packet.bth.opcode).and_then(kind_counters) {
+            host.count(tx, 1);
+        }
         match resend {
             Resend::No => {}
             Resend::AfterTimeout | Resend::Replay => host.count(COUNTER_RETRANSMITS, 1),
@@ -433,6 +452,9 @@ impl RoceEngine {
         };
         if pkt.bth.pkey & 0x7fff != 0x7fff {
             return drop(host, "P_Key", &self.io.trace);
+        }
+        if let Some((_, rx)) = kind_counters(pkt.info) {
+            host.count(rx, 1);
         }
         self.io.trace.event("frame", || {
             let mut event = json!({"dir": "rx", "qpn": pkt.bth.dest_qpn,

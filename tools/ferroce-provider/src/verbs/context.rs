@@ -147,6 +147,8 @@ pub(super) struct ContextInner {
     /// The device watches the doorbell records of this context's QPs (`FERROCE_DOORBELL`).
     pub(super) db_record: bool,
     pub(super) limits: WqLimits,
+    /// log2 of the deepest CQ (deeper than a work queue: a CQ serves several).
+    pub(super) max_log_cq: u32,
     qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
     xrc_srqs: Mutex<HashMap<u32, Arc<QueueProgress>>>,
 }
@@ -186,14 +188,23 @@ pub(super) unsafe fn context<'a>(ibctx: *mut sys::ibv_context) -> Option<&'a Con
     ctx.inner.as_ref()
 }
 
-/// Checks what the kernel told us about the device.
+/// Checks what the kernel told us about the device: the work queues' limits, the deepest CQ
+/// (log2) and the push window.
 fn limits_from(
     resp: &sys::ferroce_alloc_ucontext_resp,
-) -> Result<(WqLimits, Option<PushWindow>), i32> {
-    if resp.max_log_queue > MAX_LOG_QUEUE || resp.max_sge > MAX_SGE || resp.max_inline > MAX_INLINE
+) -> Result<(WqLimits, u32, Option<PushWindow>), i32> {
+    if resp.max_log_queue > MAX_LOG_QUEUE
+        || resp.max_log_cq > MAX_LOG_QUEUE
+        || resp.max_sge > MAX_SGE
+        || resp.max_inline > MAX_INLINE
     {
         return Err(EPROTO);
     }
+    // A kernel that did not say bounds CQs as work queues.
+    let max_log_cq = match resp.max_log_cq {
+        0 => resp.max_log_queue,
+        log => log,
+    };
     let limits = WqLimits::new(1 << resp.max_log_queue, resp.max_sge, resp.max_inline);
     let push = if resp.flags & sys::FERROCE_UCONTEXT_WQE_PUSH != 0 {
         let offset = resp.push_window_offset as usize;
@@ -205,7 +216,7 @@ fn limits_from(
     } else {
         None
     };
-    Ok((limits, push))
+    Ok((limits, max_log_cq, push))
 }
 
 unsafe extern "C" fn alloc_context(
@@ -248,31 +259,34 @@ unsafe extern "C" fn alloc_context(
             WithDrv::<sys::ib_uverbs_get_context_resp, sys::ferroce_alloc_ucontext_resp>::SIZE,
         )
     };
-    let inner = check(ret)
-        .and_then(|()| limits_from(&resp.drv))
-        .and_then(|(limits, push)| {
-            // FERROCE_PUSH=1: single WRs go through the push window. Not by default: under
-            // QEMU every 8 bytes of it are an MMIO trap and a vfio-user message, and `make
-            // bench` measured ib_send_lat 2.8 times slower with it than with a doorbell.
-            let push = push.filter(|_| std::env::var_os("FERROCE_PUSH").is_some_and(|v| v == "1"));
-            let db_record = doorbell::record_mode(
-                std::env::var("FERROCE_DOORBELL").ok().as_deref(),
-                resp.drv.flags & sys::FERROCE_UCONTEXT_DB_RECORD != 0,
-            );
-            let db = DbPage::map(
-                cmd_fd,
-                resp.drv.db_mmap_offset,
-                sys::FERROCE_DB_PAGE_SIZE as usize,
-            )?;
-            Ok(ContextInner {
-                db,
-                push,
-                db_record,
-                limits,
-                qps: Mutex::new(HashMap::new()),
-                xrc_srqs: Mutex::new(HashMap::new()),
-            })
-        });
+    let inner =
+        check(ret)
+            .and_then(|()| limits_from(&resp.drv))
+            .and_then(|(limits, max_log_cq, push)| {
+                // FERROCE_PUSH=1: single WRs go through the push window. Not by default: under
+                // QEMU every 8 bytes of it are an MMIO trap and a vfio-user message, and `make
+                // bench` measured ib_send_lat 2.8 times slower with it than with a doorbell.
+                let push =
+                    push.filter(|_| std::env::var_os("FERROCE_PUSH").is_some_and(|v| v == "1"));
+                let db_record = doorbell::record_mode(
+                    std::env::var("FERROCE_DOORBELL").ok().as_deref(),
+                    resp.drv.flags & sys::FERROCE_UCONTEXT_DB_RECORD != 0,
+                );
+                let db = DbPage::map(
+                    cmd_fd,
+                    resp.drv.db_mmap_offset,
+                    sys::FERROCE_DB_PAGE_SIZE as usize,
+                )?;
+                Ok(ContextInner {
+                    db,
+                    push,
+                    db_record,
+                    limits,
+                    max_log_cq,
+                    qps: Mutex::new(HashMap::new()),
+                    xrc_srqs: Mutex::new(HashMap::new()),
+                })
+            });
     match inner {
         Ok(inner) => ctx.inner = Some(inner),
         Err(e) => {

@@ -57,7 +57,7 @@ unsafe fn create(
     issue: impl FnOnce(*mut Cq, sys::ferroce_create_cq_req, c_int) -> (c_int, u32),
 ) -> Result<*mut Cq, i32> {
     let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
-    let ring = CqRing::new(cqe.max(1), ctx.limits.max_log_wr())?;
+    let ring = CqRing::new(cqe.max(1), ctx.max_log_cq)?;
     let buf = ring.buf();
     // SAFETY: the buffer is our page-aligned mapping.
     if unsafe { sys::ibv_dontfork_range(buf.as_ptr().cast(), buf.len()) } != 0 {
@@ -270,7 +270,7 @@ pub(super) unsafe extern "C" fn resize_cq(ibcq: *mut sys::ibv_cq, cqe: c_int) ->
     }
     // Held across the command: no poll runs while the device switches rings.
     let mut ring = cq.ring.lock().unwrap_or_else(|e| e.into_inner());
-    let next = match ring.resized(entries, ctx.limits.max_log_wr()) {
+    let next = match ring.resized(entries, ctx.max_log_cq) {
         Ok(next) => next,
         Err(e) => return e,
     };

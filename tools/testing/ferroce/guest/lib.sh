@@ -509,3 +509,101 @@ rxe_pingpong_server() {
 	wait_for_gid rxe0 1
 	step rc-pingpong-rxe 300 ibv_rc_pingpong -d rxe0 -g 1 -s 4096 -n 100 -p 18702
 }
+
+# NFS over RDMA (the nfs-rdma* scenarios, nfs_rdma.py). The tools are Debian's nfs-utils and
+# rpcbind from the toolchain root (toolroot_setup first); the kernel's client (xprtrdma) and
+# server (svcrdma) are built in. The export is a tmpfs of its own (an overlay cannot be
+# exported) at /newroot/export, seen as /export by the root's tools; the nfsd filesystem is
+# mounted inside the root as well, where rpc.nfsd and exportfs look for it.
+NFS_RDMA_PORT=20049
+NFS_MOUNTD_PORT=20048
+
+# nfs_server: rpcbind, the export (fsid=0: the NFSv4 pseudo-root, and NFSv3's /export),
+# rpc.mountd on a fixed port and nfsd with an RDMA listener on 20049 besides TCP 2049, as
+# Debian's nfs-server.service starts them. nfsdcld (on rpc_pipefs) tracks the v4 clients: with
+# none to reclaim, nfsd skips the grace period (without a tracker it waits 90 s and refuses
+# every OPEN meanwhile).
+nfs_server() {
+	mkdir -p /newroot/export /newroot/proc/fs/nfsd /newroot/run/rpc_pipefs &&
+		mount -t tmpfs -o size=256m tmpfs /newroot/export &&
+		mount -t nfsd nfsd /newroot/proc/fs/nfsd &&
+		mount -t rpc_pipefs sunrpc /newroot/run/rpc_pipefs &&
+		in_toolroot nfsdcld &&
+		in_toolroot rpcbind -w &&
+		echo "/export *(rw,fsid=0,no_root_squash,no_subtree_check,insecure)" > /newroot/etc/exports &&
+		in_toolroot exportfs -ra &&
+		in_toolroot rpc.mountd -p "$NFS_MOUNTD_PORT" &&
+		in_toolroot rpc.nfsd --no-udp --rdma="$NFS_RDMA_PORT" 8 || return
+	echo "grace ended: $(cat /newroot/proc/fs/nfsd/v4_end_grace)"
+	in_toolroot exportfs -v
+	echo "portlist:" $(cat /newroot/proc/fs/nfsd/portlist)
+	echo "versions: $(cat /newroot/proc/fs/nfsd/versions)"
+	dmesg | grep -E 'svcrdma|NFSD|nfsd' | tail -n 5
+}
+
+# nfs_mount SERVER VERS MNT: mounts SERVER's export over RDMA at /newroot/MNT (NFSv4.x: the
+# pseudo-root "/"; NFSv3: /export, with MOUNT over TCP and no lock manager), then shows what
+# the client made of it.
+nfs_mount() {
+	mkdir -p "/newroot$3" || return
+	case $2 in
+	3) in_toolroot mount -t nfs -o "vers=3,proto=rdma,port=$NFS_RDMA_PORT,nolock,mountproto=tcp,mountport=$NFS_MOUNTD_PORT" \
+		"$1:/export" "$3" || return ;;
+	*) in_toolroot mount -t nfs -o "vers=$2,proto=rdma,port=$NFS_RDMA_PORT" "$1:/" "$3" || return ;;
+	esac
+	grep " /newroot$3 " /proc/mounts
+	in_toolroot nfsstat -m
+}
+
+# nfs_copy MNT NAME: writes the pattern (nvme_pattern's /tmp/nvme-pattern) as MNT/NAME with
+# O_DIRECT (each 1 MiB write goes to the server, not the page cache), reads it back the same
+# way and compares; the figures come from timed_dd.
+nfs_copy() {
+	_bytes=$(stat -c %s /tmp/nvme-pattern) _mib=$(($(stat -c %s /tmp/nvme-pattern) >> 20))
+	timed_dd write "$_bytes" if=/tmp/nvme-pattern of="/newroot$1/$2" bs=1M count="$_mib" oflag=direct conv=fsync 2>&1 &&
+		timed_dd read "$_bytes" if="/newroot$1/$2" of=/tmp/nfs-readback bs=1M count="$_mib" iflag=direct 2>&1 || return
+	sha256sum /tmp/nvme-pattern /tmp/nfs-readback
+	cmp /tmp/nvme-pattern /tmp/nfs-readback || return
+	rm /tmp/nfs-readback
+}
+
+# nfs_mountstats MNT: the transport of the mount at MNT as the client counts it
+# (/proc/self/mountstats: "xprt: rdma ...").
+nfs_mountstats() {
+	awk -v m="/newroot$1" '$1 == "device" { on = ($5 == m) } on && /xprt:|opts:|RPC iostats/' /proc/self/mountstats
+}
+
+# nfs_umount MNT
+nfs_umount() {
+	umount "/newroot$1" && ! grep -q " /newroot$1 " /proc/mounts && echo "unmounted $1"
+}
+
+# nfs_server_stop: no export, no nfsd thread and no listener left (rpc.nfsd 0 closes the
+# RDMA listener's QP), then the export's files as the server sees them.
+nfs_server_stop() {
+	in_toolroot exportfs -ua && in_toolroot rpc.nfsd 0 || return
+	echo "threads: $(cat /newroot/proc/fs/nfsd/threads)"
+	echo "portlist: $(cat /newroot/proc/fs/nfsd/portlist)"
+}
+
+# nfs_client_run SERVER "VERS...": for each NFS version, steps mount-SERVER-VERS, copy-…,
+# mountstats-… and umount-… (file SERVER-VERS.pattern in SERVER's export); 1 if one failed.
+nfs_client_run() {
+	_fail=0
+	wait_for_ping "$(ip_of "$1")"
+	for _v in $2; do
+		RETRY_FOR=120 retry "mount-$1-$_v" 30 nfs_mount "$(ip_of "$1")" "$_v" "/mnt/$1" || { _fail=1; continue; }
+		step "copy-$1-$_v" 600 nfs_copy "/mnt/$1" "$(hostname)-$_v.pattern" || _fail=1
+		step "mountstats-$1-$_v" 10 nfs_mountstats "/mnt/$1"
+		step "umount-$1-$_v" 60 nfs_umount "/mnt/$1" || _fail=1
+	done
+	return $_fail
+}
+
+# rmmod_device MODULE: removes an RDMA device's driver (after its consumers are gone): the
+# devices go, and nothing hangs.
+rmmod_device() {
+	rmmod "$1" || return
+	echo "RDMA devices left: $(ls /sys/class/infiniband 2> /dev/null | tr '\n' ' ')"
+	! lsmod | grep -q "^$1 " && echo "$1 removed"
+}

@@ -98,10 +98,32 @@ mod index {
     /// responses. Not those after a timer expiry (the peer may only have been late) nor the
     /// answers to duplicate requests. A wire that loses nothing keeps it at 0.
     pub const COUNTER_NAK_RETRANSMITS: usize = 39;
+    /// Packets sent of a SEND (every transport; first, middle, last or only).
+    pub const COUNTER_TX_SEND_PACKETS: usize = 40;
+    /// Packets sent of an RDMA WRITE.
+    pub const COUNTER_TX_WRITE_PACKETS: usize = 41;
+    /// RDMA READ requests sent.
+    pub const COUNTER_TX_READ_REQUESTS: usize = 42;
+    /// RDMA READ response packets sent (the data of a READ this NIC answered).
+    pub const COUNTER_TX_READ_RESPONSES: usize = 43;
+    /// Packets received of a SEND.
+    pub const COUNTER_RX_SEND_PACKETS: usize = 44;
+    /// Packets received of an RDMA WRITE.
+    pub const COUNTER_RX_WRITE_PACKETS: usize = 45;
+    /// RDMA READ requests received.
+    pub const COUNTER_RX_READ_REQUESTS: usize = 46;
+    /// RDMA READ response packets received.
+    pub const COUNTER_RX_READ_RESPONSES: usize = 47;
+    /// Fast registrations (REG_MR work requests) that succeeded.
+    pub const COUNTER_FAST_REGISTRATIONS: usize = 48;
+    /// Local invalidations (LOCAL_INV work requests) that succeeded.
+    pub const COUNTER_LOCAL_INVALIDATIONS: usize = 49;
+    /// Remote invalidations (a SEND with invalidate received) that succeeded.
+    pub const COUNTER_REMOTE_INVALIDATIONS: usize = 50;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 40;
+pub const NUM_COUNTERS: usize = 51;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -146,6 +168,17 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"odp_pages_mapped",
     c"odp_pages_invalidated",
     c"nak_retransmits",
+    c"tx_send_packets",
+    c"tx_write_packets",
+    c"tx_read_requests",
+    c"tx_read_responses",
+    c"rx_send_packets",
+    c"rx_write_packets",
+    c"rx_read_requests",
+    c"rx_read_responses",
+    c"fast_registrations",
+    c"local_invalidations",
+    c"remote_invalidations",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.

@@ -189,21 +189,27 @@ pub(super) fn local_operation(
     qpn: u32,
     work: &SendWork,
 ) -> WcStatus {
-    let (result, failed) = match work.ctrl.opcode {
+    let (result, failed, counter) = match work.ctrl.opcode {
         WR_REG_MR => (
             host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
             WcStatus::LocProtErr,
+            Some(COUNTER_FAST_REGISTRATIONS),
         ),
         WR_BIND_MW => (
             host.bind_mw(pd, qpn, &BindMwSeg::decode(&work.seg)),
             WcStatus::MwBindErr,
+            None,
         ),
         _ => (
             host.invalidate(pd, qpn, work.ctrl.imm_or_inv),
             WcStatus::LocProtErr,
+            Some(COUNTER_LOCAL_INVALIDATIONS),
         ),
     };
     if result.is_ok() {
+        if let Some(counter) = counter {
+            host.count(counter, 1);
+        }
         WcStatus::Success
     } else {
         failed
