@@ -531,11 +531,11 @@ impl DeviceCore {
                 (bytes, false)
             }
         };
-        self.trace().event(
-            "wqe",
-            || serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed}),
-        );
         let ctrl = WqeCtrl::read_from(&bytes)?;
+        self.trace().event("wqe", || {
+            serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed,
+                "opcode": ctrl.opcode, "flags": ctrl.flags, "num_sge": ctrl.num_sge})
+        });
         if let Err(e) = validate_send_wqe(&ctrl, qp_type, stride) {
             self.qp_fatal(qpn, e.code());
             return None;

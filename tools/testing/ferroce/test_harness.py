@@ -300,6 +300,31 @@ class HostsTest(unittest.TestCase):
             hosts.Hosts(vms).wire(vms[0])
 
 
+class BlockRdmaTest(unittest.TestCase):
+    """The iser, srp and rnbd scenarios' scripts come from block_rdma.py's description."""
+
+    def test_every_message_has_one_receiver_on_its_port(self):
+        import block_rdma
+        kinds = {"a": "ferroce", "b": "ferroce", "c": "rxe"}
+        serves = {"b": ["a", "c"], "c": ["a"]}
+        for kind in ("iser", "srp", "rnbd"):
+            files = block_rdma.scripts(kind, kinds, serves)
+            self.assertEqual(sorted(files), ["a.sh", "b.sh", "c.sh"])
+            listens = {vm[0]: re.findall(r"^(?:await \S+|step srp-(?:accept|learn)-\w+ \d+ srp_\w+) (\d+)",
+                                         text, re.M) for vm, text in files.items()}
+            sends = {vm[0]: re.findall(r'^(?:signal "\$\(ip_of (\w)\)"|srp_(?:offer|reply) (\w)) (\d+)', text, re.M)
+                     for vm, text in files.items()}
+            for vm, ports in listens.items():
+                self.assertEqual(len(ports), len(set(ports)), f"{kind}: {vm} listens twice on a port")
+            sent = sorted((a or b, port) for messages in sends.values() for a, b, port in messages)
+            heard = sorted((vm, port) for vm, ports in listens.items() for port in ports)
+            self.assertEqual(sent, heard, kind)
+            # Only SRP swaps port IDs and GUIDs; each initiator attaches each of its targets once.
+            self.assertEqual("srp_offer" in files["a.sh"], kind == "srp")
+            self.assertEqual(re.findall(r"^blk_client_run \w+ (\w)", files["a.sh"], re.M), ["b", "c"])
+            self.assertEqual(re.findall(r"^blk_client_run \w+ (\w)", files["c.sh"], re.M), ["b"])
+
+
 class BenchTest(unittest.TestCase):
     """make bench's scenarios come from bench.py's one table."""
 

@@ -607,3 +607,237 @@ rmmod_device() {
 	echo "RDMA devices left: $(ls /sys/class/infiniband 2> /dev/null | tr '\n' ' ')"
 	! lsmod | grep -q "^$1 " && echo "$1 removed"
 }
+
+# Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; the iser scenario).
+# A target exports brd's /dev/ram0 (64 MiB); an initiator writes the pattern (nvme_pattern) to
+# the disk it gets with O_DIRECT, reads it back and compares (blk_copy), and the target then
+# checksums its /dev/ram0 (blk_backing_sum). Modules load from here, not from the toolchain root
+# (it has no /lib/modules); configfs is mounted where the root's tools see it too.
+_cfg=/sys/kernel/config/target
+
+blk_backing() {
+	modprobe brd rd_nr=1 rd_size=65536 || return
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs configfs /sys/kernel/config || return
+	# The toolchain root's tools (targetcli) see it there.
+	[ ! -d /newroot/sys/kernel/config ] || grep -q ' /newroot/sys/kernel/config ' /proc/mounts ||
+		mount -t configfs configfs /newroot/sys/kernel/config || return
+	echo "ram0 bytes: $(blockdev --getsize64 /dev/ram0)"
+}
+
+blk_backing_sum() {
+	dd if=/dev/ram0 bs=1M count=64 iflag=direct 2> /dev/null | sha256sum
+}
+
+# blk_copy DEV: the pattern to block device DEV and back, O_DIRECT both ways.
+blk_copy() {
+	_bytes=$(stat -c %s /tmp/nvme-pattern) _mib=$(($(stat -c %s /tmp/nvme-pattern) >> 20))
+	echo "$1 bytes: $(blockdev --getsize64 "$1")"
+	timed_dd write "$_bytes" if=/tmp/nvme-pattern of="$1" bs=1M count="$_mib" oflag=direct conv=fsync 2>&1 &&
+		timed_dd read "$_bytes" if="$1" of=/tmp/blk-readback bs=1M count="$_mib" iflag=direct 2>&1 || return
+	sha256sum /tmp/nvme-pattern /tmp/blk-readback
+	cmp /tmp/nvme-pattern /tmp/blk-readback || return
+	rm /tmp/blk-readback
+}
+
+# blk_client_run KIND SERVER: for consumer KIND (iser, srp, rnbd), steps attach-SERVER,
+# copy-SERVER and detach-SERVER against VM SERVER; 1 if one failed. KIND_attach ADDR prints
+# the disk as "disk: /dev/X"; KIND_detach undoes it.
+blk_client_run() {
+	wait_for_ping "$(ip_of "$2")"
+	RETRY_FOR=120 retry "attach-$2" 60 "$1_attach" "$(ip_of "$2")" || return 1
+	_disk=$(sed -n 's/^disk: //p' /tmp/retry.out)
+	_fail=0
+	step "copy-$2" 600 blk_copy "$_disk" || _fail=1
+	step "rdma-cm-$2" 10 rdma resource show cm_id
+	step "detach-$2" 60 "$1_detach" "$(ip_of "$2")" || _fail=1
+	return $_fail
+}
+
+# iSER: LIO's iSCSI target with iSER on its portal, made with targetcli (one session reading
+# its commands from standard input; nothing is saved), and open-iscsi's initiator over the
+# iser interface.
+ISER_IQN=iqn.2026-12.org.ferroce
+iser_target() {
+	modprobe ib_isert || return
+	# The system bus, which targetcli asks for tcmu-runner's user backstores.
+	mkdir -p /newroot/run/dbus && in_toolroot dbus-daemon --system --fork || return
+	_t=$ISER_IQN:$(hostname)
+	printf '%s\n' "set global auto_save_on_exit=false color_mode=false" \
+		"/backstores/block create name=ram0 dev=/dev/ram0" "/iscsi create $_t" \
+		"/iscsi/$_t/tpg1/portals/0.0.0.0:3260 enable_iser true" \
+		"/iscsi/$_t/tpg1/luns create /backstores/block/ram0" \
+		"/iscsi/$_t/tpg1 set attribute generate_node_acls=1 demo_mode_write_protect=0 cache_dynamic_acls=1" \
+		"ls /iscsi" | in_toolroot targetcli || return
+	_tpg=$_cfg/iscsi/$_t/tpgt_1
+	echo "iser: $(cat "$_tpg"/np/*/iser)"
+	[ "$(cat "$_tpg"/np/*/iser)" = 1 ] && [ "$(cat "$_tpg/enable")" = 1 ] && [ -d "$_tpg/lun/lun_0" ]
+}
+
+iser_target_stop() {
+	printf '%s\n' "/iscsi delete $ISER_IQN:$(hostname)" "/backstores/block delete ram0" | in_toolroot targetcli &&
+		rmmod ib_isert && echo "targets: $(ls $_cfg/iscsi | grep -c iqn), backstores: $(ls $_cfg/core | grep -c iblock)"
+}
+
+iser_initiator() {
+	modprobe ib_iser || return
+	echo "InitiatorName=$ISER_IQN:init-$(hostname)" > /newroot/etc/iscsi/initiatorname.iscsi &&
+		mkdir -p /newroot/run/lock/iscsi /newroot/var/lib/iscsi && in_toolroot iscsid || return
+	echo "iscsid started"
+}
+
+# iser_attach ADDR: discovery (SendTargets, itself over iSER) and login; the session's disk.
+iser_attach() {
+	in_toolroot iscsiadm -m discovery -t st -p "$1:3260" -I iser || return
+	_t=$(in_toolroot iscsiadm -m node | awk -v p="$1:3260" 'index($1, p) == 1 { print $2; exit }')
+	in_toolroot iscsiadm -m node -T "$_t" -p "$1:3260" -I iser --login || return
+	for _ in $(seq 100); do
+		in_toolroot iscsiadm -m session -P3 | grep -q 'Attached scsi disk' && break
+		sleep 0.1
+	done
+	in_toolroot iscsiadm -m session
+	in_toolroot iscsiadm -m session -P3 | grep -E 'Target:|Current Portal|Iface (Name|Transport)|iSCSI Session State|Attached scsi disk'
+	_d=$(in_toolroot iscsiadm -m session -P3 | sed -n 's/.*Attached scsi disk \([a-z]*\).*/\1/p' | head -n 1)
+	[ -n "$_d" ] && [ -b "/dev/$_d" ] && echo "disk: /dev/$_d"
+}
+
+iser_detach() {
+	in_toolroot iscsiadm -m node -p "$1:3260" -I iser --logout &&
+		in_toolroot iscsiadm -m node -o delete -p "$1:3260" || return
+	echo "sessions: $(in_toolroot iscsiadm -m session 2>&1)"
+}
+
+iser_initiator_stop() {
+	in_toolroot iscsiadm -k 0 && rmmod ib_iser && echo "ib_iser removed"
+}
+
+# SRP: ib_srpt in configfs (targetcli cannot set its RDMA/CM port; srpt has no demo mode, so
+# each initiator gets an ACL) and ib_srp's add_target with an RDMA/CM destination. The target's
+# port is named by its GID 0; an initiator's port ID is 0x<8 zero bytes><its GID 0's interface
+# ID>, and it logs in naming the target's service GUID: the two swap them over TCP first
+# (srp_offer/srp_accept, then srp_reply/srp_learn), as an administrator would read them off.
+SRP_PORT=5555
+_gid0() { tr -d : < "/sys/class/infiniband/$1/ports/1/gids/0"; }
+
+srp_target() {
+	modprobe ib_srpt || return
+	_tp=$_cfg/srpt/0x$(_gid0 "$1")
+	mkdir -p "$_cfg/core/iblock_0/ram0" && echo udev_path=/dev/ram0 > "$_cfg/core/iblock_0/ram0/control" &&
+		echo 1 > "$_cfg/core/iblock_0/ram0/enable" &&
+		mkdir -p "$_tp/tpgt_1/lun/lun_0" && ln -s "$_cfg/core/iblock_0/ram0" "$_tp/tpgt_1/lun/lun_0/ram0" &&
+		echo "$SRP_PORT" > "$_cfg/srpt/discovery_auth/rdma_cm_port" && echo 1 > "$_tp/tpgt_1/enable" || return
+	echo "tport: ${_tp##*/}"
+	echo "rdma_cm_port: $(cat "$_cfg/srpt/discovery_auth/rdma_cm_port")"
+	echo "service guid: $(cat /sys/module/ib_srpt/parameters/srpt_service_guid)"
+}
+
+# srp_offer TARGET PORT DEV: tells VM TARGET this initiator's port ID (until it listens).
+srp_offer() {
+	echo "0x0000000000000000$(_gid0 "$3" | cut -c17-)" > /tmp/srp-id &&
+		RETRY_FOR=240 retry "srp-offer-$1" 10 sh -c "nc -w 5 $(ip_of "$1") $2 < /tmp/srp-id"
+}
+
+# srp_accept PORT: takes an initiator's port ID and gives it an ACL mapping LUN 0.
+srp_accept() {
+	nc -l -p "$1" < /dev/null > /tmp/srp-peer || return
+	_acl=$(ls -d "$_cfg"/srpt/0x*/tpgt_1)/acls/$(cat /tmp/srp-peer)
+	mkdir -p "$_acl/lun_0" && ln -s "$(dirname "$_acl")/../lun/lun_0" "$_acl/lun_0/map" || return
+	echo "acl: $(basename "$_acl")"
+}
+
+# srp_reply INITIATOR PORT / srp_learn PORT: the target's service GUID to the initiator.
+srp_reply() {
+	cat /sys/module/ib_srpt/parameters/srpt_service_guid > /tmp/srp-guid &&
+		RETRY_FOR=240 retry "srp-reply-$1" 10 sh -c "nc -w 5 $(ip_of "$1") $2 < /tmp/srp-guid"
+}
+srp_learn() {
+	nc -l -p "$1" < /dev/null > /tmp/srp-target-guid && echo "service guid: $(cat /tmp/srp-target-guid)"
+}
+
+srp_initiator() {
+	modprobe ib_srp && ls /sys/class/infiniband_srp/
+}
+
+srp_initiator_stop() {
+	rmmod ib_srp && echo "ib_srp removed"
+}
+
+# srp_attach ADDR: logs in to the SRP target at ADDR; the SCSI disk it brings.
+srp_attach() {
+	_g=$(cat /tmp/srp-target-guid)
+	_ctl=$(ls -d /sys/class/infiniband_srp/srp-*-1)
+	echo "id_ext=$_g,ioc_guid=$_g,dest=$1:$SRP_PORT" > "$_ctl/add_target" || return
+	for _ in $(seq 100); do
+		ls /sys/class/scsi_host/host*/device/target*/*/block/ > /dev/null 2>&1 && break
+		sleep 0.1
+	done
+	for _h in /sys/class/scsi_host/host*; do
+		[ "$(cat "$_h/proc_name")" = ib_srp ] || continue
+		echo "${_h##*/}: local_ib_device $(cat "$_h/local_ib_device"), ch_count $(cat "$_h/ch_count"), dgid $(cat "$_h/dgid")"
+		_d=$(ls "$_h"/device/target*/*/block/ 2> /dev/null | head -n 1)
+	done
+	echo "rport: $(cat /sys/class/srp_remote_ports/port-*/state)"
+	[ -n "$_d" ] && [ -b "/dev/$_d" ] && echo "disk: /dev/$_d"
+}
+
+srp_detach() {
+	for _p in /sys/class/srp_remote_ports/port-*; do echo 1 > "$_p/delete" || return; done
+	for _ in $(seq 300); do
+		ls /sys/class/srp_remote_ports/ | grep -q port- || break
+		sleep 0.1
+	done
+	echo "remote ports left: $(ls /sys/class/srp_remote_ports/ | wc -l)"
+}
+
+srp_target_stop() {
+	_tp=$(ls -d "$_cfg"/srpt/0x*)
+	echo 0 > "$_tp/tpgt_1/enable" || return
+	for _acl in "$_tp"/tpgt_1/acls/*; do
+		[ -d "$_acl" ] || continue
+		rm "$_acl/lun_0/map" && rmdir "$_acl/lun_0" "$_acl" || return
+	done
+	rm "$_tp/tpgt_1/lun/lun_0/ram0" && rmdir "$_tp/tpgt_1/lun/lun_0" "$_tp/tpgt_1" "$_tp" &&
+		echo 0 > "$_cfg/srpt/discovery_auth/rdma_cm_port" && rmdir "$_cfg/core/iblock_0/ram0" "$_cfg/core/iblock_0" &&
+		rmmod ib_srpt && echo "ib_srpt removed"
+}
+
+# RNBD: the target (rnbd_server) exports block devices by path (port 1234); the initiator
+# (rnbd_client) maps one with a line to map_device, over an RTRS session of one path.
+rnbd_target() {
+	modprobe rnbd_server || return
+	for _ in $(seq 100); do rdma resource show cm_id | grep -q ':1234 ' && break; sleep 0.1; done
+	rdma resource show cm_id | grep ':1234 '
+}
+
+rnbd_initiator() {
+	modprobe rnbd_client && ls /sys/class/rnbd-client/ctl/
+}
+
+# rnbd_attach ADDR: maps ADDR's /dev/ram0 read-write (the server lets one client write at a time:
+# the caller retries while another has it).
+rnbd_attach() {
+	_src=$(ip -4 -o addr show eth0 | awk '{ sub(/\/.*/, "", $4); print $4 }')
+	_path=ip:$_src@ip:$1
+	# A session's name may hold neither "/" nor ".": it is named by the VMs.
+	_sess=$(hostname)-$(awk -v a="$1" '$1 == a { print $2 }' /scenario/hosts)
+	echo "sessname=$_sess path=$_path device_path=/dev/ram0 access_mode=rw" \
+		> /sys/class/rnbd-client/ctl/map_device || return
+	_s=/sys/class/rtrs-client/$_sess/paths/$_path
+	echo "path: $(cat "$_s/state") on $(cat "$_s/hca_name") port $(cat "$_s/hca_port")"
+	echo "rnbd0: $(cat /sys/block/rnbd0/rnbd/state), mapped $(cat /sys/block/rnbd0/rnbd/mapping_path)"
+	[ -b /dev/rnbd0 ] && echo "disk: /dev/rnbd0"
+}
+
+rnbd_detach() {
+	echo normal > /sys/block/rnbd0/rnbd/unmap_device || return
+	for _ in $(seq 300); do [ -e /sys/block/rnbd0 ] || break; sleep 0.1; done
+	[ ! -e /sys/block/rnbd0 ] && echo "rnbd0 unmapped"
+}
+
+rnbd_target_stop() {
+	ls /sys/class/rnbd-server/ctl/devices/ 2> /dev/null
+	rmmod rnbd_server rtrs_server && echo "rnbd_server removed"
+}
+
+rnbd_initiator_stop() {
+	rmmod rnbd_client rtrs_client && echo "rnbd_client removed"
+}
