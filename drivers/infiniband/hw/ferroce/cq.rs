@@ -288,8 +288,11 @@ impl CqData {
                 .with(srqn, |srq| srq.claim(cqe))
                 .ok_or(BadCqe::ForeignQp)??,
         };
-        // An error completion's length means nothing; it never exceeds the WQE's either.
-        wc.byte_len = wc.byte_len.min(len);
+        // An error completion's length means nothing; it never exceeds the WQE's either. An
+        // RDMA WRITE with immediate's is the WRITE's, which the receive it consumed does not bound.
+        if cqe.opcode != hw::CQE_OP_RECV_RDMA_WITH_IMM {
+            wc.byte_len = wc.byte_len.min(len);
+        }
         Ok(Accepted::Wc(wc))
     }
 

@@ -912,6 +912,17 @@ mod tests {
         // A flush says nothing of length or opcode, but names the WR.
         let flush = hw::WcStatus::WrFlushErr;
         assert_eq!(posted.check(&cqe(7, 0, u32::MAX, flush)), Ok(()));
+        // A receive without buffers (RTRS's): an RDMA WRITE with immediate of 60 bytes
+        // consumes it, a SEND of one byte does not fit.
+        let empty = hw::Posted::recv(9, &[]);
+        assert_eq!(
+            empty.check(&cqe(9, hw::CQE_OP_RECV_RDMA_WITH_IMM, 60, ok)),
+            Ok(())
+        );
+        assert_eq!(
+            empty.check(&cqe(9, hw::CQE_OP_RECV, 1, ok)),
+            Err(hw::CqeMismatch::ByteLen)
+        );
     }
 
     #[test]

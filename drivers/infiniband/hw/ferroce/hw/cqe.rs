@@ -187,7 +187,10 @@ impl Posted {
         if !opcode_ok {
             return Err(CqeMismatch::Opcode);
         }
-        if cqe.byte_len > self.len {
+        // An RDMA WRITE with immediate consumes a receive for its immediate data alone: its
+        // length is the WRITE's, into memory its rkey names, which the receive's buffers (often
+        // none: RTRS posts receives without SGEs) do not bound.
+        if cqe.opcode != CQE_OP_RECV_RDMA_WITH_IMM && cqe.byte_len > self.len {
             return Err(CqeMismatch::ByteLen);
         }
         Ok(())
