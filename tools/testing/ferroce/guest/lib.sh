@@ -608,7 +608,7 @@ rmmod_device() {
 	! lsmod | grep -q "^$1 " && echo "$1 removed"
 }
 
-# Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; the iser scenario).
+# Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; their scenarios to come).
 # A target exports brd's /dev/ram0 (64 MiB); an initiator writes the pattern (nvme_pattern) to
 # the disk it gets with O_DIRECT, reads it back and compares (blk_copy), and the target then
 # checksums its /dev/ram0 (blk_backing_sum). Modules load from here, not from the toolchain root
