@@ -14,7 +14,7 @@ The guest side is blk_* and <kind>_* in guest/lib.sh.
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
-from nvme_rdma import DEVICE, SIZE, pattern_sha256
+from nvme_rdma import DEVICE, SIZE, pattern_copied, pattern_sha256
 
 # What each consumer's attach step shows when it went over RDMA, and the name its RDMA/CM ids
 # carry (`rdma resource show cm_id`: the ULP's module).
@@ -138,14 +138,7 @@ def scenario_for(kind: str, kinds: dict[str, str], serves: dict[str, list[str]],
         for i, t in pairs:
             copy = run.vm(i).step(f"copy-{t}")
             copy.expect(rf"^/dev/\w+ bytes: {SIZE}$")
-            sums = dict((path, digest) for digest, path in
-                        re.findall(r"^([0-9a-f]{64})\s+(\S+)$", copy.output, re.M))
-            if sums.get("/tmp/nvme-pattern") != want or sums.get("/tmp/blk-readback") != want:
-                raise CheckFailed(f"{i} -> {t}: sha256 {sums}, expected {want}:\n{copy.output}")
-            copy.ok()  # cmp found no difference
-            figures = [copy.expect(rf"^{what}: {SIZE} bytes copied, ([\d.]+) s, ([\d.]+) MB/s$").group(2)
-                       for what in ("write", "read")]
-            said.append(f"{i} -> {t}: {SIZE >> 20} MiB written {figures[0]} MB/s, read back {figures[1]} MB/s")
+            said.append(pattern_copied(copy, f"{i} -> {t}"))
         # The other side: the target's RAM disk holds the pattern.
         for t in serves:
             run.vm(t).step("backing-sum").expect(rf"^{want}\s+-$")

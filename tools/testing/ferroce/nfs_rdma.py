@@ -12,7 +12,7 @@ compares; the server then checksums the files it holds. The guest side is nfs_* 
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
-from nvme_rdma import DEVICE, SIZE, pattern_sha256
+from nvme_rdma import DEVICE, SIZE, pattern_copied, pattern_sha256
 
 NFS_RDMA_PORT = 20049
 MOUNTS = re.compile(r"^=== STEP mount-(\w+)-([\d.]+) begin$", re.M)
@@ -71,16 +71,7 @@ def scenario_for(kinds: dict[str, str], servers: list[str], clients: dict[str, l
             vm = run.vm(client)
             vm.step("pattern").expect(rf"\b{SIZE}\b.*/tmp/nvme-pattern")
             for server, vers in mounts:
-                copy = vm.step(f"copy-{server}-{vers}")
-                sums = dict((path, digest) for digest, path in
-                            re.findall(r"^([0-9a-f]{64})\s+(\S+)$", copy.output, re.M))
-                if sums.get("/tmp/nvme-pattern") != want or sums.get("/tmp/nfs-readback") != want:
-                    raise CheckFailed(f"{client} -> {server} NFSv{vers}: sha256 {sums}, expected {want}:\n{copy.output}")
-                copy.ok()  # cmp found no difference
-                figures = [copy.expect(rf"^{what}: {SIZE} bytes copied, ([\d.]+) s, ([\d.]+) MB/s$").group(2)
-                           for what in ("write", "read")]
-                said.append(f"{client} -> {server} NFSv{vers}: {SIZE >> 20} MiB written {figures[0]} MB/s, "
-                            f"read back {figures[1]} MB/s, sha256 {want[:12]}...")
+                said.append(pattern_copied(vm.step(f"copy-{server}-{vers}"), f"{client} -> {server} NFSv{vers}"))
         # The other side: each server holds what its clients wrote, byte for byte.
         for server in servers:
             sums = run.vm(server).step("export-sums")

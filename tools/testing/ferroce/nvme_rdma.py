@@ -33,6 +33,20 @@ def pattern_sha256(mibs: int = 64) -> str:
 
 
 
+def pattern_copied(copy, what: str, mibs: int = 64) -> str:
+    """The step of guest/lib.sh's `pattern_copy` (the pattern to a file or disk and back): both
+    checksums are the pattern's and cmp found no difference; its write and read figures."""
+    want = pattern_sha256(mibs)
+    sums = dict((path, digest) for digest, path in re.findall(r"^([0-9a-f]{64})\s+(\S+)$", copy.output, re.M))
+    if sums.get("/tmp/nvme-pattern") != want or sums.get("/tmp/readback") != want:
+        raise CheckFailed(f"{what}: sha256 {sums}, expected {want}:\n{copy.output}")
+    copy.ok()  # cmp found no difference
+    size = mibs << 20
+    figures = [copy.expect(rf"^{name}: {size} bytes copied, ([\d.]+) s, ([\d.]+) MB/s$").group(2)
+               for name in ("write", "read")]
+    return f"{what}: {mibs} MiB written {figures[0]} MB/s, read back {figures[1]} MB/s"
+
+
 # NIC counters that tell of loss and recovery (hostctl nic counters, ferroce VMs).
 RECOVERY_COUNTERS = ["tx_packets", "rx_packets", "drops", "retransmits", "timeouts", "naks_sent",
                      "naks_received", "seq_errors", "duplicates", "rnr_retries"]

@@ -559,12 +559,18 @@ nfs_mount() {
 # O_DIRECT (each 1 MiB write goes to the server, not the page cache), reads it back the same
 # way and compares; the figures come from timed_dd.
 nfs_copy() {
+	pattern_copy "/newroot$1/$2"
+}
+
+# pattern_copy PATH: the pattern (nvme_pattern's /tmp/nvme-pattern) to PATH (a file or a block
+# device) and back to /tmp/readback, O_DIRECT both ways; both checksums, then cmp.
+pattern_copy() {
 	_bytes=$(stat -c %s /tmp/nvme-pattern) _mib=$(($(stat -c %s /tmp/nvme-pattern) >> 20))
-	timed_dd write "$_bytes" if=/tmp/nvme-pattern of="/newroot$1/$2" bs=1M count="$_mib" oflag=direct conv=fsync 2>&1 &&
-		timed_dd read "$_bytes" if="/newroot$1/$2" of=/tmp/nfs-readback bs=1M count="$_mib" iflag=direct 2>&1 || return
-	sha256sum /tmp/nvme-pattern /tmp/nfs-readback
-	cmp /tmp/nvme-pattern /tmp/nfs-readback || return
-	rm /tmp/nfs-readback
+	timed_dd write "$_bytes" if=/tmp/nvme-pattern of="$1" bs=1M count="$_mib" oflag=direct conv=fsync 2>&1 &&
+		timed_dd read "$_bytes" if="$1" of=/tmp/readback bs=1M count="$_mib" iflag=direct 2>&1 || return
+	sha256sum /tmp/nvme-pattern /tmp/readback
+	cmp /tmp/nvme-pattern /tmp/readback || return
+	rm /tmp/readback
 }
 
 # nfs_mountstats MNT: the transport of the mount at MNT as the client counts it
@@ -630,13 +636,8 @@ blk_backing_sum() {
 
 # blk_copy DEV: the pattern to block device DEV and back, O_DIRECT both ways.
 blk_copy() {
-	_bytes=$(stat -c %s /tmp/nvme-pattern) _mib=$(($(stat -c %s /tmp/nvme-pattern) >> 20))
 	echo "$1 bytes: $(blockdev --getsize64 "$1")"
-	timed_dd write "$_bytes" if=/tmp/nvme-pattern of="$1" bs=1M count="$_mib" oflag=direct conv=fsync 2>&1 &&
-		timed_dd read "$_bytes" if="$1" of=/tmp/blk-readback bs=1M count="$_mib" iflag=direct 2>&1 || return
-	sha256sum /tmp/nvme-pattern /tmp/blk-readback
-	cmp /tmp/nvme-pattern /tmp/blk-readback || return
-	rm /tmp/blk-readback
+	pattern_copy "$1"
 }
 
 # blk_client_run KIND SERVER: for consumer KIND (iser, srp, rnbd), steps attach-SERVER,
