@@ -7,6 +7,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::objects::{create_mw, next_key};
 use common::roce::*;
 use ferroce_hw::*;
 use ferroce_nic::engine::headers::syndrome;
@@ -29,6 +30,46 @@ fn ack_from_another_host_completes_nothing() {
     assert_eq!(s.n.counter(COUNTER_DROPS), drops + 1, "counted as a drop");
     s.inject(&ack, &[]);
     assert_eq!(statuses(&s.cqes), [(1, WcStatus::Success)]);
+}
+
+/// An ACK covers the messages on both sides of a local operation (done at once, without PSNs)
+/// between them. SRP and RNBD post a fast registration between SENDs: with the requester's
+/// ACK walk stopping at the local operation, the SEND after it stayed outstanding though
+/// acknowledged, no later ACK came, and it ended in RetryExcErr without a retransmission.
+#[test]
+fn one_ack_completes_the_messages_around_a_local_operation() {
+    let mut s = Scripted::new(MIB, Conn::default());
+    let (mr, buf) = (s.n.key, s.n.buf);
+    let mw = next_key(create_mw(&mut s.n.g, MW_TYPE_2));
+    let first = one_write(&mut s, 1);
+    let bind = BindMwSeg {
+        addr: buf,
+        length: 64,
+        mw_key: mw,
+        mr_key: mr,
+        access: ACCESS_REMOTE_WRITE,
+        ..BindMwSeg::default()
+    };
+    s.qp.post(&mut s.n, 2, WR_BIND_MW, 0, 0, &bind.encode(), 0);
+    let second = one_write(&mut s, 3);
+    assert_eq!(second, psn::add(first, 1), "the bind takes no PSN");
+    assert!(
+        s.cqes.is_empty(),
+        "completed before any ACK: {:?}",
+        statuses(&s.cqes)
+    );
+    let ack = s.ack(second, syndrome::ACK);
+    s.inject(&ack, &[]);
+    s.run(4);
+    assert_eq!(
+        statuses(&s.cqes),
+        [
+            (1, WcStatus::Success),
+            (2, WcStatus::Success),
+            (3, WcStatus::Success)
+        ],
+        "one ACK of the second WRITE"
+    );
 }
 
 #[test]

@@ -26,7 +26,7 @@ ATTACHED = {
 CM_NAME = {"iser": "ib_iser", "srp": "ib_srp", "rnbd": "rtrs_client"}
 TARGET_READY = {
     "iser": [r"^iser: 1$", r"o- 0\.0\.0\.0:3260 \.* \[iser\]", r"o- lun0 \.* \[block/ram0 \(/dev/ram0\)"],
-    "srp": [r"^rdma_cm_port: 5555$", r"^service guid: 0x[0-9a-f]{16}$"],
+    "srp": [r"^rdma_cm_port: 5555$", r"^service guid: 0x[0-9a-f]{{16}}$"],
     "rnbd": [r":1234\b"],
 }
 # The NIC counters each side's traffic must have moved (at least one each). iSER and SRP

@@ -34,11 +34,13 @@ fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
     let una = psn::add(through, 1);
     let mut implied_nak = None;
     for w in qp.req.wqes.iter_mut() {
-        if !w.started {
-            break;
-        }
+        // Done first: a local operation (REG_MR, LOCAL_INV, BIND_MW) is done without ever
+        // being started (it has no PSNs), and the messages after it are acknowledged too.
         if w.done.is_some() {
             continue;
+        }
+        if !w.started {
+            break;
         }
         if psn::after(w.last_psn(), through) {
             break;
