@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Block storage over RDMA between VMs: iSER, SRP and RNBD (the iser, srp and rnbd scenarios to come).
+"""Block storage over RDMA between VMs: iSER, SRP and RNBD (the iser, srp and rnbd scenarios).
 
 Each target VM exports brd's 64 MiB /dev/ram0: LIO's iSCSI target with iSER on its portal
 (targetcli), LIO's SRP target ib_srpt (configfs, with an ACL per initiator), or rnbd_server.

@@ -614,7 +614,7 @@ rmmod_device() {
 	! lsmod | grep -q "^$1 " && echo "$1 removed"
 }
 
-# Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; their scenarios to come).
+# Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; scenarios iser, srp, rnbd).
 # A target exports brd's /dev/ram0 (64 MiB); an initiator writes the pattern (nvme_pattern) to
 # the disk it gets with O_DIRECT, reads it back and compares (blk_copy), and the target then
 # checksums its /dev/ram0 (blk_backing_sum). Modules load from here, not from the toolchain root
@@ -789,6 +789,7 @@ srp_detach() {
 	echo "remote ports left: $(ls /sys/class/srp_remote_ports/ | wc -l)"
 }
 
+# The fabric's own directory holds ib_srpt (LIO takes a module reference for it): it goes last.
 srp_target_stop() {
 	_tp=$(ls -d "$_cfg"/srpt/0x*)
 	echo 0 > "$_tp/tpgt_1/enable" || return
@@ -798,7 +799,7 @@ srp_target_stop() {
 	done
 	rm "$_tp/tpgt_1/lun/lun_0/ram0" && rmdir "$_tp/tpgt_1/lun/lun_0" "$_tp/tpgt_1" "$_tp" &&
 		echo 0 > "$_cfg/srpt/discovery_auth/rdma_cm_port" && rmdir "$_cfg/core/iblock_0/ram0" "$_cfg/core/iblock_0" &&
-		rmmod ib_srpt && echo "ib_srpt removed"
+		rmdir "$_cfg/srpt" && rmmod ib_srpt && echo "ib_srpt removed"
 }
 
 # RNBD: the target (rnbd_server) exports block devices by path (port 1234); the initiator
@@ -828,10 +829,16 @@ rnbd_attach() {
 	[ -b /dev/rnbd0 ] && echo "disk: /dev/rnbd0"
 }
 
+# rnbd_detach ADDR: unmaps rnbd0, then waits for the RTRS session to ADDR to close: the last
+# unmap closes it in the background, and rnbd_client's exit does not wait for that (removed
+# first, on the debug kernel the session's close work called into the unloaded module).
 rnbd_detach() {
+	_sess=$(hostname)-$(awk -v a="$1" '$1 == a { print $2 }' /scenario/hosts)
 	echo normal > /sys/block/rnbd0/rnbd/unmap_device || return
 	for _ in $(seq 300); do [ -e /sys/block/rnbd0 ] || break; sleep 0.1; done
-	[ ! -e /sys/block/rnbd0 ] && echo "rnbd0 unmapped"
+	[ ! -e /sys/block/rnbd0 ] && echo "rnbd0 unmapped" || return
+	for _ in $(seq 300); do [ -e "/sys/class/rtrs-client/$_sess" ] || break; sleep 0.1; done
+	[ ! -e "/sys/class/rtrs-client/$_sess" ] && echo "session $_sess closed"
 }
 
 rnbd_target_stop() {
