@@ -126,3 +126,91 @@ def scenario_for(kinds: dict[str, str], servers: list[str], clients: dict[str, l
         return ", ".join(said)
 
     return scenario
+
+
+# The faults faults_scenario's client meets, in order: the command that makes each (on the
+# client's own NIC, before the copy starts, so that the copy's I/O meets it), how long it lasts
+# (0: the whole copy), the command that ends it, and whether the NIC must have retransmitted to
+# get through it.
+FAULTS = {"drop": ("hostctl nic fault drop 0.01", 0, "hostctl nic fault off", True),
+          "stall": ("hostctl nic stall on", 3, "hostctl nic stall off", False)}
+
+
+def faults_scripts(mibs: int, loops: int) -> dict[str, str]:
+    """a.sh and b.sh of nfs_faults_scenario: each fault `loops` times, a copy of the `mibs` MiB
+    pattern each time."""
+    copies = []
+    for n in range(1, loops + 1):
+        for fault, (on, seconds, off, _) in FAULTS.items():
+            name = f"{fault}-{n}" if loops > 1 else fault
+            copies.append(f'step copy-{name} 600 copy_under /newroot/mnt/b/{name}.pattern "{on}" {seconds} "{off}" || rc=1')
+    a = ["# NFS over RDMA under faults (nfs_rdma.py's faults_scripts): a (ferroce) writes the pattern",
+         "# to b's export and reads it back into each fault of its own NIC.",
+         ". /ferroce/lib.sh", "rc=0", "step rdma-setup 30 modprobe ferroce", "wait_for_gid ferroce0 3",
+         "step rdma-link 10 rdma link show", "step toolroot 120 toolroot_setup",
+         f"export NVME_MIB={mibs}", "step pattern 300 nvme_pattern", 'wait_for_ping "$(ip_of b)"',
+         'RETRY_FOR=120 retry mount-b 30 nfs_mount "$(ip_of b)" 4.2 /mnt/b || rc=1', *copies,
+         "step umount-b 60 nfs_umount /mnt/b || rc=1", 'signal "$(ip_of b)" 4431 a-done',
+         "step rmmod 60 rmmod_device ferroce || rc=1", "exit $rc"]
+    b = ["# NFS server over ferroce for a, whose NIC meets faults (nfs_rdma.py's faults_scripts).",
+         ". /ferroce/lib.sh", "rc=0", "step rdma-setup 30 modprobe ferroce", "wait_for_gid ferroce0 3",
+         "step rdma-link 10 rdma link show", "step toolroot 120 toolroot_setup",
+         "step nfs-server 60 nfs_server || rc=1", "await a-done 4431",
+         "step export-sums 600 sh -c 'cd /newroot/export && sha256sum *'",
+         "step nfs-server-stop 60 nfs_server_stop || rc=1", "step rmmod 60 rmmod_device ferroce || rc=1",
+         "exit $rc"]
+    return {"a.sh": "\n".join(a) + "\n", "b.sh": "\n".join(b) + "\n"}
+
+
+def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
+    """NFSv4.2 over RDMA between two ferroce VMs, a's copies each into a fault of FAULTS, `loops`
+    rounds (nfs-rdma-faults; make soak's consumer-faults runs it long)."""
+    # a stalls its NIC: only a VM that steers its NIC may.
+    vms = [Vm(name, f"10.0.0.{i}/24", memory_mib=1024, nic=True, toolroot=True, steers_nic=name == "a")
+           for i, name in enumerate("ab", 1)]
+    scenario = Scenario(vms=vms, timeout=timeout, faults=True)
+    scenario.files.update(faults_scripts(mibs, loops))
+    want = pattern_sha256(mibs)
+    names = [(f"{fault}-{n}" if loops > 1 else fault, fault) for n in range(1, loops + 1) for fault in FAULTS]
+
+    @scenario.check
+    def mounted_over_rdma(run: Run) -> str:
+        for vm in vms:
+            run.vm(vm.name).step("rdma-link").expect(r"link ferroce0/1 state ACTIVE .*netdev eth0")
+        run.vm("b").step("nfs-server").expect(rf"^portlist:.*\brdma {NFS_RDMA_PORT}\b")
+        mount = run.vm("a").step("mount-b")
+        mount.expect(r"Flags:.*\bvers=4\.2\b.*\bproto=rdma\b")
+        return f"a -> b NFSv4.2 proto=rdma after {mount.tries} tries"
+
+    @scenario.check
+    def data_intact_through_faults(run: Run) -> str:
+        """Each copy made into a fault (1 % of frames dropped both ways, the NIC stalled) came
+        out bit-exact, and the NIC retransmitted to get through the drop."""
+        said = []
+        for name, fault in names:
+            on, _, off, must_resend = FAULTS[fault]
+            copy = run.vm("a").step(f"copy-{name}")
+            figures = pattern_copied(copy, name, mibs)
+            copy.expect(rf"^fault: {re.escape(on)}$")
+            copy.expect(rf"^fault ended: {re.escape(off)}$")
+            resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
+            if must_resend and resent == 0:
+                raise CheckFailed(f"{name}: the NIC retransmitted nothing:\n{copy.output}")
+            said.append(f"{figures}; {resent} frames retransmitted")
+        return "\n".join(said)
+
+    @scenario.check
+    def server_holds_every_copy(run: Run) -> str:
+        sums = run.vm("b").step("export-sums")
+        sums.ok()
+        for name, _ in names:
+            sums.expect(rf"^{want}\s+{re.escape(name)}\.pattern$")
+        return f"b: the {len(names)} files hold the pattern (sha256 {want[:12]}...)"
+
+    @scenario.check
+    def clean_teardown(run: Run) -> str:
+        run.vm("a").step("umount-b").expect(r"^unmounted /mnt/b$")
+        run.vm("b").step("nfs-server-stop").expect(r"^threads: 0$")
+        return ", ".join(run.vm(vm.name).step("rmmod").expect(r"^ferroce removed$").group(0) for vm in vms)
+
+    return scenario

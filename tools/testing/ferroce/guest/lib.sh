@@ -614,6 +614,35 @@ rmmod_device() {
 	! lsmod | grep -q "^$1 " && echo "$1 removed"
 }
 
+# A consumer under faults (nfs_rdma.py's faults_scenario). nic_counter NAME: one counter of
+# this VM's NIC.
+nic_counter() {
+	hostctl nic counters | sed -n "s/^ *\"$1\": \([0-9]*\).*/\1/p"
+}
+
+# copy_under PATH ON SECONDS OFF: pattern_copy PATH into a fault: the command ON makes it
+# before the copy starts (so the copy's I/O meets it), it lasts SECONDS (0: the whole copy),
+# and the command OFF ends it. The copy must still come out bit-exact.
+copy_under() {
+	_resent=$(nic_counter retransmits) _expired=$(nic_counter timeouts)
+	$2 > /dev/null || return
+	echo "fault: $2"
+	if [ "$3" = 0 ]; then
+		pattern_copy "$1"
+		_rc=$?
+	else
+		pattern_copy "$1" &
+		_pid=$!
+		sleep "$3"
+		_rc=0
+	fi
+	$4 > /dev/null || return
+	echo "fault ended: $4"
+	[ "$3" = 0 ] || wait "$_pid" || _rc=1
+	echo "retransmitted: $(($(nic_counter retransmits) - _resent)), timer expiries: $(($(nic_counter timeouts) - _expired))"
+	return $_rc
+}
+
 # Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; scenarios iser, srp, rnbd).
 # A target exports brd's /dev/ram0 (64 MiB); an initiator writes the pattern (nvme_pattern) to
 # the disk it gets with O_DIRECT, reads it back and compares (blk_copy), and the target then
