@@ -137,7 +137,7 @@ FAULTS = {"drop": ("hostctl nic fault drop 0.01", 0, "hostctl nic fault off", Tr
 
 
 def faults_scripts(mibs: int, loops: int) -> dict[str, str]:
-    """a.sh and b.sh of nfs_faults_scenario: each fault `loops` times, a copy of the `mibs` MiB
+    """a.sh and b.sh of faults_scenario: each fault `loops` times, a copy of the `mibs` MiB
     pattern each time."""
     copies = []
     for n in range(1, loops + 1):
