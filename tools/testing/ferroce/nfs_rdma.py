@@ -136,14 +136,18 @@ FAULTS = {"drop": ("hostctl nic fault drop 0.01", 0, "hostctl nic fault off", Tr
           "stall": ("hostctl nic stall on", 3, "hostctl nic stall off", False)}
 
 
+def fault_copies(loops: int) -> list[tuple[str, str]]:
+    """Each copy of `loops` rounds over FAULTS: its name (its step's and its file's) and its fault."""
+    return [(f"{fault}-{n}" if loops > 1 else fault, fault) for n in range(1, loops + 1) for fault in FAULTS]
+
+
 def faults_scripts(mibs: int, loops: int) -> dict[str, str]:
     """a.sh and b.sh of faults_scenario: each fault `loops` times, a copy of the `mibs` MiB
     pattern each time."""
     copies = []
-    for n in range(1, loops + 1):
-        for fault, (on, seconds, off, _) in FAULTS.items():
-            name = f"{fault}-{n}" if loops > 1 else fault
-            copies.append(f'step copy-{name} 600 copy_under /newroot/mnt/b/{name}.pattern "{on}" {seconds} "{off}" || rc=1')
+    for name, fault in fault_copies(loops):
+        on, seconds, off, _ = FAULTS[fault]
+        copies.append(f'step copy-{name} 600 copy_under /newroot/mnt/b/{name}.pattern "{on}" {seconds} "{off}" || rc=1')
     a = ["# NFS over RDMA under faults (nfs_rdma.py's faults_scripts): a (ferroce) writes the pattern",
          "# to b's export and reads it back into each fault of its own NIC.",
          ". /ferroce/lib.sh", "rc=0", "step rdma-setup 30 modprobe ferroce", "wait_for_gid ferroce0 3",
@@ -171,7 +175,7 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
     scenario = Scenario(vms=vms, timeout=timeout, faults=True)
     scenario.files.update(faults_scripts(mibs, loops))
     want = pattern_sha256(mibs)
-    names = [(f"{fault}-{n}" if loops > 1 else fault, fault) for n in range(1, loops + 1) for fault in FAULTS]
+    names = fault_copies(loops)
 
     @scenario.check
     def mounted_over_rdma(run: Run) -> str:
