@@ -954,6 +954,16 @@ class SchedulerTest(unittest.TestCase):
         self.assertIsNone(vmtest.next_job([new], [light], 2, 2))
         self.assertIs(vmtest.next_job([new], [], 2, 2), new)
 
+    def test_two_multi_vm_scenarios_fill_two_cores_side_by_side(self):
+        """Two scenarios that kept 1.3 cores busy each (two VMs that compute and wait by turns)
+        run side by side in the cores a machine of two may fill (FILL), and not in two."""
+        import vmtest
+        scenarios = {name: harness.Scenario(vms=[]) for name in ("one", "two")}
+        measured = {"one": {"wall": 20.0, "cpu": 26.0}, "two": {"wall": 10.0, "cpu": 13.0}}
+        one, two = vmtest.jobs_of([*scenarios], scenarios, measured, 2 * vmtest.FILL)
+        self.assertIs(vmtest.next_job([two], [one], 2 * vmtest.FILL, 2), two)
+        self.assertIsNone(vmtest.next_job([two], [one], 2, 2))
+
 
 class PrivateNetworkTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "needs root (CAP_SYS_ADMIN) for a network namespace")
