@@ -239,6 +239,9 @@ pub trait EngineHost {
     fn qp_error(&mut self, qpn: u32, event_type: EventType);
     /// The port's active MTU (`MTU_*`), which bounds UD messages.
     fn port_mtu(&self) -> u8;
+    /// Whether the port is up (`PORT_STATE_ACTIVE`): a port that is down carries no frame
+    /// either way (`COUNTER_PORT_DOWN_DROPS`).
+    fn port_active(&self) -> bool;
     /// The time on the device's clock ([`crate::clock::Clock`]): the engine's only source of
     /// "now", so that its timers run on virtual time in the tests.
     fn now(&self) -> Instant;

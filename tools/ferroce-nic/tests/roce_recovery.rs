@@ -644,3 +644,51 @@ fn a_late_ack_moves_a_resend_past_what_it_acknowledged() {
     eprintln!("a WRITE of {packets} packets, ACKs 30 ms late: {resent} packets resent");
     assert!(resent < packets / 2, "{resent} of {packets} packets resent");
 }
+
+/// A port that is down carries nothing either way: what its QPs send meanwhile is lost to their
+/// retransmission timers, and what arrives for them is dropped; once it is up again their work
+/// completes as after any loss. (`port down` only reported the port down before: a's WRITE
+/// reached b through it and completed at once.)
+#[test]
+fn a_port_that_is_down_carries_nothing_until_it_is_up() {
+    let mut p = Pair::new(MIB, Conn::default());
+    p.a.g.dev.core.request_port_state(false);
+    p.run_for(Duration::from_millis(1));
+    let to_b = p.a.fill(p.a.buf, 8192, 7);
+    let to_a = p.b.fill(p.b.buf + 65536, 4096, 8);
+    let (src_a, seg_b) = (p.a.buf, rdma_seg(p.b.buf, p.b.key));
+    let (src_b, seg_a) = (p.b.buf + 65536, rdma_seg(p.a.buf + 65536, p.a.key));
+    p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src_a, 8192, &seg_b, 0);
+    p.qb.post(&mut p.b, 2, WR_RDMA_WRITE, src_b, 4096, &seg_a, 0);
+    // 40 ms: a few retransmission timeouts (17 ms), fewer than retry_cnt allows.
+    p.run_for(Duration::from_millis(40));
+    assert!(
+        p.cqes_a.is_empty() && p.cqes_b.is_empty(),
+        "completed through a port that is down: a {:?}, b {:?}",
+        p.cqes_a.iter().map(|c| c.wc_status()).collect::<Vec<_>>(),
+        p.cqes_b.iter().map(|c| c.wc_status()).collect::<Vec<_>>()
+    );
+    assert_ne!(p.b.g.read(p.b.buf, 8192), to_b, "b's memory changed");
+    assert_ne!(
+        p.a.g.read(p.a.buf + 65536, 4096),
+        to_a,
+        "a's memory changed"
+    );
+    assert_eq!(p.b.counter(COUNTER_RX_PACKETS), 0, "b received from a");
+    assert_eq!(p.a.counter(COUNTER_RX_PACKETS), 0, "a received from b");
+    // a's WRITE (8 packets) and b's (4) at least once each, and their retransmissions.
+    let dropped = p.a.counter(COUNTER_PORT_DOWN_DROPS);
+    assert!(dropped >= 12, "port_down_drops {dropped}");
+    p.a.g.dev.core.request_port_state(true);
+    let (ca, cb) = p.wait_cqes(1, 1);
+    assert_eq!((ca[0].wr_id, ca[0].wc_status()), (1, WcStatus::Success));
+    assert_eq!((cb[0].wr_id, cb[0].wc_status()), (2, WcStatus::Success));
+    assert_eq!(p.b.g.read(p.b.buf, 8192), to_b);
+    assert_eq!(p.a.g.read(p.a.buf + 65536, 4096), to_a);
+    assert!(p.a.counter(COUNTER_TIMEOUTS) >= 1 && p.b.counter(COUNTER_TIMEOUTS) >= 1);
+    assert_eq!(
+        p.a.counter(COUNTER_PORT_DOWN_DROPS),
+        dropped,
+        "dropped once up"
+    );
+}

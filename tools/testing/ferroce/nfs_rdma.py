@@ -131,9 +131,12 @@ def scenario_for(kinds: dict[str, str], servers: list[str], clients: dict[str, l
 # The faults faults_scenario's client meets, in order: the command that makes each (on the
 # client's own NIC, before the copy starts, so that the copy's I/O meets it), how long it lasts
 # (0: the whole copy), the command that ends it, and whether the NIC must have retransmitted to
-# get through it.
+# get through it. The port stays down longer than an RC QP keeps trying (xprtrdma's 6 retries
+# after the first try, each after the 537 ms that rdma_cm's CM gives a RoCE QP: 3.8 s), so
+# that the QP fails and NFS connects again.
 FAULTS = {"drop": ("hostctl nic fault drop 0.01", 0, "hostctl nic fault off", True),
-          "stall": ("hostctl nic stall on", 3, "hostctl nic stall off", False)}
+          "stall": ("hostctl nic stall on", 3, "hostctl nic stall off", False),
+          "port": ("hostctl nic port down", 8, "hostctl nic port up", True)}
 
 
 def fault_copies(loops: int) -> list[tuple[str, str]]:
@@ -154,7 +157,7 @@ def faults_scripts(mibs: int, loops: int) -> dict[str, str]:
          "step rdma-link 10 rdma link show", "step toolroot 120 toolroot_setup",
          f"export NVME_MIB={mibs}", "step pattern 300 nvme_pattern", 'wait_for_ping "$(ip_of b)"',
          'RETRY_FOR=120 retry mount-b 30 nfs_mount "$(ip_of b)" 4.2 /mnt/b || rc=1', *copies,
-         "step umount-b 60 nfs_umount /mnt/b || rc=1", 'signal "$(ip_of b)" 4431 a-done',
+         "step mountstats-b 10 nfs_mountstats /mnt/b", "step umount-b 60 nfs_umount /mnt/b || rc=1", 'signal "$(ip_of b)" 4431 a-done',
          "step rmmod 60 rmmod_device ferroce || rc=1", "exit $rc"]
     b = ["# NFS server over ferroce for a, whose NIC meets faults (nfs_rdma.py's faults_scripts).",
          ". /ferroce/lib.sh", "rc=0", "step rdma-setup 30 modprobe ferroce", "wait_for_gid ferroce0 3",
@@ -188,8 +191,9 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
 
     @scenario.check
     def data_intact_through_faults(run: Run) -> str:
-        """Each copy made into a fault (1 % of frames dropped both ways, the NIC stalled) came
-        out bit-exact, and the NIC retransmitted to get through the drop."""
+        """Each copy made into a fault (1 % of frames dropped both ways, the NIC stalled, its
+        port down for 8 s) came out bit-exact; the NIC retransmitted to get through the drop and
+        the port, and only while the port was down did it drop frames there."""
         said = []
         for name, fault in names:
             on, _, off, must_resend = FAULTS[fault]
@@ -200,8 +204,24 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
             resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
             if must_resend and resent == 0:
                 raise CheckFailed(f"{name}: the NIC retransmitted nothing:\n{copy.output}")
-            said.append(f"{figures}; {resent} frames retransmitted")
+            unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
+            if (fault == "port") != (unported > 0):
+                raise CheckFailed(f"{name}: the port dropped {unported} frames while down:\n{copy.output}")
+            said.append(f"{figures}; {resent} frames retransmitted"
+                        + (f", {unported} dropped by the port while down" if unported else ""))
         return "\n".join(said)
+
+    @scenario.check
+    def connected_again_after_the_port_was_down(run: Run) -> str:
+        """Each time the port was down, the client's QP failed and NFS connected again (the
+        RDMA transport's connect count, the third figure of its "xprt: rdma" line); the other
+        faults may have cost a connection too."""
+        stats = run.vm("a").step("mountstats-b")
+        connects = int(stats.expect(r"^\s*xprt:\s+rdma \d+ \d+ (\d+) ").group(1))
+        downs = sum(1 for _, fault in names if fault == "port")
+        if connects < 1 + downs:
+            raise CheckFailed(f"{connects} connects after {downs} times the port was down:\n{stats.output}")
+        return f"{connects} connects of the RDMA transport, the port down {downs} times"
 
     @scenario.check
     def server_holds_every_copy(run: Run) -> str:

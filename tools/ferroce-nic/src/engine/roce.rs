@@ -212,10 +212,17 @@ impl Payload {
     }
 }
 
+/// Counts and traces a frame the port did not carry because it is down (`dir`: `"tx"` to the
+/// wire, `"rx"` from it).
+fn port_down_drop(host: &dyn EngineHost, trace: &Tracer, dir: &str) {
+    host.count(COUNTER_PORT_DOWN_DROPS, 1);
+    trace.event("drop", || json!({"why": "port down", "dir": dir}));
+}
+
 /// Where a frame leaving the transmit faults goes: the loopback queue if its destination MAC is
 /// the port's own (a full queue drops it), the wire otherwise. A multicast frame goes both
 /// ways: the group's QPs on this port get it too, as on a switch port that hears its own
-/// groups.
+/// groups. A port that is down sends nothing to the wire.
 ///
 /// Returns the frame's buffer if nothing kept it (it went to the wire only), for the next frame.
 fn transmit(
@@ -228,7 +235,11 @@ fn transmit(
 ) -> Option<Vec<u8>> {
     let multicast = frame.first().is_some_and(|b| b & 1 != 0);
     if frame.get(..6) != Some(&mac[..]) {
-        sink.send(&frame);
+        if host.port_active() {
+            sink.send(&frame);
+        } else {
+            port_down_drop(host, trace, "tx");
+        }
         if !multicast {
             return Some(frame);
         }
@@ -655,6 +666,11 @@ impl Engine for RoceEngine {
         self.io.release(host, now);
         let mut arrived = VecDeque::new();
         self.io.rx.take(RX_BUDGET, &mut arrived);
+        if !host.port_active() {
+            for _ in arrived.drain(..) {
+                port_down_drop(host, &self.io.trace, "rx");
+            }
+        }
         let mut received: VecDeque<Vec<u8>> = VecDeque::new();
         for f in arrived {
             self.io

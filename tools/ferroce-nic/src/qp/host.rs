@@ -594,4 +594,8 @@ impl EngineHost for DeviceCore {
     fn port_mtu(&self) -> u8 {
         self.port().active_mtu()
     }
+
+    fn port_active(&self) -> bool {
+        self.port().state() == PORT_STATE_ACTIVE
+    }
 }

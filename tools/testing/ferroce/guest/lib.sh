@@ -622,9 +622,10 @@ nic_counter() {
 
 # copy_under PATH ON SECONDS OFF: pattern_copy PATH into a fault: the command ON makes it
 # before the copy starts (so the copy's I/O meets it), it lasts SECONDS (0: the whole copy),
-# and the command OFF ends it. The copy must still come out bit-exact.
+# and the command OFF ends it. The copy must still come out bit-exact. Then what it cost the
+# NIC: frames retransmitted, timer expiries, frames its port dropped while down.
 copy_under() {
-	_resent=$(nic_counter retransmits) _expired=$(nic_counter timeouts)
+	_resent=$(nic_counter retransmits) _expired=$(nic_counter timeouts) _unported=$(nic_counter port_down_drops)
 	$2 > /dev/null || return
 	echo "fault: $2"
 	if [ "$3" = 0 ]; then
@@ -636,10 +637,14 @@ copy_under() {
 		sleep "$3"
 		_rc=0
 	fi
-	$4 > /dev/null || return
+	if ! $4 > /dev/null; then
+		[ "$3" = 0 ] || wait "$_pid"
+		return 1
+	fi
 	echo "fault ended: $4"
 	[ "$3" = 0 ] || wait "$_pid" || _rc=1
 	echo "retransmitted: $(($(nic_counter retransmits) - _resent)), timer expiries: $(($(nic_counter timeouts) - _expired))"
+	echo "frames the port dropped while down: $(($(nic_counter port_down_drops) - _unported))"
 	return $_rc
 }
 

@@ -120,10 +120,14 @@ mod index {
     pub const COUNTER_LOCAL_INVALIDATIONS: usize = 49;
     /// Remote invalidations (a SEND with invalidate received) that succeeded.
     pub const COUNTER_REMOTE_INVALIDATIONS: usize = 50;
+    /// Frames the port did not carry because it was down (`EventType::PortDown` until
+    /// `EventType::PortActive`): those the engine sent to the wire and those that came from it.
+    /// Frames the engine loops back to its own MAC never reach the port and still go.
+    pub const COUNTER_PORT_DOWN_DROPS: usize = 51;
 }
 
 /// Number of counters.
-pub const NUM_COUNTERS: usize = 51;
+pub const NUM_COUNTERS: usize = 52;
 
 /// Counter names, indexed by `COUNTER_*`: C strings, because the driver hands them to ib_core
 /// (`rdma_stat_desc`).
@@ -179,6 +183,7 @@ pub const COUNTER_NAMES: [&CStr; NUM_COUNTERS] = [
     c"fast_registrations",
     c"local_invalidations",
     c"remote_invalidations",
+    c"port_down_drops",
 ];
 
 /// BAR0 offset of counter `index` in the interface's layout.
