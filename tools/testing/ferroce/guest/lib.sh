@@ -651,7 +651,7 @@ copy_under() {
 # Block storage over RDMA: iSER, SRP and RNBD (block_rdma.py; scenarios iser, srp, rnbd).
 # A target exports brd's /dev/ram0 (64 MiB); an initiator writes the pattern (nvme_pattern) to
 # the disk it gets with O_DIRECT, reads it back and compares (blk_copy), and the target then
-# checksums its /dev/ram0 (blk_backing_sum). Modules load from here, not from the toolchain root
+# checksums what the pattern's NVME_MIB MiB cover of its /dev/ram0 (blk_backing_sum). Modules load from here, not from the toolchain root
 # (it has no /lib/modules); configfs is mounted where the root's tools see it too.
 _cfg=/sys/kernel/config/target
 
@@ -665,7 +665,7 @@ blk_backing() {
 }
 
 blk_backing_sum() {
-	dd if=/dev/ram0 bs=1M count=64 iflag=direct 2> /dev/null | sha256sum
+	dd if=/dev/ram0 bs=1M count="${NVME_MIB:-64}" iflag=direct 2> /dev/null | sha256sum
 }
 
 # blk_copy DEV: the pattern to block device DEV and back, O_DIRECT both ways.
