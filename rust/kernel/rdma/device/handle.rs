@@ -13,7 +13,8 @@ pub(super) struct DevicePtr<T: Operations>(pub(super) NonNull<Device<T>>);
 unsafe impl<T: Operations> Send for DevicePtr<T> {}
 
 /// Where a [`DeviceHandle`] finds the device: one pointer for code that may sleep, one for
-/// code that may not (interrupt handlers), both cleared before the device is unregistered.
+/// code that may not (interrupt handlers), both cleared once the device is unregistered
+/// (`ib_unregister_device()` has returned), before its data is dropped.
 #[pin_data]
 pub(super) struct HandleState<T: Operations> {
     #[pin]
@@ -69,8 +70,11 @@ impl<T: Operations> Drop for DeviceRef<T> {
 
 /// A handle to a registered device for code that outlives no registration but cannot borrow it:
 /// notifier callbacks, work items, interrupt handlers. [`DeviceHandle::with`] and
-/// [`DeviceHandle::with_atomic`] run code on the device while it is registered and do nothing
-/// once [`Registration`] started to drop.
+/// [`DeviceHandle::with_atomic`] run code on the device while it is registered, also while
+/// ib_core unregisters it ([`Registration`]'s drop): its clients then drain their QPs and
+/// destroy their objects, and wait for the completions and events the driver delivers through
+/// a handle, as ib_core's drivers deliver them until `ib_unregister_device()` returns. Once it
+/// has, they do nothing.
 pub struct DeviceHandle<T: Operations>(pub(super) Arc<HandleState<T>>);
 
 impl<T: Operations> Clone for DeviceHandle<T> {
@@ -90,23 +94,27 @@ impl<T: Operations> DeviceHandle<T> {
         )?))
     }
 
-    /// Runs `f` on the device if it is still registered; `f` may sleep. Returns `None` when the
-    /// device is being (or has been) unregistered.
+    /// Runs `f` on the device if it is registered or being unregistered; `f` may sleep. Returns
+    /// `None` once the device is unregistered.
     pub fn with<R>(&self, f: impl FnOnce(&Device<T>) -> R) -> Option<R> {
         let guard = self.0.sleeping.lock();
         let ptr = guard.as_ref()?;
         // SAFETY: The pointer is set while the device is registered and cleared under this lock
-        // before `Registration` unregisters it, so it is valid while we hold the lock.
+        // once `Registration` has unregistered it, before the device's data is dropped and its
+        // allocation freed, so it is valid while we hold the lock.
         Some(f(unsafe { ptr.0.as_ref() }))
     }
 
-    /// A counted reference to the device ([`DeviceRef`]), or `None` once [`Registration`]
-    /// started to drop. Callable from any context (interrupt handlers included).
+    /// A counted reference to the device ([`DeviceRef`]), or `None` once its unregistration
+    /// takes no more (`ib_device_try_get()` fails once ib_core has removed its clients and
+    /// dropped its own reference; unregistration waits for those taken before). Callable from
+    /// any context (interrupt handlers included).
     pub fn get(&self) -> Option<DeviceRef<T>> {
         let guard = self.0.atomic.lock();
         let ptr = guard.as_ref()?.0;
         // SAFETY: The pointer is set while the device is registered and cleared under this lock
-        // before `Registration` unregisters it, so it is valid while we hold the lock.
+        // once `Registration` has unregistered it, before the allocation is freed, so it is
+        // valid while we hold the lock.
         let raw = unsafe { ptr.as_ref() }.as_raw();
         // SAFETY: `raw` is a registered `ib_device` (above). Its reference count drops to zero
         // only in unregistration, which then waits for the references taken here.

@@ -217,15 +217,20 @@ impl<T: Operations> Drop for UnbindGuard<T> {
 
 impl<T: Operations> Drop for Registration<T> {
     fn drop(&mut self) {
-        // From here on handles no longer reach the device (this waits for those that do).
-        self.handle.0.set(None);
         let ib = self.device().as_raw();
         // SAFETY: By the type invariant the device was registered. `ib_unregister_device()`
         // waits until every client has let go and no operation runs any more (and for an
-        // unregistration the unbind guard started); then the data is dropped once and the
-        // allocation freed.
+        // unregistration the unbind guard started).
+        unsafe { bindings::ib_unregister_device(ib) };
+        // Handles reach the device until it is unregistered: while `ib_unregister_device()`
+        // runs, ib_core's clients destroy their objects and first drain their QPs
+        // (`ib_drain_qp()`), which waits for completions the driver's interrupt handlers
+        // deliver through a handle. From here on they no longer reach it (this waits for
+        // those that do).
+        self.handle.0.set(None);
+        // SAFETY: The device is unregistered (above) and no handle reaches it any more: the
+        // data is dropped once and the allocation freed.
         unsafe {
-            bindings::ib_unregister_device(ib);
             ptr::drop_in_place(&raw mut (*self.dev.as_ptr()).data);
             ptr::drop_in_place(&raw mut (*self.dev.as_ptr()).objects);
             bindings::ib_dealloc_device(ib);

@@ -66,6 +66,8 @@ struct kv_state {
 	struct kv_buf rbuf;
 	struct ib_cq *reuse_cq;		/* reuse: qd, qe and qf complete here */
 	struct ib_qp *qd, *qe, *qf;	/* reuse: each connected to itself */
+	struct ib_cq *drain_cq;		/* ib_core polls it (ib_alloc_cq) */
+	struct ib_qp *qg;		/* on drain_cq, connected to itself: drained at teardown */
 	char result[256];
 };
 extern struct kv_state kv;

@@ -21,7 +21,12 @@
  *   stream     a kernel thread posts chains of RDMA WRITEs and polls them until it
  *              is stopped (teardown, device removal): removal under traffic, the
  *              last chain still in flight when the QPs are destroyed
- *   teardown   everything goes (also on unload and on device removal)
+ *   teardown   everything goes (also on unload and on device removal). On device
+ *              removal (the client's remove) a QP whose CQ ib_core polls is
+ *              drained first with ib_drain_qp(), as ULPs drain their QPs there:
+ *              the drain's completions must arrive while ib_core unregisters
+ *              the device. (Not in the teardown phase: driver-faults runs it on
+ *              a stalled NIC, where no drain can complete.)
  *
  * The counted phases (chain, inline, push) only post and poll: objects come
  * from setup, the CQ is polled and never armed (an arm is a doorbell) and no
@@ -260,6 +265,10 @@ static void kv_teardown(void)
 
 	kv_stream_stop();
 
+	if (kv.qg) {
+		ib_destroy_qp(kv.qg);
+		kv.qg = NULL;
+	}
 	for (i = 0; i < ARRAY_SIZE(qps); i++) {
 		if (!*qps[i])
 			continue;
@@ -283,6 +292,10 @@ static void kv_teardown(void)
 	if (kv.cq) {
 		ib_destroy_cq(kv.cq);
 		kv.cq = NULL;
+	}
+	if (kv.drain_cq) {
+		ib_free_cq(kv.drain_cq);
+		kv.drain_cq = NULL;
 	}
 	kv_buf_free(&kv.src, KV_BUF_SIZE);
 	kv_buf_free(&kv.dst, KV_BUF_SIZE);
@@ -365,6 +378,25 @@ static int kv_setup(void)
 		ret = kv_connect(kv.qb, kv.qa->qp_num);
 	if (ret) {
 		kv_report("setup FAIL connecting the QPs: %d", ret);
+		goto fail;
+	}
+	kv.drain_cq = ib_alloc_cq(kv.dev, NULL, 8, 0, IB_POLL_WORKQUEUE);
+	if (IS_ERR(kv.drain_cq)) {
+		ret = PTR_ERR(kv.drain_cq);
+		kv.drain_cq = NULL;
+		kv_report("setup FAIL ib_alloc_cq: %d", ret);
+		goto fail;
+	}
+	kv.qg = kv_create_qp(kv.drain_cq, NULL, 4, 0);
+	if (IS_ERR(kv.qg)) {
+		ret = PTR_ERR(kv.qg);
+		kv.qg = NULL;
+		kv_report("setup FAIL ib_create_qp: %d", ret);
+		goto fail;
+	}
+	ret = kv_connect(kv.qg, kv.qg->qp_num);
+	if (ret) {
+		kv_report("setup FAIL connecting the drained QP to itself: %d", ret);
 		goto fail;
 	}
 	kv_report("setup ok device=%s gid_index=%u gid=%pI6 mac=%pM qpn=%u,%u cqe=%d",
@@ -590,6 +622,9 @@ static void kv_remove(struct ib_device *dev, void *client_data)
 	if (kv.dev == dev) {
 		bool streamed = kv_streamer;
 
+		kv_stream_stop();
+		if (kv.qg)
+			ib_drain_qp(kv.qg);
 		kv_teardown();
 		kv.dev = NULL;
 		if (streamed)

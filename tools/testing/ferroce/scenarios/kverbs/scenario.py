@@ -151,7 +151,9 @@ def unload_clean(run: Run) -> str:
 
 @scenario.check
 def device_removal_frees(run: Run) -> str:
-    """ferroce0 unregisters while the test module's objects exist: its client remove frees them."""
+    """ferroce0 unregisters while the test module's objects exist: its client remove frees them,
+    first draining a QP whose CQ ib_core polls (ib_drain_qp(), as ULPs do), which needs the
+    drain's completions delivered while the device unregisters."""
     vm = run.vm("a")
     vm.step("reload").ok()
     vm.step("setup-again").ok()
