@@ -10,6 +10,7 @@ compares; the server then checksums the files it holds. The guest side is nfs_* 
 """
 
 import re
+from typing import NamedTuple
 
 from harness import CheckFailed, Run, Scenario, Vm
 from nvme_rdma import DEVICE, SIZE, pattern_copied, pattern_sha256
@@ -128,15 +129,31 @@ def scenario_for(kinds: dict[str, str], servers: list[str], clients: dict[str, l
     return scenario
 
 
-# The faults faults_scenario's client meets, in order: the command that makes each (on the
-# client's own NIC, before the copy starts, so that the copy's I/O meets it), how long it lasts
-# (0: the whole copy), the command that ends it, and whether the NIC must have retransmitted to
-# get through it. The port stays down longer than an RC QP keeps trying (xprtrdma's 6 retries
-# after the first try, each after the 537 ms that rdma_cm's CM gives a RoCE QP: 3.8 s), so
-# that the QP fails and NFS connects again.
-FAULTS = {"drop": ("hostctl nic fault drop 0.01", 0, "hostctl nic fault off", True),
-          "stall": ("hostctl nic stall on", 3, "hostctl nic stall off", False),
-          "port": ("hostctl nic port down", 8, "hostctl nic port up", True)}
+class Fault(NamedTuple):
+    """A fault faults_scenario's client meets: the command that makes it (on the client's own
+    NIC or driver), how long it lasts (0: the whole copy), the command that ends it, whether
+    the NIC must have retransmitted to get through it, and when it comes: before the copy starts
+    (None: so that the copy's I/O meets it) or that many seconds into the copy (the fault then
+    meets I/O in flight)."""
+
+    on: str
+    seconds: float
+    off: str
+    must_resend: bool
+    after: float | None = None
+
+
+# The faults, in order. The port stays down longer than an RC QP keeps trying (xprtrdma's 6
+# retries after the first try, each after the 537 ms that rdma_cm's CM gives a RoCE QP: 3.8 s),
+# so that the QP fails and NFS connects again. The removal takes the RDMA driver away under the
+# copy (rmmod must return: ib_core's clients drain their QPs while it unregisters the device),
+# and the hard mount's I/O waits until the driver is back and NFS has connected again.
+FAULTS = {"drop": Fault("hostctl nic fault drop 0.01", 0, "hostctl nic fault off", True),
+          "stall": Fault("hostctl nic stall on", 3, "hostctl nic stall off", False),
+          "port": Fault("hostctl nic port down", 8, "hostctl nic port up", True),
+          "removal": Fault("rmmod ferroce", 3, "modprobe ferroce", False, after=0.3)}
+# The faults after which the client's transport must have connected anew.
+RECONNECTS = ("port", "removal")
 
 
 def fault_copies(loops: int) -> list[tuple[str, str]]:
@@ -149,8 +166,10 @@ def faults_scripts(mibs: int, loops: int) -> dict[str, str]:
     pattern each time."""
     copies = []
     for name, fault in fault_copies(loops):
-        on, seconds, off, _ = FAULTS[fault]
-        copies.append(f'step copy-{name} 600 copy_under /newroot/mnt/b/{name}.pattern "{on}" {seconds} "{off}" || rc=1')
+        f = FAULTS[fault]
+        after = "" if f.after is None else f" {f.after}"
+        copies.append(f'step copy-{name} 600 copy_under /newroot/mnt/b/{name}.pattern "{f.on}" {f.seconds} "{f.off}"'
+                      f'{after} || rc=1')
     a = ["# NFS over RDMA under faults (nfs_rdma.py's faults_scripts): a (ferroce) writes the pattern",
          "# to b's export and reads it back into each fault of its own NIC.",
          ". /ferroce/lib.sh", "rc=0", "step rdma-setup 30 modprobe ferroce", "wait_for_gid ferroce0 3",
@@ -192,14 +211,16 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
     @scenario.check
     def data_intact_through_faults(run: Run) -> str:
         """Each copy made into a fault (1 % of frames dropped both ways, the NIC stalled, its
-        port down for 8 s) came out bit-exact; the NIC retransmitted to get through the drop and
-        the port, and only while the port was down did it drop frames there."""
+        port down for 8 s, the RDMA driver removed for 3 s) came out bit-exact; the NIC
+        retransmitted to get through the drop and the port, and only while the port was down did
+        it drop frames there."""
         said = []
         for name, fault in names:
-            on, _, off, must_resend = FAULTS[fault]
+            on, _, off, must_resend, _ = FAULTS[fault]
             copy = run.vm("a").step(f"copy-{name}")
             figures = pattern_copied(copy, name, mibs)
             copy.expect(rf"^fault: {re.escape(on)}$")
+            made = copy.expect(r"^made in ([\d.]+) s$").group(1)
             copy.expect(rf"^fault ended: {re.escape(off)}$")
             resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
             if must_resend and resent == 0:
@@ -207,21 +228,22 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
             unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
             if (fault == "port") != (unported > 0):
                 raise CheckFailed(f"{name}: the port dropped {unported} frames while down:\n{copy.output}")
-            said.append(f"{figures}; {resent} frames retransmitted"
+            said.append(f"{figures}; `{on}` took {made} s; {resent} frames retransmitted"
                         + (f", {unported} dropped by the port while down" if unported else ""))
         return "\n".join(said)
 
     @scenario.check
-    def connected_again_after_the_port_was_down(run: Run) -> str:
-        """Each time the port was down, the client's QP failed and NFS connected again (the
-        RDMA transport's connect count, the third figure of its "xprt: rdma" line); the other
-        faults may have cost a connection too."""
+    def connected_again_after_the_port_and_the_driver_went(run: Run) -> str:
+        """Each time the port was down or the RDMA driver removed, the client's QP went and NFS
+        connected again (the RDMA transport's connect count, the third figure of its "xprt:
+        rdma" line); the other faults may have cost a connection too."""
         stats = run.vm("a").step("mountstats-b")
         connects = int(stats.expect(r"^\s*xprt:\s+rdma \d+ \d+ (\d+) ").group(1))
-        downs = sum(1 for _, fault in names if fault == "port")
-        if connects < 1 + downs:
-            raise CheckFailed(f"{connects} connects after {downs} times the port was down:\n{stats.output}")
-        return f"{connects} connects of the RDMA transport, the port down {downs} times"
+        gone = sum(1 for _, fault in names if fault in RECONNECTS)
+        if connects < 1 + gone:
+            raise CheckFailed(f"{connects} connects after {gone} times the port or the driver went:\n"
+                              f"{stats.output}")
+        return f"{connects} connects of the RDMA transport, the port or the driver gone {gone} times"
 
     @scenario.check
     def server_holds_every_copy(run: Run) -> str:

@@ -620,29 +620,42 @@ nic_counter() {
 	hostctl nic counters | sed -n "s/^ *\"$1\": \([0-9]*\).*/\1/p"
 }
 
-# copy_under PATH ON SECONDS OFF: pattern_copy PATH into a fault: the command ON makes it
-# before the copy starts (so the copy's I/O meets it), it lasts SECONDS (0: the whole copy),
-# and the command OFF ends it. The copy must still come out bit-exact. Then what it cost the
-# NIC: frames retransmitted, timer expiries, frames its port dropped while down.
+# copy_under PATH ON SECONDS OFF [AFTER]: pattern_copy PATH into a fault: the command ON makes
+# it before the copy starts (so the copy's I/O meets it) or, given AFTER, that many seconds into
+# the copy (it meets I/O in flight); it lasts SECONDS (0: the whole copy), and the command OFF
+# ends it. The copy must still come out bit-exact. It says how long ON took, then what the
+# fault cost the NIC: frames retransmitted, timer expiries, frames its port dropped while down.
 copy_under() {
 	_resent=$(nic_counter retransmits) _expired=$(nic_counter timeouts) _unported=$(nic_counter port_down_drops)
-	$2 > /dev/null || return
+	_pid= _rc=0
+	if [ -n "$5" ]; then
+		pattern_copy "$1" &
+		_pid=$!
+		sleep "$5"
+	fi
+	_made=$(_uptime)
+	if ! $2 > /dev/null; then
+		[ -z "$_pid" ] || wait "$_pid"
+		return 1
+	fi
 	echo "fault: $2"
-	if [ "$3" = 0 ]; then
+	echo "made in $(echo "$_made $(_uptime)" | awk '{printf "%.2f", $2 - $1}') s"
+	if [ "$3" = 0 ] && [ -z "$_pid" ]; then
 		pattern_copy "$1"
 		_rc=$?
 	else
-		pattern_copy "$1" &
-		_pid=$!
+		if [ -z "$_pid" ]; then
+			pattern_copy "$1" &
+			_pid=$!
+		fi
 		sleep "$3"
-		_rc=0
 	fi
 	if ! $4 > /dev/null; then
-		[ "$3" = 0 ] || wait "$_pid"
+		[ -z "$_pid" ] || wait "$_pid"
 		return 1
 	fi
 	echo "fault ended: $4"
-	[ "$3" = 0 ] || wait "$_pid" || _rc=1
+	[ -z "$_pid" ] || wait "$_pid" || _rc=1
 	echo "retransmitted: $(($(nic_counter retransmits) - _resent)), timer expiries: $(($(nic_counter timeouts) - _expired))"
 	echo "frames the port dropped while down: $(($(nic_counter port_down_drops) - _unported))"
 	return $_rc
