@@ -216,19 +216,19 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
         it drop frames there."""
         said = []
         for name, fault in names:
-            on, _, off, must_resend, _ = FAULTS[fault]
+            f = FAULTS[fault]
             copy = run.vm("a").step(f"copy-{name}")
             figures = pattern_copied(copy, name, mibs)
-            copy.expect(rf"^fault: {re.escape(on)}$")
+            copy.expect(rf"^fault: {re.escape(f.on)}$")
             made = copy.expect(r"^made in ([\d.]+) s$").group(1)
-            copy.expect(rf"^fault ended: {re.escape(off)}$")
+            copy.expect(rf"^fault ended: {re.escape(f.off)}$")
             resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
-            if must_resend and resent == 0:
+            if f.must_resend and resent == 0:
                 raise CheckFailed(f"{name}: the NIC retransmitted nothing:\n{copy.output}")
             unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
             if (fault == "port") != (unported > 0):
                 raise CheckFailed(f"{name}: the port dropped {unported} frames while down:\n{copy.output}")
-            said.append(f"{figures}; `{on}` took {made} s; {resent} frames retransmitted"
+            said.append(f"{figures}; `{f.on}` took {made} s; {resent} frames retransmitted"
                         + (f", {unported} dropped by the port while down" if unported else ""))
         return "\n".join(said)
 

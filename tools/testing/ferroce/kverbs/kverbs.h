@@ -67,7 +67,7 @@ struct kv_state {
 	struct ib_cq *reuse_cq;		/* reuse: qd, qe and qf complete here */
 	struct ib_qp *qd, *qe, *qf;	/* reuse: each connected to itself */
 	struct ib_cq *drain_cq;		/* ib_core polls it (ib_alloc_cq) */
-	struct ib_qp *qg;		/* on drain_cq, connected to itself: drained at teardown */
+	struct ib_qp *qg;		/* on drain_cq, connected to itself: drained on device removal */
 	char result[256];
 };
 extern struct kv_state kv;
