@@ -3,6 +3,7 @@
 
 import fcntl
 import io
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import textwrap
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import harness
 import hosts
@@ -963,6 +965,41 @@ class SchedulerTest(unittest.TestCase):
         one, two = vmtest.jobs_of([*scenarios], scenarios, measured, 2 * vmtest.FILL)
         self.assertIs(vmtest.next_job([two], [one], 2 * vmtest.FILL, 2), two)
         self.assertIsNone(vmtest.next_job([two], [one], 2, 2))
+
+
+    def test_work_beside_the_scenarios_holds_its_cores_until_its_marker_goes(self):
+        """make check's lab checks run beside the VM scenarios (vmtest --beside): while the
+        marker exists, its cores count as busy, so "heavy" (1.8 cores) waits for it to go, and
+        "light" (0.3) starts beside it at once."""
+        import threading
+        import vmtest
+        with tempfile.TemporaryDirectory() as work:
+            marker = Path(work) / "lab-check.running"
+            marker.write_text("")
+            scenarios = {name: harness.Scenario(vms=[]) for name in ("heavy", "light")}
+            started, gone = {}, threading.Event()
+
+            def run_one(machine, scenario, logs, follow, printed=None):
+                name = next(n for n, s in scenarios.items() if s is scenario)
+                started[name] = gone.is_set()
+                return [(f"{name}/ran", True, "")], None
+
+            def remove_marker():
+                time.sleep(0.3)
+                gone.set()
+                marker.unlink()
+
+            with mock.patch.object(vmtest, "run_one", run_one), \
+                    mock.patch.object(vmtest, "MEASURED", Path(work) / "usage.json"):
+                (Path(work) / "usage.json").write_text(json.dumps(self.MEASURED))
+                finished = []
+                threading.Thread(target=remove_marker).start()
+                vmtest.run_all(["heavy", "light"], scenarios, lambda s: None, Path(work), 2, 2.0, False,
+                               lambda name, *_: finished.append(name),
+                               [vmtest.Beside.parse(f"{marker}=1.0")])
+            self.assertEqual(started, {"light": False, "heavy": True})
+            self.assertEqual(sorted(finished), ["heavy", "light"])
+            self.assertEqual(vmtest.Beside.parse("/out/x=1.5"), vmtest.Beside(Path("/out/x"), 1.5))
 
 
 class PrivateNetworkTest(unittest.TestCase):

@@ -185,7 +185,8 @@ class Job:
     """A scenario to run and what the scheduler knows of it from an earlier run."""
 
     name: str
-    scenario: harness.Scenario
+    scenario: harness.Scenario | None
+    """None: work beside the scenarios (Beside), which the scheduler does not run."""
     seconds: float
     """Its wall time then (0 if never measured)."""
     cores: float
@@ -219,12 +220,28 @@ def next_job(pending: list[Job], running: list[Job], cores: float, limit: int) -
     return None
 
 
+@dataclasses.dataclass
+class Beside:
+    """Work someone else runs beside the scenarios (vmtest --beside; make check's lab checks):
+    the scheduler counts its `cores` as busy while its `marker` file exists."""
+
+    marker: Path
+    cores: float
+
+    @classmethod
+    def parse(cls, text: str) -> "Beside":
+        marker, _, cores = text.rpartition("=")
+        if not marker or not cores:
+            raise argparse.ArgumentTypeError(f"--beside wants FILE=CORES, not {text!r}")
+        return cls(Path(marker), float(cores))
+
+
 def run_all(names: list[str], scenarios: dict[str, harness.Scenario], machine_for, logs: Path, jobs: int,
-            cores: float, follow: bool, finish) -> None:
+            cores: float, follow: bool, finish, beside: list[Beside] = ()) -> None:
     """Runs the scenarios, one at a time or (`jobs` > 1) side by side as their measured cores
-    fit in `cores` (the machine's, times FILL), calling `finish(name, results, usage, seconds)`
-    as each ends. What a scenario printed
-    is printed whole when it ends, so that its lines stay together."""
+    fit in `cores` (the machine's, times FILL), with the cores of the work `beside` them
+    counted while it runs, calling `finish(name, results, usage, seconds)` as each ends. What a
+    scenario printed is printed whole when it ends, so that its lines stay together."""
     if jobs <= 1:
         for name in names:
             began = time.monotonic()
@@ -233,7 +250,9 @@ def run_all(names: list[str], scenarios: dict[str, harness.Scenario], machine_fo
         return
     measured = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
     pending = jobs_of(names, scenarios, measured, cores)
-    running: list[Job] = []
+    # Work beside the scenarios is a running job without a scenario until its marker goes.
+    outside = [(Job(b.marker.name, None, 0.0, b.cores), b.marker) for b in beside if b.marker.exists()]
+    running: list[Job] = [job for job, _ in outside]
     done: queue.Queue = queue.Queue()
 
     def run(job: Job) -> None:
@@ -244,14 +263,23 @@ def run_all(names: list[str], scenarios: dict[str, harness.Scenario], machine_fo
             results, use = [(f"{job.name}/setup", False, f"{type(e).__name__}: {e}")], None
         done.put((job, results, use, time.monotonic() - began, printed.getvalue()))
 
-    while pending or running:
+    while pending or any(job.scenario is not None for job in running):
+        for job, marker in outside:
+            if job in running and not marker.exists():
+                running.remove(job)
+                print(f"--- {job.name}: gone (beside the scenarios)", flush=True)
         while (job := next_job(pending, running, cores, jobs)) is not None:
             pending.remove(job)
             running.append(job)
             print(f"--- {job.name}: started beside {', '.join(j.name for j in running[:-1]) or 'nothing'}",
                   flush=True)
             threading.Thread(target=run, args=(job,), name=job.name, daemon=True).start()
-        job, results, use, seconds, printed = done.get()
+        try:
+            # While work beside them runs, look for its marker every second.
+            job, results, use, seconds, printed = done.get(
+                timeout=1.0 if any(job.scenario is None for job in running) else None)
+        except queue.Empty:
+            continue
         running.remove(job)
         sys.stdout.write(printed)
         finish(job.name, results, use, seconds)
@@ -328,6 +356,9 @@ def main() -> int:
     parser.add_argument("--fill", type=float, default=FILL,
                         help=f"the measured cores of the scenarios side by side add up to at most this many "
                              f"times --cores (default {FILL:g})")
+    parser.add_argument("--beside", type=Beside.parse, action="append", default=[], metavar="FILE=CORES",
+                        help="work that runs beside the scenarios while FILE exists (make check's lab "
+                             "checks): --jobs counts CORES of the machine as busy until then")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run the scenarios this many times (logs in --logs/run-K/), then print how "
                              "often each check failed and each scenario's slowest time (make check-flaky)")
@@ -386,7 +417,8 @@ def main() -> int:
 
             logs = args.logs if args.repeat == 1 else args.logs / f"run-{k}"
             run_all(names, scenarios, lambda s: debug_machine if s.debug_lane else machine, logs,
-                    args.jobs if not args.follow else 1, args.cores * args.fill, args.follow, finish)
+                    args.jobs if not args.follow else 1, args.cores * args.fill, args.follow, finish,
+                    args.beside)
         print(summary(rows, time.monotonic() - start), flush=True)
         if args.repeat > 1:
             timeouts = {name: scenario.timeout * (debug_machine if scenario.debug_lane else machine).slow
