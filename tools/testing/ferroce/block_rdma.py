@@ -14,6 +14,7 @@ The guest side is blk_* and <kind>_* in guest/lib.sh.
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
+from nfs_rdma import FAULTS
 from nvme_rdma import DEVICE, SIZE, pattern_copied, pattern_sha256
 
 # What each consumer's attach step shows when it went over RDMA, and the name its RDMA/CM ids
@@ -183,5 +184,109 @@ def scenario_for(kind: str, kinds: dict[str, str], serves: dict[str, list[str]],
             step.ok()
             said.append(step.expect(rf"^{'ferroce' if kinds[vm.name] == 'ferroce' else 'rdma_rxe'} removed$").group(0))
         return ", ".join(said)
+
+    return scenario
+
+
+# What a consumer's I/O does when its initiator's port is down for 8 s or its RDMA driver is
+# removed under a copy (nfs_rdma.FAULTS; each consumer read in its source, and seen): it
+# "waits" and completes once the consumer connected again, so the copy is bit-exact, or it
+# "fails" with an I/O error and KIND_back (guest/lib.sh) brings the disk back as its user
+# would. A frame drop and a NIC stall every consumer rides out.
+# - iSER: the connection fails, iscsid logs in again (on the new device after a removal) and
+#   libiscsi requeues the I/O (replacement_timeout, 120 s);
+# - SRP: the rport reconnects 10 s after the QP failed (reconnect_delay) and requeues the I/O,
+#   but a removed device takes the SCSI host and its disk with it (srp_remove_one): add_target
+#   again;
+# - RNBD: RTRS fails the I/O of a path in error (one path: nowhere to fail over), reconnects 30 s
+#   later after a port down and never after a removal, unless told to (the path's reconnect).
+UNDER = {"iser": {"port": "waits", "removal": "waits"},
+         "srp": {"port": "waits", "removal": "fails"},
+         "rnbd": {"port": "fails", "removal": "fails"}}
+# What a copy that failed under the fault says (the disk went, or its I/O failed).
+IO_ERROR = r"^dd: error (?:writing|reading) '/dev/\w+': (?:Input/output error|No space left on device)$"
+
+
+def faults_scripts(kind: str, mibs: int) -> dict[str, str]:
+    """a.sh and b.sh of faults_scenario: b serves, a attaches and copies into each fault of its
+    own NIC and driver, brings the disk back after each (KIND_back) and copies once more."""
+    out = scripts(kind, {"a": "ferroce", "b": "ferroce"}, {"b": ["a"]}, mibs)
+    lines = ['wait_for_ping "$(ip_of b)"', f'RETRY_FOR=120 retry attach-b 60 {kind}_attach "$(ip_of b)" || rc=1',
+             "disk=$(sed -n 's/^disk: //p' /tmp/retry.out)"]
+    for fault, f in FAULTS.items():
+        after = "" if f.after is None else f" {f.after}"
+        judged = "" if UNDER[kind].get(fault) == "fails" else " || rc=1"
+        lines += [f'step copy-{fault} 600 copy_under "$disk" "{f.on}" {f.seconds} "{f.off}"{after}{judged}',
+                  f'RETRY_FOR=120 retry back-{fault} 30 {kind}_back "$(ip_of b)" || rc=1',
+                  "disk=$(sed -n 's/^disk: //p' /tmp/retry.out)"]
+    lines += ['step copy-after 600 blk_copy "$disk" || rc=1', "step rdma-cm-b 10 rdma resource show cm_id",
+              f'step detach-b 60 {kind}_detach "$(ip_of b)" || rc=1']
+    out["a.sh"] = out["a.sh"].replace(f"blk_client_run {kind} b || rc=1\n", "\n".join(lines) + "\n")
+    return out
+
+
+def faults_scenario(kind: str, timeout: int, mibs: int = 16) -> Scenario:
+    """`kind` ("iser", "srp" or "rnbd") between two ferroce VMs, a's copies each into a fault of
+    nfs_rdma.FAULTS on a's own NIC and driver: the iser-faults, srp-faults and rnbd-faults
+    scenarios."""
+    # a stalls its NIC: only a VM that steers its NIC may.
+    vms = [Vm(name, f"10.0.0.{i}/24", memory_mib=1024, nic=True, toolroot=kind == "iser", steers_nic=name == "a")
+           for i, name in enumerate("ab", start=1)]
+    scenario = Scenario(vms=vms, timeout=timeout, faults=True)
+    scenario.files.update(faults_scripts(kind, mibs))
+    want = pattern_sha256(mibs)
+
+    @scenario.check
+    def attached_over_rdma(run: Run) -> str:
+        attach = run.vm("a").step("attach-b")
+        attach.ok()
+        for p in ATTACHED[kind]:
+            attach.expect(p.format(dev="ferroce0"))
+        run.vm("a").step("rdma-cm-b").expect(rf"comm \[{CM_NAME[kind]}\]")
+        return f"a -> b: {attach.expect(r'^disk: (/dev/\w+)$').group(1)} after {attach.tries} tries"
+
+    @scenario.check
+    def through_each_fault(run: Run) -> str:
+        """Each fault was made and ended, and the copy into it came out bit-exact where the
+        consumer waits for its connection (UNDER), or failed with an I/O error where it does not,
+        and never hung; the NIC retransmitted to get through the drop and the port, and only
+        while the port was down did it drop frames there; then the disk was back (KIND_back)."""
+        said = []
+        for fault, f in FAULTS.items():
+            copy = run.vm("a").step(f"copy-{fault}")
+            copy.expect(rf"^fault: {re.escape(f.on)}$")
+            made = copy.expect(r"^made in ([\d.]+) s$").group(1)
+            copy.expect(rf"^fault ended: {re.escape(f.off)}$")
+            resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
+            if f.must_resend and resent == 0:
+                raise CheckFailed(f"{fault}: the NIC retransmitted nothing:\n{copy.output}")
+            unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
+            if (fault == "port") != (unported > 0):
+                raise CheckFailed(f"{fault}: the port dropped {unported} frames while down:\n{copy.output}")
+            if UNDER[kind].get(fault) == "fails":
+                outcome = copy.expect(IO_ERROR).group(0)
+            else:
+                outcome = pattern_copied(copy, fault, mibs)
+            back = run.vm("a").step(f"back-{fault}")
+            back.ok()
+            disk = back.expect(r"^disk: (/dev/\w+)$").group(1)
+            said.append(f"{fault}: `{f.on}` took {made} s; {outcome}; {resent} frames retransmitted; "
+                        f"{disk} back after {back.tries} tries")
+        return "\n".join(said)
+
+    @scenario.check
+    def data_intact_after(run: Run) -> str:
+        copy = run.vm("a").step("copy-after")
+        copy.expect(rf"^/dev/\w+ bytes: {SIZE}$")
+        said = pattern_copied(copy, "a -> b after the faults", mibs)
+        run.vm("b").step("backing-sum").expect(rf"^{want}\s+-$")
+        return f"{said}; b: /dev/ram0 holds the pattern (sha256 {want[:12]}...)"
+
+    @scenario.check
+    def clean_teardown(run: Run) -> str:
+        run.vm("a").step("detach-b").ok()
+        run.vm("a").step("initiator-stop").ok()
+        run.vm("b").step("target-stop").ok()
+        return ", ".join(run.vm(vm).step("rmmod").expect(r"^ferroce removed$").group(0) for vm in "ab")
 
     return scenario

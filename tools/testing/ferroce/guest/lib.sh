@@ -758,6 +758,38 @@ iser_initiator_stop() {
 	in_toolroot iscsiadm -k 0 && rmmod ib_iser && echo "ib_iser removed"
 }
 
+# KIND_back ADDR (iser_back, srp_back, rnbd_back): after a fault of the blk faults scenarios
+# (block_rdma.py's faults_scenario), the disk of the consumer attached to ADDR usable again, as
+# its user would make it: "disk: /dev/X" once it is (retry it). iSER's iscsid logs in again by
+# itself; SRP's rport reconnects after a port down by itself, but its SCSI host goes with a
+# removed device, and add_target makes it again; RTRS fails RNBD's I/O on a path error and
+# reconnects only 30 s later (after a port down) or never (after a removal) unless told to.
+iser_back() {
+	_s=$(in_toolroot iscsiadm -m session -P3) || return
+	echo "$_s" | grep -E 'iSCSI Session State|Attached scsi disk'
+	_d=$(echo "$_s" | sed -n 's/.*Attached scsi disk \([a-z]*\).*/\1/p' | head -n 1)
+	echo "$_s" | grep -q 'iSCSI Session State: LOGGED_IN' && [ -n "$_d" ] && [ -b "/dev/$_d" ] && echo "disk: /dev/$_d"
+}
+
+srp_back() {
+	ls /sys/class/srp_remote_ports/ | grep -q port- || { srp_attach "$1"; return; }
+	echo "rport: $(cat /sys/class/srp_remote_ports/port-*/state)"
+	_d=$(ls /sys/class/scsi_host/host*/device/target*/*/block/ 2> /dev/null | head -n 1)
+	grep -qx running /sys/class/srp_remote_ports/port-*/state && [ -n "$_d" ] && [ -b "/dev/$_d" ] &&
+		echo "disk: /dev/$_d"
+}
+
+rnbd_back() {
+	_src=$(ip -4 -o addr show eth0 | awk '{ sub(/\/.*/, "", $4); print $4 }')
+	_sess=$(hostname)-$(awk -v a="$1" '$1 == a { print $2 }' /scenario/hosts)
+	_s=/sys/class/rtrs-client/$_sess/paths/ip:$_src@ip:$1
+	# The write returns once the path reconnected, or fails (ENOTCONN: retry).
+	[ "$(cat "$_s/state")" = connected ] || echo 1 > "$_s/reconnect" || return
+	echo "path: $(cat "$_s/state")"
+	echo "rnbd0: $(cat /sys/block/rnbd0/rnbd/state)"
+	[ "$(cat "$_s/state")" = connected ] && [ "$(cat /sys/block/rnbd0/rnbd/state)" = open ] && echo "disk: /dev/rnbd0"
+}
+
 # SRP: ib_srpt in configfs (targetcli cannot set its RDMA/CM port; srpt has no demo mode, so
 # each initiator gets an ACL) and ib_srp's add_target with an RDMA/CM destination. The target's
 # port is named by its GID 0; an initiator's port ID is 0x<8 zero bytes><its GID 0's interface

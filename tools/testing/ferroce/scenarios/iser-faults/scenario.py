@@ -1,0 +1,10 @@
+"""iSER under faults: VM a (ferroce) logs in to VM b's LIO iSCSI target over iSER (ferroce) and
+copies the 16 MiB pattern through its SCSI disk into each fault of its own NIC and driver: 1 %
+of frames dropped, the NIC stalled for 3 s, its port down for 8 s and ferroce removed 0.3 s
+into the copy for 3 s; each time iscsid logs in again and the I/O completes, bit-exact, and one
+more copy after the faults is bit-exact on b's RAM disk too. block_rdma.py's faults_scenario.
+"""
+
+from block_rdma import faults_scenario
+
+scenario = faults_scenario("iser", timeout=300)
