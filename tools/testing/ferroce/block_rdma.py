@@ -14,7 +14,7 @@ The guest side is blk_* and <kind>_* in guest/lib.sh.
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
-from nfs_rdma import FAULTS
+from nfs_rdma import FAULTS, fault_met
 from nvme_rdma import DEVICE, SIZE, pattern_copied, pattern_sha256
 
 # What each consumer's attach step shows when it went over RDMA, and the name its RDMA/CM ids
@@ -254,15 +254,7 @@ def faults_scenario(kind: str, timeout: int, mibs: int = 16) -> Scenario:
         said = []
         for fault, f in FAULTS.items():
             copy = run.vm("a").step(f"copy-{fault}")
-            copy.expect(rf"^fault: {re.escape(f.on)}$")
-            made = copy.expect(r"^made in ([\d.]+) s$").group(1)
-            copy.expect(rf"^fault ended: {re.escape(f.off)}$")
-            resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
-            if f.must_resend and resent == 0:
-                raise CheckFailed(f"{fault}: the NIC retransmitted nothing:\n{copy.output}")
-            unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
-            if (fault == "port") != (unported > 0):
-                raise CheckFailed(f"{fault}: the port dropped {unported} frames while down:\n{copy.output}")
+            made, resent, _ = fault_met(copy, fault, fault)
             if UNDER[kind].get(fault) == "fails":
                 outcome = copy.expect(IO_ERROR).group(0)
             else:

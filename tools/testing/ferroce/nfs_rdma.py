@@ -156,6 +156,23 @@ FAULTS = {"drop": Fault("hostctl nic fault drop 0.01", 0, "hostctl nic fault off
 RECONNECTS = ("port", "removal")
 
 
+def fault_met(copy, name: str, fault: str) -> tuple[str, int, int]:
+    """guest/lib.sh's copy_under step `copy` (called `name`) met FAULTS[fault]: it was made and
+    ended; how long making it took, the frames the NIC retransmitted (the faults that must
+    make it resend did) and those its port dropped while down (the port's alone)."""
+    f = FAULTS[fault]
+    copy.expect(rf"^fault: {re.escape(f.on)}$")
+    made = copy.expect(r"^made in ([\d.]+) s$").group(1)
+    copy.expect(rf"^fault ended: {re.escape(f.off)}$")
+    resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
+    if f.must_resend and resent == 0:
+        raise CheckFailed(f"{name}: the NIC retransmitted nothing:\n{copy.output}")
+    unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
+    if (fault == "port") != (unported > 0):
+        raise CheckFailed(f"{name}: the port dropped {unported} frames while down:\n{copy.output}")
+    return made, resent, unported
+
+
 def fault_copies(loops: int) -> list[tuple[str, str]]:
     """Each copy of `loops` rounds over FAULTS: its name (its step's and its file's) and its fault."""
     return [(f"{fault}-{n}" if loops > 1 else fault, fault) for n in range(1, loops + 1) for fault in FAULTS]
@@ -216,19 +233,10 @@ def faults_scenario(timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
         it drop frames there."""
         said = []
         for name, fault in names:
-            f = FAULTS[fault]
             copy = run.vm("a").step(f"copy-{name}")
             figures = pattern_copied(copy, name, mibs)
-            copy.expect(rf"^fault: {re.escape(f.on)}$")
-            made = copy.expect(r"^made in ([\d.]+) s$").group(1)
-            copy.expect(rf"^fault ended: {re.escape(f.off)}$")
-            resent = int(copy.expect(r"^retransmitted: (\d+), timer expiries: \d+$").group(1))
-            if f.must_resend and resent == 0:
-                raise CheckFailed(f"{name}: the NIC retransmitted nothing:\n{copy.output}")
-            unported = int(copy.expect(r"^frames the port dropped while down: (\d+)$").group(1))
-            if (fault == "port") != (unported > 0):
-                raise CheckFailed(f"{name}: the port dropped {unported} frames while down:\n{copy.output}")
-            said.append(f"{figures}; `{f.on}` took {made} s; {resent} frames retransmitted"
+            made, resent, unported = fault_met(copy, name, fault)
+            said.append(f"{figures}; `{FAULTS[fault].on}` took {made} s; {resent} frames retransmitted"
                         + (f", {unported} dropped by the port while down" if unported else ""))
         return "\n".join(said)
 
