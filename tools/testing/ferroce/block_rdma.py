@@ -14,7 +14,7 @@ The guest side is blk_* and <kind>_* in guest/lib.sh.
 import re
 
 from harness import CheckFailed, Run, Scenario, Vm
-from nfs_rdma import FAULTS, fault_met
+from nfs_rdma import FAULTS, fault_copies, fault_met
 from nvme_rdma import DEVICE, SIZE, pattern_copied, pattern_sha256
 
 # What each consumer's attach step shows when it went over RDMA, and the name its RDMA/CM ids
@@ -207,17 +207,19 @@ UNDER = {"iser": {"port": "waits", "removal": "waits"},
 IO_ERROR = r"^dd: error (?:writing|reading) '/dev/\w+': (?:Input/output error|No space left on device)$"
 
 
-def faults_scripts(kind: str, mibs: int) -> dict[str, str]:
+def faults_scripts(kind: str, mibs: int, loops: int = 1) -> dict[str, str]:
     """a.sh and b.sh of faults_scenario: b serves, a attaches and copies into each fault of its
-    own NIC and driver, brings the disk back after each (KIND_back) and copies once more."""
+    own NIC and driver (`loops` rounds), brings the disk back after each (KIND_back) and copies
+    once more."""
     out = scripts(kind, {"a": "ferroce", "b": "ferroce"}, {"b": ["a"]}, mibs)
     lines = ['wait_for_ping "$(ip_of b)"', f'RETRY_FOR=120 retry attach-b 60 {kind}_attach "$(ip_of b)" || rc=1',
              "disk=$(sed -n 's/^disk: //p' /tmp/retry.out)"]
-    for fault, f in FAULTS.items():
+    for name, fault in fault_copies(loops):
+        f = FAULTS[fault]
         after = "" if f.after is None else f" {f.after}"
         judged = "" if UNDER[kind].get(fault) == "fails" else " || rc=1"
-        lines += [f'step copy-{fault} 600 copy_under "$disk" "{f.on}" {f.seconds} "{f.off}"{after}{judged}',
-                  f'RETRY_FOR=120 retry back-{fault} 30 {kind}_back "$(ip_of b)" || rc=1',
+        lines += [f'step copy-{name} 600 copy_under "$disk" "{f.on}" {f.seconds} "{f.off}"{after}{judged}',
+                  f'RETRY_FOR=120 retry back-{name} 30 {kind}_back "$(ip_of b)" || rc=1',
                   "disk=$(sed -n 's/^disk: //p' /tmp/retry.out)"]
     lines += ['step copy-after 600 blk_copy "$disk" || rc=1', "step rdma-cm-b 10 rdma resource show cm_id",
               f'step detach-b 60 {kind}_detach "$(ip_of b)" || rc=1']
@@ -225,15 +227,15 @@ def faults_scripts(kind: str, mibs: int) -> dict[str, str]:
     return out
 
 
-def faults_scenario(kind: str, timeout: int, mibs: int = 16) -> Scenario:
+def faults_scenario(kind: str, timeout: int, mibs: int = 16, loops: int = 1) -> Scenario:
     """`kind` ("iser", "srp" or "rnbd") between two ferroce VMs, a's copies each into a fault of
-    nfs_rdma.FAULTS on a's own NIC and driver: the iser-faults, srp-faults and rnbd-faults
-    scenarios."""
+    nfs_rdma.FAULTS on a's own NIC and driver, `loops` rounds: the iser-faults, srp-faults and
+    rnbd-faults scenarios (make soak's have 64 MiB and 16 rounds)."""
     # a stalls its NIC: only a VM that steers its NIC may.
     vms = [Vm(name, f"10.0.0.{i}/24", memory_mib=1024, nic=True, toolroot=kind == "iser", steers_nic=name == "a")
            for i, name in enumerate("ab", start=1)]
     scenario = Scenario(vms=vms, timeout=timeout, faults=True)
-    scenario.files.update(faults_scripts(kind, mibs))
+    scenario.files.update(faults_scripts(kind, mibs, loops))
     want = pattern_sha256(mibs)
 
     @scenario.check
@@ -252,17 +254,17 @@ def faults_scenario(kind: str, timeout: int, mibs: int = 16) -> Scenario:
         and never hung; the NIC retransmitted to get through the drop and the port, and only
         while the port was down did it drop frames there; then the disk was back (KIND_back)."""
         said = []
-        for fault, f in FAULTS.items():
-            copy = run.vm("a").step(f"copy-{fault}")
-            made, resent, _ = fault_met(copy, fault, fault)
+        for name, fault in fault_copies(loops):
+            copy = run.vm("a").step(f"copy-{name}")
+            made, resent, _ = fault_met(copy, name, fault)
             if UNDER[kind].get(fault) == "fails":
                 outcome = copy.expect(IO_ERROR).group(0)
             else:
-                outcome = pattern_copied(copy, fault, mibs)
-            back = run.vm("a").step(f"back-{fault}")
+                outcome = pattern_copied(copy, name, mibs)
+            back = run.vm("a").step(f"back-{name}")
             back.ok()
             disk = back.expect(r"^disk: (/dev/\w+)$").group(1)
-            said.append(f"{fault}: `{f.on}` took {made} s; {outcome}; {resent} frames retransmitted; "
+            said.append(f"{name}: `{FAULTS[fault].on}` took {made} s; {outcome}; {resent} frames retransmitted; "
                         f"{disk} back after {back.tries} tries")
         return "\n".join(said)
 
