@@ -6,6 +6,9 @@
 //! them: memcpy of the same bytes from one buffer to another, and the ICRC of the same bytes in
 //! frames of 4096 (the wire format makes the sender compute it and the receiver check it).
 //!
+//! A QP's messages cost the same however many other QPs the NIC holds: the same 4 KiB WRITE
+//! on a pair alone and on a pair whose NICs also hold 4096 connected, idle QPs each.
+//!
 //! Nothing else runs: a pair's two devices are stepped in the measuring thread, with no device,
 //! port or wire thread of their own. benchreport.py reads criterion's `time:` lines.
 
@@ -45,14 +48,15 @@ impl Op {
     }
 }
 
+fn conn(mtu: u8) -> Conn {
+    Conn {
+        mtu,
+        ..Conn::default()
+    }
+}
+
 fn pair(mtu: u8) -> Pair {
-    let p = Pair::new(
-        BUF,
-        Conn {
-            mtu,
-            ..Conn::default()
-        },
-    );
+    let p = Pair::new(BUF, conn(mtu));
     p.a.fill(p.a.buf, 1 << 20, 1);
     p.b.fill(p.b.buf, 1 << 20, 2);
     p
@@ -88,6 +92,9 @@ fn message(p: &mut Pair, op: Op, len: usize) {
     }
 }
 
+/// Idle QPs beside the active one, on each NIC.
+const IDLE_QPS: u32 = 4096;
+
 fn memcpy(src: &[u8], dst: &mut [u8]) {
     dst.copy_from_slice(black_box(src));
     black_box(dst);
@@ -120,6 +127,18 @@ fn benches(c: &mut Criterion) {
         group.bench_function("icrc", |b| b.iter(|| icrc(&src)));
         group.finish();
     }
+    // A QP's turn does not grow with the QPs that have nothing to do.
+    let (len, label) = SIZES[0];
+    let mut group = c.benchmark_group(format!("{label}_idle"));
+    group.throughput(Throughput::Bytes(len as u64));
+    for (idle, name) in [(0, "alone"), (IDLE_QPS, "among_4096_idle")] {
+        let mut p = Pair::among_idle(BUF, conn(MTU_4096), idle);
+        p.a.fill(p.a.buf, 1 << 20, 1);
+        group.bench_function(BenchmarkId::new("rc_write", name), |b| {
+            b.iter(|| message(&mut p, Op::Write, len))
+        });
+    }
+    group.finish();
 }
 
 fn main() {

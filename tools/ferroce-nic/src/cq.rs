@@ -32,19 +32,13 @@ impl DeviceCore {
             u32::from(cmd.log_size),
             CQE_SIZE as u32,
         )?;
-        let cq = Cq {
+        let cq = Cq::new(
             buf,
-            dbrec_addr: cmd.dbrec_addr,
-            eqn: cmd.eqn,
-            pi: 0,
-            arm: CqArm::Disarmed,
-            moder_count: cmd.moder_count,
-            moder_period_us: cmd.moder_period_us,
-            unreported: 0,
-            first_unreported_us: None,
-            error: false,
-            users: 0,
-        };
+            cmd.dbrec_addr,
+            cmd.eqn,
+            cmd.moder_count,
+            cmd.moder_period_us,
+        );
         let cqn = self
             .objects_mut()
             .cqs_mut()
@@ -67,7 +61,7 @@ impl DeviceCore {
             return Err(CmdError::new(STATUS_BUSY));
         }
         let eqn = cq.eqn;
-        self.objects_mut().cqs_mut().remove(cqn);
+        self.objects_mut().remove_cq(cqn);
         if let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) {
             eq.users = eq.users.saturating_sub(1);
         }
@@ -248,12 +242,12 @@ impl DeviceCore {
                 cqe.flags & CQE_FLAG_SOLICITED != 0 || cqe.status != u8::from(WcStatus::Success)
             }
         };
-        if triggers || cq.unreported > 0 {
-            cq.unreported += 1;
-            cq.first_unreported_us.get_or_insert(now);
-            if u32::from(cq.moder_count.max(1)) <= cq.unreported
-                || cq.moder_period_us == 0 && cq.moder_count <= 1
-            {
+        if triggers || cq.has_unreported() {
+            let due = self
+                .objects_mut()
+                .cq_unreported(cqn, now)
+                .is_some_and(Cq::count_reached);
+            if due {
                 self.completion_event(cqn);
             }
         }
@@ -262,12 +256,10 @@ impl DeviceCore {
 
     /// Posts the completion EQE of a CQ and disarms it.
     fn completion_event(&mut self, cqn: u32) {
-        let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {
+        let Some(cq) = self.objects_mut().cq_reported(cqn) else {
             return;
         };
         cq.arm = CqArm::Disarmed;
-        cq.unreported = 0;
-        cq.first_unreported_us = None;
         let eqn = cq.eqn;
         self.post_eqe(
             eqn,
@@ -284,13 +276,12 @@ impl DeviceCore {
         let now = self.elapsed_us();
         let is_due = |cq: &Cq| cq.moderation_due_us().is_some_and(|due| due <= now);
         // Called every round: nothing is allocated unless an event is due.
-        if !self.objects().cqs().iter().any(|(_, cq)| is_due(cq)) {
+        if !self.objects().unreported_cqs().any(|(_, cq)| is_due(cq)) {
             return;
         }
         let due: Vec<u32> = self
             .objects()
-            .cqs()
-            .iter()
+            .unreported_cqs()
             .filter(|(_, cq)| is_due(cq))
             .map(|(cqn, _)| cqn)
             .collect();

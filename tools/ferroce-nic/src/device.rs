@@ -379,12 +379,7 @@ impl Device {
             || self.core.pending_fatal
             || !self.core.work.is_empty()
             || self.core.cmdq.has_pending()
-            || self
-                .core
-                .objects
-                .cqs()
-                .iter()
-                .any(|(_, cq)| cq.first_unreported_us.is_some())
+            || self.core.objects.unreported_cqs().next().is_some()
     }
 
     /// The earliest instant something timed is due: an engine timer or held frame
@@ -395,8 +390,7 @@ impl Device {
     pub fn next_deadline(&self) -> Option<Instant> {
         let objects = &self.core.objects;
         let moderation = objects
-            .cqs()
-            .iter()
+            .unreported_cqs()
             .filter_map(|(_, cq)| cq.moderation_due_us());
         let faults = objects
             .mrs()

@@ -198,6 +198,9 @@ pub trait EngineHost {
     fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32);
     /// GID table entry.
     fn gid(&self, index: u32) -> Option<GidEntry>;
+    /// Whether the GID table holds `gid` with type `gid_type` (`GID_TYPE_*`): a received
+    /// frame's destination is one of the port's.
+    fn has_gid(&self, gid: &[u8; 16], gid_type: u8) -> bool;
     /// The QPs attached to multicast group `mgid`.
     fn mcast_members(&self, mgid: &[u8; 16]) -> Vec<u32>;
     /// Address handle.
@@ -281,6 +284,11 @@ pub trait Engine: Send {
     /// work without any time passing.
     fn frames_waiting(&self) -> bool {
         false
+    }
+    /// How many QPs the next poll visits: those with work to do. An idle QP costs a poll
+    /// nothing, however many there are.
+    fn active_qps(&self) -> usize {
+        0
     }
 }
 

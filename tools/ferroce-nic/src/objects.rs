@@ -3,7 +3,7 @@
 //! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, multicast groups, contexts with QID translation) and the
 //! resolution of guest buffers (contiguous or page lists) they live in.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use ferroce_hw::*;
 use serde::Serialize;
@@ -157,6 +157,8 @@ pub struct Objects {
     contexts: Vec<Option<Context>>,
     /// Page-list entries all objects together may hold.
     max_translation_entries: u64,
+    /// The CQs with unreported CQEs (see [`Objects::unreported_cqs`]).
+    unreported_cqs: BTreeSet<u32>,
 }
 
 fn fresh_contexts() -> Vec<Option<Context>> {
@@ -184,6 +186,7 @@ impl Objects {
             mcast: McastGroups::default(),
             contexts: fresh_contexts(),
             max_translation_entries: config.max_translation_entries,
+            unreported_cqs: BTreeSet::new(),
         }
     }
 
@@ -215,6 +218,39 @@ impl Objects {
     /// Completion queues, mutably.
     pub fn cqs_mut(&mut self) -> &mut Table<Cq> {
         &mut self.cqs
+    }
+
+    /// Removes CQ `cqn`.
+    pub fn remove_cq(&mut self, cqn: u32) -> Option<Cq> {
+        self.unreported_cqs.remove(&cqn);
+        self.cqs.remove(cqn)
+    }
+
+    /// A CQE was written to CQ `cqn` at `now_us` that its event has yet to report: moderation
+    /// counts it, and its period runs from the first such CQE. Returns the CQ.
+    pub fn cq_unreported(&mut self, cqn: u32, now_us: u64) -> Option<&Cq> {
+        let cq = self.cqs.get_mut(cqn)?;
+        cq.unreported += 1;
+        cq.first_unreported_us.get_or_insert(now_us);
+        self.unreported_cqs.insert(cqn);
+        Some(cq)
+    }
+
+    /// CQ `cqn`'s event reported its CQEs.
+    pub fn cq_reported(&mut self, cqn: u32) -> Option<&mut Cq> {
+        self.unreported_cqs.remove(&cqn);
+        let cq = self.cqs.get_mut(cqn)?;
+        cq.unreported = 0;
+        cq.first_unreported_us = None;
+        Some(cq)
+    }
+
+    /// The CQs with CQEs their event has yet to report, in CQN order: the only ones
+    /// moderation's timer looks at, whatever the number of CQs.
+    pub fn unreported_cqs(&self) -> impl Iterator<Item = (u32, &Cq)> + '_ {
+        self.unreported_cqs
+            .iter()
+            .filter_map(|&cqn| Some((cqn, self.cqs.get(cqn)?)))
     }
 
     /// Queue pairs.
@@ -668,10 +704,11 @@ pub struct Cq {
     pub moder_count: u16,
     /// Moderation period (µs).
     pub moder_period_us: u16,
-    /// CQEs written since the last event while armed, for moderation.
-    pub unreported: u32,
+    /// CQEs written since the last event while armed, for moderation ([`Objects::cq_unreported`]).
+    unreported: u32,
     /// When the first unreported CQE was written (µs since start), for the moderation timer.
-    pub first_unreported_us: Option<u64>,
+    /// `Some` exactly while the CQ is among [`Objects::unreported_cqs`].
+    first_unreported_us: Option<u64>,
     /// Overrun or DMA error: no more CQEs.
     pub error: bool,
     /// QPs using this CQ.
@@ -679,6 +716,42 @@ pub struct Cq {
 }
 
 impl Cq {
+    /// A CQ on ring `buf`, disarmed, whose events go to EQ `eqn`, moderated by count and
+    /// period (µs).
+    pub fn new(
+        buf: RingBuffer,
+        dbrec_addr: u64,
+        eqn: u32,
+        moder_count: u16,
+        moder_period_us: u16,
+    ) -> Self {
+        Self {
+            buf,
+            dbrec_addr,
+            eqn,
+            pi: 0,
+            arm: CqArm::Disarmed,
+            moder_count,
+            moder_period_us,
+            unreported: 0,
+            first_unreported_us: None,
+            error: false,
+            users: 0,
+        }
+    }
+
+    /// Whether the CQ's event is due by count: `unreported` CQEs reached the moderation count
+    /// (or there is no moderation at all).
+    pub fn count_reached(&self) -> bool {
+        u32::from(self.moder_count.max(1)) <= self.unreported
+            || self.moder_period_us == 0 && self.moder_count <= 1
+    }
+
+    /// Whether CQEs were written that the CQ's event has not reported yet.
+    pub fn has_unreported(&self) -> bool {
+        self.unreported > 0
+    }
+
     /// When (µs on the device's clock) the moderation period of the first unreported CQE ends
     /// and the CQ's event is due; `None` without a period or an unreported CQE.
     pub fn moderation_due_us(&self) -> Option<u64> {

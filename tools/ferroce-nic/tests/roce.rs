@@ -118,6 +118,29 @@ fn rc_operations_at_every_mtu_and_size() {
     }
 }
 
+/// A poll visits the QPs that have work and no other: with 512 connected, idle QPs on each
+/// NIC, a WRITE in flight makes its QP (and, for its ACK, the peer's) the only active one, and
+/// once it has completed no QP is.
+#[test]
+fn a_poll_visits_only_the_qps_with_work() {
+    let mut p = Pair::among_idle(MIB, conn(MTU_1024), 512);
+    assert_eq!(p.a.g.dev.engine.active_qps(), 0);
+    let seg = rdma_seg(p.b.buf + 4096, p.b.key);
+    let src = p.a.buf;
+    p.qa.post(&mut p.a, 1, WR_RDMA_WRITE, src, 8192, &seg, 0);
+    p.a.g.dev.process();
+    assert_eq!(
+        p.a.g.dev.engine.active_qps(),
+        1,
+        "the writer, its WRITE in flight"
+    );
+    let (ca, _) = p.wait_cqes(1, 0);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    p.b.g.dev.process_all();
+    assert_eq!(p.a.g.dev.engine.active_qps(), 0);
+    assert_eq!(p.b.g.dev.engine.active_qps(), 0);
+}
+
 #[test]
 fn rc_over_roce_v1_and_ipv6_gids() {
     // GID 0: link-local RoCE v1 (GRH); 1: link-local v2 over IPv6; 2: IPv4-mapped v1.

@@ -23,9 +23,10 @@ from pathlib import Path
 from bench import COST_COUNTERS, COST_WRS, KINDS, MTUS, TESTS, cost_rows, marginal_cost
 
 # criterion's estimate line: "64KiB/rc_write/mtu4096   time:   [11.687 µs 11.801 µs 11.931 µs]".
-ENGINE = re.compile(r"^(\w+)/(\w+)(?:/(mtu\d+))?\s+time:\s+\[\S+ \S+ ([\d.]+) (ns|µs|us|ms|s) ", re.M)
+ENGINE = re.compile(r"^(\w+)/(\w+)(?:/(mtu\d+|alone|among_\d+_idle))?\s+time:\s+\[\S+ \S+ ([\d.]+) (ns|µs|us|ms|s) ",
+                    re.M)
 UNIT_US = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
-ENGINE_SIZES = {"4KiB": 4 << 10, "64KiB": 64 << 10, "1MiB": 1 << 20}
+ENGINE_SIZES = {"4KiB": 4 << 10, "64KiB": 64 << 10, "1MiB": 1 << 20, "4KiB_idle": 4 << 10}
 
 
 def load(logs: Path) -> dict[str, dict]:
@@ -161,6 +162,12 @@ def engine_lines(times: dict) -> list[str]:
             share = f"{100 * copy / us:.1f} %" if copy and name != "memcpy" else ""
             lines.append(f"| {size} | {name} | {us:.3f} | {mib:.0f} | {share} |")
     lines.append("")
+    # A QP's message costs the same however many idle QPs its NIC holds (issue 39: within 1.2×).
+    for size, t in times.items():
+        among = next((k for k in t if k.startswith("rc_write/among_")), None)
+        if "rc_write/alone" in t and among:
+            lines.append(f"- {size}: a WRITE among idle QPs ({among.split('/')[1]}) takes "
+                         f"{t[among] / t['rc_write/alone']:.2f}× its time alone")
     # What any engine of this wire format and this emulation must spend: the ICRC at the
     # sender and again at the receiver, and three copies (guest memory into the frame, the
     # frame onto the cable, the frame into guest memory).

@@ -4,7 +4,7 @@
 //! path shared by the three state machines ([`super::requester`], [`super::responder`],
 //! [`super::completer`]), in the manner of Linux rxe.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -95,6 +95,12 @@ impl QpCtx {
             self.enter_error();
         }
         self.state
+    }
+
+    /// Whether the QP has work for a poll's round: WQEs queued or in flight (and their
+    /// timers), an ACK or READ responses to send.
+    pub fn busy(&self) -> bool {
+        self.req.busy() || self.resp.busy()
     }
 
     /// The opcode of this QP's transport for RC opcode `rc` (see [`Transport::opcode`]).
@@ -393,6 +399,11 @@ pub struct RoceEngine {
     qps: BTreeMap<u32, QpCtx>,
     /// QP types of QPs reset or destroyed (a reset QP is told `qp_destroyed` and then modified).
     types: HashMap<u32, QpType>,
+    /// The QPs with something to do in a poll's round ([`QpCtx::busy`]: WQEs queued or in
+    /// flight, an ACK or READ responses to send), in QPN order. A poll visits these and no
+    /// other: a QP enters when a WQE, a frame or a modify gives it work and leaves when its turn
+    /// ends without any, so that idle QPs cost a turn nothing. Every busy QP is in it.
+    active: BTreeSet<u32>,
     io: Io,
     mac: [u8; 6],
 }
@@ -403,6 +414,7 @@ impl RoceEngine {
         Self {
             qps: BTreeMap::new(),
             types: HashMap::new(),
+            active: BTreeSet::new(),
             io: Io {
                 sink: port.sink,
                 rx: port.rx,
@@ -451,9 +463,7 @@ impl RoceEngine {
         } else {
             GID_TYPE_ROCE_V2
         };
-        let ours = (0..GID_TABLE_LEN)
-            .filter_map(|i| host.gid(i))
-            .any(|g| g.gid == f.dgid && g.gid_type == want_type);
+        let ours = host.has_gid(&f.dgid, want_type);
         if multicast != is_multicast_gid(&f.dgid) || !(ours || multicast) {
             return drop(host, "not our GID", &self.io.trace);
         }
@@ -513,6 +523,7 @@ impl RoceEngine {
             drop(host, "response before RTS", &self.io.trace);
         }
         qp.sync(host, &self.io.trace);
+        settle(&mut self.active, qp);
     }
 
     /// Delivers a datagram sent to a multicast group to every UD QP attached to it that can
@@ -545,6 +556,7 @@ impl RoceEngine {
             {
                 super::responder::receive_ud(qp, &mut self.io, host, pkt, f);
                 qp.sync(host, &self.io.trace);
+                settle(&mut self.active, qp);
             }
         }
     }
@@ -570,10 +582,10 @@ impl RoceEngine {
         }
     }
 
-    /// One round of every QP's timed and pending work; what a QP loops back is received before
-    /// the next QP's turn.
+    /// One round of the timed and pending work of every QP that has some; what a QP loops
+    /// back is received before the next QP's turn.
     fn service_qps(&mut self, host: &mut dyn EngineHost, now: Instant) {
-        let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        let qpns: Vec<u32> = self.active.iter().copied().collect();
         // The ACK a timer waits for may be among the frames a poll did not take yet (more
         // arrived than [`RX_BUDGET`]): timers expire only once everything received was seen.
         let all_received = self.io.rx.is_empty();
@@ -588,6 +600,7 @@ impl RoceEngine {
                 super::requester::run(qp, &mut self.io, host, now);
                 super::completer::complete(qp, host);
                 qp.sync(host, &self.io.trace);
+                settle(&mut self.active, qp);
             }
             if !self.io.loopback.is_empty() {
                 self.drain_loopback(host, now);
@@ -627,10 +640,12 @@ impl Engine for RoceEngine {
             }
             _ => qp.req.update_limits(attrs),
         }
+        settle(&mut self.active, qp);
     }
 
     fn qp_destroyed(&mut self, qpn: u32) {
         self.qps.remove(&qpn);
+        self.active.remove(&qpn);
     }
 
     fn srq_destroyed(&mut self, srqn: u32) {
@@ -656,6 +671,7 @@ impl Engine for RoceEngine {
         super::requester::run(qp, &mut self.io, host, now);
         super::completer::complete(qp, host);
         qp.sync(host, &self.io.trace);
+        settle(&mut self.active, qp);
         if !self.io.loopback.is_empty() {
             self.drain_loopback(host, now);
         }
@@ -704,15 +720,14 @@ impl Engine for RoceEngine {
     }
 
     fn busy(&self) -> bool {
-        self.frames_waiting()
-            || self.io.next_release().is_some()
-            || self.qps.values().any(|qp| qp.req.busy() || qp.resp.busy())
+        self.frames_waiting() || self.io.next_release().is_some() || !self.active.is_empty()
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        self.qps
-            .values()
-            .filter_map(|qp| qp.req.next_deadline())
+        // Only a QP with WQEs has timers.
+        self.active
+            .iter()
+            .filter_map(|qpn| self.qps.get(qpn)?.req.next_deadline())
             .chain(self.io.next_release())
             .min()
     }
@@ -721,10 +736,25 @@ impl Engine for RoceEngine {
         !self.io.rx.is_empty() || !self.io.loopback.is_empty()
     }
 
+    fn active_qps(&self) -> usize {
+        self.active.len()
+    }
+
     fn reset(&mut self) {
         self.qps.clear();
         self.types.clear();
+        self.active.clear();
         self.io.loopback.clear();
+    }
+}
+
+/// Keeps `qp` in the `active` set while it has work ([`QpCtx::busy`]) and takes it out when it
+/// has none: called wherever a QP's turn, frame, WQE or modify ends.
+fn settle(active: &mut BTreeSet<u32>, qp: &QpCtx) {
+    if qp.busy() {
+        active.insert(qp.qpn);
+    } else {
+        active.remove(&qp.qpn);
     }
 }
 

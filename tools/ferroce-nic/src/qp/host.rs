@@ -510,6 +510,12 @@ impl EngineHost for DeviceCore {
         self.objects().gid(index)
     }
 
+    fn has_gid(&self, gid: &[u8; 16], gid_type: u8) -> bool {
+        self.objects()
+            .gids()
+            .any(|(_, g)| g.gid == *gid && g.gid_type == gid_type)
+    }
+
     fn mcast_members(&self, mgid: &[u8; 16]) -> Vec<u32> {
         self.objects().mcast().members(mgid).to_vec()
     }

@@ -147,6 +147,19 @@ impl Guest {
         Self::build(mac, ram_size, engine, log, trace, time, |_| {})
     }
 
+    /// [`Guest::with_engine`] with the device configuration `adjust` changed.
+    pub fn with_engine_config(
+        mac: [u8; 6],
+        ram_size: usize,
+        engine: Box<dyn Engine>,
+        trace: Arc<Tracer>,
+        time: Arc<VirtualTime>,
+        adjust: impl FnOnce(&mut DeviceConfig),
+    ) -> Self {
+        let log = Arc::new(Mutex::new(StubLog::default()));
+        Self::build(mac, ram_size, engine, log, trace, time, adjust)
+    }
+
     fn build(
         mac: [u8; 6],
         ram_size: usize,

@@ -10,18 +10,18 @@
 //! timer expires because an answer is lost or held by a fault, never because the test thread
 //! was descheduled.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
 use ferroce_nic::clock::VirtualTime;
+use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
 use ferroce_nic::engine::frame::{self, Route};
 use ferroce_nic::engine::headers::{Aeth, Bth, Packet, PacketBuilder, Reth};
 use ferroce_nic::engine::opcode;
 use ferroce_nic::engine::roce::RoceEngine;
 use ferroce_nic::engine::wire::{back_to_back, PortEnd};
-use ferroce_nic::engine::StubLog;
 use ferroce_nic::trace::Tracer;
 
 use super::{create_qp_cmd, qp_rings, Guest, GuestCq};
@@ -63,18 +63,31 @@ impl Node {
     /// A node (MAC and IPv4 address ending in `last`) on `time`, which the nodes it talks to
     /// share.
     pub fn with_time(time: Arc<VirtualTime>, last: u8, buf_len: usize, port: PortEnd) -> Self {
+        Self::with_config(time, last, buf_len, port, 0, |_| {})
+    }
+
+    /// [`Node::with_time`] with `extra_ram` more guest memory (for many queues) and the
+    /// device configuration `adjust` changed (larger object tables).
+    pub fn with_config(
+        time: Arc<VirtualTime>,
+        last: u8,
+        buf_len: usize,
+        port: PortEnd,
+        extra_ram: usize,
+        adjust: impl FnOnce(&mut DeviceConfig),
+    ) -> Self {
         let mac = [0x52, 0x54, 0x00, 0x00, 0x00, last];
         let ip = [10, 0, 0, last];
         let faults = FaultControl::new(FaultConfig::default());
         let trace = Arc::new(Tracer::new());
         let engine = RoceEngine::new(mac, port, faults.clone(), trace.clone());
-        let mut g = Guest::with_engine(
+        let mut g = Guest::with_engine_config(
             mac,
-            buf_len + (8 << 20),
+            buf_len + (8 << 20) + extra_ram,
             Box::new(engine),
-            Arc::new(Mutex::new(StubLog::default())),
             trace.clone(),
             time,
+            adjust,
         );
         g.bring_up();
         // GID table as seed 2 §4: 0/1 link-local (v1/v2), 2/3 IPv4-mapped (v1/v2).
@@ -242,7 +255,13 @@ impl Qp {
 
     /// A QP with `CreateQpCmd::flags` `flags` (`QP_FLAG_*`).
     pub fn create_with_flags(node: &mut Node, qp_type: QpType, flags: u8) -> Self {
-        let (sq_log, stride_log, rq_log) = (8u8, 9u8, 8u8);
+        Self::create_sized(node, qp_type, flags, (8, 9, 8))
+    }
+
+    /// A QP whose rings have `(sq_log, stride_log, rq_log)`: 2^sq_log send WQEs of
+    /// 2^stride_log bytes, 2^rq_log receive WQEs.
+    pub fn create_sized(node: &mut Node, qp_type: QpType, flags: u8, logs: (u8, u8, u8)) -> Self {
+        let (sq_log, stride_log, rq_log) = logs;
         let (sq, rq, dbrec) = qp_rings(&mut node.g, sq_log, stride_log, rq_log);
         let qpn = node
             .g
@@ -792,6 +811,39 @@ impl Pair {
         let (psn_a, psn_b) = (PSN_MASK - 20, 5);
         qa.connect(&mut a, &b, qb.qpn, psn_a, psn_b, conn);
         qb.connect(&mut b, &a, qa.qpn, psn_b, psn_a, conn);
+        Self {
+            a,
+            b,
+            qa,
+            qb,
+            cqes_a: Vec::new(),
+            cqes_b: Vec::new(),
+        }
+    }
+
+    /// An RC pair whose NICs hold `idle` more connected QPs each, which never post (their
+    /// peers do not exist), and the device's full table of CQ numbers.
+    pub fn among_idle(buf_len: usize, conn: Conn, idle: u32) -> Self {
+        let (pa, pb) = back_to_back();
+        // Each idle QP's rings: 4 send WQEs of 128 bytes, 4 receive WQEs, a record (a page each).
+        let extra = (idle as usize) * 3 * 4096;
+        // The device's own table of CQs (the tests' guests have 64), for moderation to scan.
+        let tables = |config: &mut DeviceConfig| {
+            config.max_qp = idle + 64;
+            config.max_cq = DeviceConfig::default().max_cq;
+        };
+        let mut a = Node::with_config(VirtualTime::new(), 1, buf_len, pa, extra, tables);
+        let mut b = Node::with_config(a.g.time.clone(), 2, buf_len, pb, extra, tables);
+        for i in 0..idle {
+            let qp = Qp::create_sized(&mut a, QpType::Rc, 0, (2, 7, 2));
+            qp.connect(&mut a, &b, 0x10_0000 + i, i, i, conn);
+            let qp = Qp::create_sized(&mut b, QpType::Rc, 0, (2, 7, 2));
+            qp.connect(&mut b, &a, 0x10_0000 + i, i, i, conn);
+        }
+        let qa = Qp::create(&mut a, QpType::Rc);
+        let qb = Qp::create(&mut b, QpType::Rc);
+        qa.connect(&mut a, &b, qb.qpn, 100, 200, conn);
+        qb.connect(&mut b, &a, qa.qpn, 200, 100, conn);
         Self {
             a,
             b,
