@@ -5,9 +5,40 @@
 //! Accesses are 32-bit registers; 64-bit accesses are split in two, narrower ones are allowed
 //! only in push windows (other narrow writes are ignored, narrow reads see the register bytes).
 
+use std::time::Instant;
+
 use ferroce_hw::*;
 
 use crate::device::{Device, DeviceCore, HostControls, BOGUS_IF_VERSION};
+
+/// Where in the doorbell area a BAR0 offset lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DoorbellTarget {
+    /// The context (doorbell page).
+    pub ctx: usize,
+    /// The offset in the page.
+    pub in_page: usize,
+    /// In the page's push window (a WQE's bytes, not a doorbell register).
+    pub push_window: bool,
+}
+
+impl DoorbellTarget {
+    /// The doorbell page and offset of BAR0 offset `offset`; `None` outside the doorbell area.
+    pub fn of(offset: u64) -> Option<Self> {
+        let offset = usize::try_from(offset).ok()?;
+        let db_end = DB_AREA_OFFSET + NUM_DB_PAGES * DB_PAGE_SIZE;
+        if !(DB_AREA_OFFSET..db_end).contains(&offset) {
+            return None;
+        }
+        let in_page = (offset - DB_AREA_OFFSET) % DB_PAGE_SIZE;
+        Some(Self {
+            ctx: (offset - DB_AREA_OFFSET) / DB_PAGE_SIZE,
+            in_page,
+            push_window: (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE)
+                .contains(&in_page),
+        })
+    }
+}
 
 fn lo(value: u64) -> u32 {
     value as u32
@@ -161,6 +192,13 @@ impl Device {
 
     /// A BAR0 write of 1, 2, 4 or 8 bytes at `offset`.
     pub fn bar0_write(&mut self, offset: u64, data: &[u8]) {
+        self.bar0_write_at(offset, data, Instant::now());
+    }
+
+    /// A BAR0 write of 1, 2, 4 or 8 bytes at `offset` that the guest made at `at` (a doorbell
+    /// queued in the function's mailbox is applied later: its doorbell-to-wire interval counts
+    /// from the write).
+    pub fn bar0_write_at(&mut self, offset: u64, data: &[u8], at: Instant) {
         let core = &mut self.core;
         core.counters().inc(COUNTER_MMIO_WRITES);
         let len = data.len();
@@ -177,22 +215,24 @@ impl Device {
         if !valid {
             return;
         }
-        let offset = offset as usize;
-        let db_end = DB_AREA_OFFSET + NUM_DB_PAGES * DB_PAGE_SIZE;
-        if (DB_AREA_OFFSET..db_end).contains(&offset) {
-            let ctx = (offset - DB_AREA_OFFSET) / DB_PAGE_SIZE;
-            let in_page = (offset - DB_AREA_OFFSET) % DB_PAGE_SIZE;
-            if (PUSH_WINDOW_OFFSET..PUSH_WINDOW_OFFSET + PUSH_WINDOW_SIZE).contains(&in_page) {
+        if let Some(DoorbellTarget {
+            ctx,
+            in_page,
+            push_window,
+        }) = DoorbellTarget::of(offset)
+        {
+            if push_window {
                 core.doorbells_mut()
                     .push_write(ctx, in_page - PUSH_WINDOW_OFFSET, data);
             } else if len == 4 && in_page % 4 == 0 {
                 let value = u32::from_le_bytes(pad4(data));
-                core.doorbell_write(ctx, in_page, value);
+                core.doorbell_write(ctx, in_page, value, at);
             } else {
                 core.counters().inc(COUNTER_BAD_DOORBELLS);
             }
             return;
         }
+        let offset = offset as usize;
         if offset % 4 != 0 || (len != 4 && len != 8) {
             return;
         }

@@ -33,7 +33,7 @@ struct CmdRing {
 /// The command queue state: disabled, or the latched ring with its indexes.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(transparent)]
-pub struct CmdQueue {
+pub struct Cmdq {
     ring: Option<CmdRing>,
 }
 
@@ -50,7 +50,7 @@ pub struct CmdSlot {
     pub owner: u8,
 }
 
-impl CmdQueue {
+impl Cmdq {
     /// Enables the queue on the given ring registers (`REG_CMDQ_CTRL` written with
     /// `CMDQ_CTRL_ENABLE`); bad registers leave it enabled in error.
     pub fn enable(&mut self, sq_base: u64, cq_base: u64, log_size: u32) {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::device::Device;
 use crate::functions::Functions;
 use crate::lies::Lie;
-use crate::server::Nic;
+use crate::server::Function;
 
 /// Longest command line accepted.
 const MAX_LINE: u64 = 4096;
@@ -68,7 +68,7 @@ pub fn gids_json(device: &Device) -> Value {
 }
 
 /// The object tables as JSON.
-pub fn objects_json(nic: &Nic, device: &Device) -> Value {
+pub fn objects_json(nic: &Function, device: &Device) -> Value {
     let core = &device.core;
     let eqs: Vec<Value> = core
         .objects().eqs()
@@ -87,7 +87,7 @@ pub fn objects_json(nic: &Nic, device: &Device) -> Value {
             json!({"qpn": n, "type": u8::from(qp.qp_type), "state": u8::from(qp.state), "pd": qp.pd, "sq_cqn": qp.sq_cqn, "rq_cqn": qp.rq_cqn,
                    "srqn": if qp.srqn == NONE { Value::Null } else { Value::from(qp.srqn) },
                    "sq": qp.sq.as_ref().map(|sq| json!({"pi": sq.pi, "fetch": sq.fetch, "ci": sq.ci})), "xrcd": qp.xrcd, "inflight": qp.inflight.len(),
-                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.av.sgid_index})
+                   "dest_qpn": qp.attrs.dest_qpn, "sgid_index": qp.attrs.sgid_index})
         })
         .collect();
     let mrs: Vec<Value> = core
@@ -162,7 +162,7 @@ pub fn memory_json(device: &Device) -> Value {
 }
 
 /// Executes one control command.
-pub fn execute(nic: &Nic, line: &str) -> Value {
+pub fn execute(nic: &Function, line: &str) -> Value {
     let mut words = line.split_whitespace();
     let command = words.next().unwrap_or("");
     let arg = words.next();
@@ -294,7 +294,7 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
         },
         _ => Err(format!("unknown command {command:?}; commands: {COMMANDS}")),
     })();
-    nic.doorbell.ring();
+    nic.wake.signal();
     match result {
         Ok(Value::Object(mut map)) => {
             map.insert("ok".into(), Value::Bool(true));
@@ -305,7 +305,11 @@ pub fn execute(nic: &Nic, line: &str) -> Value {
     }
 }
 
-fn handle(nic: &Nic, functions: Option<&Functions>, stream: UnixStream) -> std::io::Result<()> {
+fn handle(
+    nic: &Function,
+    functions: Option<&Functions>,
+    stream: UnixStream,
+) -> std::io::Result<()> {
     // A client that connects and stays silent must not block the next one for long.
     stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
     let mut line = String::new();
@@ -322,7 +326,7 @@ fn handle(nic: &Nic, functions: Option<&Functions>, stream: UnixStream) -> std::
 /// Serves the control socket of function `nic` on a thread of its own; with `functions` (the
 /// physical function's socket of a NIC with VFs) it also takes the host's commands about them.
 pub fn spawn_control_server(
-    nic: Arc<Nic>,
+    nic: Arc<Function>,
     path: &Path,
     functions: Option<Arc<Functions>>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {

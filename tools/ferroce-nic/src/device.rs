@@ -16,7 +16,7 @@ use ferroce_hw::*;
 use serde::Serialize;
 
 use crate::clock::Clock;
-use crate::cmdq::CmdQueue;
+use crate::cmdq::Cmdq;
 use crate::counters::Counters;
 use crate::doorbell::Doorbells;
 use crate::engine::Engine;
@@ -229,7 +229,7 @@ pub struct DeviceCore {
     /// Registers.
     regs: Registers,
     /// Command queue.
-    cmdq: CmdQueue,
+    cmdq: Cmdq,
     /// Object tables.
     objects: Objects,
     /// Port.
@@ -289,7 +289,7 @@ impl Device {
             trace,
             host,
             regs: Registers::default(),
-            cmdq: CmdQueue::default(),
+            cmdq: Cmdq::default(),
             work: VecDeque::new(),
             doorbells: Doorbells::default(),
             pending_port: None,
@@ -557,12 +557,12 @@ impl DeviceCore {
     }
 
     /// The command queue.
-    pub fn cmdq(&self) -> &CmdQueue {
+    pub fn cmdq(&self) -> &Cmdq {
         &self.cmdq
     }
 
     /// The command queue, mutably.
-    pub(crate) fn cmdq_mut(&mut self) -> &mut CmdQueue {
+    pub(crate) fn cmdq_mut(&mut self) -> &mut Cmdq {
         &mut self.cmdq
     }
 

@@ -99,8 +99,8 @@ impl DeviceCore {
         self.doorbells_mut().record_bad(ctx as u32, value);
     }
 
-    /// Decodes a 32-bit write to a doorbell register of context page `ctx`.
-    pub fn doorbell_write(&mut self, ctx: usize, reg: usize, value: u32) {
+    /// Decodes a 32-bit write to a doorbell register of context page `ctx`, made at `at`.
+    pub fn doorbell_write(&mut self, ctx: usize, reg: usize, value: u32, at: Instant) {
         self.counters().inc(COUNTER_DOORBELLS);
         let kind = match reg {
             DB_SQ | DB_RQ | DB_PUSH => QID_KIND_QP,
@@ -122,12 +122,12 @@ impl DeviceCore {
         let accepted = match reg {
             DB_SQ => {
                 let index = Doorbell::decode(value).index;
-                self.sq_doorbell(global, index, None, Noticed::Rung, Some(Instant::now()))
+                self.sq_doorbell(global, index, None, Noticed::Rung, Some(at))
             }
             DB_PUSH => {
                 let index = Doorbell::decode(value).index;
                 let bytes = self.doorbells().push_window(ctx).map(|w| w.to_vec());
-                self.sq_doorbell(global, index, bytes, Noticed::Pushed, Some(Instant::now()))
+                self.sq_doorbell(global, index, bytes, Noticed::Pushed, Some(at))
             }
             DB_RQ => self.rq_doorbell(global),
             DB_SRQ => {

@@ -35,7 +35,7 @@ use crate::device::{DeviceConfig, FunctionSlot};
 use crate::engine::faults::{FaultConfig, FaultControl};
 use crate::engine::wire::FrameSink;
 use crate::port::PortStats;
-use crate::server::{Doorbell, Nic, NicParts};
+use crate::server::{Function, FunctionParts, Wake};
 
 /// Most virtual functions a NIC serves.
 pub const MAX_VFS: usize = 7;
@@ -256,7 +256,7 @@ pub fn lay_out(configs: &mut [DeviceConfig]) {
     }
 }
 
-/// The functions of one NIC, `configs[0]` the PF: they share the device thread's doorbell, and
+/// The functions of one NIC, `configs[0]` the PF: they share the device thread and its wake-up, and
 /// each sends into `sink(k)` (the port's side of function `k`) and counts its pass-through
 /// frames in `stats[k]`. Each starts with the wire faults of `faults` and has its own control of
 /// them (`ctl fault ...` on its socket, which a guest may reach): one function's faults never
@@ -266,18 +266,18 @@ pub fn make_functions(
     faults: FaultConfig,
     stats: &[Arc<PortStats>],
     mut sink: impl FnMut(usize) -> Box<dyn FrameSink>,
-) -> Vec<Arc<Nic>> {
-    let doorbell = Arc::new(Doorbell::default());
+) -> Vec<Arc<Function>> {
+    let wake = Arc::new(Wake::default());
     configs
         .iter()
         .zip(stats)
         .enumerate()
         .map(|(k, (config, stats))| {
-            let parts = NicParts {
-                doorbell: doorbell.clone(),
-                ..NicParts::default()
+            let parts = FunctionParts {
+                wake: wake.clone(),
+                ..FunctionParts::default()
             };
-            Nic::with_parts(
+            Function::with_parts(
                 config.clone(),
                 sink(k),
                 FaultControl::new(faults),
@@ -291,7 +291,7 @@ pub fn make_functions(
 /// A NIC's functions, for the host's control of them (`ctl functions`, `ctl vf N ...`).
 pub struct Functions {
     /// Function 0 is the PF, `k` VF `k`.
-    pub nics: Vec<Arc<Nic>>,
+    pub nics: Vec<Arc<Function>>,
     /// Each function's configuration at start: the size of its slices.
     pub slices: Vec<DeviceConfig>,
 }
@@ -319,7 +319,7 @@ fn limits_json(config: &DeviceConfig) -> Value {
 }
 
 impl Functions {
-    fn view(&self, nic: &Nic) -> FunctionView {
+    fn view(&self, nic: &Function) -> FunctionView {
         use std::sync::atomic::Ordering::Relaxed;
         let device = nic.lock();
         let config = device.core.config();

@@ -27,6 +27,7 @@ pub mod functions;
 pub mod interrupts;
 pub mod latency;
 pub mod lies;
+pub mod mailbox;
 pub mod mcast;
 pub mod memory;
 pub mod objects;

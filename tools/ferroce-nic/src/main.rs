@@ -11,7 +11,7 @@ use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::FaultConfig;
 use ferroce_nic::functions::{self, parse_mac, Functions, Limits, PfPaths, VfSpec};
 use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
-use ferroce_nic::server::{self, Nic};
+use ferroce_nic::server::{self, Function};
 use std::sync::Arc;
 
 #[derive(Parser)]
@@ -222,7 +222,7 @@ fn functions_of(
 
 /// Starts a function's trace, capture and control socket.
 fn observe(
-    nic: &Arc<Nic>,
+    nic: &Arc<Function>,
     trace: Option<&PathBuf>,
     pcap: Option<&PathBuf>,
     control: Option<&PathBuf>,

@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::json;
 
-use crate::server::Nic;
+use crate::server::Function;
 use crate::trace::Tracer;
 
 pub mod batch;
@@ -144,7 +144,7 @@ impl Port {
 
     /// Starts switching for `functions` (function 0 first, one per [`Port::add_function`]):
     /// a thread for the wire and one for each function's netdev.
-    pub fn spawn(self, functions: &[Arc<Nic>]) -> anyhow::Result<()> {
+    pub fn spawn(self, functions: &[Arc<Function>]) -> anyhow::Result<()> {
         anyhow::ensure!(
             functions.len() == self.netdevs.len(),
             "{} functions for a port with {} vports",

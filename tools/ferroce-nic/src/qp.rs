@@ -8,7 +8,7 @@
 mod attrs;
 mod host;
 
-pub use attrs::{AddressVector, QpAttrs};
+pub use attrs::QpAttrs;
 
 use std::collections::VecDeque;
 

@@ -22,20 +22,22 @@ use crate::engine::faults::{FaultConfig, FaultControl};
 use crate::engine::roce::RoceEngine;
 use crate::engine::wire::{FrameSink, NullSink, PortEnd, RxQueue};
 use crate::interrupts::{InterruptSink, MsixController};
+use crate::mailbox::{Mailbox, Posted};
 use crate::port::PortStats;
 use crate::records::PollWindow;
 use crate::schedule::Schedule;
 use crate::trace::Tracer;
 use ferroce_hw::{COUNTER_DOORBELLS, COUNTER_RECORD_DOORBELLS};
 
-/// Wakes the device thread.
+/// Wakes the device thread (a thread wake-up, not a register: the guest's doorbells are
+/// `ferroce_hw`'s and go to the [`Mailbox`]).
 ///
 /// A signal is a flag; it takes the lock and wakes the thread only if the thread waits. The
 /// port's thread rings once per frame, and while the device thread is busy a lock shared with
 /// it (contended) and a wake-up (a futex call) per frame were a tenth of both threads' time in
 /// a profile of ib_write_bw at MTU 1500.
 #[derive(Default)]
-pub struct Doorbell {
+pub struct Wake {
     /// Work was signalled since the thread last looked.
     pending: AtomicBool,
     /// The thread waits (set and cleared under `lock`).
@@ -44,9 +46,9 @@ pub struct Doorbell {
     cond: Condvar,
 }
 
-impl Doorbell {
+impl Wake {
     /// Signals work.
-    pub fn ring(&self) {
+    pub fn signal(&self) {
         // Both flags sequentially consistent: either this sees `waiting`, or the thread, which
         // sets `waiting` before it looks at `pending`, sees the signal and does not sleep.
         self.pending.store(true, Ordering::SeqCst);
@@ -77,12 +79,16 @@ impl Doorbell {
     }
 }
 
-/// Everything the vfio-user thread, the device thread and the control socket share.
-pub struct Nic {
-    /// The device model.
+/// One PCI function of the NIC (the PF, or a VF): everything its vfio-user thread, the NIC's
+/// device thread and its control socket share.
+pub struct Function {
+    /// The device model. Lock it with [`Function::lock`], which applies the doorbell mailbox
+    /// first.
     pub device: Mutex<Device>,
+    /// The guest's writes to the doorbell pages, queued without the device's lock.
+    pub mailbox: Mailbox,
     /// Wakes the device thread (shared by the functions of one NIC, which one thread serves).
-    pub doorbell: Arc<Doorbell>,
+    pub wake: Arc<Wake>,
     /// DMA regions.
     pub dma: Arc<DmaTable>,
     /// MSI-X.
@@ -108,26 +114,26 @@ pub struct Nic {
 /// What a NIC's functions share and the port's switch needs before they exist: the device
 /// thread's wake-up, and each function's receive queue and trace.
 #[derive(Clone)]
-pub struct NicParts {
+pub struct FunctionParts {
     /// Wakes the device thread.
-    pub doorbell: Arc<Doorbell>,
+    pub wake: Arc<Wake>,
     /// Frames the port steered to the function's engine.
     pub port_rx: Arc<RxQueue>,
     /// The function's trace and capture.
     pub trace: Arc<Tracer>,
 }
 
-impl Default for NicParts {
+impl Default for FunctionParts {
     fn default() -> Self {
         Self {
-            doorbell: Arc::new(Doorbell::default()),
+            wake: Arc::new(Wake::default()),
             port_rx: RxQueue::new(),
             trace: Arc::new(Tracer::new()),
         }
     }
 }
 
-impl Nic {
+impl Function {
     /// A NIC with the RoCE engine and no cable.
     pub fn new(config: DeviceConfig) -> Arc<Self> {
         Self::with_port(
@@ -145,7 +151,7 @@ impl Nic {
         faults: Arc<FaultControl>,
         port_stats: Arc<PortStats>,
     ) -> Arc<Self> {
-        Self::with_parts(config, sink, faults, port_stats, NicParts::default())
+        Self::with_parts(config, sink, faults, port_stats, FunctionParts::default())
     }
 
     /// A function of a NIC, with the parts it shares with the NIC's port and device thread.
@@ -154,13 +160,13 @@ impl Nic {
         sink: Box<dyn FrameSink>,
         faults: Arc<FaultControl>,
         port_stats: Arc<PortStats>,
-        parts: NicParts,
+        parts: FunctionParts,
     ) -> Arc<Self> {
         let dma = Arc::new(DmaTable::new());
         let msix = Arc::new(MsixController::new(config.msix_vectors));
         let counters = Arc::new(Counters::new());
-        let NicParts {
-            doorbell,
+        let FunctionParts {
+            wake,
             port_rx,
             trace,
         } = parts;
@@ -186,7 +192,8 @@ impl Nic {
         );
         Arc::new(Self {
             device: Mutex::new(device),
-            doorbell,
+            mailbox: Mailbox::default(),
+            wake,
             dma,
             msix,
             counters,
@@ -200,9 +207,27 @@ impl Nic {
         })
     }
 
-    /// Locks the device (a panicked holder does not make it unusable).
+    /// Locks the device (a panicked holder does not make it unusable), with every doorbell
+    /// the mailbox holds applied first: whoever takes the lock sees the guest's writes in the
+    /// order it made them.
     pub fn lock(&self) -> MutexGuard<'_, Device> {
-        self.device.lock().unwrap_or_else(|e| e.into_inner())
+        let mut device = self.device.lock().unwrap_or_else(|e| e.into_inner());
+        self.mailbox.apply(&mut device);
+        device
+    }
+
+    /// A BAR0 write from the guest. A write to a doorbell page goes to the mailbox without the
+    /// device's lock: a doorbell register wakes the device thread, the bytes of a pushed WQE
+    /// wake nothing. Any other write is applied under the lock.
+    pub fn bar0_write(&self, offset: u64, data: &[u8]) {
+        match self.mailbox.post(offset, data, || self.lock()) {
+            Some(Posted::PushBytes) => {}
+            Some(Posted::Doorbell) => self.wake.signal(),
+            None => {
+                self.lock().bar0_write(offset, data);
+                self.wake.signal();
+            }
+        }
     }
 
     /// Starts the device thread.
@@ -212,7 +237,7 @@ impl Nic {
 }
 
 /// Starts the one device thread of a NIC's functions (which share `doorbell`).
-pub fn spawn_device_thread(functions: Vec<Arc<Nic>>) -> std::io::Result<JoinHandle<()>> {
+pub fn spawn_device_thread(functions: Vec<Arc<Function>>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("ferroce-device".into())
         .spawn(move || device_loop(&functions))
@@ -236,7 +261,7 @@ struct Turn {
 /// A function over its doorbell rate sits its turns out until its budget refills. While
 /// functions poll doorbell records the thread first goes on polling for a [`PollWindow`]
 /// after activity (signals and work count), then sleeps as the records' producers are told.
-fn device_loop(functions: &[Arc<Nic>]) {
+fn device_loop(functions: &[Arc<Function>]) {
     let Some(first) = functions.first() else {
         return;
     };
@@ -279,10 +304,10 @@ fn device_loop(functions: &[Arc<Nic>]) {
             // Work left over, polling, or work coming faster than a sleep and a wake-up: another
             // round at once.
             std::thread::yield_now();
-            first.doorbell.take()
+            first.wake.take()
         } else if turn.polls {
             if functions.iter().all(|nic| nic.lock().core.records_sleep()) {
-                let rung = first.doorbell.wait(timeout);
+                let rung = first.wake.wait(timeout);
                 functions
                     .iter()
                     .for_each(|nic| nic.lock().core.records_wake());
@@ -294,7 +319,7 @@ fn device_loop(functions: &[Arc<Nic>]) {
                 true
             }
         } else {
-            first.doorbell.wait(timeout)
+            first.wake.wait(timeout)
         };
         functions.iter().for_each(|nic| nic.trace.flush());
     }
@@ -337,7 +362,7 @@ impl Linger {
 /// Everything the client sends is checked before anything changes: a refused request returns
 /// an error, which the `vfio_user` crate's server loop answers with an error reply.
 pub struct Backend {
-    nic: Arc<Nic>,
+    nic: Arc<Function>,
     config: ConfigSpace,
     /// Interrupts per IRQ index, as offered.
     irq_counts: Vec<u32>,
@@ -345,7 +370,7 @@ pub struct Backend {
 
 impl Backend {
     /// A backend for `nic`.
-    pub fn new(nic: Arc<Nic>, msix_vectors: u16) -> Self {
+    pub fn new(nic: Arc<Function>, msix_vectors: u16) -> Self {
         let mut irq_counts: Vec<u32> = irq_infos(msix_vectors).iter().map(|i| i.count).collect();
         if let Some(msix) = irq_counts.get_mut(VFIO_PCI_MSIX_IRQ_INDEX as usize) {
             // No more than the controller has.
@@ -495,10 +520,7 @@ impl ServerBackend for Backend {
                     self.nic.dma.set_bus_master(master);
                 }
             }
-            _ => {
-                self.nic.lock().bar0_write(offset, data);
-                self.nic.doorbell.ring();
-            }
+            _ => self.nic.bar0_write(offset, data),
         }
         Ok(())
     }
@@ -671,7 +693,7 @@ pub fn region_infos() -> Vec<ServerRegion> {
 }
 
 /// Serves QEMU connections on `socket` forever (one at a time; the device resets between them).
-pub fn serve(nic: Arc<Nic>, socket: &Path, msix_vectors: u16) -> anyhow::Result<()> {
+pub fn serve(nic: Arc<Function>, socket: &Path, msix_vectors: u16) -> anyhow::Result<()> {
     if socket.exists() {
         // A stale socket from an earlier run makes the bind fail.
         std::fs::remove_file(socket)
@@ -709,10 +731,98 @@ mod tests {
         assert!(!l.lingers(us(31)), "an empty round does not extend it");
     }
 
+    /// BAR0 offset of register `reg` (or push window byte) of doorbell page `ctx`.
+    fn db(ctx: usize, reg: usize) -> u64 {
+        (ferroce_hw::DB_AREA_OFFSET + ctx * ferroce_hw::DB_PAGE_SIZE + reg) as u64
+    }
+
     #[test]
-    fn a_doorbell_rung_before_the_wait_is_not_lost() {
-        let db = Doorbell::default();
-        db.ring();
+    fn a_doorbell_does_not_wait_for_the_device_lock() {
+        let nic = Function::new(DeviceConfig::default());
+        // The device thread's round holds the lock.
+        let round = nic.lock();
+        let (done, written) = std::sync::mpsc::channel();
+        let writer = {
+            let nic = nic.clone();
+            std::thread::spawn(move || {
+                nic.bar0_write(db(0, ferroce_hw::DB_SQ), &1u32.to_le_bytes());
+                let _ = done.send(());
+            })
+        };
+        assert!(
+            written.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "the doorbell write waited for the round"
+        );
+        assert_eq!(
+            round.core.counters().get(COUNTER_DOORBELLS),
+            0,
+            "queued, not applied"
+        );
+        drop(round);
+        writer.join().unwrap();
+        assert!(nic.wake.take(), "the device thread was woken");
+        assert_eq!(
+            nic.lock().core.counters().get(COUNTER_DOORBELLS),
+            1,
+            "applied at the next lock"
+        );
+    }
+
+    #[test]
+    fn a_pushed_wqe_wakes_the_device_thread_once() {
+        let nic = Function::new(DeviceConfig::default());
+        let wqe: Vec<u8> = (0..80u8).collect();
+        for (i, chunk) in wqe.chunks(8).enumerate() {
+            nic.bar0_write(db(1, ferroce_hw::PUSH_WINDOW_OFFSET + 8 * i), chunk);
+        }
+        assert!(!nic.wake.take(), "the WQE's ten stores wake nothing");
+        nic.bar0_write(db(1, ferroce_hw::DB_PUSH), &1u32.to_le_bytes());
+        assert!(nic.wake.take(), "its push doorbell does");
+        let device = nic.lock();
+        let window = device.core.doorbells().push_window(1).unwrap();
+        assert_eq!(&window[..80], &wqe[..]);
+    }
+
+    #[test]
+    fn a_full_mailbox_loses_no_write_and_keeps_their_order() {
+        let nic = Function::new(DeviceConfig::default());
+        let mailbox = Mailbox::with_capacity(2);
+        let lock = || {
+            let mut device = nic.device.lock().unwrap();
+            mailbox.apply(&mut device);
+            device
+        };
+        for value in 1..=5u64 {
+            let posted = mailbox.post(
+                db(2, ferroce_hw::PUSH_WINDOW_OFFSET),
+                &value.to_le_bytes(),
+                lock,
+            );
+            assert_eq!(posted, Some(Posted::PushBytes));
+        }
+        let device = lock();
+        assert_eq!(
+            device.core.counters().get(ferroce_hw::COUNTER_MMIO_WRITES),
+            5
+        );
+        let window = device.core.doorbells().push_window(2).unwrap();
+        assert_eq!(
+            &window[..8],
+            &5u64.to_le_bytes(),
+            "the last write is the one that stays"
+        );
+        drop(device);
+        assert_eq!(
+            mailbox.post(ferroce_hw::REG_SCRATCH as u64, &[0; 4], lock),
+            None,
+            "not a doorbell page"
+        );
+    }
+
+    #[test]
+    fn a_wake_signalled_before_the_wait_is_not_lost() {
+        let db = Wake::default();
+        db.signal();
         assert!(db.wait(Duration::from_secs(10)), "the signal was kept");
         assert!(!db.take(), "and taken once");
         assert!(
@@ -722,8 +832,8 @@ mod tests {
     }
 
     #[test]
-    fn a_doorbell_wakes_a_waiting_thread() {
-        let db = Arc::new(Doorbell::default());
+    fn a_wake_signal_wakes_a_waiting_thread() {
+        let db = Arc::new(Wake::default());
         let waiter = {
             let db = db.clone();
             std::thread::spawn(move || db.wait(Duration::from_secs(30)))
@@ -733,7 +843,7 @@ mod tests {
             std::thread::yield_now();
         }
         let rung = Instant::now();
-        db.ring();
+        db.signal();
         assert_eq!(waiter.join().ok(), Some(true));
         assert!(
             rung.elapsed() < Duration::from_secs(30),

@@ -14,13 +14,13 @@ const MAC_B: [u8; 6] = [0x52, 0x54, 0, 0, 0, 2];
 fn the_host_sets_a_functions_limits_within_its_slice() {
     use ferroce_nic::device::DeviceConfig;
     use ferroce_nic::functions::{lay_out, Functions};
-    use ferroce_nic::server::Nic;
+    use ferroce_nic::server::Function;
 
     let mut configs = vec![DeviceConfig::default(); 2];
     configs[1].mac = MAC_B;
     configs[1].max_qp = 64;
     lay_out(&mut configs);
-    let nics: Vec<Arc<Nic>> = configs.iter().map(|c| Nic::new(c.clone())).collect();
+    let nics: Vec<Arc<Function>> = configs.iter().map(|c| Function::new(c.clone())).collect();
     let host = Functions {
         nics: nics.clone(),
         slices: configs,

@@ -11,7 +11,7 @@ use common::objects::{create_mw, next_key};
 use common::roce::*;
 use common::CqeStatus;
 use ferroce_hw::*;
-use ferroce_nic::engine::headers::{syndrome, PacketBuilder, Reth};
+use ferroce_nic::engine::headers::{syndrome, Headers, Reth};
 use ferroce_nic::engine::opcode::op;
 use ferroce_nic::engine::psn;
 
@@ -56,7 +56,7 @@ fn bound_window(mw_type: u8, offset: u64, len: u64, access: u32) -> (Scripted, u
 /// Injects an RDMA WRITE of 64 bytes at `va` with `rkey` and returns the syndrome of the
 /// answer (ACK or NAK).
 fn remote_write(s: &mut Scripted, at: &mut u32, rkey: u32, va: u64) -> u8 {
-    let mut b = PacketBuilder::new(op::RC_WRITE_ONLY, s.qp.qpn, *at);
+    let mut b = Headers::new(op::RC_WRITE_ONLY, s.qp.qpn, *at);
     b.bth.ack_req = true;
     b.reth = Some(Reth { va, rkey, len: 64 });
     s.inject(&b, &pattern(64, u64::from(*at)));
@@ -163,7 +163,7 @@ fn a_type_2_window_serves_the_qp_it_is_bound_to_only() {
         bind(&mut s, mw, mr, buf + AT, LEN, ACCESS_REMOTE_WRITE),
         WcStatus::Success
     );
-    let mut b = PacketBuilder::new(op::RC_WRITE_ONLY, other.qpn, 200);
+    let mut b = Headers::new(op::RC_WRITE_ONLY, other.qpn, 200);
     b.bth.ack_req = true;
     b.reth = Some(Reth {
         va: buf + AT,
@@ -203,7 +203,7 @@ fn invalidated_windows_grant_nothing() {
     let (mut s, mw, buf) = bound_window(MW_TYPE_2, AT, LEN, ACCESS_REMOTE_WRITE);
     s.qp.post_recv(&mut s.n, 5, buf + 0x10000, 64);
     let mut at = s.rq_psn;
-    let mut b = PacketBuilder::new(op::RC_SEND_ONLY_INV, s.qp.qpn, at);
+    let mut b = Headers::new(op::RC_SEND_ONLY_INV, s.qp.qpn, at);
     b.bth.ack_req = true;
     b.ieth = Some(mw);
     s.inject(&b, &pattern(16, 1));
@@ -332,7 +332,7 @@ fn a_duplicate_read_reaches_only_what_the_original_asked_for() {
         WcStatus::Success
     );
     let read = |va, rkey| {
-        let mut b = PacketBuilder::new(op::RC_READ_REQUEST, other.qpn, 200);
+        let mut b = Headers::new(op::RC_READ_REQUEST, other.qpn, 200);
         b.bth.ack_req = true;
         b.reth = Some(Reth { va, rkey, len: 64 });
         b

@@ -152,7 +152,7 @@ fn what_the_responder_refuses() {
 
 #[test]
 fn a_duplicate_atomic_write_is_answered_again_not_executed_again() {
-    use ferroce_nic::engine::headers::{Feth, PacketBuilder, Reth};
+    use ferroce_nic::engine::headers::{Feth, Headers, Reth};
     use ferroce_nic::engine::opcode::op;
 
     let mut s = Scripted::new(
@@ -163,7 +163,7 @@ fn a_duplicate_atomic_write_is_answered_again_not_executed_again() {
         },
     );
     let (buf, key, at) = (s.n.buf, s.n.key, s.rq_psn);
-    let mut b = PacketBuilder::new(op::RC_ATOMIC_WRITE, s.qp.qpn, at);
+    let mut b = Headers::new(op::RC_ATOMIC_WRITE, s.qp.qpn, at);
     b.bth.ack_req = true;
     b.reth = Some(Reth {
         va: buf,
@@ -189,7 +189,7 @@ fn a_duplicate_atomic_write_is_answered_again_not_executed_again() {
         "the duplicate was executed"
     );
     // The next PSN: a FLUSH of the whole MR, answered likewise.
-    let mut f = PacketBuilder::new(op::RC_FLUSH, s.qp.qpn, at + 1);
+    let mut f = Headers::new(op::RC_FLUSH, s.qp.qpn, at + 1);
     f.bth.ack_req = true;
     f.feth = Some(Feth {
         placement: FLUSH_GLOBAL,

@@ -23,7 +23,7 @@ use ferroce_nic::engine::wire::{FrameSink, PortEnd, RxQueue};
 use ferroce_nic::port::{
     Port, PortConfig, PortStats, Source, Switch, SwitchSink, Vport, Wire, WireSpec,
 };
-use ferroce_nic::server::{Nic, NicParts};
+use ferroce_nic::server::{Function, FunctionParts};
 
 fn wait(mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -60,7 +60,7 @@ fn steering_and_pass_through() {
     )
     .expect("bind");
     let mut sink = port.sink(0);
-    let nic = Nic::with_port(
+    let nic = Function::with_port(
         DeviceConfig {
             mac,
             ..DeviceConfig::default()
@@ -144,9 +144,9 @@ impl Bench {
             .enumerate()
             .map(|(i, (mac, n))| {
                 let sock = UnixDatagram::bind(path(&format!("nic-{n}"))).expect("netdev");
-                let parts = NicParts {
+                let parts = FunctionParts {
                     port_rx: rx[i].clone(),
-                    ..NicParts::default()
+                    ..FunctionParts::default()
                 };
                 let peer = path(&format!("qemu-{n}"));
                 Vport::new(mac, parts, stats[i].clone(), Some((sock, peer)))

@@ -423,6 +423,61 @@ fn a_peers_reads_take_the_device_a_budget_at_a_time() {
     eprintln!("16 x 64 MiB READs: at most {most} frames a device round");
 }
 
+/// Issue 39: turns are fair across QPs. A peer has queued 1 GiB of READs on one QP (16 of
+/// 64 MiB); a second QP of the same node posts a SEND. Its SEND goes out in the next device
+/// round, beside one budget of READ responses, and completes in the round its ACK arrives,
+/// while the READs have nearly all of their 262,144 responses still to send.
+#[test]
+fn a_send_is_not_held_behind_another_qps_read_backlog() {
+    use ferroce_nic::engine::headers::{Aeth, Headers};
+    use ferroce_nic::engine::responder::REPLY_BUDGET;
+    let (mut s, _, _) = reads_then_a_send(16, 64 << 20);
+    let mut other = Qp::create(&mut s.n, QpType::Rc);
+    let conn = Conn {
+        mtu: MTU_4096,
+        ..Conn::default()
+    };
+    let (peer_gid, peer_mac) = (s.peer_gid, s.peer_mac);
+    other.connect_to(&mut s.n, peer_gid, peer_mac, 0x78, 1000, 2000, conn);
+    // The commands that made the QP ran device rounds: the READs are under way.
+    let before = s.n.counter(COUNTER_TX_READ_RESPONSES);
+    assert!(before > 0);
+    s.take_sent();
+    let buf = s.n.buf;
+    other.post(&mut s.n, 5, WR_SEND, buf, 32, &[], 0);
+    s.round();
+    let sent = s.take_sent();
+    assert!(
+        sent.iter()
+            .any(|p| p.bth.dest_qpn == 0x78 && p.bth.psn == 1000),
+        "the SEND went out in the first round"
+    );
+    let responses = sent.iter().filter(|p| p.bth.dest_qpn == s.peer_qpn).count();
+    assert!(
+        responses <= REPLY_BUDGET as usize,
+        "{responses} READ responses in one round"
+    );
+    let mut ack = Headers::new(op::RC_ACKNOWLEDGE, other.qpn, 1000);
+    ack.aeth = Some(Aeth {
+        syndrome: syndrome::ACK,
+        msn: 1,
+    });
+    let frame = s.frame_from(peer_gid, &ack, &[]);
+    s.wire.sink.send(&frame);
+    s.round();
+    // (9: the receive of the READ peer's SEND, which came behind its READs.)
+    assert_eq!(
+        statuses(&s.cqes),
+        [(9, WcStatus::Success), (5, WcStatus::Success)],
+        "completed in the next round"
+    );
+    let total = s.n.counter(COUNTER_TX_READ_RESPONSES) - before;
+    assert!(
+        total <= 2 * u64::from(REPLY_BUDGET),
+        "{total} READ responses sent meanwhile"
+    );
+}
+
 /// The same answered in full: every READ's responses in PSN order, one READ after the
 /// other, and the SEND's ACK after the last of them (an ACK must not overtake a READ response:
 /// the requester would take the response for lost).

@@ -9,7 +9,7 @@ mod common;
 use common::roce::*;
 use common::CqeStatus;
 use ferroce_hw::*;
-use ferroce_nic::engine::headers::{PacketBuilder, Reth};
+use ferroce_nic::engine::headers::{Headers, Reth};
 use ferroce_nic::engine::opcode::op;
 use ferroce_nic::engine::psn;
 
@@ -22,7 +22,7 @@ fn uc_scripted() -> Scripted {
 
 /// Injects UC request `opcode` at `at` with `payload` (and a RETH for a WRITE's first packet).
 fn inject(s: &mut Scripted, opcode: u8, at: u32, reth: Option<Reth>, payload: &[u8]) {
-    let mut b = PacketBuilder::new(opcode, s.qp.qpn, at);
+    let mut b = Headers::new(opcode, s.qp.qpn, at);
     b.reth = reth;
     s.inject(&b, payload);
 }
@@ -277,7 +277,7 @@ fn rc_and_uc_packets_do_not_cross() {
     let mut r = Scripted::new(MIB, Conn::default());
     let dst = r.n.buf + 4096;
     r.qp.post_recv(&mut r.n, 13, dst, 64);
-    let mut b = PacketBuilder::new(op::UC_SEND_ONLY, r.qp.qpn, r.rq_psn);
+    let mut b = Headers::new(op::UC_SEND_ONLY, r.qp.qpn, r.rq_psn);
     b.bth.ack_req = true;
     r.inject(&b, &pattern(64, 8));
     assert!(r.cqes.is_empty(), "a UC SEND reached an RC QP");

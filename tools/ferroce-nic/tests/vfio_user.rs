@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
 use ferroce_nic::device::DeviceConfig;
-use ferroce_nic::server::{serve, Nic};
+use ferroce_nic::server::{serve, Function};
 use vfio_bindings::bindings::vfio::*;
 use vfio_user::Client;
 
@@ -92,7 +92,7 @@ fn qemu_like_client_end_to_end() {
     std::fs::create_dir_all(&dir).expect("dir");
     let socket: PathBuf = dir.join("nic.sock");
     let control = dir.join("nic.ctl");
-    let nic = Nic::new(DeviceConfig::default());
+    let nic = Function::new(DeviceConfig::default());
     ferroce_nic::control::spawn_control_server(nic.clone(), &control, None).expect("control");
     nic.spawn_device_thread().expect("device thread");
     {
@@ -300,8 +300,8 @@ use vfio_user::{DmaMapFlags, DmaUnmapFlags, ServerBackend};
 
 const VECTORS: u16 = 8;
 
-fn backend() -> (Arc<Nic>, Backend) {
-    let nic = Nic::new(DeviceConfig {
+fn backend() -> (Arc<Function>, Backend) {
+    let nic = Function::new(DeviceConfig {
         msix_vectors: VECTORS,
         ..DeviceConfig::default()
     });
@@ -310,7 +310,7 @@ fn backend() -> (Arc<Nic>, Backend) {
 }
 
 /// Vector 1 wired to an eventfd and delivering, as a booted guest has it.
-fn wire_vector1(nic: &Nic, backend: &mut Backend) -> File {
+fn wire_vector1(nic: &Function, backend: &mut Backend) -> File {
     let fd = eventfd();
     let reader = fd.try_clone().expect("clone");
     backend
@@ -729,7 +729,7 @@ fn hostile_messages_get_error_replies_over_the_socket() {
     let dir = std::env::temp_dir().join(format!("ferroce-vfio-raw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let socket: PathBuf = dir.join("nic.sock");
-    let nic = Nic::new(DeviceConfig::default());
+    let nic = Function::new(DeviceConfig::default());
     {
         let nic = nic.clone();
         let socket = socket.clone();

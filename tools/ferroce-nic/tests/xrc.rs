@@ -13,7 +13,7 @@ use common::xrc::*;
 use common::CqeStatus;
 use ferroce_hw::*;
 use ferroce_nic::engine::faults::FaultConfig;
-use ferroce_nic::engine::headers::{syndrome, PacketBuilder, Reth};
+use ferroce_nic::engine::headers::{syndrome, Headers, Reth};
 use ferroce_nic::engine::opcode::op;
 
 fn conn(mtu: u8) -> Conn {
@@ -223,9 +223,9 @@ fn a_wqe_naming_no_24_bit_srq_is_malformed() {
 }
 
 /// A request to the scripted target naming `srqn`, at the PSN it expects.
-fn send_only(s: &Scripted, srqn: u32, psn: u32) -> PacketBuilder {
-    let mut b = PacketBuilder::new(op::XRC_SEND_ONLY, s.qp.qpn, psn);
-    b.xrc_srqn = Some(srqn);
+fn send_only(s: &Scripted, srqn: u32, psn: u32) -> Headers {
+    let mut b = Headers::new(op::XRC_SEND_ONLY, s.qp.qpn, psn);
+    b.xrceth = Some(srqn);
     b.bth.ack_req = true;
     b
 }
@@ -305,11 +305,11 @@ fn a_message_cannot_change_its_srq_midway() {
     let (dst, key) = (s.n.buf, s.n.key);
     srq.post(&mut s.n, 1, dst, 4096, key);
     other.post(&mut s.n, 2, dst + 8192, 4096, key);
-    let mut first = PacketBuilder::new(op::XRC | op::RC_SEND_FIRST, s.qp.qpn, s.rq_psn);
-    first.xrc_srqn = Some(srq.srqn);
+    let mut first = Headers::new(op::XRC | op::RC_SEND_FIRST, s.qp.qpn, s.rq_psn);
+    first.xrceth = Some(srq.srqn);
     s.inject(&first, &[1; 1024]);
-    let mut last = PacketBuilder::new(op::XRC | op::RC_SEND_LAST, s.qp.qpn, s.rq_psn + 1);
-    last.xrc_srqn = Some(other.srqn);
+    let mut last = Headers::new(op::XRC | op::RC_SEND_LAST, s.qp.qpn, s.rq_psn + 1);
+    last.xrceth = Some(other.srqn);
     last.bth.ack_req = true;
     s.inject(&last, &[2; 10]);
     // The receive the message took completes with the error.
@@ -495,8 +495,8 @@ fn destroying_an_srq_ends_the_message_being_received_into_it() {
     let (mut s, mut srq) = scripted_target(MIB, Conn::default());
     let (dst, key, cqn) = (s.n.buf, s.n.key, s.n.cq.cqn);
     srq.post(&mut s.n, 1, dst, 4096, key);
-    let mut first = PacketBuilder::new(op::XRC | op::RC_SEND_FIRST, s.qp.qpn, s.rq_psn);
-    first.xrc_srqn = Some(srq.srqn);
+    let mut first = Headers::new(op::XRC | op::RC_SEND_FIRST, s.qp.qpn, s.rq_psn);
+    first.xrceth = Some(srq.srqn);
     s.inject(&first, &[1; 1024]);
     s.n.g.ok(&DestroySrqCmd {
         srqn: srq.srqn,
@@ -505,8 +505,8 @@ fn destroying_an_srq_ends_the_message_being_received_into_it() {
     // The number comes back for a new SRQ of the same domain, with a receive posted.
     let mut again = XrcSrq::create(&mut s.n, XRCD, PD, cqn);
     again.post(&mut s.n, 2, dst + 8192, 4096, key);
-    let mut last = PacketBuilder::new(op::XRC | op::RC_SEND_LAST, s.qp.qpn, s.rq_psn + 1);
-    last.xrc_srqn = Some(again.srqn);
+    let mut last = Headers::new(op::XRC | op::RC_SEND_LAST, s.qp.qpn, s.rq_psn + 1);
+    last.xrceth = Some(again.srqn);
     last.bth.ack_req = true;
     s.inject(&last, &[2; 10]);
     let got = answers(&mut s);
@@ -531,7 +531,7 @@ fn xrc_halves_take_only_their_own_packets() {
     let key = s.n.key;
     srq.post(&mut s.n, 1, dst, 64, key);
     let drops = s.n.counter(COUNTER_DROPS);
-    let mut rc = PacketBuilder::new(op::RC_SEND_ONLY, s.qp.qpn, s.rq_psn);
+    let mut rc = Headers::new(op::RC_SEND_ONLY, s.qp.qpn, s.rq_psn);
     rc.bth.ack_req = true;
     s.inject(&rc, b"rc");
     let mut ack = s.ack(s.rq_psn, syndrome::ACK);
@@ -563,8 +563,8 @@ fn an_xrc_request_to_an_rc_qp_is_dropped_and_changes_nothing() {
     let dst = s.n.buf;
     s.qp.post_recv(&mut s.n, 5, dst, 64);
     let drops = s.n.counter(COUNTER_DROPS);
-    let mut xrc = PacketBuilder::new(op::XRC_SEND_ONLY, s.qp.qpn, s.rq_psn);
-    xrc.xrc_srqn = Some(1);
+    let mut xrc = Headers::new(op::XRC_SEND_ONLY, s.qp.qpn, s.rq_psn);
+    xrc.xrceth = Some(1);
     xrc.bth.ack_req = true;
     s.inject(&xrc, b"xrc");
     assert!(
@@ -575,7 +575,7 @@ fn an_xrc_request_to_an_rc_qp_is_dropped_and_changes_nothing() {
     assert!(s.sent().is_empty(), "an XRC SEND was answered");
     assert_eq!(s.n.counter(COUNTER_DROPS), drops + 1, "counted as a drop");
     // The QP still expects that PSN: an RC SEND there takes the receive.
-    let mut rc = PacketBuilder::new(op::RC_SEND_ONLY, s.qp.qpn, s.rq_psn);
+    let mut rc = Headers::new(op::RC_SEND_ONLY, s.qp.qpn, s.rq_psn);
     rc.bth.ack_req = true;
     s.inject(&rc, b"rc");
     assert_eq!(
@@ -592,8 +592,8 @@ fn an_xrc_request_to_an_rc_qp_is_dropped_and_changes_nothing() {
 fn a_duplicate_read_through_a_foreign_srq_is_not_answered() {
     let (mut s, srq) = scripted_target(MIB, Conn::default());
     let (src, key) = (s.n.buf, s.n.key);
-    let mut read = PacketBuilder::new(op::XRC_READ_REQUEST, s.qp.qpn, s.rq_psn);
-    read.xrc_srqn = Some(srq.srqn);
+    let mut read = Headers::new(op::XRC_READ_REQUEST, s.qp.qpn, s.rq_psn);
+    read.xrceth = Some(srq.srqn);
     read.reth = Some(Reth {
         va: src,
         rkey: key,
@@ -605,10 +605,10 @@ fn a_duplicate_read_through_a_foreign_srq_is_not_answered() {
         [(op::XRC | op::RC_READ_RESPONSE_ONLY, Some(syndrome::ACK))]
     );
     // The same READ again, naming an SRQ of no one: not answered, nothing changes.
-    read.xrc_srqn = Some(0x00ab_cdef);
+    read.xrceth = Some(0x00ab_cdef);
     s.inject(&read, &[]);
     assert!(answers(&mut s).is_empty());
-    read.xrc_srqn = Some(srq.srqn);
+    read.xrceth = Some(srq.srqn);
     s.inject(&read, &[]);
     assert_eq!(
         answers(&mut s).len(),

@@ -2,7 +2,7 @@
 
 //! Base and extended transport headers (IBA 9.2–9.3): big-endian on the wire, decoded into plain
 //! structs. [`Packet::parse`] splits the transport part of a frame (BTH to the end of the padded
-//! payload) according to the opcode table; [`PacketBuilder`] writes one.
+//! payload) according to the opcode table; [`Headers`] writes one.
 
 use super::opcode::{self, flag, OpInfo};
 use ferroce_hw::PSN_MASK;
@@ -159,19 +159,18 @@ pub struct Deth {
     pub src_qpn: u32,
 }
 
-/// A decoded transport packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Packet<'a> {
-    /// Base transport header.
+/// A packet's transport headers, as parsed from a frame or to be written into one: the BTH and
+/// the extended headers its opcode has ([`OpInfo`]'s flags), in one type for both directions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Headers {
+    /// Base transport header (when writing, `pad` is computed from the payload).
     pub bth: Bth,
-    /// The opcode's table entry.
-    pub info: &'static OpInfo,
     /// XRCETH: the SRQ an XRC request names at its target (24 bits; the reserved byte is
     /// ignored).
     pub xrceth: Option<u32>,
     /// FETH.
     pub feth: Option<Feth>,
-    /// RETH, if the opcode has one.
+    /// RETH.
     pub reth: Option<Reth>,
     /// AETH.
     pub aeth: Option<Aeth>,
@@ -185,8 +184,26 @@ pub struct Packet<'a> {
     pub imm: Option<[u8; 4]>,
     /// IETH: the R_Key to invalidate.
     pub ieth: Option<u32>,
+}
+
+/// A decoded transport packet: its headers (reached through it: `pkt.reth`), its opcode's
+/// table entry and its payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet<'a> {
+    /// The headers.
+    pub headers: Headers,
+    /// The opcode's table entry.
+    pub info: &'static OpInfo,
     /// Payload without pad.
     pub payload: &'a [u8],
+}
+
+impl std::ops::Deref for Packet<'_> {
+    type Target = Headers;
+
+    fn deref(&self) -> &Headers {
+        &self.headers
+    }
 }
 
 /// Why a transport packet is malformed.
@@ -278,49 +295,26 @@ impl<'a> Packet<'a> {
             return Err(HeaderError::Length);
         }
         Ok(Self {
-            bth,
+            headers: Headers {
+                bth,
+                xrceth,
+                feth,
+                reth,
+                aeth,
+                atomic,
+                atomic_ack,
+                deth,
+                imm,
+                ieth,
+            },
             info,
-            xrceth,
-            feth,
-            reth,
-            aeth,
-            atomic,
-            atomic_ack,
-            deth,
-            imm,
-            ieth,
             payload: &body[..body.len() - pad],
         })
     }
 }
 
-/// Writes a transport packet (headers in wire order, payload, zero pad) into a buffer.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PacketBuilder {
-    /// BTH; `pad` is computed from the payload.
-    pub bth: Bth,
-    /// FETH.
-    pub feth: Option<Feth>,
-    /// RETH.
-    pub reth: Option<Reth>,
-    /// AETH.
-    pub aeth: Option<Aeth>,
-    /// AtomicETH.
-    pub atomic: Option<AtomicEth>,
-    /// AtomicAckETH.
-    pub atomic_ack: Option<u64>,
-    /// DETH.
-    pub deth: Option<Deth>,
-    /// Immediate data (wire bytes).
-    pub imm: Option<[u8; 4]>,
-    /// IETH.
-    pub ieth: Option<u32>,
-    /// XRCETH: the SRQ number an XRC request names.
-    pub xrc_srqn: Option<u32>,
-}
-
-impl PacketBuilder {
-    /// A packet with `opcode`, destination QP and PSN.
+impl Headers {
+    /// The headers of a packet with `opcode`, destination QP and PSN, to be filled in.
     pub fn new(opcode: u8, dest_qpn: u32, psn: u32) -> Self {
         Self {
             bth: Bth {
@@ -350,7 +344,7 @@ impl PacketBuilder {
         let bth = Bth { pad, ..self.bth };
         out.extend_from_slice(&bth.encode());
         if has(flag::XRCETH) {
-            out.extend_from_slice(&(self.xrc_srqn.unwrap_or_default() & 0x00ff_ffff).to_be_bytes());
+            out.extend_from_slice(&(self.xrceth.unwrap_or_default() & 0x00ff_ffff).to_be_bytes());
         }
         if has(flag::DETH) {
             let d = self.deth.unwrap_or_default();
@@ -420,8 +414,8 @@ mod tests {
 
     #[test]
     fn an_xrc_request_carries_its_srq_number_right_after_the_bth() {
-        let mut b = PacketBuilder::new(op::XRC_WRITE_ONLY, 7, 100);
-        b.xrc_srqn = Some(0xab_cdef);
+        let mut b = Headers::new(op::XRC_WRITE_ONLY, 7, 100);
+        b.xrceth = Some(0xab_cdef);
         b.reth = Some(Reth {
             va: 0x1000,
             rkey: 0x55,
@@ -446,19 +440,19 @@ mod tests {
         );
         // An XRC response has none, and an RC request neither.
         let mut ack = Vec::new();
-        PacketBuilder::new(op::XRC_ACKNOWLEDGE, 7, 100).write(&[], &mut ack);
+        Headers::new(op::XRC_ACKNOWLEDGE, 7, 100).write(&[], &mut ack);
         assert_eq!(
             Packet::parse(&ack).map(|p| (p.xrceth, ack.len())),
             Ok((None, 16))
         );
         let mut rc = Vec::new();
-        PacketBuilder::new(op::RC_SEND_ONLY, 7, 100).write(b"x", &mut rc);
+        Headers::new(op::RC_SEND_ONLY, 7, 100).write(b"x", &mut rc);
         assert_eq!(Packet::parse(&rc).map(|p| p.xrceth), Ok(None));
     }
 
     #[test]
     fn packets_round_trip() {
-        let mut b = PacketBuilder::new(op::RC_WRITE_ONLY_IMM, 7, 100);
+        let mut b = Headers::new(op::RC_WRITE_ONLY_IMM, 7, 100);
         b.reth = Some(Reth {
             va: 0x1122_3344_5566_7788,
             rkey: 0xaabb_ccdd,
@@ -474,7 +468,7 @@ mod tests {
         assert_eq!(p.imm, Some([1, 2, 3, 4]));
         assert_eq!(p.payload, b"hello");
 
-        let mut a = PacketBuilder::new(op::RC_ATOMIC_ACKNOWLEDGE, 9, 1);
+        let mut a = Headers::new(op::RC_ATOMIC_ACKNOWLEDGE, 9, 1);
         a.aeth = Some(Aeth {
             syndrome: syndrome::ACK,
             msn: 0x00ab_cdef,
@@ -487,7 +481,7 @@ mod tests {
         assert_eq!(p.atomic_ack, a.atomic_ack);
 
         // FLUSH: the FETH comes before the RETH (rxe's layout); bits 3-0 and 5-4.
-        let mut f = PacketBuilder::new(op::RC_FLUSH, 9, 2);
+        let mut f = Headers::new(op::RC_FLUSH, 9, 2);
         f.feth = Some(Feth {
             placement: 2,
             level: 1,
@@ -506,7 +500,7 @@ mod tests {
     fn malformed_packets_are_errors() {
         assert_eq!(Packet::parse(&[0; 11]), Err(HeaderError::Truncated));
         let mut out = Vec::new();
-        PacketBuilder::new(op::RC_ACKNOWLEDGE, 1, 1).write(&[], &mut out);
+        Headers::new(op::RC_ACKNOWLEDGE, 1, 1).write(&[], &mut out);
         out.push(0);
         assert_eq!(Packet::parse(&out), Err(HeaderError::Length));
         out.truncate(14);

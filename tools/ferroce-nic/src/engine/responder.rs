@@ -33,7 +33,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::frame::{RoceFrame, Route};
-use super::headers::{syndrome, Aeth, Feth, Packet, PacketBuilder, Reth};
+use super::headers::{syndrome, Aeth, Feth, Headers, Packet, Reth};
 use super::icrc::NetKind;
 use super::opcode::{self, flag, op, OpInfo, Position};
 use super::psn;

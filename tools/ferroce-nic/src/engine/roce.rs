@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::faults::{FaultControl, FaultInjector};
 use super::frame::{self, RoceFrame, Route};
-use super::headers::{Packet, PacketBuilder};
+use super::headers::{Headers, Packet};
 use super::icrc::NetKind;
 use super::opcode::{self, flag, OpInfo, Transport};
 use super::requester::Requester;
@@ -123,24 +123,24 @@ impl QpCtx {
     /// GID to its own source GID, in the RoCE version of that GID. (That its BTH named this QP
     /// is how it was steered here.) Anything else is another host's, forged or misrouted.
     pub fn from_peer(&self, host: &dyn EngineHost, f: &RoceFrame<'_>) -> bool {
-        let Some(sgid) = host.gid(u32::from(self.attrs.av.sgid_index)) else {
+        let Some(sgid) = host.gid(u32::from(self.attrs.sgid_index)) else {
             return false;
         };
         let v1 = sgid.gid_type == GID_TYPE_ROCE_V1;
-        f.sgid == self.attrs.av.dgid && f.dgid == sgid.gid && (f.kind == NetKind::V1) == v1
+        f.sgid == self.attrs.dgid && f.dgid == sgid.gid && (f.kind == NetKind::V1) == v1
     }
 
     /// The route of this connected QP's connection.
     pub fn route(&self, host: &dyn EngineHost) -> Option<Route> {
         route_for(
             host,
-            self.attrs.av.sgid_index,
-            self.attrs.av.dgid,
-            self.attrs.av.dmac,
-            self.attrs.av.traffic_class,
-            self.attrs.av.hop_limit,
-            if self.attrs.av.flow_label != 0 {
-                self.attrs.av.flow_label
+            self.attrs.sgid_index,
+            self.attrs.dgid,
+            self.attrs.dmac,
+            self.attrs.traffic_class,
+            self.attrs.hop_limit,
+            if self.attrs.flow_label != 0 {
+                self.attrs.flow_label
             } else {
                 frame::flow_label_for(self.qpn, self.attrs.dest_qpn)
             },
@@ -296,7 +296,7 @@ impl Io {
         &mut self,
         host: &dyn EngineHost,
         route: &Route,
-        packet: &PacketBuilder,
+        packet: &Headers,
         payload: &[u8],
         resend: Resend,
     ) {
@@ -360,7 +360,7 @@ impl Io {
         &mut self,
         host: &dyn EngineHost,
         route: &Route,
-        packet: &PacketBuilder,
+        packet: &Headers,
         len: usize,
         resend: Resend,
     ) {

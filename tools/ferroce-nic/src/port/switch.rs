@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 use crate::capture::Direction;
 use crate::engine::frame::{classify, Steer, MAX_FRAME};
 use crate::engine::wire::FrameSink;
-use crate::server::{Nic, NicParts};
+use crate::server::{Function, FunctionParts};
 
 use super::batch::{Frames, BATCH};
 use super::{send_to, trace_membership, PortStats, Wire};
@@ -43,7 +43,7 @@ pub enum Source {
 /// A function's place on the switch.
 pub struct Vport {
     mac: [u8; 6],
-    parts: NicParts,
+    parts: FunctionParts,
     stats: Arc<PortStats>,
     netdev: Option<(UnixDatagram, PathBuf)>,
 }
@@ -53,7 +53,7 @@ impl Vport {
     /// (`parts`), its port counters, and its netdev socket with the peer it sends to.
     pub fn new(
         mac: [u8; 6],
-        parts: NicParts,
+        parts: FunctionParts,
         stats: Arc<PortStats>,
         netdev: Option<(UnixDatagram, PathBuf)>,
     ) -> Self {
@@ -66,9 +66,9 @@ impl Vport {
     }
 
     /// The vport of function `nic`.
-    pub fn of(nic: &Nic, netdev: Option<(UnixDatagram, PathBuf)>) -> Self {
-        let parts = NicParts {
-            doorbell: nic.doorbell.clone(),
+    pub fn of(nic: &Function, netdev: Option<(UnixDatagram, PathBuf)>) -> Self {
+        let parts = FunctionParts {
+            wake: nic.wake.clone(),
             port_rx: nic.port_rx.clone(),
             trace: nic.trace.clone(),
         };
@@ -87,7 +87,7 @@ impl Vport {
                 self.stats().to_engine.fetch_add(1, Ordering::Relaxed);
                 // A full queue counts in the engine's `queue_drops`.
                 self.parts.port_rx.push(frame.to_vec());
-                self.parts.doorbell.ring();
+                self.parts.wake.signal();
             }
         } else if let Some((sock, peer)) = &self.netdev {
             let trace = &self.parts.trace;

@@ -1,155 +1,73 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! QP attributes as the device keeps them. `CMD_MODIFY_QP` ([`ModifyQpCmd`]) is converted at the
+//! QP attributes as the device keeps them: the `CMD_QUERY_QP` image itself (hw's
+//! [`ModifyQpCmd`], which declares every attribute once). `CMD_MODIFY_QP` is taken at the
 //! command boundary: [`QpAttrs::apply`] takes the attributes its mask names, and
-//! [`QpAttrs::query_image`] builds the `CMD_QUERY_QP` output image.
+//! [`QpAttrs::query_image`] is the image with the QP's number and state.
 
 use ferroce_hw::*;
 
-/// The address vector of a connected QP (the primary path's addressing).
+/// A QP's attributes, as last modified, read as the fields of a [`ModifyQpCmd`]
+/// (`attrs.dest_qpn`, `attrs.dgid`). Its `qpn`, `attr_mask`, states and P_Key index are not
+/// kept: the QP has its own number and state, and the device only accepts P_Key index 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AddressVector {
-    /// Source GID index.
-    pub sgid_index: u8,
-    /// Destination GID.
-    pub dgid: [u8; 16],
-    /// Destination MAC (the next hop's).
-    pub dmac: [u8; 6],
-    /// VLAN ID, or [`VLAN_NONE`].
-    pub vlan: u16,
-    /// Flow label (20 bits); 0 lets the device choose one.
-    pub flow_label: u32,
-    /// Hop limit / TTL.
-    pub hop_limit: u8,
-    /// Traffic class (DSCP << 2 | ECN).
-    pub traffic_class: u8,
-}
+pub struct QpAttrs(ModifyQpCmd);
 
-/// A QP's attributes, as last modified. The P_Key index is not kept: the device only accepts 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QpAttrs {
-    /// Path MTU (`MTU_*`).
-    pub path_mtu: u8,
-    /// Address vector.
-    pub av: AddressVector,
-    /// Destination QP number.
-    pub dest_qpn: u32,
-    /// Expected receive PSN.
-    pub rq_psn: u32,
-    /// Send PSN.
-    pub sq_psn: u32,
-    /// Q_Key (UD, GSI).
-    pub qkey: u32,
-    /// Remote access flags (`ACCESS_REMOTE_*`).
-    pub access_flags: u32,
-    /// Local ACK timeout exponent.
-    pub timeout: u8,
-    /// Transport retry count.
-    pub retry_cnt: u8,
-    /// RNR retry count (7 = infinite).
-    pub rnr_retry: u8,
-    /// Minimum RNR NAK timer (IB encoding).
-    pub min_rnr_timer: u8,
-    /// Outstanding RDMA READ / atomic as requester.
-    pub max_rd_atomic: u8,
-    /// Outstanding RDMA READ / atomic as responder.
-    pub max_dest_rd_atomic: u8,
+impl std::ops::Deref for QpAttrs {
+    type Target = ModifyQpCmd;
+
+    fn deref(&self) -> &ModifyQpCmd {
+        &self.0
+    }
 }
 
 impl QpAttrs {
     /// The attributes of a new QP: all zero, no VLAN.
     pub fn initial() -> Self {
-        Self {
-            av: AddressVector {
-                vlan: VLAN_NONE,
-                ..AddressVector::default()
-            },
-            ..Self::default()
-        }
+        Self(ModifyQpCmd {
+            vlan: VLAN_NONE,
+            ..ModifyQpCmd::default()
+        })
     }
 
     /// Takes the attributes `cmd.attr_mask` names (already validated).
     pub fn apply(&mut self, cmd: &ModifyQpCmd) {
-        let mask = cmd.attr_mask;
-        let set = |bit: u32| mask & bit != 0;
-        if set(QP_ATTR_PATH_MTU) {
-            self.path_mtu = cmd.path_mtu;
-        }
-        if set(QP_ATTR_AV) {
-            self.av = AddressVector {
-                sgid_index: cmd.sgid_index,
-                dgid: cmd.dgid,
-                dmac: cmd.dmac,
-                vlan: cmd.vlan,
-                flow_label: cmd.flow_label,
-                hop_limit: cmd.hop_limit,
-                traffic_class: cmd.traffic_class,
+        let (a, mask) = (&mut self.0, cmd.attr_mask);
+        // Each mask bit and the attributes it names: one, or the address vector's seven.
+        macro_rules! take {
+            ($($bit:ident => $($field:ident),+;)*) => {
+                $(if mask & $bit != 0 {
+                    $(a.$field = cmd.$field;)+
+                })*
             };
         }
-        if set(QP_ATTR_DEST_QPN) {
-            self.dest_qpn = cmd.dest_qpn;
-        }
-        if set(QP_ATTR_RQ_PSN) {
-            self.rq_psn = cmd.rq_psn;
-        }
-        if set(QP_ATTR_SQ_PSN) {
-            self.sq_psn = cmd.sq_psn;
-        }
-        if set(QP_ATTR_QKEY) {
-            self.qkey = cmd.qkey;
-        }
-        if set(QP_ATTR_ACCESS_FLAGS) {
-            self.access_flags = cmd.access_flags;
-        }
-        if set(QP_ATTR_TIMEOUT) {
-            self.timeout = cmd.timeout;
-        }
-        if set(QP_ATTR_RETRY_CNT) {
-            self.retry_cnt = cmd.retry_cnt;
-        }
-        if set(QP_ATTR_RNR_RETRY) {
-            self.rnr_retry = cmd.rnr_retry;
-        }
-        if set(QP_ATTR_MIN_RNR_TIMER) {
-            self.min_rnr_timer = cmd.min_rnr_timer;
-        }
-        if set(QP_ATTR_MAX_QP_RD_ATOMIC) {
-            self.max_rd_atomic = cmd.max_rd_atomic;
-        }
-        if set(QP_ATTR_MAX_DEST_RD_ATOMIC) {
-            self.max_dest_rd_atomic = cmd.max_dest_rd_atomic;
+        take! {
+            QP_ATTR_PATH_MTU => path_mtu;
+            QP_ATTR_AV => sgid_index, dgid, dmac, vlan, flow_label, hop_limit, traffic_class;
+            QP_ATTR_DEST_QPN => dest_qpn;
+            QP_ATTR_RQ_PSN => rq_psn;
+            QP_ATTR_SQ_PSN => sq_psn;
+            QP_ATTR_QKEY => qkey;
+            QP_ATTR_ACCESS_FLAGS => access_flags;
+            QP_ATTR_TIMEOUT => timeout;
+            QP_ATTR_RETRY_CNT => retry_cnt;
+            QP_ATTR_RNR_RETRY => rnr_retry;
+            QP_ATTR_MIN_RNR_TIMER => min_rnr_timer;
+            QP_ATTR_MAX_QP_RD_ATOMIC => max_rd_atomic;
+            QP_ATTR_MAX_DEST_RD_ATOMIC => max_dest_rd_atomic;
         }
     }
 
     /// The `CMD_QUERY_QP` output image of QP `qpn` in `state`: every attribute valid.
     pub fn query_image(&self, qpn: u32, state: QpState) -> ModifyQpCmd {
-        let av = &self.av;
         ModifyQpCmd {
             qpn,
             attr_mask: QP_ATTR_VALID_MASK,
             new_state: state.into(),
             cur_state: state.into(),
-            path_mtu: self.path_mtu,
-            sgid_index: av.sgid_index,
-            dgid: av.dgid,
-            dmac: av.dmac,
-            vlan: av.vlan,
-            flow_label: av.flow_label,
-            dest_qpn: self.dest_qpn,
-            rq_psn: self.rq_psn,
-            sq_psn: self.sq_psn,
-            qkey: self.qkey,
-            access_flags: self.access_flags,
-            hop_limit: av.hop_limit,
-            traffic_class: av.traffic_class,
-            timeout: self.timeout,
-            retry_cnt: self.retry_cnt,
-            rnr_retry: self.rnr_retry,
-            min_rnr_timer: self.min_rnr_timer,
-            max_rd_atomic: self.max_rd_atomic,
-            max_dest_rd_atomic: self.max_dest_rd_atomic,
             pkey_index: 0,
             rsvd: 0,
+            ..self.0
         }
     }
 }
@@ -196,6 +114,6 @@ mod tests {
             ..ModifyQpCmd::default()
         });
         assert_eq!(attrs.query_image(0x42, QpState::Rts), cmd);
-        assert_eq!(QpAttrs::initial().av.vlan, VLAN_NONE);
+        assert_eq!(QpAttrs::initial().vlan, VLAN_NONE);
     }
 }

@@ -16,7 +16,7 @@
 
 use ferroce_hw::*;
 use ferroce_nic::engine::frame;
-use ferroce_nic::engine::headers::{Aeth, AtomicEth, Deth, Packet, PacketBuilder, Reth};
+use ferroce_nic::engine::headers::{Aeth, AtomicEth, Deth, Headers, Packet, Reth};
 
 use super::objects::{
     answer, attach, create_mw, next_key, odp_mr, page_faults, Answer, GROUP_IP, GROUP_MAC,
@@ -468,7 +468,7 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
         Dest::Qpn(qpn) => qpn,
         Dest::Group => 0xff_ffff,
     };
-    let mut b = PacketBuilder::new(f.opcode, qpn, psn);
+    let mut b = Headers::new(f.opcode, qpn, psn);
     b.reth = f.reth.map(|(va, rkey, len)| Reth {
         va: if va < 1 << 20 { s.n.buf + va } else { va },
         rkey: rkey_of(live, rkey),
@@ -486,7 +486,7 @@ pub fn frame_bytes(live: &Live, f: &Frame) -> Vec<u8> {
     b.deth = Some(Deth { qkey, src_qpn });
     b.imm = f.imm;
     b.ieth = f.ieth;
-    b.xrc_srqn = xrc.then_some(live.srqn);
+    b.xrceth = xrc.then_some(live.srqn);
     let sgid = if f.stranger {
         stranger_gid()
     } else {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use ferroce_hw::*;
 use ferroce_nic::engine::frame::{self, Route};
-use ferroce_nic::engine::headers::{Aeth, AtomicEth, Deth, Packet, PacketBuilder, Reth};
+use ferroce_nic::engine::headers::{Aeth, AtomicEth, Deth, Headers, Packet, Reth};
 use ferroce_nic::engine::psn;
 use ferroce_nic::engine::requester::TX_BUDGET;
 use ferroce_nic::engine::responder::REPLY_BUDGET;
@@ -574,7 +574,7 @@ impl Duo {
             Dest::Qpn(qpn) => qpn,
             _ => to.qp.qpn,
         };
-        let mut b = PacketBuilder::new(f.opcode, qpn, psn);
+        let mut b = Headers::new(f.opcode, qpn, psn);
         b.reth = f.reth.map(|(va, rkey, len)| Reth {
             va: to.n.buf + va % (REGISTERED + BEYOND),
             rkey: match rkey {

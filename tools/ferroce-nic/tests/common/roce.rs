@@ -18,7 +18,7 @@ use ferroce_nic::clock::VirtualTime;
 use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
 use ferroce_nic::engine::frame::{self, Route};
-use ferroce_nic::engine::headers::{Aeth, Bth, Packet, PacketBuilder, Reth};
+use ferroce_nic::engine::headers::{Aeth, Bth, Headers, Packet, Reth};
 use ferroce_nic::engine::opcode;
 use ferroce_nic::engine::roce::RoceEngine;
 use ferroce_nic::engine::wire::{back_to_back, PortEnd};
@@ -1041,14 +1041,14 @@ impl Scripted {
 
     /// Puts packet `b` (with `payload`) on the wire towards the node as if sent from GID
     /// `sgid` (the peer's, or another's), and runs the device.
-    pub fn inject_from(&mut self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) {
+    pub fn inject_from(&mut self, sgid: [u8; 16], b: &Headers, payload: &[u8]) {
         let bytes = self.frame_from(sgid, b, payload);
         self.wire.sink.send(&bytes);
         self.run(4);
     }
 
     /// The frame carrying packet `b` (with `payload`) to the node from GID `sgid`.
-    pub fn frame_from(&self, sgid: [u8; 16], b: &PacketBuilder, payload: &[u8]) -> Vec<u8> {
+    pub fn frame_from(&self, sgid: [u8; 16], b: &Headers, payload: &[u8]) -> Vec<u8> {
         self.frame_to(sgid, self.n.mac, self.n.gid(3), b, payload)
     }
 
@@ -1058,7 +1058,7 @@ impl Scripted {
         sgid: [u8; 16],
         dmac: [u8; 6],
         dgid: [u8; 16],
-        b: &PacketBuilder,
+        b: &Headers,
         payload: &[u8],
     ) -> Vec<u8> {
         let route = Route {
@@ -1080,13 +1080,13 @@ impl Scripted {
     }
 
     /// Puts packet `b` on the wire as the peer.
-    pub fn inject(&mut self, b: &PacketBuilder, payload: &[u8]) {
+    pub fn inject(&mut self, b: &Headers, payload: &[u8]) {
         self.inject_from(self.peer_gid, b, payload);
     }
 
     /// An ACK (or NAK: `syndrome`) of `psn` addressed to the node's QP.
-    pub fn ack(&self, psn: u32, syndrome: u8) -> PacketBuilder {
-        let mut b = PacketBuilder::new(opcode::op::RC_ACKNOWLEDGE, self.qp.qpn, psn);
+    pub fn ack(&self, psn: u32, syndrome: u8) -> Headers {
+        let mut b = Headers::new(opcode::op::RC_ACKNOWLEDGE, self.qp.qpn, psn);
         b.aeth = Some(Aeth { syndrome, msn: 0 });
         b
     }

@@ -5,7 +5,9 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use ferroce_hw::{
     MAX_INLINE, MAX_LOG_QUEUE, MAX_SGE, MAX_WQE_SIZE, PCI_DEVICE_ID, PCI_VENDOR_ID,
@@ -149,20 +151,57 @@ pub(super) struct ContextInner {
     pub(super) limits: WqLimits,
     /// log2 of the deepest CQ (deeper than a work queue: a CQ serves several).
     pub(super) max_log_cq: u32,
-    qps: Mutex<HashMap<u32, Arc<QpProgress>>>,
-    xrc_srqs: Mutex<HashMap<u32, Arc<QueueProgress>>>,
-}
-
-impl ContextInner {
     /// The QP table (QPN → completion progress), for the CQ poller.
-    pub(super) fn qps(&self) -> MutexGuard<'_, HashMap<u32, Arc<QpProgress>>> {
-        self.qps.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
+    pub(super) qps: Table<QpProgress>,
     /// The XRC SRQ table (SRQN → completion progress), for the CQ poller: an XRC receive
     /// names its SRQ, not a QP of this process.
-    pub(super) fn xrc_srqs(&self) -> MutexGuard<'_, HashMap<u32, Arc<QueueProgress>>> {
-        self.xrc_srqs.lock().unwrap_or_else(|e| e.into_inner())
+    pub(super) xrc_srqs: Table<QueueProgress>,
+}
+
+/// A table of queues by number that the CQ poller reads without a lock, as mlx5's QP table
+/// is read: a lookup loads the current map (`arc_swap`), and creating or destroying a queue,
+/// which is rare, copies the map under a mutex and swaps the copy in. Pollers of different
+/// CQs, and a poller and a create, never wait for each other.
+pub(super) struct Table<T> {
+    map: ArcSwap<HashMap<u32, Arc<T>>>,
+    /// Serialises the writers (each copies the map it replaces).
+    writer: Mutex<()>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Self {
+            map: ArcSwap::from_pointee(HashMap::new()),
+            writer: Mutex::new(()),
+        }
+    }
+}
+
+impl<T> Table<T> {
+    /// The entry of number `n`.
+    pub(super) fn get(&self, n: u32) -> Option<Arc<T>> {
+        self.map.load().get(&n).cloned()
+    }
+
+    /// Adds (or replaces) the entry of number `n`.
+    pub(super) fn insert(&self, n: u32, value: Arc<T>) {
+        self.update(|map| {
+            map.insert(n, value);
+        });
+    }
+
+    /// Removes the entry of number `n`.
+    pub(super) fn remove(&self, n: u32) {
+        self.update(|map| {
+            map.remove(&n);
+        });
+    }
+
+    fn update(&self, change: impl FnOnce(&mut HashMap<u32, Arc<T>>)) {
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = HashMap::clone(&self.map.load());
+        change(&mut map);
+        self.map.store(Arc::new(map));
     }
 }
 
@@ -283,8 +322,8 @@ unsafe extern "C" fn alloc_context(
                     db_record,
                     limits,
                     max_log_cq,
-                    qps: Mutex::new(HashMap::new()),
-                    xrc_srqs: Mutex::new(HashMap::new()),
+                    qps: Table::default(),
+                    xrc_srqs: Table::default(),
                 })
             });
     match inner {
@@ -381,5 +420,35 @@ unsafe extern "C" fn query_port(
             &mut cmd,
             size_of::<sys::ibv_query_port>(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_lookup_waits_for_no_writer() {
+        let table = Arc::new(Table::<u32>::default());
+        table.insert(7, Arc::new(70));
+        table.insert(8, Arc::new(80));
+        table.remove(8);
+        assert_eq!(table.get(7).as_deref(), Some(&70));
+        assert_eq!(table.get(8), None);
+        // A create or destroy in progress (its copy under the writer's lock) holds no poller.
+        let writing = table.writer.lock().unwrap();
+        let (found, got) = std::sync::mpsc::channel();
+        let poller = {
+            let table = table.clone();
+            std::thread::spawn(move || found.send(table.get(7)).unwrap())
+        };
+        let got = got.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(
+            got.ok().flatten().as_deref(),
+            Some(&70),
+            "the lookup waited"
+        );
+        drop(writing);
+        poller.join().unwrap();
     }
 }

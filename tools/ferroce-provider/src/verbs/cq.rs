@@ -336,10 +336,9 @@ fn account(ctx: &ContextInner, cqe: &mut Cqe) {
     let (qpn, srqn, xrc) = (cqe.qpn, cqe.srqn, cqe.flags & CQE_FLAG_XRC != 0);
     settle(cqe, |recv| {
         if xrc {
-            return recv.then(|| ctx.xrc_srqs().get(&srqn).cloned()).flatten();
+            return recv.then(|| ctx.xrc_srqs.get(srqn)).flatten();
         }
-        let qps = ctx.qps();
-        let qp = qps.get(&qpn)?;
+        let qp = ctx.qps.get(qpn)?;
         if recv {
             qp.rq.clone()
         } else {

@@ -252,7 +252,7 @@ unsafe fn create(
     q.qid = qid;
     // SAFETY: `ibv_qp` is the first member of `verbs_qp`'s union.
     let qpn = unsafe { q.vqp.__bindgen_anon_1.qp.qp_num };
-    ctx.qps().insert(qpn, q.progress.clone());
+    ctx.qps.insert(qpn, q.progress.clone());
     let mut cap = req.cap;
     cap.max_send_wr = sq_size;
     cap.max_send_sge = limits.max_sge;
@@ -576,7 +576,7 @@ pub(super) unsafe extern "C" fn destroy_qp(ibqp: *mut sys::ibv_qp) -> c_int {
     // SAFETY: the kernel object is gone; `ibqp` starts our boxed `Qp`.
     let qp = unsafe { Box::from_raw(ibqp.cast::<Qp>()) };
     // SAFETY: the context outlives its QPs.
-    unsafe { &*qp.ctx }.qps().remove(&qpn);
+    unsafe { &*qp.ctx }.qps.remove(qpn);
     // Its CQEs go with it; receive WQEs they took from an SRQ go back to it.
     for ibcq in [send_cq, recv_cq] {
         // SAFETY: the CQs of a QP outlive it (libibverbs refuses to destroy them first).

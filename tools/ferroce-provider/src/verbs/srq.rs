@@ -213,7 +213,7 @@ pub(super) unsafe extern "C" fn create_srq_ex(
             init.attr.max_sge = max_sge;
             // SAFETY: live, not yet shared; libibverbs set its number.
             let (srqn, progress) = unsafe { ((*srq).vsrq.srq_num, (*srq).progress.clone()) };
-            ctx.xrc_srqs().insert(srqn, progress);
+            ctx.xrc_srqs.insert(srqn, progress);
             srq.cast()
         }
         Err(e) => fail(e),
@@ -351,7 +351,7 @@ pub(super) unsafe extern "C" fn destroy_srq(ibsrq: *mut sys::ibv_srq) -> c_int {
     if !srq.xrc_cq.is_null() {
         let srqn = srq.vsrq.srq_num;
         // SAFETY: the context outlives its SRQs.
-        unsafe { &*srq.ctx }.xrc_srqs().remove(&srqn);
+        unsafe { &*srq.ctx }.xrc_srqs.remove(srqn);
         // Its CQEs go with it: an SRQ created next with its number never polls them.
         // SAFETY: the CQ of an SRQ outlives it (ib_core counts it as a user).
         unsafe { super::cq::clean_xrc_srq(srq.xrc_cq, srqn) };

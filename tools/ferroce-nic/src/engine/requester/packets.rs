@@ -6,7 +6,7 @@
 
 use ferroce_hw::*;
 
-use super::super::headers::{AtomicEth, Deth, Feth, PacketBuilder, Reth};
+use super::super::headers::{AtomicEth, Deth, Feth, Headers, Reth};
 use super::super::opcode::{self, op, Position};
 use super::super::psn;
 use super::super::roce::{route_for, sge_pieces, Io, Payload, QpCtx, Resend, GSI_QKEY};
@@ -68,7 +68,7 @@ pub(super) fn request_packet(
     k: u32,
     read_pieces: u32,
     payload: &mut Payload,
-) -> Result<(PacketBuilder, usize), WcStatus> {
+) -> Result<(Headers, usize), WcStatus> {
     let ctrl = &w.work.ctrl;
     let mtu = qp.mtu();
     let dest = qp.attrs.dest_qpn;
@@ -85,7 +85,7 @@ pub(super) fn request_packet(
             } else {
                 opcode::rc_write(pos, imm)
             };
-            let mut b = PacketBuilder::new(qp.opcode(rc), dest, psn);
+            let mut b = Headers::new(qp.opcode(rc), dest, psn);
             b.bth.ack_req = reliable && (last || (k + 1) % ACK_REQ_EVERY == 0);
             b.bth.solicited = last && ctrl.flags & WQE_FLAG_SOLICITED != 0;
             if imm && last {
@@ -110,7 +110,7 @@ pub(super) fn request_packet(
         Kind::Read => {
             let seg = RdmaSeg::decode(&w.work.seg);
             let offset = (u64::from(w.resp_pkts) * u64::from(mtu)).min(w.len);
-            let mut b = PacketBuilder::new(
+            let mut b = Headers::new(
                 qp.opcode(op::RC_READ_REQUEST),
                 dest,
                 psn::add(w.first_psn, w.resp_pkts),
@@ -132,7 +132,7 @@ pub(super) fn request_packet(
             } else {
                 op::RC_FETCH_ADD
             };
-            let mut b = PacketBuilder::new(qp.opcode(opcode), dest, w.first_psn);
+            let mut b = Headers::new(qp.opcode(opcode), dest, w.first_psn);
             b.bth.ack_req = true;
             b.atomic = Some(AtomicEth {
                 va: seg.remote_addr,
@@ -144,7 +144,7 @@ pub(super) fn request_packet(
         }
         Kind::AtomicWrite => {
             let seg = AtomicWriteSeg::decode(&w.work.seg);
-            let mut b = PacketBuilder::new(qp.opcode(op::RC_ATOMIC_WRITE), dest, w.first_psn);
+            let mut b = Headers::new(qp.opcode(op::RC_ATOMIC_WRITE), dest, w.first_psn);
             b.bth.ack_req = true;
             b.reth = Some(Reth {
                 va: seg.remote_addr,
@@ -155,7 +155,7 @@ pub(super) fn request_packet(
         }
         Kind::Flush => {
             let seg = FlushSeg::decode(&w.work.seg);
-            let mut b = PacketBuilder::new(qp.opcode(op::RC_FLUSH), dest, w.first_psn);
+            let mut b = Headers::new(qp.opcode(op::RC_FLUSH), dest, w.first_psn);
             b.bth.ack_req = true;
             b.feth = Some(Feth {
                 placement: seg.placement,
@@ -177,7 +177,7 @@ pub(super) fn request_packet(
     // Every request of an XRC_INI QP names the XRC SRQ at the target that receives it.
     let xrc_srqn = (qp.qp_type == QpType::XrcIni).then_some(ctrl.xrc_srqn);
     built.map(|(mut b, len)| {
-        b.xrc_srqn = xrc_srqn;
+        b.xrceth = xrc_srqn;
         (b, len)
     })
 }
@@ -271,7 +271,7 @@ pub(super) fn send_datagram(
     } else {
         op::UD_SEND_ONLY
     };
-    let mut b = PacketBuilder::new(opcode, remote_qpn & 0x00ff_ffff, qp.req.next_psn);
+    let mut b = Headers::new(opcode, remote_qpn & 0x00ff_ffff, qp.req.next_psn);
     b.bth.solicited = w.work.ctrl.flags & WQE_FLAG_SOLICITED != 0;
     b.deth = Some(Deth {
         qkey: if qp.qp_type == QpType::Gsi && qkey == 0 {

@@ -15,7 +15,7 @@ pub(super) fn send_aeth(
     msn: u32,
 ) {
     let Some(route) = qp.route(host) else { return };
-    let mut b = PacketBuilder::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
+    let mut b = Headers::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth { syndrome: syn, msn });
     let kind = if syndrome::kind(syn) == syndrome::KIND_ACK {
         "ack"

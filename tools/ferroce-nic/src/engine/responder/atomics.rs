@@ -19,7 +19,7 @@ pub(super) fn send_atomic_ack(
 ) {
     let Some(route) = qp.route(host) else { return };
     let opcode = qp.opcode(op::RC_ATOMIC_ACKNOWLEDGE);
-    let mut b = PacketBuilder::new(opcode, qp.attrs.dest_qpn, at);
+    let mut b = Headers::new(opcode, qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syndrome::ACK,
         msn,
@@ -39,7 +39,7 @@ pub(super) fn send_empty_read_response(
 ) {
     let Some(route) = qp.route(host) else { return };
     let opcode = qp.opcode(op::RC_READ_RESPONSE_ONLY);
-    let mut b = PacketBuilder::new(opcode, qp.attrs.dest_qpn, at);
+    let mut b = Headers::new(opcode, qp.attrs.dest_qpn, at);
     b.aeth = Some(Aeth {
         syndrome: syndrome::ACK,
         msn,

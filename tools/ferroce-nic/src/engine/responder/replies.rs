@@ -90,7 +90,7 @@ fn send_read_response(
             Err(_) => return Sent::Gone,
         }
     }
-    let mut b = PacketBuilder::new(
+    let mut b = Headers::new(
         qp.opcode(opcode::read_response(pos)),
         qp.attrs.dest_qpn,
         psn::add(job.psn, job.next),
