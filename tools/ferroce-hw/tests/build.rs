@@ -386,6 +386,109 @@ fn flush_op(placement: u8, level: u8, length: u64) -> SendOp {
     }
 }
 
+/// The operation segment of a built WQE.
+fn seg_of(wqe: &[u8]) -> &[u8; 40] {
+    wqe[24..64].try_into().expect("40 bytes")
+}
+
+/// The device reads back what the builder wrote: [`SendOp::parse`] is its inverse, for every
+/// operation a connected QP sends.
+#[test]
+fn parse_reads_back_every_operation_the_builder_writes() {
+    let one = [Sge {
+        addr: 0x2000,
+        length: 8,
+        lkey: 7,
+    }];
+    let sges = [sge(1)];
+    let ops = [
+        SendOp::Send,
+        SendOp::SendWithImm(0x0102_0304),
+        SendOp::SendWithInv(0x4455),
+        SendOp::Write {
+            remote_addr: 0xa000,
+            rkey: 9,
+        },
+        SendOp::WriteWithImm {
+            remote_addr: 0xa000,
+            rkey: 9,
+            imm: 77,
+        },
+        SendOp::Read {
+            remote_addr: 0xa000,
+            rkey: 9,
+        },
+        SendOp::CmpSwap {
+            remote_addr: 0xb000,
+            rkey: 3,
+            compare: 5,
+            swap: 6,
+        },
+        SendOp::FetchAdd {
+            remote_addr: 0xb008,
+            rkey: 3,
+            add: 11,
+        },
+        SendOp::RegMr(RegMrSeg {
+            iova: 0x7000,
+            length: 0x3000,
+            key: 0x0102_0344,
+            ..RegMrSeg::default()
+        }),
+        SendOp::LocalInv(0x0102_0344),
+        SendOp::BindMw(BindMwSeg {
+            addr: 0x7100,
+            length: 0x100,
+            ..BindMwSeg::default()
+        }),
+        SendOp::AtomicWrite {
+            remote_addr: 0xc000,
+            rkey: 4,
+            value: [1, 2, 3, 4, 5, 6, 7, 8],
+        },
+        SendOp::Flush {
+            remote_addr: 0xd000,
+            rkey: 5,
+            length: 4096,
+            placement: FLUSH_GLOBAL | FLUSH_PERSISTENT,
+            level: FLUSH_RANGE,
+        },
+    ];
+    for op in ops {
+        let payload: &[Sge] = match op {
+            SendOp::CmpSwap { .. } | SendOp::FetchAdd { .. } => &one,
+            SendOp::AtomicWrite { .. }
+            | SendOp::Flush { .. }
+            | SendOp::RegMr(_)
+            | SendOp::LocalInv(_)
+            | SendOp::BindMw(_) => &[],
+            _ => &sges,
+        };
+        let mut out = [0u8; 256];
+        send(&req(op, Payload::Sges(payload)), &RC, &mut out).expect("built");
+        let parsed = SendOp::parse(&ctrl(&out), seg_of(&out), QpType::Rc).expect("parsed");
+        assert_eq!(parsed.op, op);
+        assert!(parsed.ud.is_none(), "{op:?}");
+    }
+    // An opcode that is not one, or not the QP type's, is refused as validation refuses it.
+    let bad = WqeCtrl {
+        opcode: WR_FLUSH + 1,
+        ..WqeCtrl::default()
+    };
+    assert_eq!(
+        SendOp::parse(&bad, &[0; 40], QpType::Rc).map(|p| p.op),
+        Err(WqeError::BadOpcode)
+    );
+    let read = WqeCtrl {
+        opcode: WR_RDMA_READ,
+        ..WqeCtrl::default()
+    };
+    assert_eq!(
+        SendOp::parse(&read, &[0; 40], QpType::Ud).map(|p| p.op),
+        Err(WqeError::BadQpType)
+    );
+}
+
 #[test]
 fn ud_sends_carry_the_address_vector() {
     let av = UdAvSeg {
@@ -408,6 +511,9 @@ fn ud_sends_carry_the_address_vector() {
     let c = ctrl(&out);
     assert_eq!(c.flags, WQE_FLAG_SIGNALED | WQE_FLAG_AV);
     assert_eq!(UdAvSeg::read_from(&out[24..]), Some(av));
+    let parsed = SendOp::parse(&c, seg_of(&out), QpType::Ud).expect("parsed");
+    assert_eq!(parsed.op, SendOp::SendWithImm(9));
+    assert!(matches!(parsed.ud, Some(UdAddress::Av(a)) if a == av));
     // By AH number (a process's QPs): no AV flag, the UD segment instead.
     let seg = UdSeg {
         ah: 9,
@@ -419,6 +525,8 @@ fn ud_sends_carry_the_address_vector() {
     assert_eq!(send(&r, &UD, &mut out), Ok(80));
     assert_eq!(ctrl(&out).flags, WQE_FLAG_SIGNALED);
     assert_eq!(UdSeg::read_from(&out[24..]), Some(seg));
+    let parsed = SendOp::parse(&ctrl(&out), seg_of(&out), QpType::Ud).expect("parsed");
+    assert!(matches!(parsed.ud, Some(UdAddress::Handle(h)) if h == seg));
     // UD: no address, or an RDMA opcode, is refused.
     r.ud = None;
     assert_eq!(send(&r, &UD, &mut out), Err(()));

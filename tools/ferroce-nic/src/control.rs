@@ -14,9 +14,9 @@ use ferroce_hw::*;
 use serde_json::{json, Value};
 
 use crate::device::Device;
+use crate::function::Function;
 use crate::functions::Functions;
 use crate::lies::Lie;
-use crate::server::Function;
 
 /// Longest command line accepted.
 const MAX_LINE: u64 = 4096;

@@ -19,6 +19,7 @@ pub mod faults;
 pub mod frame;
 pub mod headers;
 pub mod icrc;
+pub mod io;
 pub mod opcode;
 pub mod psn;
 pub mod requester;
@@ -30,7 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ferroce_hw::{
-    BindMwSeg, CreateAhCmd, EventType, QpState, QpType, RegMrSeg, Sge, WcStatus, WqeCtrl,
+    BindMwSeg, CreateAhCmd, EventType, QpState, QpType, RegMrSeg, SendOp, Sge, UdAddress, WcStatus,
+    WqeCtrl,
 };
 use serde::Serialize;
 
@@ -49,8 +51,10 @@ pub struct SendWork {
     pub index: u16,
     /// Control segment.
     pub ctrl: WqeCtrl,
-    /// Operation segment bytes (decode with `RdmaSeg`, `AtomicSeg`, `UdSeg`, `RegMrSeg`).
-    pub seg: [u8; 40],
+    /// The operation and its operands (from the control and operation segments).
+    pub op: SendOp,
+    /// UD and GSI: the destination (an AH handle, or the address vector itself).
+    pub ud: Option<UdAddress>,
     /// Gather list (empty when inline).
     pub sges: Vec<Sge>,
     /// Inline payload (empty unless `WQE_FLAG_INLINE`).

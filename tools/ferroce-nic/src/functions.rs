@@ -34,8 +34,8 @@ use serde_json::{json, Value};
 use crate::device::{DeviceConfig, FunctionSlot};
 use crate::engine::faults::{FaultConfig, FaultControl};
 use crate::engine::wire::FrameSink;
+use crate::function::{Function, FunctionParts, Wake};
 use crate::port::PortStats;
-use crate::server::{Function, FunctionParts, Wake};
 
 /// Most virtual functions a NIC serves.
 pub const MAX_VFS: usize = 7;

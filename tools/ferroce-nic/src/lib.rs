@@ -6,6 +6,38 @@
 //! API, reaches guest memory through [`memory::GuestMemory`] and raises interrupts through
 //! [`interrupts::InterruptSink`]. [`server`] wires it to QEMU through the `vfio_user` crate; the
 //! tests drive it directly.
+//!
+//! # A map for a newcomer
+//!
+//! Threads. Each PCI function ([`function::Function`], the PF and any VFs) has a vfio-user
+//! thread ([`server`]); the NIC has one device thread ([`device_thread`]) for all its functions
+//! and one thread per port side ([`port`]).
+//!
+//! Where a doorbell goes. The guest's store to a doorbell page reaches [`server::Backend`] as a
+//! vfio-user region write, then [`function::Function::bar0_write`], which puts it in the
+//! function's [`mailbox`] without taking the device's lock and wakes the device thread. The
+//! device thread's round starts by taking the lock, which applies the mailbox in order:
+//! [`bar0`] decodes the offset and [`doorbell`] the register (QID translation, index checks).
+//! A send queue doorbell queues the QP as work ([`device::Work`]); the round fetches its WQEs
+//! ([`qp`]: from guest memory or the push window), types each once into a
+//! [`engine::SendWork`] (`ferroce_hw::SendOp::parse`), and hands it to the engine.
+//!
+//! Where a frame goes. The engine's requester ([`engine::requester`]) builds packets into
+//! frames ([`engine::io::Io`]: headers from [`engine::headers::Headers`], ICRC, transmit faults)
+//! and sends them to the port, which puts them on the wire. A frame from the wire goes from the
+//! port's thread to the function's [`engine::wire::RxQueue`] and wakes the device thread; the
+//! engine ([`engine::roce::RoceEngine`]) checks it (MAC, ICRC, GID, P_Key, QP state and peer)
+//! and hands it to the QP's responder ([`engine::responder`], a state machine of
+//! `RespState`s) or, for a response, to its completer ([`engine::completer`]). Payload is
+//! written to guest memory through the MRs ([`objects`]), completions become CQEs ([`cq`]),
+//! CQEs events ([`eq`]), events interrupts ([`interrupts`]).
+//!
+//! Who owns what. [`device::DeviceCore`] owns the function's registers, command queue
+//! ([`cmdq`], [`commands`]), object tables ([`objects::Objects`]: QPs, CQs, MRs, SRQs, AHs,
+//! GIDs, contexts) and the doorbell decoder; the engine owns each QP's transport state
+//! ([`engine::roce::QpCtx`]: requester, responder, PSNs, timers) and the set of QPs that have
+//! work, which is all a round visits. The engine reaches the device only through
+//! [`engine::EngineHost`].
 
 #![warn(missing_docs)]
 
@@ -19,10 +51,12 @@ pub mod control;
 pub mod counters;
 pub mod cq;
 pub mod device;
+pub mod device_thread;
 pub mod dma;
 pub mod doorbell;
 pub mod engine;
 pub mod eq;
+pub mod function;
 pub mod functions;
 pub mod interrupts;
 pub mod latency;

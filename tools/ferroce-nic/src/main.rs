@@ -8,10 +8,12 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ferroce_nic::control;
 use ferroce_nic::device::DeviceConfig;
+use ferroce_nic::device_thread::spawn_device_thread;
 use ferroce_nic::engine::faults::FaultConfig;
+use ferroce_nic::function::Function;
 use ferroce_nic::functions::{self, parse_mac, Functions, Limits, PfPaths, VfSpec};
 use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
-use ferroce_nic::server::{self, Function};
+use ferroce_nic::server;
 use std::sync::Arc;
 
 #[derive(Parser)]
@@ -320,7 +322,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             None,
         )?;
     }
-    server::spawn_device_thread(nics.clone())?;
+    spawn_device_thread(nics.clone())?;
     for (nic, spec) in nics[1..].iter().zip(specs) {
         let nic = nic.clone();
         let socket = spec.socket.unwrap_or_default();

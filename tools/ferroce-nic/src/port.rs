@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::json;
 
-use crate::server::Function;
+use crate::function::Function;
 use crate::trace::Tracer;
 
 pub mod batch;

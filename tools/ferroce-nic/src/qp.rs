@@ -536,17 +536,23 @@ impl DeviceCore {
             serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed,
                 "opcode": ctrl.opcode, "flags": ctrl.flags, "num_sge": ctrl.num_sge})
         });
-        if let Err(e) = validate_send_wqe(&ctrl, qp_type, stride) {
-            self.qp_fatal(qpn, e.code());
-            return None;
-        }
+        let mut seg = [0u8; 40];
+        seg.copy_from_slice(bytes.get(WQE_SEG_OFFSET..WQE_HEADER_SIZE)?);
+        // Typed once, here: the engine never decodes the WQE's bytes again.
+        let parsed = validate_send_wqe(&ctrl, qp_type, stride)
+            .and_then(|()| SendOp::parse(&ctrl, &seg, qp_type));
+        let ParsedOp { op, ud } = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                self.qp_fatal(qpn, e.code());
+                return None;
+            }
+        };
         // A process's UD QP names destinations by the kernel's AHs only.
         if ah_handles && ctrl.flags & WQE_FLAG_AV != 0 {
             self.qp_fatal(qpn, WQE_ERR_BAD_QP_TYPE);
             return None;
         }
-        let mut seg = [0u8; 40];
-        seg.copy_from_slice(bytes.get(WQE_SEG_OFFSET..WQE_HEADER_SIZE)?);
         let (sges, inline_data) = if ctrl.flags & WQE_FLAG_INLINE != 0 {
             let end = WQE_HEADER_SIZE + usize::from(ctrl.inline_len);
             (Vec::new(), bytes.get(WQE_HEADER_SIZE..end)?.to_vec())
@@ -570,7 +576,8 @@ impl DeviceCore {
             qp_type,
             index,
             ctrl,
-            seg,
+            op,
+            ud,
             sges,
             inline_data,
             pushed: was_pushed,

@@ -13,8 +13,8 @@ const MAC_B: [u8; 6] = [0x52, 0x54, 0, 0, 0, 2];
 #[test]
 fn the_host_sets_a_functions_limits_within_its_slice() {
     use ferroce_nic::device::DeviceConfig;
+    use ferroce_nic::function::Function;
     use ferroce_nic::functions::{lay_out, Functions};
-    use ferroce_nic::server::Function;
 
     let mut configs = vec![DeviceConfig::default(); 2];
     configs[1].mac = MAC_B;

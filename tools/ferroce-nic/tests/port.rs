@@ -20,10 +20,10 @@ use ferroce_nic::device::DeviceConfig;
 use ferroce_nic::engine::faults::{FaultConfig, FaultControl};
 use ferroce_nic::engine::frame::{self, Route};
 use ferroce_nic::engine::wire::{FrameSink, PortEnd, RxQueue};
+use ferroce_nic::function::{Function, FunctionParts};
 use ferroce_nic::port::{
     Port, PortConfig, PortStats, Source, Switch, SwitchSink, Vport, Wire, WireSpec,
 };
-use ferroce_nic::server::{Function, FunctionParts};
 
 fn wait(mut done: impl FnMut() -> bool) {
     let start = Instant::now();

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use ferroce_hw::*;
 use ferroce_nic::device::DeviceConfig;
-use ferroce_nic::server::{serve, Function};
+use ferroce_nic::device_thread::spawn_device_thread;
+use ferroce_nic::function::Function;
+use ferroce_nic::server::serve;
 use vfio_bindings::bindings::vfio::*;
 use vfio_user::Client;
 
@@ -94,7 +96,7 @@ fn qemu_like_client_end_to_end() {
     let control = dir.join("nic.ctl");
     let nic = Function::new(DeviceConfig::default());
     ferroce_nic::control::spawn_control_server(nic.clone(), &control, None).expect("control");
-    nic.spawn_device_thread().expect("device thread");
+    spawn_device_thread(vec![nic.clone()]).expect("device thread");
     {
         let nic = nic.clone();
         let socket = socket.clone();

@@ -11,10 +11,11 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::headers::{syndrome, Packet};
+use super::io::Io;
 use super::opcode::{self, flag, op};
 use super::psn;
 use super::requester::{fail, GoBack, Kind};
-use super::roce::{sge_pieces, Io, QpCtx};
+use super::roce::{sge_pieces, QpCtx};
 use super::EngineHost;
 
 /// RNR NAK timer values in microseconds (IBA table 45), by code.

@@ -13,12 +13,13 @@ use serde_json::json;
 
 use super::faults::{FaultControl, FaultInjector};
 use super::frame::{self, RoceFrame, Route};
-use super::headers::{Headers, Packet};
+use super::headers::Packet;
 use super::icrc::NetKind;
-use super::opcode::{self, flag, OpInfo, Transport};
+use super::io::{kind_counters, mac_text, port_down_drop, Io, Payload};
+use super::opcode::{flag, Transport};
 use super::requester::Requester;
 use super::responder::Responder;
-use super::wire::{FrameSink, LoopbackQueue, PortEnd, RxQueue};
+use super::wire::{LoopbackQueue, PortEnd};
 use super::{Engine, EngineHost, SendWork};
 use crate::capture::Direction;
 use crate::qp::QpAttrs;
@@ -173,223 +174,6 @@ pub fn route_for(
         hop_limit: if hop_limit == 0 { 64 } else { hop_limit },
         flow_label,
     })
-}
-
-/// The transmit path: builds frames, counts and traces them, applies transmit faults, and
-/// sends them to the wire or, when addressed to the port's own MAC, to the loopback queue.
-pub struct Io {
-    sink: Box<dyn FrameSink>,
-    rx: Arc<RxQueue>,
-    tx_faults: FaultInjector,
-    rx_faults: FaultInjector,
-    /// Receive-direction faults of looped-back frames.
-    loop_faults: FaultInjector,
-    loopback: LoopbackQueue,
-    /// Looped-back frames taken from the queue so far.
-    looped: u64,
-    mac: [u8; 6],
-    /// The trace.
-    pub trace: Arc<Tracer>,
-    /// The payload of the packet being built ([`Io::send_payload`]).
-    pub payload: Payload,
-    /// The last frame's buffer, sent and not kept: the next frame is built in it.
-    spare: Vec<u8>,
-}
-
-/// A packet's payload on its way into a frame: one buffer, reused by every packet. It grows
-/// when a larger payload comes and is never cleared (each packet overwrites what it sends), so
-/// that a packet costs no allocation and no zeroing.
-#[derive(Default)]
-pub struct Payload(Vec<u8>);
-
-impl Payload {
-    /// The first `len` bytes, for the packet to fill.
-    pub fn room(&mut self, len: usize) -> &mut [u8] {
-        if self.0.len() < len {
-            self.0.resize(len, 0);
-        }
-        &mut self.0[..len]
-    }
-
-    /// Puts `bytes` in; returns their length.
-    pub fn set(&mut self, bytes: &[u8]) -> usize {
-        self.room(bytes.len()).copy_from_slice(bytes);
-        bytes.len()
-    }
-}
-
-/// Counts and traces a frame the port did not carry because it is down (`dir`: `"tx"` to the
-/// wire, `"rx"` from it).
-fn port_down_drop(host: &dyn EngineHost, trace: &Tracer, dir: &str) {
-    host.count(COUNTER_PORT_DOWN_DROPS, 1);
-    trace.event("drop", || json!({"why": "port down", "dir": dir}));
-}
-
-/// Where a frame leaving the transmit faults goes: the loopback queue if its destination MAC is
-/// the port's own (a full queue drops it), the wire otherwise. A multicast frame goes both
-/// ways: the group's QPs on this port get it too, as on a switch port that hears its own
-/// groups. A port that is down sends nothing to the wire.
-///
-/// Returns the frame's buffer if nothing kept it (it went to the wire only), for the next frame.
-fn transmit(
-    frame: Vec<u8>,
-    mac: &[u8; 6],
-    sink: &mut dyn FrameSink,
-    loopback: &mut LoopbackQueue,
-    host: &dyn EngineHost,
-    trace: &Tracer,
-) -> Option<Vec<u8>> {
-    let multicast = frame.first().is_some_and(|b| b & 1 != 0);
-    if frame.get(..6) != Some(&mac[..]) {
-        if host.port_active() {
-            sink.send(&frame);
-        } else {
-            port_down_drop(host, trace, "tx");
-        }
-        if !multicast {
-            return Some(frame);
-        }
-    }
-    if !loopback.push(frame) {
-        host.count(COUNTER_QUEUE_DROPS, 1);
-        trace.event("drop", || json!({"why": "loopback queue full"}));
-    }
-    None
-}
-
-/// Whether a packet was sent before, and why it goes again (each kind has its counter).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resend {
-    /// Its first time on the wire.
-    No,
-    /// Again after the retransmission timer expired (`COUNTER_RETRANSMITS`): a loss, or only
-    /// a peer late to answer.
-    AfterTimeout,
-    /// Again after the peer reported a loss: a NAK, or answers that imply one
-    /// (`COUNTER_RETRANSMITS` and `COUNTER_NAK_RETRANSMITS`).
-    AfterNak,
-    /// An answer again, to a duplicate request: its requester went back (`COUNTER_RETRANSMITS`).
-    Replay,
-    /// Again after an RNR NAK, which refused it and what followed it (`COUNTER_RNR_RESENDS`).
-    AfterRnr,
-}
-
-/// The counters (sent, received) of a packet's kind: a SEND's, an RDMA WRITE's, a READ request
-/// or a READ response; `None` for ACKs and atomics.
-fn kind_counters(info: &OpInfo) -> Option<(usize, usize)> {
-    if info.has(flag::SEND) {
-        Some((COUNTER_TX_SEND_PACKETS, COUNTER_RX_SEND_PACKETS))
-    } else if info.has(flag::WRITE) {
-        Some((COUNTER_TX_WRITE_PACKETS, COUNTER_RX_WRITE_PACKETS))
-    } else if info.has(flag::READ) {
-        Some((COUNTER_TX_READ_REQUESTS, COUNTER_RX_READ_REQUESTS))
-    } else if info.has(flag::RESP | flag::PAYLOAD) {
-        Some((COUNTER_TX_READ_RESPONSES, COUNTER_RX_READ_RESPONSES))
-    } else {
-        None
-    }
-}
-
-impl Io {
-    /// Sends one packet of QP `qpn` along `route`.
-    pub fn send(
-        &mut self,
-        host: &dyn EngineHost,
-        route: &Route,
-        packet: &Headers,
-        payload: &[u8],
-        resend: Resend,
-    ) {
-        let mut out = std::mem::take(&mut self.spare);
-        out.clear();
-        frame::build_with(
-            route,
-            packet.transport_len(payload.len()),
-            &mut out,
-            |out| packet.write(payload, out),
-        );
-        host.count(COUNTER_TX_PACKETS, 1);
-        host.count(COUNTER_TX_BYTES, out.len() as u64);
-        if let Some((tx, _)) = opcode::lookup(packet.bth.opcode).and_then(kind_counters) {
-            host.count(tx, 1);
-        }
-        match resend {
-            Resend::No => {}
-            Resend::AfterTimeout | Resend::Replay => host.count(COUNTER_RETRANSMITS, 1),
-            Resend::AfterNak => {
-                host.count(COUNTER_RETRANSMITS, 1);
-                host.count(COUNTER_NAK_RETRANSMITS, 1);
-            }
-            Resend::AfterRnr => host.count(COUNTER_RNR_RESENDS, 1),
-        }
-        let retransmit = resend != Resend::No;
-        let bth = packet.bth;
-        let looped = route.dmac == self.mac;
-        self.trace.event("frame", || {
-            let mut event = json!({"dir": "tx", "qpn": bth.dest_qpn, "opcode": bth.opcode,
-                "psn": bth.psn, "len": out.len(), "ack_req": bth.ack_req,
-                "retransmit": retransmit, "smac": mac_text(&route.smac),
-                "dmac": mac_text(&route.dmac)});
-            // An ACK frame may be a NAK: the AETH says which.
-            if let Some(aeth) = packet.aeth {
-                event["syndrome"] = json!(aeth.syndrome);
-            }
-            if looped {
-                event["loopback"] = json!(true);
-            }
-            event
-        });
-        let Self {
-            sink,
-            loopback,
-            tx_faults,
-            mac,
-            trace,
-            spare,
-            ..
-        } = self;
-        tx_faults.pass(out, || host.now(), &mut |f| {
-            if let Some(f) = transmit(f, mac, sink.as_mut(), loopback, host, trace) {
-                *spare = f;
-            }
-        });
-    }
-
-    /// Sends one packet whose payload is the first `len` bytes of [`Io::payload`].
-    pub fn send_payload(
-        &mut self,
-        host: &dyn EngineHost,
-        route: &Route,
-        packet: &Headers,
-        len: usize,
-        resend: Resend,
-    ) {
-        let mut payload = std::mem::take(&mut self.payload);
-        self.send(host, route, packet, payload.room(len), resend);
-        self.payload = payload;
-    }
-
-    /// When the next frame a fault injector holds is due, in either direction.
-    fn next_release(&self) -> Option<Instant> {
-        [&self.tx_faults, &self.rx_faults, &self.loop_faults]
-            .into_iter()
-            .filter_map(FaultInjector::next_release)
-            .min()
-    }
-
-    fn release(&mut self, host: &dyn EngineHost, now: Instant) {
-        let Self {
-            sink,
-            loopback,
-            tx_faults,
-            mac,
-            trace,
-            ..
-        } = self;
-        tx_faults.release(now, &mut |f| {
-            transmit(f, mac, sink.as_mut(), loopback, host, trace);
-        });
-    }
 }
 
 /// The RoCEv2 (and v1) engine.
@@ -784,14 +568,6 @@ pub fn sge_pieces(sges: &[Sge], offset: u64, len: usize) -> Option<Vec<(u32, u64
 /// Total length of an SGE list.
 pub fn sge_total(sges: &[Sge]) -> u64 {
     sges.iter().map(|s| u64::from(s.length)).sum()
-}
-
-/// A MAC address as the trace shows it (`52:54:00:fe:00:01`).
-fn mac_text(mac: &[u8]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 use crate::capture::Direction;
 use crate::engine::frame::{classify, Steer, MAX_FRAME};
 use crate::engine::wire::FrameSink;
-use crate::server::{Function, FunctionParts};
+use crate::function::{Function, FunctionParts};
 
 use super::batch::{Frames, BATCH};
 use super::{send_to, trace_membership, PortStats, Wire};

@@ -153,6 +153,98 @@ impl SendOp {
     }
 }
 
+/// A send WQE as the device takes it: its operation with the operands, read back once from the
+/// control and operation segments ([`SendOp::parse`]).
+#[cfg(userspace)] // The device parses WQEs.
+#[derive(Clone, Copy, Debug)]
+pub struct ParsedOp {
+    /// The operation and its operands.
+    pub op: SendOp,
+    /// UD and GSI: where the datagram goes.
+    pub ud: Option<UdAddress>,
+}
+
+#[cfg(userspace)] // The device parses WQEs.
+impl SendOp {
+    /// The operation a send WQE of a `qp_type` QP carries, from its control segment and its
+    /// 40-byte operation segment: the inverse of [`build_send_wqe`]'s encoding. Refused, as
+    /// [`validate_send_wqe`] refuses it, if the opcode is not a send opcode of the QP type.
+    pub fn parse(ctrl: &WqeCtrl, seg: &[u8; 40], qp_type: QpType) -> Result<ParsedOp, WqeError> {
+        if !send_opcode_valid(ctrl.opcode) {
+            return Err(WqeError::BadOpcode);
+        }
+        if !send_opcode_allowed(qp_type, ctrl.opcode) {
+            return Err(WqeError::BadQpType);
+        }
+        if qp_type.is_datagram() {
+            let ud = if ctrl.flags & WQE_FLAG_AV != 0 {
+                UdAddress::Av(UdAvSeg::decode(seg))
+            } else {
+                UdAddress::Handle(UdSeg::decode(seg))
+            };
+            let op = match ctrl.opcode {
+                WR_SEND_WITH_IMM => SendOp::SendWithImm(ctrl.imm_or_inv),
+                _ => SendOp::Send,
+            };
+            return Ok(ParsedOp { op, ud: Some(ud) });
+        }
+        let rdma = RdmaSeg::decode(seg);
+        let (remote_addr, rkey) = (rdma.remote_addr, rdma.rkey);
+        let op = match ctrl.opcode {
+            WR_SEND => SendOp::Send,
+            WR_SEND_WITH_IMM => SendOp::SendWithImm(ctrl.imm_or_inv),
+            WR_SEND_WITH_INV => SendOp::SendWithInv(ctrl.imm_or_inv),
+            WR_RDMA_WRITE => SendOp::Write { remote_addr, rkey },
+            WR_RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm {
+                remote_addr,
+                rkey,
+                imm: ctrl.imm_or_inv,
+            },
+            WR_RDMA_READ => SendOp::Read { remote_addr, rkey },
+            WR_ATOMIC_CMP_SWAP => {
+                let a = AtomicSeg::decode(seg);
+                SendOp::CmpSwap {
+                    remote_addr: a.remote_addr,
+                    rkey: a.rkey,
+                    compare: a.compare_add,
+                    swap: a.swap,
+                }
+            }
+            WR_ATOMIC_FETCH_ADD => {
+                let a = AtomicSeg::decode(seg);
+                SendOp::FetchAdd {
+                    remote_addr: a.remote_addr,
+                    rkey: a.rkey,
+                    add: a.compare_add,
+                }
+            }
+            WR_REG_MR => SendOp::RegMr(RegMrSeg::decode(seg)),
+            WR_LOCAL_INV => SendOp::LocalInv(ctrl.imm_or_inv),
+            WR_BIND_MW => SendOp::BindMw(BindMwSeg::decode(seg)),
+            WR_ATOMIC_WRITE => {
+                let a = AtomicWriteSeg::decode(seg);
+                SendOp::AtomicWrite {
+                    remote_addr: a.remote_addr,
+                    rkey: a.rkey,
+                    value: a.value,
+                }
+            }
+            WR_FLUSH => {
+                let f = FlushSeg::decode(seg);
+                SendOp::Flush {
+                    remote_addr: f.remote_addr,
+                    rkey: f.rkey,
+                    length: f.length,
+                    placement: f.placement,
+                    level: f.level,
+                }
+            }
+            _ => return Err(WqeError::BadOpcode),
+        };
+        Ok(ParsedOp { op, ud: None })
+    }
+}
+
 /// Where the data of a send comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum Payload<'a> {

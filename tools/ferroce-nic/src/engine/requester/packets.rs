@@ -7,9 +7,10 @@
 use ferroce_hw::*;
 
 use super::super::headers::{AtomicEth, Deth, Feth, Headers, Reth};
+use super::super::io::{Io, Payload, Resend};
 use super::super::opcode::{self, op, Position};
 use super::super::psn;
-use super::super::roce::{route_for, sge_pieces, Io, Payload, QpCtx, Resend, GSI_QKEY};
+use super::super::roce::{route_for, sge_pieces, QpCtx, GSI_QKEY};
 use super::super::{EngineHost, SendWork};
 use super::{Kind, ReqWqe, ACK_REQ_EVERY};
 use crate::objects::ah_from_av;
@@ -94,11 +95,11 @@ pub(super) fn request_packet(
             if inv && last {
                 b.ieth = Some(ctrl.imm_or_inv);
             }
-            if w.kind == Kind::Write && matches!(pos, Position::First | Position::Only) {
-                let seg = RdmaSeg::decode(&w.work.seg);
+            if let (Some((va, rkey)), Position::First | Position::Only) = (remote(&w.work.op), pos)
+            {
                 b.reth = Some(Reth {
-                    va: seg.remote_addr,
-                    rkey: seg.rkey,
+                    va,
+                    rkey,
                     len: w.len as u32,
                 });
             }
@@ -108,7 +109,7 @@ pub(super) fn request_packet(
             Ok((b, len))
         }
         Kind::Read => {
-            let seg = RdmaSeg::decode(&w.work.seg);
+            let (va, rkey) = remote(&w.work.op).ok_or(WcStatus::LocQpOpErr)?;
             let offset = (u64::from(w.resp_pkts) * u64::from(mtu)).min(w.len);
             let mut b = Headers::new(
                 qp.opcode(op::RC_READ_REQUEST),
@@ -118,57 +119,84 @@ pub(super) fn request_packet(
             b.bth.ack_req = true;
             let piece = u64::from(read_pieces) * u64::from(mtu);
             b.reth = Some(Reth {
-                va: seg.remote_addr.wrapping_add(offset),
-                rkey: seg.rkey,
+                va: va.wrapping_add(offset),
+                rkey,
                 len: (w.len - offset).min(piece) as u32,
             });
             Ok((b, 0))
         }
         Kind::Atomic => {
-            let seg = AtomicSeg::decode(&w.work.seg);
-            let cmp_swap = ctrl.opcode == WR_ATOMIC_CMP_SWAP;
-            let opcode = if cmp_swap {
-                op::RC_COMPARE_SWAP
-            } else {
-                op::RC_FETCH_ADD
+            let (opcode, atomic) = match w.work.op {
+                SendOp::CmpSwap {
+                    remote_addr,
+                    rkey,
+                    compare,
+                    swap,
+                } => (
+                    op::RC_COMPARE_SWAP,
+                    AtomicEth {
+                        va: remote_addr,
+                        rkey,
+                        swap_add: swap,
+                        compare,
+                    },
+                ),
+                SendOp::FetchAdd {
+                    remote_addr,
+                    rkey,
+                    add,
+                } => (
+                    op::RC_FETCH_ADD,
+                    AtomicEth {
+                        va: remote_addr,
+                        rkey,
+                        swap_add: add,
+                        compare: add,
+                    },
+                ),
+                _ => return Err(WcStatus::LocQpOpErr),
             };
             let mut b = Headers::new(qp.opcode(opcode), dest, w.first_psn);
             b.bth.ack_req = true;
-            b.atomic = Some(AtomicEth {
-                va: seg.remote_addr,
-                rkey: seg.rkey,
-                swap_add: if cmp_swap { seg.swap } else { seg.compare_add },
-                compare: seg.compare_add,
-            });
+            b.atomic = Some(atomic);
             Ok((b, 0))
         }
         Kind::AtomicWrite => {
-            let seg = AtomicWriteSeg::decode(&w.work.seg);
+            let SendOp::AtomicWrite {
+                remote_addr,
+                rkey,
+                value,
+            } = w.work.op
+            else {
+                return Err(WcStatus::LocQpOpErr);
+            };
             let mut b = Headers::new(qp.opcode(op::RC_ATOMIC_WRITE), dest, w.first_psn);
             b.bth.ack_req = true;
             b.reth = Some(Reth {
-                va: seg.remote_addr,
-                rkey: seg.rkey,
+                va: remote_addr,
+                rkey,
                 len: 8,
             });
-            Ok((b, payload.set(&seg.value)))
+            Ok((b, payload.set(&value)))
         }
         Kind::Flush => {
-            let seg = FlushSeg::decode(&w.work.seg);
+            let SendOp::Flush {
+                remote_addr,
+                rkey,
+                length,
+                placement,
+                level,
+            } = w.work.op
+            else {
+                return Err(WcStatus::LocQpOpErr);
+            };
             let mut b = Headers::new(qp.opcode(op::RC_FLUSH), dest, w.first_psn);
             b.bth.ack_req = true;
-            b.feth = Some(Feth {
-                placement: seg.placement,
-                level: seg.level,
-            });
+            b.feth = Some(Feth { placement, level });
             b.reth = Some(Reth {
-                va: seg.remote_addr,
-                rkey: seg.rkey,
-                len: if seg.level == FLUSH_MR {
-                    0
-                } else {
-                    seg.length as u32
-                },
+                va: remote_addr,
+                rkey,
+                len: if level == FLUSH_MR { 0 } else { length as u32 },
             });
             Ok((b, 0))
         }
@@ -182,6 +210,18 @@ pub(super) fn request_packet(
     })
 }
 
+/// The remote address and key of an RDMA WRITE or READ.
+fn remote(op: &SendOp) -> Option<(u64, u32)> {
+    match *op {
+        SendOp::Write { remote_addr, rkey }
+        | SendOp::WriteWithImm {
+            remote_addr, rkey, ..
+        }
+        | SendOp::Read { remote_addr, rkey } => Some((remote_addr, rkey)),
+        _ => None,
+    }
+}
+
 /// Executes a REG_MR, LOCAL_INV or BIND_MW work request of QP `qpn`.
 pub(super) fn local_operation(
     host: &mut dyn EngineHost,
@@ -189,22 +229,19 @@ pub(super) fn local_operation(
     qpn: u32,
     work: &SendWork,
 ) -> WcStatus {
-    let (result, failed, counter) = match work.ctrl.opcode {
-        WR_REG_MR => (
-            host.fast_register(pd, &RegMrSeg::decode(&work.seg)),
+    let (result, failed, counter) = match work.op {
+        SendOp::RegMr(seg) => (
+            host.fast_register(pd, &seg),
             WcStatus::LocProtErr,
             Some(COUNTER_FAST_REGISTRATIONS),
         ),
-        WR_BIND_MW => (
-            host.bind_mw(pd, qpn, &BindMwSeg::decode(&work.seg)),
-            WcStatus::MwBindErr,
-            None,
-        ),
-        _ => (
-            host.invalidate(pd, qpn, work.ctrl.imm_or_inv),
+        SendOp::BindMw(seg) => (host.bind_mw(pd, qpn, &seg), WcStatus::MwBindErr, None),
+        SendOp::LocalInv(key) => (
+            host.invalidate(pd, qpn, key),
             WcStatus::LocProtErr,
             Some(COUNTER_LOCAL_INVALIDATIONS),
         ),
+        _ => return WcStatus::LocQpOpErr,
     };
     if result.is_ok() {
         if let Some(counter) = counter {
@@ -229,18 +266,20 @@ pub(super) fn send_datagram(
     };
     // The destination: an AH handle, or (WQE_FLAG_AV) the address vector itself, checked as
     // CMD_CREATE_AH checks an AH. Either failing completes the WQE with the same error.
-    let (ah, remote_qpn, remote_qkey) = if w.work.ctrl.flags & WQE_FLAG_AV != 0 {
-        let av = UdAvSeg::decode(&w.work.seg);
-        let Ok(ah) = ah_from_av(pd, &av) else {
-            return WcStatus::LocQpOpErr;
-        };
-        (ah, av.remote_qpn, av.remote_qkey)
-    } else {
-        let seg = UdSeg::decode(&w.work.seg);
-        let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
-            return WcStatus::LocQpOpErr;
-        };
-        (ah, seg.remote_qpn, seg.remote_qkey)
+    let (ah, remote_qpn, remote_qkey) = match w.work.ud {
+        Some(UdAddress::Av(av)) => {
+            let Ok(ah) = ah_from_av(pd, &av) else {
+                return WcStatus::LocQpOpErr;
+            };
+            (ah, av.remote_qpn, av.remote_qkey)
+        }
+        Some(UdAddress::Handle(seg)) => {
+            let Some(ah) = host.ah(seg.ah).filter(|ah| ah.pd == pd) else {
+                return WcStatus::LocQpOpErr;
+            };
+            (ah, seg.remote_qpn, seg.remote_qkey)
+        }
+        None => return WcStatus::LocQpOpErr,
     };
     let flow_label = if ah.flow_label != 0 {
         ah.flow_label
