@@ -69,48 +69,52 @@ impl Device {
         if header.flags != 0 {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
-        match header.opcode {
-            CMD_NOP => run::<NopCmd>(payload, |_| Ok(())),
-            CMD_QUERY_PORT => run::<QueryPortCmd>(payload, |c| self.query_port(c)),
-            CMD_SET_PORT => run::<SetPortCmd>(payload, |c| self.set_port(c)),
-            CMD_CREATE_EQ => run::<CreateEqCmd>(payload, |c| self.cmd_create_eq(c)),
-            CMD_DESTROY_EQ => run::<DestroyEqCmd>(payload, |c| self.cmd_destroy_eq(c)),
-            CMD_MODIFY_EQ => run::<ModifyEqCmd>(payload, |c| self.modify_eq(c)),
-            CMD_CREATE_CQ => run::<CreateCqCmd>(payload, |c| {
-                Ok(CreateCqReply {
-                    cqn: self.core.create_cq(c)?,
-                })
+        // Each command type once: its opcode is its own (`Command::OPCODE`, from hw).
+        macro_rules! dispatch {
+            ($($cmd:ty => $handler:expr,)*) => {
+                match header.opcode {
+                    $(<$cmd as Command>::OPCODE => run::<$cmd>(payload, $handler),)*
+                    _ => Err(CmdError::new(STATUS_BAD_OPCODE)),
+                }
+            };
+        }
+        dispatch! {
+            NopCmd => |_| Ok(()),
+            QueryPortCmd => |c| self.query_port(c),
+            SetPortCmd => |c| self.set_port(c),
+            CreateEqCmd => |c| self.cmd_create_eq(c),
+            DestroyEqCmd => |c| self.cmd_destroy_eq(c),
+            ModifyEqCmd => |c| self.modify_eq(c),
+            CreateCqCmd => |c| Ok(CreateCqReply {
+                cqn: self.core.create_cq(c)?,
             }),
-            CMD_DESTROY_CQ => run::<DestroyCqCmd>(payload, |c| self.cmd_destroy_cq(c)),
-            CMD_MODIFY_CQ => run::<ModifyCqCmd>(payload, |c| self.modify_cq(c)),
-            CMD_RESIZE_CQ => run::<ResizeCqCmd>(payload, |c| self.core.resize_cq(c)),
-            CMD_CREATE_QP => run::<CreateQpCmd>(payload, |c| self.cmd_create_qp(c)),
-            CMD_DESTROY_QP => run::<DestroyQpCmd>(payload, |c| self.destroy_qp(c)),
-            CMD_MODIFY_QP => run::<ModifyQpCmd>(payload, |c| self.cmd_modify_qp(c)),
-            CMD_QUERY_QP => run::<QueryQpCmd>(payload, |c| self.query_qp(header, c)),
-            CMD_ATTACH_MCAST => run::<AttachMcastCmd>(payload, |c| self.attach_mcast(c)),
-            CMD_DETACH_MCAST => run::<DetachMcastCmd>(payload, |c| self.detach_mcast(c)),
-            CMD_CREATE_MR => run::<CreateMrCmd>(payload, |c| self.create_mr(c)),
-            CMD_DESTROY_MR => run::<DestroyMrCmd>(payload, |c| self.destroy_mr(c)),
-            CMD_CREATE_MW => run::<CreateMwCmd>(payload, |c| self.create_mw(c)),
-            CMD_DESTROY_MW => run::<DestroyMwCmd>(payload, |c| self.destroy_mw(c)),
-            CMD_UPDATE_MR_PAGES => run::<UpdateMrPagesCmd>(payload, |c| self.update_mr_pages(c)),
-            CMD_CREATE_AH => run::<CreateAhCmd>(payload, |c| self.create_ah(c)),
-            CMD_DESTROY_AH => run::<DestroyAhCmd>(payload, |c| self.destroy_ah(c)),
-            CMD_CREATE_SRQ => run::<CreateSrqCmd>(payload, |c| self.create_srq(c)),
-            CMD_DESTROY_SRQ => run::<DestroySrqCmd>(payload, |c| self.destroy_srq(c)),
-            CMD_MODIFY_SRQ => run::<ModifySrqCmd>(payload, |c| self.modify_srq(c)),
-            CMD_RESIZE_SRQ => run::<ResizeSrqCmd>(payload, |c| self.resize_srq(c)),
-            CMD_SET_GID => run::<SetGidCmd>(payload, |c| self.set_gid(c)),
-            CMD_CLEAR_GID => run::<ClearGidCmd>(payload, |c| self.clear_gid(c)),
-            CMD_QUERY_COUNTERS => {
-                run::<QueryCountersCmd>(payload, |c| self.query_counters(header, c))
-            }
-            CMD_ALLOC_CTX => run::<AllocCtxCmd>(payload, |c| self.alloc_ctx(c)),
-            CMD_FREE_CTX => run::<FreeCtxCmd>(payload, |c| self.free_ctx(c)),
-            CMD_MAP_QID => run::<MapQidCmd>(payload, |c| self.map_qid(c)),
-            CMD_UNMAP_QID => run::<UnmapQidCmd>(payload, |c| self.unmap_qid(c)),
-            _ => Err(CmdError::new(STATUS_BAD_OPCODE)),
+            DestroyCqCmd => |c| self.cmd_destroy_cq(c),
+            ModifyCqCmd => |c| self.modify_cq(c),
+            ResizeCqCmd => |c| self.core.resize_cq(c),
+            CreateQpCmd => |c| self.cmd_create_qp(c),
+            DestroyQpCmd => |c| self.destroy_qp(c),
+            ModifyQpCmd => |c| self.cmd_modify_qp(c),
+            QueryQpCmd => |c| self.query_qp(header, c),
+            AttachMcastCmd => |c| self.attach_mcast(c),
+            DetachMcastCmd => |c| self.detach_mcast(c),
+            CreateMrCmd => |c| self.create_mr(c),
+            DestroyMrCmd => |c| self.destroy_mr(c),
+            CreateMwCmd => |c| self.create_mw(c),
+            DestroyMwCmd => |c| self.destroy_mw(c),
+            UpdateMrPagesCmd => |c| self.update_mr_pages(c),
+            CreateAhCmd => |c| self.create_ah(c),
+            DestroyAhCmd => |c| self.destroy_ah(c),
+            CreateSrqCmd => |c| self.create_srq(c),
+            DestroySrqCmd => |c| self.destroy_srq(c),
+            ModifySrqCmd => |c| self.modify_srq(c),
+            ResizeSrqCmd => |c| self.resize_srq(c),
+            SetGidCmd => |c| self.set_gid(c),
+            ClearGidCmd => |c| self.clear_gid(c),
+            QueryCountersCmd => |c| self.query_counters(header, c),
+            AllocCtxCmd => |c| self.alloc_ctx(c),
+            FreeCtxCmd => |c| self.free_ctx(c),
+            MapQidCmd => |c| self.map_qid(c),
+            UnmapQidCmd => |c| self.unmap_qid(c),
         }
     }
 
