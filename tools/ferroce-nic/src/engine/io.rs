@@ -22,16 +22,15 @@ use crate::trace::Tracer;
 /// The transmit path: builds frames, counts and traces them, applies transmit faults, and
 /// sends them to the wire or, when addressed to the port's own MAC, to the loopback queue.
 pub struct Io {
-    pub(super) sink: Box<dyn FrameSink>,
+    /// Where frames go once past the transmit faults.
+    pub(super) egress: Egress,
     pub(super) rx: Arc<RxQueue>,
     pub(super) tx_faults: FaultInjector,
     pub(super) rx_faults: FaultInjector,
     /// Receive-direction faults of looped-back frames.
     pub(super) loop_faults: FaultInjector,
-    pub(super) loopback: LoopbackQueue,
     /// Looped-back frames taken from the queue so far.
     pub(super) looped: u64,
-    pub(super) mac: [u8; 6],
     /// The trace.
     pub trace: Arc<Tracer>,
     /// The payload of the packet being built ([`Io::send_payload`]).
@@ -69,36 +68,48 @@ pub(super) fn port_down_drop(host: &dyn EngineHost, trace: &Tracer, dir: &str) {
     trace.event("drop", || json!({"why": "port down", "dir": dir}));
 }
 
-/// Where a frame leaving the transmit faults goes: the loopback queue if its destination MAC is
-/// the port's own (a full queue drops it), the wire otherwise. A multicast frame goes both
-/// ways: the group's QPs on this port get it too, as on a switch port that hears its own
-/// groups. A port that is down sends nothing to the wire.
-///
-/// Returns the frame's buffer if nothing kept it (it went to the wire only), for the next frame.
-pub(super) fn transmit(
-    frame: Vec<u8>,
-    mac: &[u8; 6],
-    sink: &mut dyn FrameSink,
-    loopback: &mut LoopbackQueue,
-    host: &dyn EngineHost,
-    trace: &Tracer,
-) -> Option<Vec<u8>> {
-    let multicast = frame.first().is_some_and(|b| b & 1 != 0);
-    if frame.get(..6) != Some(&mac[..]) {
-        if host.port_active() {
-            sink.send(&frame);
-        } else {
-            port_down_drop(host, trace, "tx");
+/// The port's side of the transmit path: the wire, and the loopback queue of frames to the
+/// port's own MAC.
+pub(super) struct Egress {
+    /// The wire.
+    pub(super) sink: Box<dyn FrameSink>,
+    /// Frames to the port's own MAC, which the engine receives itself.
+    pub(super) loopback: LoopbackQueue,
+    /// The port's MAC.
+    pub(super) mac: [u8; 6],
+}
+
+impl Egress {
+    /// Sends a frame that left the transmit faults: to the loopback queue if its destination
+    /// MAC is the port's own (a full queue drops it), to the wire otherwise. A multicast frame
+    /// goes both ways: the group's QPs on this port get it too, as on a switch port that hears
+    /// its own groups. A port that is down sends nothing to the wire.
+    ///
+    /// Returns the frame's buffer if nothing kept it (it went to the wire only), for the next
+    /// frame.
+    fn transmit(
+        &mut self,
+        frame: Vec<u8>,
+        host: &dyn EngineHost,
+        trace: &Tracer,
+    ) -> Option<Vec<u8>> {
+        let multicast = frame.first().is_some_and(|b| b & 1 != 0);
+        if frame.get(..6) != Some(&self.mac[..]) {
+            if host.port_active() {
+                self.sink.send(&frame);
+            } else {
+                port_down_drop(host, trace, "tx");
+            }
+            if !multicast {
+                return Some(frame);
+            }
         }
-        if !multicast {
-            return Some(frame);
+        if !self.loopback.push(frame) {
+            host.count(COUNTER_QUEUE_DROPS, 1);
+            trace.event("drop", || json!({"why": "loopback queue full"}));
         }
+        None
     }
-    if !loopback.push(frame) {
-        host.count(COUNTER_QUEUE_DROPS, 1);
-        trace.event("drop", || json!({"why": "loopback queue full"}));
-    }
-    None
 }
 
 /// Whether a packet was sent before, and why it goes again (each kind has its counter).
@@ -168,7 +179,7 @@ impl Io {
         }
         let retransmit = resend != Resend::No;
         let bth = packet.bth;
-        let looped = route.dmac == self.mac;
+        let looped = route.dmac == self.egress.mac;
         self.trace.event("frame", || {
             let mut event = json!({"dir": "tx", "qpn": bth.dest_qpn, "opcode": bth.opcode,
                 "psn": bth.psn, "len": out.len(), "ack_req": bth.ack_req,
@@ -184,16 +195,14 @@ impl Io {
             event
         });
         let Self {
-            sink,
-            loopback,
+            egress,
             tx_faults,
-            mac,
             trace,
             spare,
             ..
         } = self;
         tx_faults.pass(out, || host.now(), &mut |f| {
-            if let Some(f) = transmit(f, mac, sink.as_mut(), loopback, host, trace) {
+            if let Some(f) = egress.transmit(f, host, trace) {
                 *spare = f;
             }
         });
@@ -223,15 +232,13 @@ impl Io {
 
     pub(super) fn release(&mut self, host: &dyn EngineHost, now: Instant) {
         let Self {
-            sink,
-            loopback,
+            egress,
             tx_faults,
-            mac,
             trace,
             ..
         } = self;
         tx_faults.release(now, &mut |f| {
-            transmit(f, mac, sink.as_mut(), loopback, host, trace);
+            egress.transmit(f, host, trace);
         });
     }
 }

@@ -15,7 +15,7 @@ use super::faults::{FaultControl, FaultInjector};
 use super::frame::{self, RoceFrame, Route};
 use super::headers::Packet;
 use super::icrc::NetKind;
-use super::io::{kind_counters, mac_text, port_down_drop, Io, Payload};
+use super::io::{kind_counters, mac_text, port_down_drop, Egress, Io, Payload};
 use super::opcode::{flag, Transport};
 use super::requester::Requester;
 use super::responder::Responder;
@@ -189,7 +189,6 @@ pub struct RoceEngine {
     /// ends without any, so that idle QPs cost a turn nothing. Every busy QP is in it.
     active: BTreeSet<u32>,
     io: Io,
-    mac: [u8; 6],
 }
 
 impl RoceEngine {
@@ -200,7 +199,11 @@ impl RoceEngine {
             types: HashMap::new(),
             active: BTreeSet::new(),
             io: Io {
-                sink: port.sink,
+                egress: Egress {
+                    sink: port.sink,
+                    loopback: LoopbackQueue::default(),
+                    mac,
+                },
                 rx: port.rx,
                 // Every frame is captured once: as it leaves the transmit faults (looped-back
                 // frames included, to the port's own MAC) or the receive faults of the wire.
@@ -209,14 +212,11 @@ impl RoceEngine {
                 rx_faults: FaultInjector::new(faults.clone(), false)
                     .capturing(trace.clone(), Direction::In),
                 loop_faults: FaultInjector::loopback(faults),
-                loopback: LoopbackQueue::default(),
                 looped: 0,
-                mac,
                 trace,
                 payload: Payload::default(),
                 spare: Vec::with_capacity(frame::MAX_FRAME),
             },
-            mac,
         }
     }
 
@@ -235,7 +235,7 @@ impl RoceEngine {
         };
         // A group's datagram: multicast MAC and GID (rdma_cm's MAC is the GID's, RFC 1112/2464).
         let multicast = f.dmac[0] & 1 != 0;
-        if f.dmac != self.mac && !multicast {
+        if f.dmac != self.io.egress.mac && !multicast {
             return drop(host, "not our MAC", &self.io.trace);
         }
         if !f.icrc_ok {
@@ -355,7 +355,7 @@ impl RoceEngine {
             self.receive(host, &f, now, true);
         }
         for _ in 0..LOOPBACK_BUDGET {
-            let Some(f) = self.io.loopback.pop() else {
+            let Some(f) = self.io.egress.loopback.pop() else {
                 break;
             };
             self.io.looped += 1;
@@ -386,7 +386,7 @@ impl RoceEngine {
                 qp.sync(host, &self.io.trace);
                 settle(&mut self.active, qp);
             }
-            if !self.io.loopback.is_empty() {
+            if !self.io.egress.loopback.is_empty() {
                 self.drain_loopback(host, now);
             }
         }
@@ -456,7 +456,7 @@ impl Engine for RoceEngine {
         super::completer::complete(qp, host);
         qp.sync(host, &self.io.trace);
         settle(&mut self.active, qp);
-        if !self.io.loopback.is_empty() {
+        if !self.io.egress.loopback.is_empty() {
             self.drain_loopback(host, now);
         }
     }
@@ -500,7 +500,7 @@ impl Engine for RoceEngine {
     }
 
     fn flush(&mut self) {
-        self.io.sink.flush();
+        self.io.egress.sink.flush();
     }
 
     fn busy(&self) -> bool {
@@ -517,7 +517,7 @@ impl Engine for RoceEngine {
     }
 
     fn frames_waiting(&self) -> bool {
-        !self.io.rx.is_empty() || !self.io.loopback.is_empty()
+        !self.io.rx.is_empty() || !self.io.egress.loopback.is_empty()
     }
 
     fn active_qps(&self) -> usize {
@@ -528,7 +528,7 @@ impl Engine for RoceEngine {
         self.qps.clear();
         self.types.clear();
         self.active.clear();
-        self.io.loopback.clear();
+        self.io.egress.loopback.clear();
     }
 }
 
