@@ -2,13 +2,15 @@
 
 //! Command execution: one handler per command, each validating every field it reads.
 
+use core::mem::offset_of;
+
 use ferroce_hw::*;
 
 use crate::device::Device;
 use crate::mcast::McastError;
 use crate::objects::{
-    check_ah, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, OdpPages, QidEntry,
-    RingBuffer, Srq, XrcSrq,
+    check_ah, field_error, mr_access_valid, BufferMap, CmdError, GidEntry, Mr, MrBacking, OdpPages,
+    QidEntry, RingBuffer, Srq, XrcSrq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -28,20 +30,24 @@ fn on_demand_pages(cmd: &CreateMrCmd) -> Result<OdpPages, CmdError> {
     let desc = &cmd.pages;
     let log = u32::from(desc.log_page_size);
     if desc.addr != 0 || desc.rsvd != [0; 3] {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+        return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, pages));
     }
     if !(MIN_LOG_PAGE_SIZE..=MAX_LOG_PAGE_SIZE).contains(&log)
         || desc.page_count == 0
         || desc.page_count > MAX_MR_PAGES
     {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 24));
+        return Err(field_error!(
+            STATUS_BAD_PARAM,
+            CreateMrCmd,
+            pages.page_count
+        ));
     }
     if cmd.length == 0 || cmd.iova.checked_add(cmd.length).is_none() {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 8));
+        return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, length));
     }
     let span = cmd.length + (cmd.iova & ((1u64 << log) - 1));
     if u64::from(desc.page_count) < span.div_ceil(1 << log) {
-        return Err(CmdError::field(STATUS_BAD_SIZE, 24));
+        return Err(field_error!(STATUS_BAD_SIZE, CreateMrCmd, pages.page_count));
     }
     Ok(OdpPages::new(desc.page_count, log))
 }
@@ -120,9 +126,9 @@ impl Device {
 
     fn query_port(&mut self, cmd: &QueryPortCmd) -> Result<PortInfo, CmdError> {
         if cmd.port != 1 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, QueryPortCmd, port));
         }
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(QueryPortCmd, rsvd))?;
         let port = self.core.port();
         let info = PortInfo {
             state: port.state(),
@@ -135,18 +141,21 @@ impl Device {
 
     fn set_port(&mut self, cmd: &SetPortCmd) -> Result<(), CmdError> {
         if cmd.port != 1 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, SetPortCmd, port));
         }
         if mtu_bytes(cmd.active_mtu).is_none() || cmd.active_mtu > self.core.port().max_mtu() {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            return Err(field_error!(STATUS_BAD_PARAM, SetPortCmd, active_mtu));
         }
-        reserved_bytes_zero(&cmd.rsvd, 5)?;
+        reserved_bytes_zero(&cmd.rsvd, offset_of!(SetPortCmd, rsvd))?;
         self.core.set_active_mtu(cmd.active_mtu);
         Ok(())
     }
 
     fn cmd_create_eq(&mut self, cmd: &CreateEqCmd) -> Result<CreateEqReply, CmdError> {
-        reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 17)?;
+        reserved_zero(
+            u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1),
+            offset_of!(CreateEqCmd, rsvd0),
+        )?;
         Ok(CreateEqReply {
             eqn: self.core.create_eq(
                 None,
@@ -158,19 +167,19 @@ impl Device {
     }
 
     fn cmd_destroy_eq(&mut self, cmd: &DestroyEqCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroyEqCmd, rsvd))?;
         if cmd.eqn < EQN_FIRST_COMPLETION {
             // EQ 0 and 1 belong to the setup registers.
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, DestroyEqCmd, eqn));
         }
         self.core.destroy_eq(cmd.eqn)?;
         Ok(())
     }
 
     fn modify_eq(&mut self, cmd: &ModifyEqCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 6)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(ModifyEqCmd, rsvd))?;
         if cmd.vector >= self.core.irq().vectors() {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            return Err(field_error!(STATUS_BAD_PARAM, ModifyEqCmd, vector));
         }
         let eq = self
             .core
@@ -183,14 +192,17 @@ impl Device {
     }
 
     fn cmd_destroy_cq(&mut self, cmd: &DestroyCqCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroyCqCmd, rsvd))?;
         self.core.destroy_cq(cmd.cqn)?;
         self.core.objects_mut().unmap_qids_of(QID_KIND_CQ, cmd.cqn);
         Ok(())
     }
 
     fn modify_cq(&mut self, cmd: &ModifyCqCmd) -> Result<(), CmdError> {
-        reserved_zero(u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1), 4)?;
+        reserved_zero(
+            u64::from(cmd.rsvd0) | u64::from(cmd.rsvd1),
+            offset_of!(ModifyCqCmd, rsvd0),
+        )?;
         let cq = self
             .core
             .objects_mut()
@@ -211,7 +223,7 @@ impl Device {
     }
 
     fn destroy_qp(&mut self, cmd: &DestroyQpCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroyQpCmd, rsvd))?;
         self.core.remove_qp(cmd.qpn)?;
         self.engine.qp_destroyed(cmd.qpn);
         Ok(())
@@ -230,23 +242,23 @@ impl Device {
 
     /// Attaches a UD QP to a multicast group.
     fn attach_mcast(&mut self, cmd: &AttachMcastCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(AttachMcastCmd, rsvd))?;
         let qp = self.core.objects().qps().get(cmd.qpn);
         match qp.map(|qp| qp.qp_type) {
             None => return Err(CmdError::new(STATUS_BAD_RESOURCE)),
             Some(QpType::Ud) => {}
-            Some(_) => return Err(CmdError::field(STATUS_BAD_PARAM, 0)),
+            Some(_) => return Err(field_error!(STATUS_BAD_PARAM, AttachMcastCmd, qpn)),
         }
         let groups = self.core.objects_mut().mcast_mut();
         groups.attach(cmd.mgid, cmd.qpn).map_err(|e| match e {
             McastError::Full => CmdError::new(STATUS_NO_RESOURCES),
-            _ => CmdError::field(STATUS_BAD_PARAM, 8),
+            _ => field_error!(STATUS_BAD_PARAM, AttachMcastCmd, mgid),
         })
     }
 
     /// Detaches a QP from a multicast group it is attached to.
     fn detach_mcast(&mut self, cmd: &DetachMcastCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DetachMcastCmd, rsvd))?;
         let groups = self.core.objects_mut().mcast_mut();
         groups
             .detach(&cmd.mgid, cmd.qpn)
@@ -274,15 +286,15 @@ impl Device {
     fn create_mr(&mut self, cmd: &CreateMrCmd) -> Result<CreateMrReply, CmdError> {
         // At most one kind: all memory, fast registration or on demand.
         if cmd.flags & !MR_FLAGS_VALID != 0 || cmd.flags.count_ones() > 1 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 40));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, flags));
         }
         if cmd.flags & MR_FLAG_ON_DEMAND != 0 && !self.core.config().odp {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 40));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, flags));
         }
         if !mr_access_valid(cmd.access) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 36));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, access));
         }
-        reserved_zero(cmd.rsvd.into(), 42)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(CreateMrCmd, rsvd))?;
         // An on-demand MR's pages count as they come (UPDATE_MR_PAGES).
         let reserve = if cmd.flags & MR_FLAG_FAST_REG != 0 {
             cmd.max_pages
@@ -298,7 +310,7 @@ impl Device {
             (MrBacking::AllMemory, 0, u64::MAX, None)
         } else if cmd.flags & MR_FLAG_FAST_REG != 0 {
             if cmd.max_pages == 0 || cmd.max_pages > MAX_MR_PAGES {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 44));
+                return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, max_pages));
             }
             (MrBacking::Invalid, 0, 0, Some(cmd.max_pages))
         } else if cmd.flags & MR_FLAG_ON_DEMAND != 0 {
@@ -310,7 +322,7 @@ impl Device {
             )
         } else {
             if cmd.iova.checked_add(cmd.length).is_none() {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 8));
+                return Err(field_error!(STATUS_BAD_PARAM, CreateMrCmd, length));
             }
             let mut span = cmd.length;
             if cmd.pages.page_count > 0 {
@@ -338,13 +350,15 @@ impl Device {
     }
 
     fn destroy_mr(&mut self, cmd: &DestroyMrCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroyMrCmd, rsvd))?;
         // By index: fast registration changes the key's variant byte, and a REG_MR that was
         // flushed leaves the device with an older variant than the driver's MR shows.
         let index = mr_key_index(cmd.key);
         match self.core.objects().mrs().get(index) {
             // A window's key, or an MR windows are bound to (as rxe: unbind them first).
-            Some(mr) if mr.window.is_some() => Err(CmdError::field(STATUS_BAD_RESOURCE, 0)),
+            Some(mr) if mr.window.is_some() => {
+                Err(field_error!(STATUS_BAD_RESOURCE, DestroyMrCmd, key))
+            }
             Some(mr) if mr.windows > 0 => Err(CmdError::new(STATUS_BUSY)),
             Some(_) => {
                 self.core.objects_mut().remove_mr(index);
@@ -359,21 +373,21 @@ impl Device {
     /// invalidated page; accesses that waited for filled pages go on at their next turn.
     fn update_mr_pages(&mut self, cmd: &UpdateMrPagesCmd) -> Result<(), CmdError> {
         if cmd.flags & !UPDATE_PAGES_FLAGS_VALID != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 20));
+            return Err(field_error!(STATUS_BAD_PARAM, UpdateMrPagesCmd, flags));
         }
         let invalidate = cmd.flags & UPDATE_PAGES_INVALIDATE != 0;
         if invalidate != (cmd.pages == 0) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, UpdateMrPagesCmd, pages));
         }
         let index = mr_key_index(cmd.key);
         let Some(MrBacking::OnDemand(table)) =
             self.core.objects().mrs().get(index).map(|mr| &mr.backing)
         else {
-            return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
+            return Err(field_error!(STATUS_BAD_RESOURCE, UpdateMrPagesCmd, key));
         };
         let end = cmd.first.checked_add(cmd.count);
         if cmd.count == 0 || end.is_none_or(|end| end > table.len()) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+            return Err(field_error!(STATUS_BAD_PARAM, UpdateMrPagesCmd, count));
         }
         let page_mask = (1u64 << table.log_page_size) - 1;
         let entries = if invalidate {
@@ -395,7 +409,7 @@ impl Device {
                         || (e & ODP_PAGE_FAILED == 0 && e & ODP_PAGE_READ == 0))
             };
             if entries.iter().any(bad) {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+                return Err(field_error!(STATUS_BAD_PARAM, UpdateMrPagesCmd, pages));
             }
             entries
         };
@@ -405,7 +419,7 @@ impl Device {
             .objects()
             .check_translation_budget(table.growth(cmd.first, &entries))?;
         let Some(mr) = self.core.objects_mut().mrs_mut().get_mut(index) else {
-            return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
+            return Err(field_error!(STATUS_BAD_RESOURCE, UpdateMrPagesCmd, key));
         };
         if let MrBacking::OnDemand(table) = &mut mr.backing {
             table.set(cmd.first, &entries);
@@ -422,9 +436,9 @@ impl Device {
 
     /// Allocates an unbound memory window; its key is in the MR table's key space.
     fn create_mw(&mut self, cmd: &CreateMwCmd) -> Result<CreateMwReply, CmdError> {
-        reserved_zero(cmd.rsvd.into(), 6)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(CreateMwCmd, rsvd))?;
         if !matches!(cmd.mw_type, MW_TYPE_1 | MW_TYPE_2) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateMwCmd, mw_type));
         }
         let window = Mr::window(cmd.pd, cmd.mw_type);
         let key = self.core.objects_mut().insert_mr(window, cmd.key_variant)?;
@@ -433,7 +447,7 @@ impl Device {
 
     /// Frees a memory window, unbinding it first.
     fn destroy_mw(&mut self, cmd: &DestroyMwCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroyMwCmd, rsvd))?;
         let index = mr_key_index(cmd.key);
         let mw = self.core.objects().mrs().get(index);
         if mw.is_none_or(|mw| mw.window.is_none()) {
@@ -457,7 +471,7 @@ impl Device {
     }
 
     fn destroy_ah(&mut self, cmd: &DestroyAhCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroyAhCmd, rsvd))?;
         self.core
             .objects_mut()
             .ahs_mut()
@@ -467,26 +481,29 @@ impl Device {
     }
 
     fn create_srq(&mut self, cmd: &CreateSrqCmd) -> Result<CreateSrqReply, CmdError> {
-        reserved_zero(cmd.rsvd0.into(), 35)?;
-        reserved_zero(cmd.rsvd1.into(), 44)?;
-        let srq_type =
-            SrqType::from_raw(cmd.srq_type).ok_or(CmdError::field(STATUS_BAD_PARAM, 34))?;
+        reserved_zero(cmd.rsvd0.into(), offset_of!(CreateSrqCmd, rsvd0))?;
+        reserved_zero(cmd.rsvd1.into(), offset_of!(CreateSrqCmd, rsvd1))?;
+        let srq_type = SrqType::from_raw(cmd.srq_type).ok_or(field_error!(
+            STATUS_BAD_PARAM,
+            CreateSrqCmd,
+            srq_type
+        ))?;
         let xrc = match srq_type {
             SrqType::Basic => {
-                reserved_zero(cmd.xrcd.into(), 36)?;
-                reserved_zero(cmd.cqn.into(), 40)?;
+                reserved_zero(cmd.xrcd.into(), offset_of!(CreateSrqCmd, xrcd))?;
+                reserved_zero(cmd.cqn.into(), offset_of!(CreateSrqCmd, cqn))?;
                 None
             }
             SrqType::Xrc if !self.core.config().xrc => {
-                return Err(CmdError::field(STATUS_NOT_SUPPORTED, 34));
+                return Err(field_error!(STATUS_NOT_SUPPORTED, CreateSrqCmd, srq_type));
             }
             SrqType::Xrc => {
                 if cmd.xrcd == 0 {
-                    return Err(CmdError::field(STATUS_BAD_PARAM, 36));
+                    return Err(field_error!(STATUS_BAD_PARAM, CreateSrqCmd, xrcd));
                 }
                 let cq = self.core.objects().cqs().get(cmd.cqn);
                 if cq.is_none_or(|cq| cq.error) {
-                    return Err(CmdError::field(STATUS_BAD_RESOURCE, 40));
+                    return Err(field_error!(STATUS_BAD_RESOURCE, CreateSrqCmd, cqn));
                 }
                 Some(XrcSrq {
                     xrcd: cmd.xrcd,
@@ -495,10 +512,10 @@ impl Device {
             }
         };
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateSrqCmd, dbrec_addr));
         }
         if !(MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(cmd.log_stride)) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 33));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateSrqCmd, log_stride));
         }
         self.core
             .objects()
@@ -510,12 +527,12 @@ impl Device {
             1 << cmd.log_stride,
         )?;
         if cmd.limit >= buf.ring.size() {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 28));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateSrqCmd, limit));
         }
         let mut record = [0u8; SrqDbRecord::SIZE];
         self.core
             .dma_read(cmd.dbrec_addr, &mut record, "srq_dbrec")
-            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+            .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateSrqCmd, dbrec_addr))?;
         let srq = Srq {
             buf,
             dbrec_addr: cmd.dbrec_addr,
@@ -540,7 +557,7 @@ impl Device {
     }
 
     fn destroy_srq(&mut self, cmd: &DestroySrqCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(DestroySrqCmd, rsvd))?;
         let srq = self
             .core
             .objects()
@@ -578,7 +595,7 @@ impl Device {
             .get_mut(cmd.srqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
         if cmd.limit >= srq.buf.ring.size() {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            return Err(field_error!(STATUS_BAD_PARAM, ModifySrqCmd, limit));
         }
         srq.limit = cmd.limit;
         Ok(())
@@ -588,19 +605,19 @@ impl Device {
     /// WQEs not taken yet are copied to the new ring at their indices. Nothing changes if the
     /// command is refused.
     fn resize_srq(&mut self, cmd: &ResizeSrqCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 30)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(ResizeSrqCmd, rsvd))?;
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+            return Err(field_error!(STATUS_BAD_PARAM, ResizeSrqCmd, dbrec_addr));
         }
         let (old, ci, limit, old_record) = match self.core.objects().srqs().get(cmd.srqn) {
             Some(srq) => (srq.buf.clone(), srq.ci, srq.limit, srq.dbrec_addr),
-            None => return Err(CmdError::field(STATUS_BAD_RESOURCE, 24)),
+            None => return Err(field_error!(STATUS_BAD_RESOURCE, ResizeSrqCmd, srqn)),
         };
         let stride = 1u32 << cmd.log_stride.min(31);
         if !(MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(cmd.log_stride))
             || stride < old.stride
         {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 29));
+            return Err(field_error!(STATUS_BAD_PARAM, ResizeSrqCmd, log_stride));
         }
         self.core.objects().check_translation_budget(
             u64::from(cmd.ring.page_count).saturating_sub(old.map.page_entries()),
@@ -615,11 +632,11 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_STATE));
         }
         if old.ring.used(pi, ci) > new.ring.size() || limit >= new.ring.size() {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 28));
+            return Err(field_error!(STATUS_BAD_PARAM, ResizeSrqCmd, log_size));
         }
         self.core
             .dma_read(cmd.dbrec_addr, &mut record, "srq_dbrec")
-            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 16))?;
+            .map_err(|_| field_error!(STATUS_DMA_ERROR, ResizeSrqCmd, dbrec_addr))?;
         let mut wqe = vec![0u8; old.stride as usize];
         let mut index = ci;
         while index != pi {
@@ -646,10 +663,10 @@ impl Device {
 
     fn set_gid(&mut self, cmd: &SetGidCmd) -> Result<(), CmdError> {
         if cmd.index >= GID_TABLE_LEN {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, SetGidCmd, index));
         }
         if !matches!(cmd.gid_type, GID_TYPE_ROCE_V1 | GID_TYPE_ROCE_V2) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            return Err(field_error!(STATUS_BAD_PARAM, SetGidCmd, gid_type));
         }
         let family = if gid_is_ipv4_mapped(&cmd.gid) {
             GID_FAMILY_IPV4
@@ -657,15 +674,15 @@ impl Device {
             GID_FAMILY_IPV6
         };
         if cmd.family != family {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 5));
+            return Err(field_error!(STATUS_BAD_PARAM, SetGidCmd, family));
         }
-        reserved_zero(cmd.rsvd.into(), 6)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(SetGidCmd, rsvd))?;
         if cmd.vlan != VLAN_NONE && cmd.vlan > 4095 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 30));
+            return Err(field_error!(STATUS_BAD_PARAM, SetGidCmd, vlan));
         }
         if cmd.mac[0] & 1 != 0 {
             // A multicast source MAC is never valid.
-            return Err(CmdError::field(STATUS_BAD_PARAM, 24));
+            return Err(field_error!(STATUS_BAD_PARAM, SetGidCmd, mac));
         }
         let entry = GidEntry {
             gid: cmd.gid,
@@ -683,9 +700,9 @@ impl Device {
     }
 
     fn clear_gid(&mut self, cmd: &ClearGidCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(ClearGidCmd, rsvd))?;
         if !self.core.objects_mut().set_gid(cmd.index, None) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, ClearGidCmd, index));
         }
         self.core.trace().event(
             "gid",
@@ -702,7 +719,7 @@ impl Device {
         let first = cmd.first as usize;
         let count = cmd.count as usize;
         if first >= NUM_COUNTERS || count == 0 || count > NUM_COUNTERS - first {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, QueryCountersCmd, first));
         }
         if header.out_addr == 0 || header.out_addr % 8 != 0 {
             return Err(CmdError::new(STATUS_BAD_PARAM));
@@ -719,7 +736,7 @@ impl Device {
     }
 
     fn alloc_ctx(&mut self, cmd: &AllocCtxCmd) -> Result<AllocCtxReply, CmdError> {
-        reserved_zero(cmd.rsvd, 0)?;
+        reserved_zero(cmd.rsvd, offset_of!(AllocCtxCmd, rsvd))?;
         let ctx = self
             .core
             .objects_mut()
@@ -731,15 +748,15 @@ impl Device {
     }
 
     fn free_ctx(&mut self, cmd: &FreeCtxCmd) -> Result<(), CmdError> {
-        reserved_zero(cmd.rsvd.into(), 4)?;
+        reserved_zero(cmd.rsvd.into(), offset_of!(FreeCtxCmd, rsvd))?;
         if cmd.ctx == 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 0));
+            return Err(field_error!(STATUS_BAD_PARAM, FreeCtxCmd, ctx));
         }
         self.core
             .objects_mut()
             .free_context(cmd.ctx)
             .map_err(|status| match status {
-                STATUS_BAD_PARAM => CmdError::field(STATUS_BAD_PARAM, 0),
+                STATUS_BAD_PARAM => field_error!(STATUS_BAD_PARAM, FreeCtxCmd, ctx),
                 status => CmdError::new(status),
             })?;
         // The QID table went with the context; its push window and doorbell notes go too.
@@ -750,27 +767,29 @@ impl Device {
     fn map_qid(&mut self, cmd: &MapQidCmd) -> Result<(), CmdError> {
         let len = self.core.config().qid_table_len.min(QID_TABLE_LEN as u32);
         if cmd.local_qid >= len {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+            return Err(field_error!(STATUS_BAD_PARAM, MapQidCmd, local_qid));
         }
-        reserved_bytes_zero(&cmd.rsvd, 13)?;
+        reserved_bytes_zero(&cmd.rsvd, offset_of!(MapQidCmd, rsvd))?;
         let exists = match cmd.kind {
             QID_KIND_QP => match self.core.objects().qps().get(cmd.global) {
                 // An XRC_TGT QP has no queue to ring.
-                Some(qp) if qp.sq.is_none() => return Err(CmdError::field(STATUS_BAD_PARAM, 8)),
+                Some(qp) if qp.sq.is_none() => {
+                    return Err(field_error!(STATUS_BAD_PARAM, MapQidCmd, global))
+                }
                 qp => qp.is_some(),
             },
             QID_KIND_SRQ => self.core.objects().srqs().get(cmd.global).is_some(),
             QID_KIND_CQ => self.core.objects().cqs().get(cmd.global).is_some(),
-            _ => return Err(CmdError::field(STATUS_BAD_PARAM, 12)),
+            _ => return Err(field_error!(STATUS_BAD_PARAM, MapQidCmd, kind)),
         };
         if !exists {
-            return Err(CmdError::field(STATUS_BAD_RESOURCE, 8));
+            return Err(field_error!(STATUS_BAD_RESOURCE, MapQidCmd, global));
         }
         let context = self
             .core
             .objects_mut()
             .context_mut(cmd.ctx)
-            .ok_or(CmdError::field(STATUS_BAD_RESOURCE, 0))?;
+            .ok_or(field_error!(STATUS_BAD_RESOURCE, MapQidCmd, ctx))?;
         context.qids[cmd.local_qid as usize] = Some(QidEntry {
             kind: cmd.kind,
             global: cmd.global,
@@ -783,11 +802,11 @@ impl Device {
             .core
             .objects_mut()
             .context_mut(cmd.ctx)
-            .ok_or(CmdError::field(STATUS_BAD_RESOURCE, 0))?;
+            .ok_or(field_error!(STATUS_BAD_RESOURCE, UnmapQidCmd, ctx))?;
         let entry = context
             .qids
             .get_mut(cmd.local_qid as usize)
-            .ok_or(CmdError::field(STATUS_BAD_PARAM, 4))?;
+            .ok_or(field_error!(STATUS_BAD_PARAM, UnmapQidCmd, local_qid))?;
         if entry.take().is_none() {
             return Err(CmdError::new(STATUS_BAD_RESOURCE));
         }

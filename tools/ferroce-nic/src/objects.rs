@@ -384,6 +384,17 @@ impl CmdError {
     }
 }
 
+/// A [`CmdError`] with `status` about field `field` of command payload `Cmd` (a `ferroce_hw`
+/// layout), named rather than counted: `field_error!(STATUS_BAD_PARAM, ModifyQpCmd, dgid)` is
+/// `CmdError::field(STATUS_BAD_PARAM, offset_of!(ModifyQpCmd, dgid))`. A field of a nested
+/// layout is a path: `field_error!(STATUS_BAD_PARAM, CreateMrCmd, pages.page_count)`.
+macro_rules! field_error {
+    ($status:expr, $cmd:ty, $($field:tt)+) => {
+        $crate::objects::CmdError::field($status, ::core::mem::offset_of!($cmd, $($field)+))
+    };
+}
+pub(crate) use field_error;
+
 /// Event queue.
 pub struct Eq {
     /// EQE ring.
@@ -659,16 +670,16 @@ pub type Ah = CreateAhCmd;
 /// checked when a datagram is routed, as the GID table may change after an AH is created.
 pub fn check_ah(ah: &Ah) -> Result<(), CmdError> {
     if u32::from(ah.sgid_index) >= GID_TABLE_LEN {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 32));
+        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, sgid_index));
     }
     if ah.flow_label > FLOW_LABEL_MASK {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, flow_label));
     }
     if ah.vlan != VLAN_NONE && ah.vlan > 4095 {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 30));
+        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, vlan));
     }
     if ah.rsvd0 != 0 || ah.rsvd1 != 0 {
-        return Err(CmdError::field(STATUS_BAD_PARAM, 35));
+        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, rsvd0));
     }
     Ok(())
 }

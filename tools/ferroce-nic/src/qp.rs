@@ -10,13 +10,14 @@ mod host;
 
 pub use attrs::QpAttrs;
 
+use core::mem::offset_of;
 use std::collections::VecDeque;
 
 use ferroce_hw::*;
 
 use crate::device::{Device, DeviceCore, Work};
 use crate::engine::{RecvWork, SendWork};
-use crate::objects::{CmdError, InflightSend, Qp, RingBuffer, WorkQueue};
+use crate::objects::{field_error, CmdError, InflightSend, Qp, RingBuffer, WorkQueue};
 
 /// Most send WQEs fetched for one QP per service round (then it is queued again).
 const FETCH_BUDGET: usize = 64;
@@ -36,58 +37,58 @@ impl DeviceCore {
 
     /// Creates a QP in RESET.
     pub fn create_qp(&mut self, cmd: &CreateQpCmd) -> Result<u32, CmdError> {
-        let qp_type =
-            QpType::try_from(cmd.qp_type).map_err(|_| CmdError::field(STATUS_BAD_PARAM, 56))?;
+        let qp_type = QpType::try_from(cmd.qp_type)
+            .map_err(|_| field_error!(STATUS_BAD_PARAM, CreateQpCmd, qp_type))?;
         let polled = cmd.flags & QP_FLAG_DB_RECORD != 0;
         if cmd.flags & !QP_FLAGS_VALID != 0 || (polled && !self.config().db_record) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 61));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, flags));
         }
         if cmd.rsvd != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 62));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, rsvd));
         }
         if cmd.rsvd2 != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 68));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, rsvd2));
         }
         if qp_type.is_xrc() && !self.config().xrc {
-            return Err(CmdError::field(STATUS_NOT_SUPPORTED, 56));
+            return Err(field_error!(STATUS_NOT_SUPPORTED, CreateQpCmd, qp_type));
         }
         if qp_type == QpType::XrcTgt {
             return self.create_xrc_tgt(cmd);
         }
         if cmd.xrcd != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 64));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, xrcd));
         }
         if !self.cq_usable(cmd.sq_cqn) {
-            return Err(CmdError::field(STATUS_BAD_RESOURCE, 44));
+            return Err(field_error!(STATUS_BAD_RESOURCE, CreateQpCmd, sq_cqn));
         }
         if !qp_type.has_rq() {
             // XRC_INI: no receive side at all.
             if cmd.rq != BufDesc::default() || cmd.rq_log_size != 0 || cmd.rq_log_stride != 0 {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 16));
+                return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, rq));
             }
             if cmd.rq_cqn != NONE {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 48));
+                return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, rq_cqn));
             }
             if cmd.srqn != NONE {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 52));
+                return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, srqn));
             }
         } else if !self.cq_usable(cmd.rq_cqn) {
-            return Err(CmdError::field(STATUS_BAD_RESOURCE, 48));
+            return Err(field_error!(STATUS_BAD_RESOURCE, CreateQpCmd, rq_cqn));
         }
         let has_srq = cmd.srqn != NONE;
         if has_srq && (!qp_type.may_use_srq() || self.objects().srqs().get(cmd.srqn).is_none()) {
-            return Err(CmdError::field(STATUS_BAD_RESOURCE, 52));
+            return Err(field_error!(STATUS_BAD_RESOURCE, CreateQpCmd, srqn));
         }
         if cmd.dbrec_addr == 0 || cmd.dbrec_addr % 8 != 0 {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 32));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, dbrec_addr));
         }
         let mut record = [0u8; QpDbRecord::SIZE];
         self.dma_read(cmd.dbrec_addr, &mut record, "qp_dbrec")
-            .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 32))?;
+            .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateQpCmd, dbrec_addr))?;
         let stride_ok =
             |log: u8| (MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(log));
         if !stride_ok(cmd.sq_log_stride) {
-            return Err(CmdError::field(STATUS_BAD_PARAM, 58));
+            return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, sq_log_stride));
         }
         self.objects().check_translation_budget(
             u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count),
@@ -102,7 +103,7 @@ impl DeviceCore {
             None
         } else {
             if !stride_ok(cmd.rq_log_stride) {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 60));
+                return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, rq_log_stride));
             }
             let buf = RingBuffer::resolve(
                 self.mem(),
@@ -124,7 +125,7 @@ impl DeviceCore {
                 .dbrec_addr
                 .wrapping_add(DB_RECORD_SLEEPING_OFFSET as u64);
             self.dma_write(sleeping, &0u32.to_le_bytes(), "qp_dbrec")
-                .map_err(|_| CmdError::field(STATUS_DMA_ERROR, 32))?;
+                .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateQpCmd, dbrec_addr))?;
         }
         let qp = Qp {
             qp_type,
@@ -182,27 +183,31 @@ impl DeviceCore {
     fn create_xrc_tgt(&mut self, cmd: &CreateQpCmd) -> Result<u32, CmdError> {
         let bad = |offset: usize| Err(CmdError::field(STATUS_BAD_PARAM, offset));
         if cmd.sq != BufDesc::default() || cmd.sq_log_size != 0 || cmd.sq_log_stride != 0 {
-            return bad(0);
+            return bad(offset_of!(CreateQpCmd, sq));
         }
         if cmd.rq != BufDesc::default() || cmd.rq_log_size != 0 || cmd.rq_log_stride != 0 {
-            return bad(16);
+            return bad(offset_of!(CreateQpCmd, rq));
         }
         if cmd.dbrec_addr != 0 {
-            return bad(32);
+            return bad(offset_of!(CreateQpCmd, dbrec_addr));
         }
         if cmd.pd != 0 {
-            return bad(40);
+            return bad(offset_of!(CreateQpCmd, pd));
         }
-        for (cqn, offset) in [(cmd.sq_cqn, 44), (cmd.rq_cqn, 48), (cmd.srqn, 52)] {
+        for (cqn, offset) in [
+            (cmd.sq_cqn, offset_of!(CreateQpCmd, sq_cqn)),
+            (cmd.rq_cqn, offset_of!(CreateQpCmd, rq_cqn)),
+            (cmd.srqn, offset_of!(CreateQpCmd, srqn)),
+        ] {
             if cqn != NONE {
                 return bad(offset);
             }
         }
         if cmd.flags != 0 {
-            return bad(61);
+            return bad(offset_of!(CreateQpCmd, flags));
         }
         if cmd.xrcd == 0 {
-            return bad(64);
+            return bad(offset_of!(CreateQpCmd, xrcd));
         }
         let qp = Qp {
             qp_type: QpType::XrcTgt,
@@ -256,16 +261,16 @@ impl DeviceCore {
         let mask = cmd.attr_mask;
         let bad = |offset: usize| Err(CmdError::field(STATUS_BAD_PARAM, offset));
         if mask & !QP_ATTR_VALID_MASK != 0 || cmd.rsvd != 0 {
-            return bad(4);
+            return bad(offset_of!(ModifyQpCmd, attr_mask));
         }
         if mask & QP_ATTR_CUR_STATE != 0
             && cmd.cur_state != QP_STATE_ANY
             && QpState::from_raw(cmd.cur_state) != Some(qp.state)
         {
-            return Err(CmdError::field(STATUS_BAD_STATE, 9));
+            return Err(field_error!(STATUS_BAD_STATE, ModifyQpCmd, cur_state));
         }
         // An undefined target state is refused like a forbidden transition.
-        let bad_state = CmdError::field(STATUS_BAD_STATE, 8);
+        let bad_state = field_error!(STATUS_BAD_STATE, ModifyQpCmd, new_state);
         let new_state = if mask & QP_ATTR_STATE != 0 {
             QpState::try_from(cmd.new_state).map_err(|_| bad_state)?
         } else {
@@ -275,51 +280,51 @@ impl DeviceCore {
             return Err(bad_state);
         }
         if mask & QP_ATTR_PATH_MTU != 0 && mtu_bytes(cmd.path_mtu).is_none() {
-            return bad(10);
+            return bad(offset_of!(ModifyQpCmd, path_mtu));
         }
         if mask & QP_ATTR_AV != 0 {
             if u32::from(cmd.sgid_index) >= GID_TABLE_LEN {
-                return bad(11);
+                return bad(offset_of!(ModifyQpCmd, sgid_index));
             }
             if cmd.vlan != VLAN_NONE && cmd.vlan > 4095 {
-                return bad(34);
+                return bad(offset_of!(ModifyQpCmd, vlan));
             }
             if cmd.flow_label > FLOW_LABEL_MASK {
-                return bad(36);
+                return bad(offset_of!(ModifyQpCmd, flow_label));
             }
         }
         if mask & QP_ATTR_DEST_QPN != 0 && cmd.dest_qpn > MASK_24 {
-            return bad(40);
+            return bad(offset_of!(ModifyQpCmd, dest_qpn));
         }
         if mask & QP_ATTR_RQ_PSN != 0 && cmd.rq_psn > PSN_MASK {
-            return bad(44);
+            return bad(offset_of!(ModifyQpCmd, rq_psn));
         }
         if mask & QP_ATTR_SQ_PSN != 0 && cmd.sq_psn > PSN_MASK {
-            return bad(48);
+            return bad(offset_of!(ModifyQpCmd, sq_psn));
         }
         if mask & QP_ATTR_ACCESS_FLAGS != 0 && cmd.access_flags & !ACCESS_VALID_MASK != 0 {
-            return bad(56);
+            return bad(offset_of!(ModifyQpCmd, access_flags));
         }
         if mask & QP_ATTR_TIMEOUT != 0 && cmd.timeout > 31 {
-            return bad(62);
+            return bad(offset_of!(ModifyQpCmd, timeout));
         }
         if mask & QP_ATTR_RETRY_CNT != 0 && cmd.retry_cnt > 7 {
-            return bad(63);
+            return bad(offset_of!(ModifyQpCmd, retry_cnt));
         }
         if mask & QP_ATTR_RNR_RETRY != 0 && cmd.rnr_retry > 7 {
-            return bad(64);
+            return bad(offset_of!(ModifyQpCmd, rnr_retry));
         }
         if mask & QP_ATTR_MIN_RNR_TIMER != 0 && cmd.min_rnr_timer > 31 {
-            return bad(65);
+            return bad(offset_of!(ModifyQpCmd, min_rnr_timer));
         }
         if mask & QP_ATTR_MAX_QP_RD_ATOMIC != 0 && cmd.max_rd_atomic > MAX_RD_ATOMIC {
-            return bad(66);
+            return bad(offset_of!(ModifyQpCmd, max_rd_atomic));
         }
         if mask & QP_ATTR_MAX_DEST_RD_ATOMIC != 0 && cmd.max_dest_rd_atomic > MAX_RD_ATOMIC {
-            return bad(67);
+            return bad(offset_of!(ModifyQpCmd, max_dest_rd_atomic));
         }
         if mask & QP_ATTR_PKEY_INDEX != 0 && cmd.pkey_index != 0 {
-            return bad(68);
+            return bad(offset_of!(ModifyQpCmd, pkey_index));
         }
         // Attributes a connection (RC or UC) cannot do without.
         if qp.qp_type.is_connected() && mask & QP_ATTR_STATE != 0 {
@@ -331,7 +336,7 @@ impl DeviceCore {
                 _ => 0,
             };
             if mask & needed != needed {
-                return Err(CmdError::field(STATUS_BAD_PARAM, 4));
+                return Err(field_error!(STATUS_BAD_PARAM, ModifyQpCmd, attr_mask));
             }
         }
         Ok(new_state)
