@@ -12,10 +12,14 @@ use crate::objects::{field_error, CmdError, Cq, CqArm, RingBuffer};
 impl DeviceCore {
     /// Creates a CQ.
     pub fn create_cq(&mut self, cmd: &CreateCqCmd) -> Result<u32, CmdError> {
-        if cmd.flags != 0 || cmd.rsvd0 != 0 || cmd.rsvd1 != 0 {
-            // A number, not a field_error!: no field starts at 33 (`flags` is at 29, `rsvd0` at
-            // 34), but it is the syndrome drivers have seen for this, kept as it was.
-            return Err(CmdError::field(STATUS_BAD_PARAM, 33));
+        if cmd.flags != 0 {
+            return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, flags));
+        }
+        if cmd.rsvd0 != 0 {
+            return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, rsvd0));
+        }
+        if cmd.rsvd1 != 0 {
+            return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, rsvd1));
         }
         if cmd.dbrec_addr % 8 != 0 || cmd.dbrec_addr == 0 {
             return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, dbrec_addr));

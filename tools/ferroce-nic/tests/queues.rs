@@ -683,3 +683,48 @@ fn doorbell_records_are_polled_instead_of_doorbells() {
     let (_, c) = GuestQp::try_create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE, QP_FLAG_DB_RECORD);
     assert_eq!((c.status, c.syndrome), (STATUS_BAD_PARAM, 62));
 }
+
+/// A CQ refused for a reserved field names that field in its syndrome (its payload offset + 1),
+/// as every other command's check does.
+#[test]
+fn a_refused_cq_names_its_reserved_field() {
+    use core::mem::offset_of;
+    let mut g = Guest::new();
+    g.bring_up();
+    let eqn = g.create_ceq(4, 2);
+    let ring = BufDesc {
+        addr: g.alloc(64 << 4, 64),
+        ..BufDesc::default()
+    };
+    let dbrec_addr = g.alloc(8, 8);
+    let good = CreateCqCmd {
+        ring,
+        dbrec_addr,
+        eqn,
+        log_size: 4,
+        ..CreateCqCmd::default()
+    };
+    let cases = [
+        (
+            CreateCqCmd { flags: 1, ..good },
+            offset_of!(CreateCqCmd, flags),
+        ),
+        (
+            CreateCqCmd { rsvd0: 1, ..good },
+            offset_of!(CreateCqCmd, rsvd0),
+        ),
+        (
+            CreateCqCmd { rsvd1: 1, ..good },
+            offset_of!(CreateCqCmd, rsvd1),
+        ),
+    ];
+    for (cmd, offset) in cases {
+        let c = g.cmd(&cmd);
+        assert_eq!(
+            (c.status, c.syndrome),
+            (STATUS_BAD_PARAM, offset as u32 + 1),
+            "{cmd:?}"
+        );
+    }
+    g.ok(&good);
+}
