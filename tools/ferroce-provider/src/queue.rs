@@ -64,13 +64,6 @@ impl Drop for PushGuard<'_> {
     }
 }
 
-/// Whether a completion that frees the slots up to `next` is plausible for a queue with
-/// producer `pi` whose completions had freed up to `ci`: it must move forward, not past `pi`
-/// (the kernel driver's rule, `qp.rs`).
-fn completion_advances(ring: Ring, pi: u16, ci: u16, next: u16) -> bool {
-    ring.used(pi, next) <= ring.used(pi, ci)
-}
-
 /// What a CQE says of its work queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Completed {
@@ -119,9 +112,9 @@ impl QueueProgress {
         self.ci.load(Ordering::Acquire)
     }
 
-    /// Notes the CQE of WQE `wqe_index` (a free-running index), by the kernel driver's rule
-    /// (`completion_advances` in its `qp.rs`): the device is done with the WQEs up to it, so
-    /// it must move the consumer forward, not past what was posted. Anything else is a buggy
+    /// Notes the CQE of WQE `wqe_index` (a free-running index), by the rule the kernel driver
+    /// claims its CQEs by too ([`Ring::outstanding`]): it must name a WQE posted and not yet
+    /// completed, and the device is then done with the WQEs up to it. Anything else is a buggy
     /// device, and changes nothing (the posters never get slots the device still owns).
     ///
     /// An SRQ's WQEs complete out of order (in the QPs that took them), and the ring frees
@@ -134,19 +127,22 @@ impl QueueProgress {
         let pi = self.pi.load(Ordering::Acquire);
         let mut ci = self.ci.load(Ordering::Acquire);
         if self.shared {
-            if ring.used(pi, wqe_index) == 0 || ring.used(pi, wqe_index) > ring.size() {
+            // Posted in the ring's last pass (a queue of at most 2^15 entries).
+            let last_pass = pi.wrapping_sub(ring.size() as u16);
+            if !ring.outstanding(pi, last_pass, wqe_index) {
                 return Completed::Bogus;
             }
+            // Moves the consumer only if the WQE is ahead of it.
             let _ = self
                 .ci
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |ci| {
-                    completion_advances(ring, pi, ci, next).then_some(next)
+                    ring.outstanding(pi, ci, wqe_index).then_some(next)
                 });
             return Completed::Unrecorded;
         }
         loop {
             // Strictly forward: a second CQE for a completed WQE has no record left.
-            if next == ci || !completion_advances(ring, pi, ci, next) {
+            if !ring.outstanding(pi, ci, wqe_index) {
                 return Completed::Bogus;
             }
             // Read before the slot is freed: a poster may reuse it right after.
@@ -476,6 +472,42 @@ mod tests {
         sq.fill(buf, ci, &mut scratch, |slot| {
             it.next().map(|r| build_send_wqe(r, &LIMITS, slot))
         })
+    }
+
+    /// The CQE rule the kernel driver claims by ([`Ring::outstanding`]): a work queue's CQE
+    /// must name a WQE posted and not completed; an SRQ's, one posted in the ring's last pass,
+    /// and it moves the consumer only forward.
+    #[test]
+    fn a_cqe_must_name_an_outstanding_wqe() {
+        let ring = Ring::new(2, 2).unwrap();
+        let q = QueueProgress::new(ring, false);
+        q.pi.store(3, Ordering::Release);
+        for (slot, id) in q.wr_ids.iter().zip(10..) {
+            slot.store(id, Ordering::Relaxed);
+        }
+        assert_eq!(q.complete(3), Completed::Bogus, "not posted");
+        assert_eq!(q.complete(0), Completed::Recorded(10));
+        assert_eq!(q.complete(0), Completed::Bogus, "completed already");
+        assert_eq!(q.complete(2), Completed::Recorded(12), "in order: past 1");
+        assert_eq!(q.ci(), 3);
+        assert_eq!(q.complete(1), Completed::Bogus, "behind the consumer");
+
+        let srq = QueueProgress::new(ring, true);
+        srq.pi.store(6, Ordering::Release);
+        assert_eq!(
+            srq.complete(1),
+            Completed::Bogus,
+            "before the ring's last pass"
+        );
+        assert_eq!(srq.complete(6), Completed::Bogus, "not posted");
+        assert_eq!(srq.complete(4), Completed::Unrecorded);
+        assert_eq!(srq.ci(), 5, "forward past the WQE");
+        assert_eq!(
+            srq.complete(2),
+            Completed::Unrecorded,
+            "out of order, in the last pass"
+        );
+        assert_eq!(srq.ci(), 5, "and never backward");
     }
 
     #[test]
