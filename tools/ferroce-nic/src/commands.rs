@@ -205,9 +205,6 @@ impl Device {
 
     fn cmd_modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpStateReply, CmdError> {
         let state = self.core.modify_qp(cmd)?;
-        if state == QpState::Reset {
-            self.engine.qp_destroyed(cmd.qpn);
-        }
         if let Some(qp) = self.core.objects().qps().get(cmd.qpn) {
             self.engine.qp_modified(cmd.qpn, state, &qp.attrs);
         }

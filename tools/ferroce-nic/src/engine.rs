@@ -258,9 +258,10 @@ pub trait EngineHost {
 pub trait Engine: Send {
     /// A QP was created.
     fn qp_created(&mut self, _qpn: u32, _qp_type: QpType) {}
-    /// A QP was modified (attributes already stored; `state` is the new state).
+    /// A QP was modified (attributes already stored; `state` is the new state). To RESET: the
+    /// engine forgets the QP's transport state (PSNs, WQEs, timers) and keeps its type.
     fn qp_modified(&mut self, _qpn: u32, _state: QpState, _attrs: &QpAttrs) {}
-    /// A QP was destroyed or reset: forget its transport state.
+    /// A QP was destroyed (or the function reset): forget it.
     fn qp_destroyed(&mut self, _qpn: u32) {}
     /// An XRC SRQ was destroyed: a message being received into it is abandoned.
     fn srq_destroyed(&mut self, _srqn: u32) {}

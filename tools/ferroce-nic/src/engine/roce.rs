@@ -4,7 +4,7 @@
 //! path shared by the three state machines ([`super::requester`], [`super::responder`],
 //! [`super::completer`]), in the manner of Linux rxe.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -181,8 +181,6 @@ pub struct RoceEngine {
     /// In QPN order: QPs take their turns in the same order in every run (with a seeded
     /// fault stream, a run is then a function of its inputs).
     qps: BTreeMap<u32, QpCtx>,
-    /// QP types of QPs reset or destroyed (a reset QP is told `qp_destroyed` and then modified).
-    types: HashMap<u32, QpType>,
     /// The QPs with something to do in a poll's round ([`QpCtx::busy`]: WQEs queued or in
     /// flight, an ACK or READ responses to send), in QPN order. A poll visits these and no
     /// other: a QP enters when a WQE, a frame or a modify gives it work and leaves when its turn
@@ -196,7 +194,6 @@ impl RoceEngine {
     pub fn new(mac: [u8; 6], port: PortEnd, faults: Arc<FaultControl>, trace: Arc<Tracer>) -> Self {
         Self {
             qps: BTreeMap::new(),
-            types: HashMap::new(),
             active: BTreeSet::new(),
             io: Io {
                 egress: Egress {
@@ -395,20 +392,17 @@ impl RoceEngine {
 
 impl Engine for RoceEngine {
     fn qp_created(&mut self, qpn: u32, qp_type: QpType) {
-        self.types.insert(qpn, qp_type);
         self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
     }
 
     fn qp_modified(&mut self, qpn: u32, state: QpState, attrs: &QpAttrs) {
-        if !self.qps.contains_key(&qpn) {
-            let Some(&qp_type) = self.types.get(&qpn) else {
-                return;
-            };
-            self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
-        }
         let Some(qp) = self.qps.get_mut(&qpn) else {
             return;
         };
+        if state == QpState::Reset {
+            // Everything the transport knew of the connection goes; the type stays.
+            *qp = QpCtx::new(qpn, qp.qp_type);
+        }
         let old = qp.state;
         qp.state = state;
         qp.attrs = *attrs;
@@ -418,10 +412,7 @@ impl Engine for RoceEngine {
                 qp.req.reset(attrs);
             }
             QpState::Err => qp.enter_error(),
-            QpState::Reset => {
-                qp.req.clear();
-                qp.resp.reset(0);
-            }
+            QpState::Reset => {}
             _ => qp.req.update_limits(attrs),
         }
         settle(&mut self.active, qp);
@@ -526,7 +517,6 @@ impl Engine for RoceEngine {
 
     fn reset(&mut self) {
         self.qps.clear();
-        self.types.clear();
         self.active.clear();
         self.io.egress.loopback.clear();
     }
