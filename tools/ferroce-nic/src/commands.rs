@@ -26,7 +26,8 @@ fn run<C: Command>(
     handler(&C::from_payload(payload)).map(|reply| reply.to_results())
 }
 
-fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
+/// Refuses a reserved field at payload `offset` that is not zero, naming it in the syndrome.
+pub(crate) fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
     if value == 0 {
         Ok(())
     } else {

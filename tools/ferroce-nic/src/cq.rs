@@ -4,23 +4,20 @@
 //! doorbell record, arming (next / solicited), moderation (count / period) and resizing (a
 //! marker CQE at the producer index ends the old ring; that index goes on in the new one).
 
+use core::mem::offset_of;
+
 use ferroce_hw::*;
 
+use crate::commands::reserved_zero;
 use crate::device::DeviceCore;
 use crate::objects::{field_error, CmdError, Cq, CqArm, RingBuffer};
 
 impl DeviceCore {
     /// Creates a CQ.
     pub fn create_cq(&mut self, cmd: &CreateCqCmd) -> Result<u32, CmdError> {
-        if cmd.flags != 0 {
-            return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, flags));
-        }
-        if cmd.rsvd0 != 0 {
-            return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, rsvd0));
-        }
-        if cmd.rsvd1 != 0 {
-            return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, rsvd1));
-        }
+        reserved_zero(cmd.flags.into(), offset_of!(CreateCqCmd, flags))?;
+        reserved_zero(cmd.rsvd0.into(), offset_of!(CreateCqCmd, rsvd0))?;
+        reserved_zero(cmd.rsvd1.into(), offset_of!(CreateCqCmd, rsvd1))?;
         if cmd.dbrec_addr % 8 != 0 || cmd.dbrec_addr == 0 {
             return Err(field_error!(STATUS_BAD_PARAM, CreateCqCmd, dbrec_addr));
         }
@@ -80,9 +77,8 @@ impl DeviceCore {
     /// same index: the marker takes no index of its own, so the CQ holds what it held. Its arm and
     /// moderation state go with it. Nothing changes if the command is refused.
     pub fn resize_cq(&mut self, cmd: &ResizeCqCmd) -> Result<(), CmdError> {
-        if cmd.rsvd0 != 0 || cmd.rsvd1 != 0 {
-            return Err(field_error!(STATUS_BAD_PARAM, ResizeCqCmd, rsvd0));
-        }
+        reserved_zero(cmd.rsvd0.into(), offset_of!(ResizeCqCmd, rsvd0))?;
+        reserved_zero(cmd.rsvd1.into(), offset_of!(ResizeCqCmd, rsvd1))?;
         if cmd.dbrec_addr % 8 != 0 || cmd.dbrec_addr == 0 {
             return Err(field_error!(STATUS_BAD_PARAM, ResizeCqCmd, dbrec_addr));
         }

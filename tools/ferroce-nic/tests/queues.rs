@@ -684,10 +684,10 @@ fn doorbell_records_are_polled_instead_of_doorbells() {
     assert_eq!((c.status, c.syndrome), (STATUS_BAD_PARAM, 62));
 }
 
-/// A CQ refused for a reserved field names that field in its syndrome (its payload offset + 1),
+/// A CQ create or resize refused for a reserved field names that field in its syndrome (its payload offset + 1),
 /// as every other command's check does.
 #[test]
-fn a_refused_cq_names_its_reserved_field() {
+fn a_refused_cq_command_names_its_reserved_field() {
     use core::mem::offset_of;
     let mut g = Guest::new();
     g.bring_up();
@@ -726,5 +726,31 @@ fn a_refused_cq_names_its_reserved_field() {
             "{cmd:?}"
         );
     }
-    g.ok(&good);
+    let cqn = g.ok(&good).cqn;
+    // RESIZE_CQ likewise, each reserved field by its own offset.
+    let resize = ResizeCqCmd {
+        ring,
+        dbrec_addr,
+        cqn,
+        log_size: 5,
+        ..ResizeCqCmd::default()
+    };
+    let cases = [
+        (
+            ResizeCqCmd { rsvd0: 1, ..resize },
+            offset_of!(ResizeCqCmd, rsvd0),
+        ),
+        (
+            ResizeCqCmd { rsvd1: 1, ..resize },
+            offset_of!(ResizeCqCmd, rsvd1),
+        ),
+    ];
+    for (cmd, offset) in cases {
+        let c = g.cmd(&cmd);
+        assert_eq!(
+            (c.status, c.syndrome),
+            (STATUS_BAD_PARAM, offset as u32 + 1),
+            "{cmd:?}"
+        );
+    }
 }
