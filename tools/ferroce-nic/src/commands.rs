@@ -12,7 +12,8 @@ use ferroce_hw::*;
 use crate::device::Device;
 use crate::mcast::McastError;
 use crate::objects::{
-    check_ah, field_error, CmdError, GidEntry, QidEntry, RingBuffer, Srq, XrcSrq,
+    check_ah, field_error, reserved_bytes_zero, reserved_zero, CmdError, GidEntry, QidEntry,
+    RingBuffer, Srq, XrcSrq,
 };
 
 /// Command results: the three result words of the completion, or why the command failed.
@@ -24,24 +25,6 @@ fn run<C: Command>(
     handler: impl FnOnce(&C) -> Result<C::Reply, CmdError>,
 ) -> CmdResult {
     handler(&C::from_payload(payload)).map(|reply| reply.to_results())
-}
-
-/// Refuses a reserved field at payload `offset` that is not zero, naming it in the syndrome.
-pub(crate) fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
-    if value == 0 {
-        Ok(())
-    } else {
-        Err(CmdError::field(STATUS_BAD_PARAM, offset))
-    }
-}
-
-/// Like [`reserved_zero`] for a reserved byte array at `offset`.
-fn reserved_bytes_zero(bytes: &[u8], offset: usize) -> Result<(), CmdError> {
-    if bytes.iter().all(|&b| b == 0) {
-        Ok(())
-    } else {
-        Err(CmdError::field(STATUS_BAD_PARAM, offset))
-    }
 }
 
 impl Device {

@@ -8,9 +8,8 @@ use core::mem::offset_of;
 
 use ferroce_hw::*;
 
-use crate::commands::reserved_zero;
 use crate::device::DeviceCore;
-use crate::objects::{field_error, CmdError, Cq, CqArm, RingBuffer};
+use crate::objects::{field_error, reserved_zero, CmdError, Cq, CqArm, RingBuffer};
 
 impl DeviceCore {
     /// Creates a CQ.

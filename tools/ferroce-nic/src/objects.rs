@@ -3,6 +3,7 @@
 //! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, multicast groups, contexts with QID translation) and the
 //! resolution of guest buffers (contiguous or page lists) they live in.
 
+use core::mem::offset_of;
 use std::collections::{BTreeSet, VecDeque};
 
 use ferroce_hw::*;
@@ -395,6 +396,24 @@ macro_rules! field_error {
 }
 pub(crate) use field_error;
 
+/// Refuses a reserved field at payload `offset` that is not zero, naming it in the syndrome.
+pub(crate) fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
+    if value == 0 {
+        Ok(())
+    } else {
+        Err(CmdError::field(STATUS_BAD_PARAM, offset))
+    }
+}
+
+/// Like [`reserved_zero`] for a reserved byte array at `offset`.
+pub(crate) fn reserved_bytes_zero(bytes: &[u8], offset: usize) -> Result<(), CmdError> {
+    if bytes.iter().all(|&b| b == 0) {
+        Ok(())
+    } else {
+        Err(CmdError::field(STATUS_BAD_PARAM, offset))
+    }
+}
+
 /// Event queue.
 pub struct Eq {
     /// EQE ring.
@@ -678,10 +697,8 @@ pub fn check_ah(ah: &Ah) -> Result<(), CmdError> {
     if ah.vlan != VLAN_NONE && ah.vlan > 4095 {
         return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, vlan));
     }
-    if ah.rsvd0 != 0 || ah.rsvd1 != 0 {
-        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, rsvd0));
-    }
-    Ok(())
+    reserved_zero(ah.rsvd0.into(), offset_of!(CreateAhCmd, rsvd0))?;
+    reserved_zero(ah.rsvd1.into(), offset_of!(CreateAhCmd, rsvd1))
 }
 
 /// The address handle an inline address vector stands for, in protection domain `pd`, if it

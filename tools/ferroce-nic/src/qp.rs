@@ -17,7 +17,9 @@ use ferroce_hw::*;
 
 use crate::device::{Device, DeviceCore, Work};
 use crate::engine::{RecvWork, SendWork};
-use crate::objects::{field_error, CmdError, InflightSend, Qp, RingBuffer, WorkQueue};
+use crate::objects::{
+    field_error, reserved_zero, CmdError, InflightSend, Qp, RingBuffer, WorkQueue,
+};
 
 /// Most send WQEs fetched for one QP per service round (then it is queued again).
 const FETCH_BUDGET: usize = 64;
@@ -260,9 +262,10 @@ impl DeviceCore {
     fn check_modify(&self, qp: &Qp, cmd: &ModifyQpCmd) -> Result<QpState, CmdError> {
         let mask = cmd.attr_mask;
         let bad = |offset: usize| Err(CmdError::field(STATUS_BAD_PARAM, offset));
-        if mask & !QP_ATTR_VALID_MASK != 0 || cmd.rsvd != 0 {
+        if mask & !QP_ATTR_VALID_MASK != 0 {
             return bad(offset_of!(ModifyQpCmd, attr_mask));
         }
+        reserved_zero(cmd.rsvd.into(), offset_of!(ModifyQpCmd, rsvd))?;
         if mask & QP_ATTR_CUR_STATE != 0
             && cmd.cur_state != QP_STATE_ANY
             && QpState::from_raw(cmd.cur_state) != Some(qp.state)

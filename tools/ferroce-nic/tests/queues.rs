@@ -754,3 +754,55 @@ fn a_refused_cq_command_names_its_reserved_field() {
         );
     }
 }
+
+#[test]
+fn a_refused_modify_qp_or_create_ah_names_its_reserved_field() {
+    use core::mem::offset_of;
+    let mut g = Guest::new();
+    g.bring_up();
+    let eqn = g.create_ceq(4, 2);
+    let cq = GuestCq::create(&mut g, eqn, 7);
+    let qp = GuestQp::create(&mut g, QpType::Rc, cq.cqn, cq.cqn, NONE);
+    let modify = ModifyQpCmd {
+        qpn: qp.qpn,
+        attr_mask: QP_ATTR_STATE,
+        new_state: QpState::Init.into(),
+        ..ModifyQpCmd::default()
+    };
+    let ah = CreateAhCmd {
+        pd: 1,
+        vlan: VLAN_NONE,
+        ..CreateAhCmd::default()
+    };
+    let cases = [
+        (
+            g.cmd(&ModifyQpCmd {
+                attr_mask: 1 << 31,
+                ..modify
+            }),
+            offset_of!(ModifyQpCmd, attr_mask),
+        ),
+        (
+            g.cmd(&ModifyQpCmd { rsvd: 1, ..modify }),
+            offset_of!(ModifyQpCmd, rsvd),
+        ),
+        (
+            g.cmd(&CreateAhCmd { rsvd0: 1, ..ah }),
+            offset_of!(CreateAhCmd, rsvd0),
+        ),
+        (
+            g.cmd(&CreateAhCmd { rsvd1: 1, ..ah }),
+            offset_of!(CreateAhCmd, rsvd1),
+        ),
+    ];
+    for (i, (c, offset)) in cases.into_iter().enumerate() {
+        assert_eq!(
+            (c.status, c.syndrome),
+            (STATUS_BAD_PARAM, offset as u32 + 1),
+            "case {i}"
+        );
+    }
+    // Neither refusal changed anything: the same commands with zeros go through.
+    assert_eq!(g.cmd(&modify).status, STATUS_OK);
+    assert_eq!(g.cmd(&ah).status, STATUS_OK);
+}
