@@ -371,17 +371,6 @@ impl Device {
         }
     }
 
-    /// Whether the device thread has something to do.
-    pub fn has_work(&self) -> bool {
-        self.core.regs.reset_pending()
-            || self.engine.busy()
-            || self.core.pending_port.is_some()
-            || self.core.pending_fatal
-            || !self.core.work.is_empty()
-            || self.core.cmdq.has_pending()
-            || self.core.objects.unreported_cqs().next().is_some()
-    }
-
     /// The earliest instant something timed is due: an engine timer or held frame
     /// ([`Engine::next_deadline`]), a CQ's moderation period, the repeat of an unanswered page
     /// fault. It may be past: a QP that cannot act on its timer (not in RTS) keeps it, and a

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! The device thread: one for all the functions of a NIC. It gives each function a budgeted
-//! round in turn and sleeps on the functions' shared [`Wake`](crate::function::Wake) when none has work.
+//! round in turn, and when a round moved nothing it sleeps on events ([`crate::wake`]): a
+//! signal from another thread, or the earliest deadline of any function.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,34 +11,69 @@ use std::time::{Duration, Instant};
 
 use crate::function::Function;
 use crate::records::PollWindow;
+use crate::wake::{Sleeper, Woken};
 use ferroce_hw::{COUNTER_DOORBELLS, COUNTER_RECORD_DOORBELLS};
 
-/// Starts the one device thread of a NIC's functions (which share `doorbell`).
+/// Starts the one device thread of a NIC's functions (which share their wake-up).
 pub fn spawn_device_thread(functions: Vec<Arc<Function>>) -> std::io::Result<JoinHandle<()>> {
+    let Some(first) = functions.first() else {
+        return Err(std::io::Error::other("a NIC without functions"));
+    };
+    let sleeper = Sleeper::new(first.wake.clone())?;
     std::thread::Builder::new()
         .name("ferroce-device".into())
-        .spawn(move || device_loop(&functions))
+        .spawn(move || device_loop(&functions, sleeper))
 }
 
-/// What one turn of the device thread found.
+/// What one turn of the device thread found: each function's round, or its sitting out.
 #[derive(Default)]
 struct Turn {
-    /// Work left over (another round at once).
+    /// A round left work over (its budget ran out).
     more: bool,
-    /// Something timed is pending (moderation, retransmission, a throttled function).
-    timed: bool,
+    /// A round moved something (frames, CQEs, EQEs), which may have made work of its own.
+    moved: bool,
+    /// The earliest deadline ahead of the round that reported it, or a function's next turn.
+    deadline: Option<Instant>,
     /// Some function polls doorbell records.
     polls: bool,
     /// Frames the functions sent and received.
     frames: u64,
 }
 
+impl Turn {
+    /// A function over its doorbell rate sat its turn out until `next_turn`.
+    fn sat_out(&mut self, next_turn: Option<Instant>) {
+        self.deadline = self.deadline.into_iter().chain(next_turn).min();
+    }
+
+    /// A function's round, which started at `start`: whether it left work over (`more`) or
+    /// moved something (`moved`), and its device's earliest deadline. A deadline at or before
+    /// `start` is one the round could act on and did not: its owner cannot act on it yet (a QP
+    /// out of RTS keeps its retransmission timer), and it does not count.
+    fn ran(&mut self, start: Instant, more: bool, moved: bool, deadline: Option<Instant>) {
+        self.more |= more;
+        self.moved |= moved;
+        let ahead = deadline.filter(|t| *t > start);
+        self.deadline = self.deadline.into_iter().chain(ahead).min();
+    }
+
+    /// Whether the thread goes on at once at `now` rather than sleep until [`Turn::deadline`]:
+    /// work left over, something moved, or a deadline came during the turn.
+    fn again(&self, now: Instant) -> bool {
+        self.more || self.moved || self.deadline.is_some_and(|t| t <= now)
+    }
+}
+
 /// The device thread: each function in turn processes one budgeted round (commands, then
-/// queued objects, then the engine), then the thread waits for a doorbell, a frame or a timer.
-/// A function over its doorbell rate sits its turns out until its budget refills. While
-/// functions poll doorbell records the thread first goes on polling for a [`PollWindow`]
+/// queued objects, then the engine). A round that left work over or moved something (frames,
+/// CQEs, EQEs: [`Counters::activity`](crate::counters::Counters::activity), as the in-process
+/// tests' pump judges) is followed by another at once; otherwise the thread sleeps until a
+/// signal or the earliest deadline any function reports. A deadline a round started after and
+/// did not act on is one its owner cannot act on yet (a QP out of RTS keeps its timer) and does
+/// not count. A function over its doorbell rate sits its turns out until its budget refills.
+/// While functions poll doorbell records the thread first goes on polling for a [`PollWindow`]
 /// after activity (signals and work count), then sleeps as the records' producers are told.
-fn device_loop(functions: &[Arc<Function>]) {
+fn device_loop(functions: &[Arc<Function>], mut sleeper: Sleeper) {
     let Some(first) = functions.first() else {
         return;
     };
@@ -48,29 +84,24 @@ fn device_loop(functions: &[Arc<Function>]) {
     while !first.shutdown.load(Ordering::Relaxed) {
         let mut turn = Turn::default();
         for nic in functions {
-            let now = Instant::now();
+            let start = Instant::now();
             // Doorbells written and doorbells found in records count alike.
             let rung =
                 nic.counters.get(COUNTER_DOORBELLS) + nic.counters.get(COUNTER_RECORD_DOORBELLS);
-            if !nic.schedule.take_turn(now, rung) {
-                turn.timed = true;
+            if !nic.schedule.take_turn(start, rung) {
+                turn.sat_out(nic.schedule.next_turn());
                 continue;
             }
-            let before = nic.counters.frames();
+            let frames = nic.counters.frames();
+            let activity = nic.counters.activity();
             let mut device = nic.lock();
             let more = device.process();
             nic.schedule.ran(more);
-            turn.more |= more;
-            turn.frames += nic.counters.frames().wrapping_sub(before);
-            turn.timed |= device.has_work();
+            let moved = nic.counters.activity() != activity || device.frames_waiting();
+            turn.ran(start, more, moved, device.next_deadline());
+            turn.frames += nic.counters.frames().wrapping_sub(frames);
             turn.polls |= device.polls_records();
         }
-        // Short sleeps only while something is pending (moderation timers, budgets).
-        let timeout = if turn.timed {
-            Duration::from_micros(200)
-        } else {
-            Duration::from_millis(50)
-        };
         let now = Instant::now();
         if turn.more || signalled {
             window.active(now);
@@ -78,16 +109,22 @@ fn device_loop(functions: &[Arc<Function>]) {
         linger.round(now, turn.frames);
         signalled = if turn.more || (turn.polls && window.spinning(now)) || linger.lingers(now) {
             // Work left over, polling, or work coming faster than a sleep and a wake-up: another
-            // round at once.
+            // round, once the vCPUs waiting for a core had it.
             std::thread::yield_now();
+            first.wake.take()
+        } else if turn.again(now) {
+            // Something moved, or a deadline came: another round at once. Not after a yield:
+            // on a busy machine a yield can keep the thread off the core for a time slice, and a
+            // doorbell that comes meanwhile finds it awake (no wake-up) and waits (ib_send_lat:
+            // doorbell to wire 2.1 ms at p99, against 42 µs without the yield).
             first.wake.take()
         } else if turn.polls {
             if functions.iter().all(|nic| nic.lock().core.records_sleep()) {
-                let rung = first.wake.wait(timeout);
+                let woken = sleep(&mut sleeper, turn.deadline);
                 functions
                     .iter()
                     .for_each(|nic| nic.lock().core.records_wake());
-                rung
+                woken
             } else {
                 functions
                     .iter()
@@ -95,19 +132,37 @@ fn device_loop(functions: &[Arc<Function>]) {
                 true
             }
         } else {
-            first.wake.wait(timeout)
+            sleep(&mut sleeper, turn.deadline)
         };
         functions.iter().for_each(|nic| nic.trace.flush());
     }
 }
 
+/// Sleeps until a signal or `deadline`; `true` if signalled. If an epoll or timerfd call fails
+/// (it cannot, short of a bad descriptor), the thread polls instead: it logs the error once and
+/// looks for work every millisecond, and nothing is lost.
+fn sleep(sleeper: &mut Sleeper, deadline: Option<Instant>) -> bool {
+    static LOGGED: std::sync::Once = std::sync::Once::new();
+    match sleeper.sleep(deadline) {
+        Ok(woken) => woken == Woken::Signal,
+        Err(e) => {
+            LOGGED.call_once(|| {
+                tracing::error!("device thread: cannot sleep on events ({e}): polling")
+            });
+            std::thread::sleep(Duration::from_millis(1));
+            true
+        }
+    }
+}
+
 /// Whether the device thread, out of work, stays awake a little instead of sleeping. After a
 /// round that moved a burst of frames (a stream: ib_write_bw), the next frames are likely to
-/// come before a sleep and a wake-up would be over; sleeping between them cost a futex wait, a
+/// come before a sleep and a wake-up would be over; sleeping between them cost a sleep, a
 /// wake-up by the port's thread and a context switch each (ib_write_bw 64 KiB at MTU 1500:
-/// 21,000 sleeps a second in the two device threads). After a round of a frame or two (a
-/// ping-pong: ib_send_lat), the thread sleeps at once and leaves the CPU to the vCPUs, which
-/// then poll for the completion: staying awake there made ib_send_lat slower.
+/// 21,000 sleeps a second in the two device threads). After rounds of a frame or two (a
+/// ping-pong: ib_send_lat), the thread sleeps as soon as a round moves nothing and leaves the
+/// CPU to the vCPUs, which then poll for the completion: staying awake there made
+/// ib_send_lat slower.
 #[derive(Debug, Default)]
 struct Linger {
     /// Until when the thread stays awake.
@@ -136,6 +191,40 @@ impl Linger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_sleeps_until_the_earliest_deadline_ahead() {
+        let t0 = Instant::now();
+        let us = |n| t0 + Duration::from_micros(n);
+        let mut turn = Turn::default();
+        turn.ran(us(10), false, false, Some(us(5)));
+        assert_eq!(
+            turn.deadline, None,
+            "a deadline the round did not act on does not count"
+        );
+        assert!(
+            !turn.again(us(20)),
+            "nothing moved, nothing due: sleep, until a signal"
+        );
+        turn.ran(us(20), false, false, Some(us(900)));
+        turn.sat_out(Some(us(700)));
+        turn.ran(us(30), false, false, Some(us(800)));
+        assert_eq!(
+            turn.deadline,
+            Some(us(700)),
+            "the earliest, a throttled function's included"
+        );
+        assert!(!turn.again(us(40)));
+        assert!(
+            turn.again(us(700)),
+            "a deadline that came during the turn is due at once"
+        );
+        turn.ran(us(40), false, true, None);
+        assert!(
+            turn.again(us(40)),
+            "work left over or something moved: at once"
+        );
+    }
 
     #[test]
     fn the_device_thread_lingers_after_a_burst_only() {

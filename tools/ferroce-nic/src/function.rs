@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! One PCI function of the NIC (the PF, or a VF): its device model, its doorbell mailbox, and
-//! everything its vfio-user thread, the NIC's device thread and its control socket share; and
-//! the wake-up of the device thread, which the functions of a NIC share.
+//! everything its vfio-user thread, the NIC's device thread and its control socket share.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::counters::Counters;
 use crate::device::{Device, DeviceConfig, HostControls};
@@ -19,56 +17,7 @@ use crate::mailbox::{Mailbox, Posted};
 use crate::port::PortStats;
 use crate::schedule::Schedule;
 use crate::trace::Tracer;
-
-/// Wakes the device thread (a thread wake-up, not a register: the guest's doorbells are
-/// `ferroce_hw`'s and go to the [`Mailbox`]).
-///
-/// A signal is a flag; it takes the lock and wakes the thread only if the thread waits. The
-/// port's thread rings once per frame, and while the device thread is busy a lock shared with
-/// it (contended) and a wake-up (a futex call) per frame were a tenth of both threads' time in
-/// a profile of ib_write_bw at MTU 1500.
-#[derive(Default)]
-pub struct Wake {
-    /// Work was signalled since the thread last looked.
-    pending: AtomicBool,
-    /// The thread waits (set and cleared under `lock`).
-    waiting: AtomicBool,
-    lock: Mutex<()>,
-    cond: Condvar,
-}
-
-impl Wake {
-    /// Signals work.
-    pub fn signal(&self) {
-        // Both flags sequentially consistent: either this sees `waiting`, or the thread, which
-        // sets `waiting` before it looks at `pending`, sees the signal and does not sleep.
-        self.pending.store(true, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) {
-            // Under the lock, so that the notification cannot fall between the thread's look
-            // at `pending` and its sleep.
-            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.cond.notify_one();
-        }
-    }
-
-    /// Waits for a signal or the timeout; `true` if signalled.
-    pub(crate) fn wait(&self, timeout: Duration) -> bool {
-        let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.waiting.store(true, Ordering::SeqCst);
-        let (guard, _) = self
-            .cond
-            .wait_timeout_while(guard, timeout, |_| !self.pending.load(Ordering::SeqCst))
-            .unwrap_or_else(|e| e.into_inner());
-        self.waiting.store(false, Ordering::SeqCst);
-        drop(guard);
-        self.take()
-    }
-
-    /// Takes a signal without waiting; `true` if there was one.
-    pub(crate) fn take(&self) -> bool {
-        self.pending.swap(false, Ordering::SeqCst)
-    }
-}
+use crate::wake::Wake;
 
 /// One PCI function of the NIC (the PF, or a VF): everything its vfio-user thread, the NIC's
 /// device thread and its control socket share.
@@ -117,7 +66,9 @@ pub struct FunctionParts {
 impl Default for FunctionParts {
     fn default() -> Self {
         Self {
-            wake: Arc::new(Wake::default()),
+            // Only the in-process tests make functions one by one; `serve` makes a NIC's
+            // functions with [`make_functions`](crate::functions::make_functions).
+            wake: Arc::new(Wake::new().expect("an eventfd for the device thread's wake-up")),
             port_rx: RxQueue::new(),
             trace: Arc::new(Tracer::new()),
         }
@@ -226,7 +177,7 @@ impl Function {
 mod tests {
     use super::*;
     use ferroce_hw::COUNTER_DOORBELLS;
-    use std::time::Instant;
+    use std::time::Duration;
 
     /// BAR0 offset of register `reg` (or push window byte) of doorbell page `ctx`.
     fn db(ctx: usize, reg: usize) -> u64 {
@@ -313,38 +264,6 @@ mod tests {
             mailbox.post(ferroce_hw::REG_SCRATCH as u64, &[0; 4], lock),
             None,
             "not a doorbell page"
-        );
-    }
-
-    #[test]
-    fn a_wake_signalled_before_the_wait_is_not_lost() {
-        let db = Wake::default();
-        db.signal();
-        assert!(db.wait(Duration::from_secs(10)), "the signal was kept");
-        assert!(!db.take(), "and taken once");
-        assert!(
-            !db.wait(Duration::from_millis(1)),
-            "no signal: the wait times out"
-        );
-    }
-
-    #[test]
-    fn a_wake_signal_wakes_a_waiting_thread() {
-        let db = Arc::new(Wake::default());
-        let waiter = {
-            let db = db.clone();
-            std::thread::spawn(move || db.wait(Duration::from_secs(30)))
-        };
-        // Only once the waiter waits, so that the wake-up itself is what is tested.
-        while !db.waiting.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
-        let rung = Instant::now();
-        db.signal();
-        assert_eq!(waiter.join().ok(), Some(true));
-        assert!(
-            rung.elapsed() < Duration::from_secs(30),
-            "woken, not timed out"
         );
     }
 }

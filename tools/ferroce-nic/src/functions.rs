@@ -34,8 +34,9 @@ use serde_json::{json, Value};
 use crate::device::{DeviceConfig, FunctionSlot};
 use crate::engine::faults::{FaultConfig, FaultControl};
 use crate::engine::wire::FrameSink;
-use crate::function::{Function, FunctionParts, Wake};
+use crate::function::{Function, FunctionParts};
 use crate::port::PortStats;
+use crate::wake::Wake;
 
 /// Most virtual functions a NIC serves.
 pub const MAX_VFS: usize = 7;
@@ -266,9 +267,9 @@ pub fn make_functions(
     faults: FaultConfig,
     stats: &[Arc<PortStats>],
     mut sink: impl FnMut(usize) -> Box<dyn FrameSink>,
-) -> Vec<Arc<Function>> {
-    let wake = Arc::new(Wake::default());
-    configs
+) -> std::io::Result<Vec<Arc<Function>>> {
+    let wake = Arc::new(Wake::new()?);
+    Ok(configs
         .iter()
         .zip(stats)
         .enumerate()
@@ -285,7 +286,7 @@ pub fn make_functions(
                 parts,
             )
         })
-        .collect()
+        .collect())
 }
 
 /// A NIC's functions, for the host's control of them (`ctl functions`, `ctl vf N ...`).

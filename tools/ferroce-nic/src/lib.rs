@@ -11,7 +11,9 @@
 //!
 //! Threads. Each PCI function ([`function::Function`], the PF and any VFs) has a vfio-user
 //! thread ([`server`]); the NIC has one device thread ([`device_thread`]) for all its functions
-//! and one thread per port side ([`port`]).
+//! and one thread per port side ([`port`]). The device thread sleeps on events ([`wake`]: an
+//! epoll set of one eventfd, which every other thread signals, and a timerfd armed to the
+//! device's next deadline) and polls nothing.
 //!
 //! Where a doorbell goes. The guest's store to a doorbell page reaches [`server::Backend`] as a
 //! vfio-user region write, then [`function::Function::bar0_write`], which puts it in the
@@ -71,3 +73,4 @@ pub mod records;
 pub mod schedule;
 pub mod server;
 pub mod trace;
+pub mod wake;

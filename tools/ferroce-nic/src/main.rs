@@ -288,7 +288,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for spec in &specs {
         port.add_function(spec.netdev_socket.as_deref(), spec.netdev_peer.clone())?;
     }
-    let nics = functions::make_functions(&configs, faults, &stats, |k| Box::new(port.sink(k)));
+    let nics = functions::make_functions(&configs, faults, &stats, |k| Box::new(port.sink(k)))
+        .context("the device thread's wake-up")?;
     port.spawn(&nics)?;
     let pf = nics[0].clone();
     pf.host.stall.store(args.stall, Ordering::Relaxed);

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -108,6 +108,19 @@ impl Schedule {
         }
     }
 
+    /// When a function that sat its last turn out will have paid what it owes (none: it takes
+    /// its turns). The device thread sleeps until then if nothing else wakes it.
+    pub fn next_turn(&self) -> Option<Instant> {
+        let bucket = self.bucket();
+        if bucket.rate == 0 || bucket.tokens >= 0.0 {
+            return None;
+        }
+        let owed_secs = -bucket.tokens / f64::from(bucket.rate);
+        // Rounded up, and a microsecond over: at that instant the refill covers the debt.
+        let owed = Duration::from_micros((owed_secs * 1e6).ceil() as u64 + 1);
+        bucket.last.map(|last| last + owed)
+    }
+
     /// The counts so far.
     pub fn stats(&self) -> ScheduleStats {
         ScheduleStats {
@@ -122,7 +135,6 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn no_rate_takes_every_turn() {
@@ -141,14 +153,29 @@ mod tests {
         let t0 = Instant::now();
         assert!(s.take_turn(t0, 0), "nothing rung yet");
         // 60 doorbells in 10 ms: 10 were affordable, 50 are owed (50 ms at 1000/s).
+        assert_eq!(s.next_turn(), None, "nothing owed");
         assert!(!s.take_turn(t0 + Duration::from_millis(10), 60));
+        let paid = t0 + Duration::from_millis(60);
+        let next = s.next_turn().expect("sits out until paid");
+        assert!(
+            next > paid && next <= paid + Duration::from_micros(2),
+            "{:?}",
+            next - paid
+        );
         assert!(!s.take_turn(t0 + Duration::from_millis(40), 60));
+        let again = s.next_turn().expect("still owed");
+        assert!(
+            again > paid && again <= paid + Duration::from_micros(2),
+            "the same debt"
+        );
+        assert!(s.take_turn(again, 60), "and paid then");
+        assert_eq!(s.next_turn(), None);
         assert!(s.take_turn(t0 + Duration::from_millis(61), 60));
         // A huge burst owes at most MAX_DEBT_SECS.
         assert!(!s.take_turn(t0 + Duration::from_millis(62), 1_000_000));
         assert!(s.take_turn(t0 + Duration::from_millis(62 + 52), 1_000_000));
         assert_eq!(s.stats().throttled, 3);
-        assert_eq!(s.stats().turns, 3);
+        assert_eq!(s.stats().turns, 4);
         s.set_rate(0);
         assert!(s.take_turn(t0, 2_000_000));
     }

@@ -113,7 +113,7 @@ fn wire_faults_are_each_functions_own() {
         duplicate: 0.5,
         ..FaultConfig::default()
     };
-    let nics = make_functions(&configs, start, &stats, |_| Box::new(NullSink));
+    let nics = make_functions(&configs, start, &stats, |_| Box::new(NullSink)).unwrap();
     let reply = ferroce_nic::control::execute(&nics[1], "fault drop 1");
     assert_eq!(reply["ok"], true, "{reply}");
     assert_eq!(nics[1].faults.config().drop, 1.0);

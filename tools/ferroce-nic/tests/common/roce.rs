@@ -667,12 +667,10 @@ pub fn atomic_seg(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> [
 /// condition holding (counted in rounds, as the host's time no longer tells).
 pub const MAX_ROUNDS: u64 = 10_000_000;
 
-/// What the nodes have moved so far: frames sent and received, CQEs and EQEs written.
+/// What the nodes have moved so far ([`Counters::activity`](ferroce_nic::counters::Counters::activity):
+/// the device thread's rule too).
 fn activity(nodes: &[&Node]) -> u64 {
-    nodes
-        .iter()
-        .map(|n| n.g.counters.frames() + n.counter(COUNTER_CQES) + n.counter(COUNTER_EQES))
-        .sum()
+    nodes.iter().map(|n| n.g.counters.activity()).sum()
 }
 
 /// Whether the nodes moved anything since their [`activity`] was `before`, given a round that
