@@ -360,3 +360,94 @@ fn loopback_queue_size_is_documented() {
     let needle = format!("FIFO of {LOOPBACK_CAPACITY} frames");
     assert!(DOC.contains(&needle), "{needle:?} not in ferroce-hw.rst");
 }
+
+/// The requester's passes are states, and the trace says why one held work back: a WRITE
+/// longer than the congestion window stops at "window full", and a fenced SEND behind a READ
+/// at "fence" until the READ's response is in.
+#[test]
+fn the_trace_names_where_the_requester_stopped() {
+    let mut s = Solo::new(MIB, Conn::default());
+    let path = std::env::temp_dir().join(format!("ferroce-requester-{}.jsonl", std::process::id()));
+    s.n.trace.start(&path).expect("trace");
+    let key = s.n.key;
+    let (src, dst) = (s.n.buf, s.n.buf + MIB as u64 / 2);
+    // 256 packets at MTU 1024, eight windows.
+    s.qa.post(
+        &mut s.n,
+        1,
+        WR_RDMA_WRITE,
+        src,
+        256 * 1024,
+        &rdma_seg(dst, key),
+        0,
+    );
+    let (ca, _) = s.wait_cqes(1, 0);
+    assert_eq!(ca[0].wc_status(), WcStatus::Success);
+    // A READ, then a fenced SEND: the SEND waits for the READ's response.
+    s.qb.post_recv(&mut s.n, 2, dst, 4096);
+    s.qa.post(&mut s.n, 3, WR_RDMA_READ, src, 4096, &rdma_seg(dst, key), 0);
+    let fenced = WqeCtrl {
+        wr_id: 4,
+        opcode: WR_SEND,
+        flags: WQE_FLAG_SIGNALED | WQE_FLAG_FENCE,
+        num_sge: 1,
+        ..WqeCtrl::default()
+    };
+    let sge = Sge {
+        addr: src,
+        length: 64,
+        lkey: key,
+    };
+    s.qa.put(&s.n, fenced, &[0; 40], &sge.encode());
+    s.qa.ring(&mut s.n);
+    let (ca, cb) = s.wait_cqes(2, 1);
+    assert!(ca
+        .iter()
+        .chain(&cb)
+        .all(|c| c.wc_status() == WcStatus::Success));
+    assert_eq!(
+        ca.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        [3, 4],
+        "the fenced SEND completes after the READ"
+    );
+    s.n.trace.stop().expect("trace");
+    let text = std::fs::read_to_string(&path).expect("read trace");
+    let _ = std::fs::remove_file(&path);
+    let stops: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .filter(|e| e["ev"] == "requester" && e["qpn"] == s.qa.qpn)
+        .map(|e| e["stop"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for stop in ["window full", "fence"] {
+        assert!(stops.iter().any(|s| s == stop), "{stop}: {stops:?}");
+    }
+}
+
+/// The completer's states: a SEND that finds no receive WQE is RNR NAKed, and the NAK's trace
+/// event names the state it leads to (RNR_RETRY); the SEND goes through once a WQE is posted.
+#[test]
+fn the_trace_names_the_completer_state_a_nak_leads_to() {
+    let mut s = Solo::new(MIB, Conn::default());
+    let path = std::env::temp_dir().join(format!("ferroce-completer-{}.jsonl", std::process::id()));
+    s.n.trace.start(&path).expect("trace");
+    let (src, dst) = (s.n.buf, s.n.buf + 65536);
+    s.qa.post(&mut s.n, 1, WR_SEND, src, 64, &[0; 40], 0);
+    s.run_for(Duration::from_millis(20));
+    s.qb.post_recv(&mut s.n, 2, dst, 4096);
+    let (ca, cb) = s.wait_cqes(1, 1);
+    assert_eq!(
+        (ca[0].wc_status(), cb[0].wc_status()),
+        (WcStatus::Success, WcStatus::Success)
+    );
+    s.n.trace.stop().expect("trace");
+    let text = std::fs::read_to_string(&path).expect("read trace");
+    let _ = std::fs::remove_file(&path);
+    let naks: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .filter(|e| e["ev"] == "nak" && e["qpn"] == s.qa.qpn)
+        .collect();
+    assert!(!naks.is_empty(), "an RNR NAK came back");
+    assert!(naks.iter().all(|e| e["state"] == "RNR_RETRY"), "{naks:?}");
+}

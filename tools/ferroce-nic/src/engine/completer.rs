@@ -92,58 +92,6 @@ fn wqe_at(qp: &QpCtx, at: u32) -> Option<usize> {
         .position(|w| w.outstanding() && psn::within(at, w.first_psn, w.last_psn()))
 }
 
-fn nak(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, at: u32, syn: u8, now: Instant) {
-    host.count(COUNTER_NAKS_RECEIVED, 1);
-    io.trace.event(
-        "nak",
-        || json!({"dir": "rx", "qpn": qp.qpn, "psn": at, "syndrome": syn}),
-    );
-    ack_through(qp, io, psn::sub(at, 1), now);
-    if syndrome::kind(syn) == syndrome::KIND_RNR {
-        host.count(COUNTER_RNR_RETRIES, 1);
-        // An RNR NAK of no outstanding WQE (stale, or forged) changes nothing: it must not
-        // stop the retransmission timer that the outstanding ones still need.
-        let Some(i) = wqe_at(qp, at) else { return };
-        let infinite = qp.attrs.rnr_retry >= 7;
-        if !infinite && qp.req.rnr_left == 0 {
-            fail(qp, i, WcStatus::RnrRetryExcErr);
-            return;
-        }
-        if !infinite {
-            qp.req.rnr_left -= 1;
-        }
-        qp.req.rnr_until = Some(now + rnr_delay(syn));
-        qp.req.timer = None;
-        qp.req.rewind(at, true, io, qp.qpn, GoBack::RnrNak);
-        qp.req.probe();
-        return;
-    }
-    let status = match syn {
-        syndrome::NAK_PSN_SEQ_ERROR => {
-            if qp.req.last_retry_psn == Some(at) {
-                return;
-            }
-            if qp.req.retry_left == 0 {
-                if let Some(i) = wqe_at(qp, at) {
-                    fail(qp, i, WcStatus::RetryExcErr);
-                }
-                return;
-            }
-            qp.req.retry_left -= 1;
-            qp.req.congestion();
-            qp.req.rewind(at, false, io, qp.qpn, GoBack::SequenceNak);
-            return;
-        }
-        syndrome::NAK_INVALID_REQUEST => WcStatus::RemInvReqErr,
-        syndrome::NAK_REMOTE_ACCESS => WcStatus::RemAccessErr,
-        syndrome::NAK_REMOTE_OP => WcStatus::RemOpErr,
-        _ => WcStatus::BadRespErr,
-    };
-    if let Some(i) = wqe_at(qp, at) {
-        fail(qp, i, status);
-    }
-}
-
 fn read_response_packet(
     qp: &mut QpCtx,
     io: &Io,
@@ -321,14 +269,77 @@ fn out_of_window(qp: &QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'_
     });
 }
 
-/// Handles a response packet addressed to `qp` (from its peer: the engine checked the path).
+/// The states of the completer for one response packet, after the requester's side of IBA
+/// vol 1 ch. 9.9 (for shape, rxe's `enum comp_state`). Each state is a method of [`Response`]
+/// that does its part and names the next; [`receive_response`] drives them until
+/// [`CompState::Done`]. The flow only goes forward:
+///
+/// ```text
+/// CHK_PSN ─┬─ at or past high_psn ──────────────────────────────────────→ DROP
+///          └─ CHK_ACK ─┬─ ACKNOWLEDGE ─┬─ stale (before una - 1; a NAK before una) → DROP
+///                      │               ├─ ACK ──→ ACK
+///                      │               └─ NAK ──→ NAK ─┬─ RNR ────────────→ RNR_RETRY
+///                      │                               ├─ PSN sequence ───→ SEQ_RETRY
+///                      │                               └─ any other ──────→ ERROR
+///                      ├─ ATOMIC ACKNOWLEDGE ──────────────────────────────→ ATOMIC
+///                      ├─ READ response answering an ATOMIC WRITE or FLUSH ─→ WRITE_FLUSH_ANSWER
+///                      └─ READ response ───────────────────────────────────→ READ
+/// Every path ends in DONE; the WQEs it finished are completed by [`complete`].
+/// ```
 ///
 /// Only a response inside the window completes work: a PSN at or past `high_psn` answers a
 /// packet never sent (a forged response, one from 2^23 PSNs ago, or an ACK of a message only
 /// part sent); an ACK before `una - 1` (the duplicate of the last one) or a NAK before `una`
 /// is stale. Those are dropped and counted. READ responses and atomic ACKs must also match an
 /// outstanding READ's requested PSNs or an outstanding atomic's PSN; late duplicates of ones
-/// already taken are dropped silently, as before.
+/// already taken are dropped silently. A NAK's trace event names the state it leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CompState {
+    /// The PSN against the window: at or past `high_psn` it answers nothing sent.
+    ChkPsn,
+    /// What the response is, by opcode (and an ACKNOWLEDGE's AETH syndrome).
+    ChkAck,
+    /// An ACK: everything through its PSN is acknowledged ([`ack_through`]); an ACK past a
+    /// READ or atomic whose response never came is an implied NAK.
+    Ack,
+    /// A NAK (its syndrome): counted and traced; everything before its PSN is acknowledged.
+    Nak(u8),
+    /// IBA 9.7.5.2.8: an RNR NAK (its syndrome's timer): the requester waits out the timer and
+    /// goes back to the NAKed PSN, charging `rnr_retry` (7: infinite); none left fails the WQE
+    /// with `RnrRetryExcErr`. An RNR NAK of no outstanding WQE changes nothing.
+    RnrRetry(u8),
+    /// IBA 9.7.5.2.1: a PSN sequence error NAK: the requester goes back to its PSN (once per
+    /// PSN), charging `retry_cnt` and halving the window; none left fails the WQE with
+    /// `RetryExcErr`.
+    SeqRetry,
+    /// IBA 9.7.5.2.2–4: Invalid Request, Remote Access or Remote Operational Error (or an
+    /// unknown NAK code: a bad response): the NAKed WQE fails with that status, and with it
+    /// the QP.
+    Error(WcStatus),
+    /// An atomic's original value, written to the WQE's buffer; the atomic is done.
+    Atomic,
+    /// The empty READ response that answers an ATOMIC WRITE or FLUSH (WQE `i`).
+    WriteFlushAnswer(usize),
+    /// A READ response, placed at its PSN's offset of the READ's buffer; a gap at the end of a
+    /// piece goes back for it.
+    Read,
+    /// Dropped and counted, and why.
+    Drop(&'static str),
+    /// The packet is finished with.
+    Done,
+}
+
+/// One response packet going through the completer's states.
+struct Response<'r, 'p> {
+    qp: &'r mut QpCtx,
+    io: &'r mut Io,
+    host: &'r mut dyn EngineHost,
+    pkt: &'r Packet<'p>,
+    now: Instant,
+}
+
+/// Handles a response packet addressed to `qp` (from its peer: the engine checked the path):
+/// runs the completer's states ([`CompState`]) from CHK_PSN to DONE.
 pub fn receive_response(
     qp: &mut QpCtx,
     io: &mut Io,
@@ -336,45 +347,191 @@ pub fn receive_response(
     pkt: &Packet<'_>,
     now: Instant,
 ) {
-    let at = pkt.bth.psn;
-    if !psn::before(at, qp.req.high_psn) {
-        return out_of_window(qp, io, host, pkt, "response beyond the last PSN sent");
+    let mut r = Response {
+        qp,
+        io,
+        host,
+        pkt,
+        now,
+    };
+    let mut state = CompState::ChkPsn;
+    while state != CompState::Done {
+        state = r.step(state);
     }
-    match opcode::rc_equivalent(pkt.bth.opcode) {
-        op::RC_ACKNOWLEDGE => {
-            let syn = pkt.aeth.map_or(syndrome::ACK, |a| a.syndrome);
-            let ack = syndrome::kind(syn) == syndrome::KIND_ACK;
-            let oldest = if ack {
-                psn::sub(qp.req.una, 1)
-            } else {
-                qp.req.una
-            };
-            if psn::before(at, oldest) {
-                return out_of_window(qp, io, host, pkt, "stale ACK or NAK");
+}
+
+impl Response<'_, '_> {
+    fn step(&mut self, state: CompState) -> CompState {
+        use CompState::*;
+        match state {
+            ChkPsn => self.chk_psn(),
+            ChkAck => self.chk_ack(),
+            Ack => self.ack(),
+            Nak(syn) => self.nak(syn),
+            RnrRetry(syn) => self.rnr_retry(syn),
+            SeqRetry => self.seq_retry(),
+            Error(status) => self.error(status),
+            Atomic => {
+                atomic_ack(self.qp, self.io, self.host, self.pkt, self.now);
+                Done
             }
-            if ack {
-                io.trace.event(
-                    "ack",
-                    || json!({"dir": "rx", "qpn": qp.qpn, "psn": pkt.bth.psn}),
-                );
-                ack_through(qp, io, pkt.bth.psn, now);
-            } else {
-                nak(qp, io, host, pkt.bth.psn, syn, now);
+            WriteFlushAnswer(i) => {
+                write_or_flush_answer(self.qp, self.io, self.host, i, self.pkt, self.now);
+                Done
             }
+            Read => {
+                read_response_packet(self.qp, self.io, self.host, self.pkt, self.now);
+                Done
+            }
+            Drop(why) => {
+                out_of_window(self.qp, self.io, self.host, self.pkt, why);
+                Done
+            }
+            Done => Done,
         }
-        op::RC_ATOMIC_ACKNOWLEDGE => atomic_ack(qp, io, host, pkt, now),
-        _ if pkt.info.has(flag::RESP) && pkt.info.has(flag::PAYLOAD) => {
-            let single = qp.req.wqes.iter().position(|w| {
-                matches!(w.kind, Kind::AtomicWrite | Kind::Flush)
-                    && w.outstanding()
-                    && w.first_psn == at
-            });
-            match single {
-                Some(i) => write_or_flush_answer(qp, io, host, i, pkt, now),
-                None => read_response_packet(qp, io, host, pkt, now),
-            }
+    }
+
+    /// The packet's PSN.
+    fn at(&self) -> u32 {
+        self.pkt.bth.psn
+    }
+
+    fn chk_psn(&mut self) -> CompState {
+        if !psn::before(self.at(), self.qp.req.high_psn) {
+            return CompState::Drop("response beyond the last PSN sent");
         }
-        _ => {}
+        CompState::ChkAck
+    }
+
+    fn chk_ack(&mut self) -> CompState {
+        let (pkt, at) = (self.pkt, self.at());
+        match opcode::rc_equivalent(pkt.bth.opcode) {
+            op::RC_ACKNOWLEDGE => {
+                let syn = pkt.aeth.map_or(syndrome::ACK, |a| a.syndrome);
+                let ack = syndrome::kind(syn) == syndrome::KIND_ACK;
+                let oldest = if ack {
+                    psn::sub(self.qp.req.una, 1)
+                } else {
+                    self.qp.req.una
+                };
+                if psn::before(at, oldest) {
+                    CompState::Drop("stale ACK or NAK")
+                } else if ack {
+                    CompState::Ack
+                } else {
+                    CompState::Nak(syn)
+                }
+            }
+            op::RC_ATOMIC_ACKNOWLEDGE => CompState::Atomic,
+            _ if pkt.info.has(flag::RESP) && pkt.info.has(flag::PAYLOAD) => {
+                let single = self.qp.req.wqes.iter().position(|w| {
+                    matches!(w.kind, Kind::AtomicWrite | Kind::Flush)
+                        && w.outstanding()
+                        && w.first_psn == at
+                });
+                single.map_or(CompState::Read, CompState::WriteFlushAnswer)
+            }
+            _ => CompState::Done,
+        }
+    }
+
+    fn ack(&mut self) -> CompState {
+        let (qpn, at) = (self.qp.qpn, self.at());
+        self.io
+            .trace
+            .event("ack", || json!({"dir": "rx", "qpn": qpn, "psn": at}));
+        ack_through(self.qp, self.io, at, self.now);
+        CompState::Done
+    }
+
+    fn nak(&mut self, syn: u8) -> CompState {
+        let next = if syndrome::kind(syn) == syndrome::KIND_RNR {
+            CompState::RnrRetry(syn)
+        } else {
+            match syn {
+                syndrome::NAK_PSN_SEQ_ERROR => CompState::SeqRetry,
+                syndrome::NAK_INVALID_REQUEST => CompState::Error(WcStatus::RemInvReqErr),
+                syndrome::NAK_REMOTE_ACCESS => CompState::Error(WcStatus::RemAccessErr),
+                syndrome::NAK_REMOTE_OP => CompState::Error(WcStatus::RemOpErr),
+                _ => CompState::Error(WcStatus::BadRespErr),
+            }
+        };
+        let (qpn, at) = (self.qp.qpn, self.at());
+        self.host.count(COUNTER_NAKS_RECEIVED, 1);
+        self.io.trace.event("nak", || {
+            json!({"dir": "rx", "qpn": qpn, "psn": at, "syndrome": syn,
+                "state": next.name()})
+        });
+        ack_through(self.qp, self.io, psn::sub(at, 1), self.now);
+        next
+    }
+
+    fn rnr_retry(&mut self, syn: u8) -> CompState {
+        let (qp, at) = (&mut *self.qp, self.pkt.bth.psn);
+        self.host.count(COUNTER_RNR_RETRIES, 1);
+        // An RNR NAK of no outstanding WQE (stale, or forged) changes nothing: it must not
+        // stop the retransmission timer that the outstanding ones still need.
+        let Some(i) = wqe_at(qp, at) else {
+            return CompState::Done;
+        };
+        let infinite = qp.attrs.rnr_retry >= 7;
+        if !infinite && qp.req.rnr_left == 0 {
+            fail(qp, i, WcStatus::RnrRetryExcErr);
+            return CompState::Done;
+        }
+        if !infinite {
+            qp.req.rnr_left -= 1;
+        }
+        qp.req.rnr_until = Some(self.now + rnr_delay(syn));
+        qp.req.timer = None;
+        qp.req.rewind(at, true, self.io, qp.qpn, GoBack::RnrNak);
+        qp.req.probe();
+        CompState::Done
+    }
+
+    fn seq_retry(&mut self) -> CompState {
+        let (qp, at) = (&mut *self.qp, self.pkt.bth.psn);
+        if qp.req.last_retry_psn == Some(at) {
+            return CompState::Done;
+        }
+        if qp.req.retry_left == 0 {
+            if let Some(i) = wqe_at(qp, at) {
+                fail(qp, i, WcStatus::RetryExcErr);
+            }
+            return CompState::Done;
+        }
+        qp.req.retry_left -= 1;
+        qp.req.congestion();
+        qp.req
+            .rewind(at, false, self.io, qp.qpn, GoBack::SequenceNak);
+        CompState::Done
+    }
+
+    fn error(&mut self, status: WcStatus) -> CompState {
+        if let Some(i) = wqe_at(self.qp, self.at()) {
+            fail(self.qp, i, status);
+        }
+        CompState::Done
+    }
+}
+
+impl CompState {
+    /// Its name in the trace (IBA's words, as the diagram's).
+    fn name(self) -> &'static str {
+        match self {
+            CompState::ChkPsn => "CHK_PSN",
+            CompState::ChkAck => "CHK_ACK",
+            CompState::Ack => "ACK",
+            CompState::Nak(_) => "NAK",
+            CompState::RnrRetry(_) => "RNR_RETRY",
+            CompState::SeqRetry => "SEQ_RETRY",
+            CompState::Error(_) => "ERROR",
+            CompState::Atomic => "ATOMIC",
+            CompState::WriteFlushAnswer(_) => "WRITE_FLUSH_ANSWER",
+            CompState::Read => "READ",
+            CompState::Drop(_) => "DROP",
+            CompState::Done => "DONE",
+        }
     }
 }
 

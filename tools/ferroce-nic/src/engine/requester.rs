@@ -13,10 +13,10 @@ use ferroce_hw::*;
 use serde_json::json;
 
 mod packets;
+mod send;
 mod timers;
+pub use send::{run, Stop};
 pub use timers::timers;
-
-use packets::{local_operation, local_pages_ready, request_packet, send_datagram};
 
 use super::io::{Io, Resend};
 use super::psn;
@@ -186,6 +186,8 @@ pub struct Requester {
     retry_cnt: u8,
     rnr_retry: u8,
     max_rd_atomic: u8,
+    /// Where the last pass over the send queue stopped ([`run`]), for the trace.
+    stopped: Option<Stop>,
 }
 
 /// Why the requester went back to send again from a PSN: the trace's `reason` and the counter
@@ -495,231 +497,6 @@ pub fn post(qp: &mut QpCtx, host: &mut dyn EngineHost, work: SendWork) {
         piece_bits: 0,
         done,
     });
-}
-
-/// What the WQEs before the one `run` looks at hold it to: kept up to date as `run` moves along
-/// (each WQE is added once), so that a pass over `n` WQEs costs `O(n)`, not `O(n²)`. The WQEs
-/// before the cursor do not change while `run` goes (it changes only the one it looks at).
-#[derive(Default)]
-struct Earlier {
-    /// WQEs accounted for: `wqes[..len]`.
-    len: usize,
-    /// A READ asked for in pieces, not all requested yet: it owns the PSNs up to its end.
-    unrequested_read: bool,
-    /// A READ or atomic not done (a fenced WQE waits for them all).
-    pending_response: bool,
-    /// READs and atomics on the wire and not done (bounded by `max_rd_atomic`).
-    responses_outstanding: usize,
-}
-
-impl Earlier {
-    /// Accounts for the WQEs up to (not including) `i`.
-    fn up_to(&mut self, wqes: &VecDeque<ReqWqe>, i: usize) {
-        for e in wqes.range(self.len.min(i)..i) {
-            self.unrequested_read |=
-                e.kind == Kind::Read && e.outstanding() && e.read_end < e.npkts;
-            self.pending_response |= e.needs_response() && e.done.is_none();
-            if e.needs_response() && e.outstanding() {
-                self.responses_outstanding += 1;
-            }
-        }
-        self.len = self.len.max(i);
-    }
-}
-
-/// Sends what the window, fences and RD/atomic limits allow.
-pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
-    if qp.state != QpState::Rts {
-        return;
-    }
-    if let Some(until) = qp.req.rnr_until {
-        if now < until {
-            return;
-        }
-        qp.req.rnr_until = None;
-    }
-    let Some(pd) = host.qp_pd(qp.qpn) else {
-        return;
-    };
-    let route = if qp.qp_type.is_connected() {
-        qp.route(host)
-    } else {
-        None
-    };
-    // UC: no ACKs come to open a window or end a timer.
-    let reliable = qp.qp_type.is_reliable();
-    let timeout = qp.ack_timeout();
-    let mut budget = TX_BUDGET;
-    let mut earlier = Earlier::default();
-    while budget > 0 && qp.req.cursor < qp.req.wqes.len() {
-        let i = qp.req.cursor;
-        let req = &mut qp.req;
-        earlier.up_to(&req.wqes, i);
-        let Some(w) = req.wqes.get(i) else { break };
-        match w.done {
-            // Failed: the QP goes to ERR when it completes; nothing after it goes out.
-            Some((status, _)) if status != WcStatus::Success => break,
-            Some(_) => {
-                req.cursor += 1;
-                continue;
-            }
-            None => {}
-        }
-        // A READ asked for in pieces owns the PSNs up to its end: nothing after it may go out
-        // before its last piece is requested, or the responder sees a PSN gap.
-        if earlier.unrequested_read {
-            break;
-        }
-        if !w.started && !local_pages_ready(host, w) {
-            // Waits for the driver to map its pages; the engine polls while WQEs are queued.
-            break;
-        }
-        if !w.started {
-            match w.kind {
-                Kind::Local => {
-                    let status = local_operation(host, pd, qp.qpn, &w.work);
-                    if let Some(w) = req.wqes.get_mut(i) {
-                        w.done = Some((status, 0));
-                    }
-                    req.cursor += 1;
-                    continue;
-                }
-                Kind::Datagram => {
-                    let status = send_datagram(qp, io, host, pd, i);
-                    if let Some(w) = qp.req.wqes.get_mut(i) {
-                        w.done = Some((status, w.len as u32));
-                    }
-                    qp.req.cursor += 1;
-                    budget -= 1;
-                    continue;
-                }
-                _ => {}
-            }
-            if w.work.ctrl.flags & WQE_FLAG_FENCE != 0 && earlier.pending_response {
-                break;
-            }
-            if w.needs_response() && earlier.responses_outstanding >= usize::from(req.max_rd_atomic)
-            {
-                break;
-            }
-            if reliable
-                && req.next_psn != req.una
-                && psn::diff(req.next_psn, req.una) >= req.cwnd as i32
-            {
-                break;
-            }
-            let first = req.next_psn;
-            req.next_psn = psn::add(first, w.npkts);
-            if let Some(w) = req.wqes.get_mut(i) {
-                w.first_psn = first;
-                w.started = true;
-                w.next_pkt = 0;
-            }
-        }
-        let Some(route) = route.as_ref() else {
-            // No source GID: nothing can be sent; the retransmission timer ends the WQE (no
-            // timer runs on UC: it ends now).
-            if reliable {
-                qp.req.arm(now, timeout);
-            } else {
-                fail(qp, i, WcStatus::LocQpOpErr);
-            }
-            break;
-        };
-        let Some(w) = qp.req.wqes.get(i) else { break };
-        if w.next_pkt >= w.request_packets() {
-            // Already sent (the cursor came back for an earlier READ's next piece).
-            qp.req.cursor += 1;
-            continue;
-        }
-        // Acknowledged while a go-back was resending it (the first transmission's ACK came
-        // late): the resend goes on from the first packet not yet acknowledged.
-        if reliable && matches!(w.kind, Kind::Send | Kind::Write) {
-            let acked = psn::diff(qp.req.una, w.first_psn);
-            if acked > 0 && (acked as u32) > w.next_pkt && (acked as u32) < w.npkts {
-                if let Some(w) = qp.req.wqes.get_mut(i) {
-                    w.next_pkt = acked as u32;
-                }
-                continue;
-            }
-        }
-        let k = w.next_pkt;
-        let pkt_psn = match w.kind {
-            Kind::Read => psn::add(w.first_psn, w.resp_pkts),
-            _ => psn::add(w.first_psn, k),
-        };
-        if reliable && pkt_psn != qp.req.una && psn::diff(pkt_psn, qp.req.una) >= qp.req.cwnd as i32
-        {
-            break;
-        }
-        let retransmit = psn::before(pkt_psn, qp.req.high_psn);
-        let resend = if retransmit {
-            qp.req.went_back.resend()
-        } else {
-            Resend::No
-        };
-        // A READ piece lost in part is asked for again up to its old end (a duplicate request
-        // must lie within the original); a new piece is a window long.
-        let read_pieces = if w.resp_pkts < w.read_end {
-            w.read_end - w.resp_pkts
-        } else {
-            qp.req.cwnd.max(MIN_CWND)
-        };
-        // Ask for an ACK when this packet fills the window, or nothing would open it again.
-        let window_full =
-            reliable && psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= qp.req.cwnd as i32;
-        let built =
-            request_packet(qp, host, pd, w, k, read_pieces, &mut io.payload).map(|(mut b, len)| {
-                b.bth.ack_req |= window_full;
-                (b, len)
-            });
-        let req = &mut qp.req;
-        let Some(w) = req.wqes.get_mut(i) else { break };
-        // The WQE's first frame (not a resend): its doorbell's latency is sampled.
-        let first_frame = (k == 0 && !retransmit).then_some(w.work.index);
-        match built {
-            Ok((packet, len)) => {
-                let end = match w.kind {
-                    Kind::Read => {
-                        w.read_end = (w.resp_pkts + read_pieces).min(w.npkts);
-                        psn::add(w.first_psn, w.read_end)
-                    }
-                    _ => psn::add(pkt_psn, 1),
-                };
-                req.sent_since_rewind = req.sent_since_rewind.saturating_add(1);
-                if psn::after(end, req.high_psn) {
-                    req.high_psn = end;
-                }
-                w.next_pkt += 1;
-                if w.next_pkt >= w.request_packets() {
-                    req.cursor += 1;
-                    if !reliable {
-                        w.done = Some((WcStatus::Success, w.len as u32));
-                    }
-                }
-                if reliable {
-                    if !retransmit && packet.bth.ack_req && req.rtt_probe.is_none() {
-                        req.rtt_probe = Some((pkt_psn, now));
-                    }
-                    req.arm(now, timeout);
-                }
-                io.send_payload(host, route, &packet, len, resend);
-                if let Some(index) = first_frame {
-                    host.wqe_on_wire(qp.qpn, index);
-                }
-                budget -= 1;
-            }
-            Err(status) => {
-                // A page of its buffers went away since it started (an invalidation): it
-                // waits for it again rather than failing.
-                if !local_pages_ready(host, w) {
-                    break;
-                }
-                w.done = Some((status, 0));
-                req.cursor += 1;
-            }
-        }
-    }
 }
 
 /// Fails WQE `i` (and with it the QP) with `status`.
