@@ -198,8 +198,6 @@ pub trait EngineHost {
     /// Whether remote key `key` may be used by requests arriving on `qpn`: an MR's or a type 1
     /// window's key, or a type 2 window's bound to `qpn`.
     fn key_usable_on(&self, key: u32, qpn: u32) -> bool;
-    /// Raises an async event about object `data0`.
-    fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32);
     /// GID table entry.
     fn gid(&self, index: u32) -> Option<GidEntry>;
     /// Whether the GID table holds `gid` with type `gid_type` (`GID_TYPE_*`): a received
@@ -209,12 +207,9 @@ pub trait EngineHost {
     fn mcast_members(&self, mgid: &[u8; 16]) -> Vec<u32>;
     /// Address handle.
     fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
-    /// QP attributes and state.
-    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, QpAttrs)>;
-    /// QP state alone (taken at every entry into the engine, so without the attributes).
-    fn qp_state(&self, qpn: u32) -> Option<QpState> {
-        self.qp_attrs(qpn).map(|(state, _)| state)
-    }
+    /// A QP's state (the device's: the engine takes it at every entry that can act for the
+    /// QP); `None` once the QP is gone.
+    fn qp_state(&self, qpn: u32) -> Option<QpState>;
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
     /// The first frame of send WQE `index` of QP `qpn` went to the wire (its doorbell's

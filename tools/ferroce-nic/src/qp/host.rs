@@ -502,10 +502,6 @@ impl EngineHost for DeviceCore {
         Ok(())
     }
 
-    fn async_event(&mut self, event_type: EventType, subtype: u8, data0: u32) {
-        self.post_async_event(event_type, subtype, data0, 0);
-    }
-
     fn gid(&self, index: u32) -> Option<crate::objects::GidEntry> {
         self.objects().gid(index)
     }
@@ -522,10 +518,6 @@ impl EngineHost for DeviceCore {
 
     fn ah(&self, ah: u32) -> Option<CreateAhCmd> {
         self.objects().ahs().get(ah).copied()
-    }
-
-    fn qp_attrs(&self, qpn: u32) -> Option<(QpState, super::QpAttrs)> {
-        self.objects().qps().get(qpn).map(|qp| (qp.state, qp.attrs))
     }
 
     fn qp_state(&self, qpn: u32) -> Option<QpState> {
