@@ -13,6 +13,33 @@ use ferroce_hw::*;
 use ferroce_nic::engine::faults::{FaultConfig, FaultDirection};
 use ferroce_nic::engine::wire::LOOPBACK_CAPACITY;
 
+/// A node's trace while a test looks at it: [`Trace::start`] turns it on into a file of its
+/// own, [`Trace::events`] turns it off and reads the events back (the file is removed).
+struct Trace {
+    path: std::path::PathBuf,
+}
+
+impl Trace {
+    /// Traces `node` from now on, into a file named after `name` and the process.
+    fn start(node: &Node, name: &str) -> Self {
+        let path =
+            std::env::temp_dir().join(format!("ferroce-{name}-{}.jsonl", std::process::id()));
+        node.trace.start(&path).expect("trace");
+        Self { path }
+    }
+
+    /// Stops tracing `node` and returns the events of kind `ev`, in order.
+    fn events(self, node: &Node, ev: &str) -> Vec<serde_json::Value> {
+        node.trace.stop().expect("trace");
+        let text = std::fs::read_to_string(&self.path).expect("read trace");
+        let _ = std::fs::remove_file(&self.path);
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+            .filter(|e| e["ev"] == ev)
+            .collect()
+    }
+}
+
 /// SEND (with immediate), WRITE (with immediate), READ and an atomic of `len` bytes between the
 /// two QPs of `s`, both ways, checked byte for byte.
 fn transfer_all_kinds(s: &mut Solo, len: usize, seed: u64) {
@@ -126,8 +153,7 @@ fn rc_pair_on_one_nic_over_loopback() {
 #[test]
 fn looped_frames_are_traced_as_tx_and_rx() {
     let mut s = Solo::new(MIB, Conn::default());
-    let path = std::env::temp_dir().join(format!("ferroce-loopback-{}.jsonl", std::process::id()));
-    s.n.trace.start(&path).expect("trace");
+    let trace = Trace::start(&s.n, "loopback");
     let (src, dst) = (s.n.buf, s.n.buf + 65536);
     s.qb.post_recv(&mut s.n, 1, dst, 4096);
     s.qa.post(&mut s.n, 2, WR_SEND, src, 3000, &[0; 40], 0);
@@ -136,14 +162,7 @@ fn looped_frames_are_traced_as_tx_and_rx() {
         (ca[0].wc_status(), cb[0].wc_status()),
         (WcStatus::Success, WcStatus::Success)
     );
-    s.n.trace.stop().expect("trace");
-    let text = std::fs::read_to_string(&path).expect("read trace");
-    let _ = std::fs::remove_file(&path);
-    let frames: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .filter(|e: &serde_json::Value| e["ev"] == "frame")
-        .collect();
+    let frames = trace.events(&s.n, "frame");
     let count = |dir: &str| frames.iter().filter(|e| e["dir"] == dir).count();
     // Three SEND packets at MTU 1024 and the ACK.
     assert_eq!((count("tx"), count("rx")), (4, 4), "{frames:?}");
@@ -367,8 +386,7 @@ fn loopback_queue_size_is_documented() {
 #[test]
 fn the_trace_names_where_the_requester_stopped() {
     let mut s = Solo::new(MIB, Conn::default());
-    let path = std::env::temp_dir().join(format!("ferroce-requester-{}.jsonl", std::process::id()));
-    s.n.trace.start(&path).expect("trace");
+    let trace = Trace::start(&s.n, "requester");
     let key = s.n.key;
     let (src, dst) = (s.n.buf, s.n.buf + MIB as u64 / 2);
     // 256 packets at MTU 1024, eight windows.
@@ -410,13 +428,10 @@ fn the_trace_names_where_the_requester_stopped() {
         [3, 4],
         "the fenced SEND completes after the READ"
     );
-    s.n.trace.stop().expect("trace");
-    let text = std::fs::read_to_string(&path).expect("read trace");
-    let _ = std::fs::remove_file(&path);
-    let stops: Vec<String> = text
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
-        .filter(|e| e["ev"] == "requester" && e["qpn"] == s.qa.qpn)
+    let stops: Vec<String> = trace
+        .events(&s.n, "requester")
+        .into_iter()
+        .filter(|e| e["qpn"] == s.qa.qpn)
         .map(|e| e["stop"].as_str().unwrap_or_default().to_string())
         .collect();
     for stop in ["window full", "fence"] {
@@ -429,8 +444,7 @@ fn the_trace_names_where_the_requester_stopped() {
 #[test]
 fn the_trace_names_the_completer_state_a_nak_leads_to() {
     let mut s = Solo::new(MIB, Conn::default());
-    let path = std::env::temp_dir().join(format!("ferroce-completer-{}.jsonl", std::process::id()));
-    s.n.trace.start(&path).expect("trace");
+    let trace = Trace::start(&s.n, "completer");
     let (src, dst) = (s.n.buf, s.n.buf + 65536);
     s.qa.post(&mut s.n, 1, WR_SEND, src, 64, &[0; 40], 0);
     s.run_for(Duration::from_millis(20));
@@ -440,13 +454,10 @@ fn the_trace_names_the_completer_state_a_nak_leads_to() {
         (ca[0].wc_status(), cb[0].wc_status()),
         (WcStatus::Success, WcStatus::Success)
     );
-    s.n.trace.stop().expect("trace");
-    let text = std::fs::read_to_string(&path).expect("read trace");
-    let _ = std::fs::remove_file(&path);
-    let naks: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
-        .filter(|e| e["ev"] == "nak" && e["qpn"] == s.qa.qpn)
+    let naks: Vec<serde_json::Value> = trace
+        .events(&s.n, "nak")
+        .into_iter()
+        .filter(|e| e["qpn"] == s.qa.qpn)
         .collect();
     assert!(!naks.is_empty(), "an RNR NAK came back");
     assert!(naks.iter().all(|e| e["state"] == "RNR_RETRY"), "{naks:?}");
