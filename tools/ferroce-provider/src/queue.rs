@@ -127,8 +127,8 @@ impl QueueProgress {
         let pi = self.pi.load(Ordering::Acquire);
         let mut ci = self.ci.load(Ordering::Acquire);
         if self.shared {
-            // Posted in the ring's last pass (a queue of at most 2^15 entries).
-            let last_pass = pi.wrapping_sub(ring.size() as u16);
+            // Posted in the ring's last pass.
+            let last_pass = pi.wrapping_sub(ring.span());
             if !ring.outstanding(pi, last_pass, wqe_index) {
                 return Completed::Bogus;
             }

@@ -8,6 +8,8 @@ use super::*;
 // Limits implemented by this interface version (the device reports its own in the registers).
 /// Largest ring `log_size` (indexes are 16 bit).
 pub const MAX_LOG_QUEUE: u32 = 15;
+// Indexes are free-running 16-bit counters: a ring's size is a distance between two of them.
+const _: () = assert!(MAX_LOG_QUEUE < 16);
 /// Maximum SGEs per WQE.
 pub const MAX_SGE: u32 = 16;
 /// Maximum inline payload.
@@ -52,6 +54,13 @@ impl Ring {
     /// Number of entries.
     pub const fn size(&self) -> u32 {
         1 << self.log_size
+    }
+
+    /// Number of entries, as a distance between two indexes (it fits: [`MAX_LOG_QUEUE`] is
+    /// less than 16).
+    #[cfg(userspace)] // The provider's SRQ.
+    pub const fn span(&self) -> u16 {
+        self.size() as u16
     }
 
     /// Slot of a free-running index.
