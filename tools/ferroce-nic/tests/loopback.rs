@@ -439,10 +439,11 @@ fn the_trace_names_where_the_requester_stopped() {
     }
 }
 
-/// The completer's states: a SEND that finds no receive WQE is RNR NAKed, and the NAK's trace
-/// event names the state it leads to (RNR_RETRY); the SEND goes through once a WQE is posted.
+/// The responder's and the completer's states: a SEND that finds no receive WQE is RNR NAKed;
+/// the NAK's trace events name the responder's state that sent it (ERR_RNR) and the
+/// completer's that took it (RNR_RETRY); the SEND goes through once a WQE is posted.
 #[test]
-fn the_trace_names_the_completer_state_a_nak_leads_to() {
+fn the_trace_names_the_states_a_nak_goes_through() {
     let mut s = Solo::new(MIB, Conn::default());
     let trace = Trace::start(&s.n, "completer");
     let (src, dst) = (s.n.buf, s.n.buf + 65536);
@@ -454,11 +455,20 @@ fn the_trace_names_the_completer_state_a_nak_leads_to() {
         (ca[0].wc_status(), cb[0].wc_status()),
         (WcStatus::Success, WcStatus::Success)
     );
-    let naks: Vec<serde_json::Value> = trace
-        .events(&s.n, "nak")
-        .into_iter()
-        .filter(|e| e["qpn"] == s.qa.qpn)
-        .collect();
-    assert!(!naks.is_empty(), "an RNR NAK came back");
-    assert!(naks.iter().all(|e| e["state"] == "RNR_RETRY"), "{naks:?}");
+    let events = trace.events(&s.n, "nak");
+    let naks = |qpn: u32, dir: &str, state: &str| {
+        let naks: Vec<_> = events
+            .iter()
+            .filter(|e| e["qpn"] == qpn && e["dir"] == dir)
+            .collect();
+        !naks.is_empty() && naks.iter().all(|e| e["state"] == state)
+    };
+    assert!(
+        naks(s.qb.qpn, "tx", "ERR_RNR"),
+        "the responder's state: {events:?}"
+    );
+    assert!(
+        naks(s.qa.qpn, "rx", "RNR_RETRY"),
+        "the completer's: {events:?}"
+    );
 }

@@ -90,8 +90,14 @@ enum Resource {
 enum Reply {
     /// The response packets of a READ, one MTU each.
     Read(ReadJob),
-    /// An ACK or NAK (`syndrome`) for `psn`, with the MSN when it was decided.
-    Aeth { psn: u32, syndrome: u8, msn: u32 },
+    /// An ACK or NAK (`syndrome`) for `psn`, with the MSN when it was decided and the name of
+    /// the state that decided it (for the trace).
+    Aeth {
+        psn: u32,
+        syndrome: u8,
+        msn: u32,
+        state: &'static str,
+    },
     /// The Atomic Acknowledge of the atomic at `psn`, with its original value.
     AtomicAck { psn: u32, original: u64, msn: u32 },
     /// The empty RDMA READ response that answers an ATOMIC WRITE or FLUSH at `psn`.
@@ -400,6 +406,40 @@ enum RespState {
     Done,
 }
 
+impl RespState {
+    /// Its name in the trace (the diagram's).
+    fn name(self) -> &'static str {
+        match self {
+            RespState::GetReq => "GET_REQ",
+            RespState::ChkPsn => "CHK_PSN",
+            RespState::ChkPsnUc => "CHK_PSN_UC",
+            RespState::DropMessage(_) => "DROP_MESSAGE",
+            RespState::ErrPsnOutOfSeq => "ERR_PSN_OUT_OF_SEQ",
+            RespState::DuplicateRequest => "DUPLICATE_REQUEST",
+            RespState::ChkXrceth => "CHK_XRCETH",
+            RespState::ChkOpSeq => "CHK_OP_SEQ",
+            RespState::ChkOpValid => "CHK_OP_VALID",
+            RespState::ChkLength => "CHK_LENGTH",
+            RespState::ChkRkey => "CHK_RKEY",
+            RespState::ChkResource => "CHK_RESOURCE",
+            RespState::ErrRnr => "ERR_RNR",
+            RespState::ErrPageFault => "ERR_PAGE_FAULT",
+            RespState::Execute => "EXECUTE",
+            RespState::ReadReply => "READ_REPLY",
+            RespState::AtomicReply => "ATOMIC_REPLY",
+            RespState::AtomicWriteReply => "ATOMIC_WRITE_REPLY",
+            RespState::FlushReply => "FLUSH_REPLY",
+            RespState::Complete => "COMPLETE",
+            RespState::Acknowledge => "ACKNOWLEDGE",
+            RespState::ErrInvalidRequest => "ERR_INVALID_REQUEST",
+            RespState::ErrRemoteAccess => "ERR_REMOTE_ACCESS",
+            RespState::ErrRecvLength => "ERR_RECV_LENGTH",
+            RespState::ErrRemoteOperational(_) => "ERR_REMOTE_OPERATIONAL",
+            RespState::Done => "DONE",
+        }
+    }
+}
+
 /// One RC request packet going through the responder's states, with what the states tell
 /// each other.
 struct Request<'r, 'p> {
@@ -480,22 +520,25 @@ impl Request<'_, '_> {
             Complete => self.complete(),
             Acknowledge => self.acknowledge(),
             ErrInvalidRequest => self.fatal(
+                state,
                 syndrome::NAK_INVALID_REQUEST,
                 WcStatus::RemInvReqErr,
                 EventType::QpReqErr,
             ),
             ErrRemoteAccess => self.fatal(
+                state,
                 syndrome::NAK_REMOTE_ACCESS,
                 WcStatus::RemAccessErr,
                 EventType::QpAccessErr,
             ),
             ErrRecvLength => self.fatal(
+                state,
                 syndrome::NAK_INVALID_REQUEST,
                 WcStatus::LocLenErr,
                 EventType::QpReqErr,
             ),
             ErrRemoteOperational(status) => {
-                self.fatal(syndrome::NAK_REMOTE_OP, status, EventType::QpReqErr)
+                self.fatal(state, syndrome::NAK_REMOTE_OP, status, EventType::QpReqErr)
             }
             Done => Done,
         }
@@ -670,8 +713,14 @@ impl Request<'_, '_> {
     }
 
     /// The ERR_* states but ERR_RNR and ERR_PSN_OUT_OF_SEQ: see [`fatal_nak`].
-    fn fatal(&mut self, syn: u8, wc_status: WcStatus, event: EventType) -> RespState {
-        fatal_nak(self.qp, self.host, syn, wc_status, event);
+    fn fatal(
+        &mut self,
+        state: RespState,
+        syn: u8,
+        wc_status: WcStatus,
+        event: EventType,
+    ) -> RespState {
+        fatal_nak(self.qp, self.host, state.name(), syn, wc_status, event);
         RespState::Done
     }
 }

@@ -13,6 +13,7 @@ pub(super) fn send_aeth(
     at: u32,
     syn: u8,
     msn: u32,
+    state: &'static str,
 ) {
     let Some(route) = qp.route(host) else { return };
     let mut b = Headers::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
@@ -25,7 +26,7 @@ pub(super) fn send_aeth(
     };
     io.trace.event(
         kind,
-        || json!({"dir": "tx", "qpn": qp.qpn, "psn": at, "syndrome": syn}),
+        || json!({"dir": "tx", "qpn": qp.qpn, "psn": at, "syndrome": syn, "state": state}),
     );
     io.send(host, &route, &b, &[], Resend::No);
 }
@@ -34,7 +35,7 @@ pub(super) fn send_aeth(
 /// order: an ACK or NAK for a later PSN must not overtake them, or the requester would take it
 /// for a lost response). A later ACK replaces one still queued at the end: it acknowledges
 /// what that one did.
-pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8) {
+pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8, state: &'static str) {
     let msn = qp.resp.msn;
     let resp = &mut qp.resp;
     if syn == syndrome::ACK {
@@ -42,6 +43,7 @@ pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8) {
             psn,
             syndrome: s,
             msn: m,
+            ..
         }) = resp.replies.back_mut()
         {
             if *s == syndrome::ACK {
@@ -54,13 +56,14 @@ pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8) {
         psn: at,
         syndrome: syn,
         msn,
+        state,
     });
 }
 
 /// Queues the coalesced ACK, if one is due.
 pub fn flush_ack(qp: &mut QpCtx) {
     if let Some(at) = qp.resp.pending_ack.take() {
-        queue_aeth(qp, at, syndrome::ACK);
+        queue_aeth(qp, at, syndrome::ACK, RespState::Acknowledge.name());
     }
 }
 
@@ -69,6 +72,7 @@ pub fn flush_ack(qp: &mut QpCtx) {
 pub(super) fn fatal_nak(
     qp: &mut QpCtx,
     host: &mut dyn EngineHost,
+    state: &'static str,
     syn: u8,
     wc_status: WcStatus,
     event: EventType,
@@ -76,7 +80,7 @@ pub(super) fn fatal_nak(
     flush_ack(qp);
     let epsn = qp.resp.epsn;
     if qp.qp_type.is_reliable() {
-        queue_aeth(qp, epsn, syn);
+        queue_aeth(qp, epsn, syn, state);
     }
     if let Some(r) = qp.resp.receiving.take() {
         let completion = RecvCompletion {
@@ -94,11 +98,12 @@ pub(super) fn fatal_nak(
     qp.resp.replies = replies;
 }
 
-pub(super) fn rnr_nak(qp: &mut QpCtx) {
+/// An RNR NAK for the ePSN, decided by state `state` (ERR_RNR, or ERR_PAGE_FAULT).
+pub(super) fn rnr_nak(qp: &mut QpCtx, state: &'static str) {
     flush_ack(qp);
     let epsn = qp.resp.epsn;
     // Packets behind this one arrive out of sequence; the RNR NAK stands for them too.
     qp.resp.nak_sent_for = Some(epsn);
     let code = qp.attrs.min_rnr_timer & 0x1f;
-    queue_aeth(qp, epsn, syndrome::RNR_NAK | code);
+    queue_aeth(qp, epsn, syndrome::RNR_NAK | code, state);
 }

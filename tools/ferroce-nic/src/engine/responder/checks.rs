@@ -116,7 +116,12 @@ impl Request<'_, '_> {
         resp.out_of_sequence = 0;
         flush_ack(self.qp);
         let epsn = self.qp.resp.epsn;
-        queue_aeth(self.qp, epsn, syndrome::NAK_PSN_SEQ_ERROR);
+        queue_aeth(
+            self.qp,
+            epsn,
+            syndrome::NAK_PSN_SEQ_ERROR,
+            RespState::ErrPsnOutOfSeq.name(),
+        );
         RespState::Done
     }
 
@@ -279,7 +284,7 @@ impl Request<'_, '_> {
     }
 
     pub(super) fn err_rnr(&mut self) -> RespState {
-        rnr_nak(self.qp);
+        rnr_nak(self.qp, RespState::ErrRnr.name());
         RespState::Done
     }
 
@@ -297,7 +302,7 @@ impl Request<'_, '_> {
             Kind::Send | Kind::Write if self.qp.qp_type == QpType::Uc => {
                 return RespState::DropMessage("page fault");
             }
-            Kind::Send | Kind::Write => rnr_nak(self.qp),
+            Kind::Send | Kind::Write => rnr_nak(self.qp, RespState::ErrPageFault.name()),
             // Dropped: the requester's retry (its timer, or the sequence NAK the next packet
             // draws) brings it back.
             _ => self.host.count(COUNTER_DROPS, 1),

@@ -37,9 +37,14 @@ pub fn send_replies(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
                     qp.resp.replies.pop_front();
                 }
             },
-            Reply::Aeth { psn, syndrome, msn } => {
+            Reply::Aeth {
+                psn,
+                syndrome,
+                msn,
+                state,
+            } => {
                 qp.resp.replies.pop_front();
-                send_aeth(qp, io, host, psn, syndrome, msn);
+                send_aeth(qp, io, host, psn, syndrome, msn, state);
             }
             Reply::AtomicAck { psn, original, msn } => {
                 qp.resp.replies.pop_front();
