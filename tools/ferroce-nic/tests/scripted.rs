@@ -13,6 +13,7 @@ use ferroce_hw::*;
 use ferroce_nic::engine::headers::syndrome;
 use ferroce_nic::engine::opcode::op;
 use ferroce_nic::engine::psn;
+use ferroce_nic::engine::EngineHost;
 
 #[test]
 fn ack_from_another_host_completes_nothing() {
@@ -640,4 +641,73 @@ fn an_rnr_nak_of_a_failed_wqe_leaves_the_retransmission_timer_running() {
     s.inject(&rnr, &[]);
     s.pump_until(Duration::from_secs(10), |s| !s.cqes.is_empty());
     assert_eq!(statuses(&s.cqes)[0], (1, WcStatus::RetryExcErr));
+}
+
+/// A LOCAL_INV of the key an earlier WRITE reads from waits for that WRITE's ACK: the WRITE
+/// may have to be sent again. RTRS posts the LOCAL_INV of its request's MR once the server's
+/// answer came, which can be before the ACK of the request (lost, or coalesced): the WRITE,
+/// retransmitted after the invalidation, failed with LOC_PROT_ERR and took the QP with it
+/// (rnbd-faults under 1 % loss).
+#[test]
+fn a_local_inv_waits_for_the_write_that_reads_through_its_key() {
+    let mut s = Scripted::new(MIB, fast_timeout());
+    // A fast-registration MR over 4 KiB of the node's buffer.
+    let fast =
+        s.n.g
+            .ok(&CreateMrCmd {
+                pd: PD,
+                flags: MR_FLAG_FAST_REG,
+                max_pages: 1,
+                ..CreateMrCmd::default()
+            })
+            .key;
+    let page = s.n.buf + 0x4_0000;
+    let pbl = s.n.g.alloc(8, 8);
+    s.n.g.write(pbl, &page.to_le_bytes());
+    let key = mr_key(mr_key_index(fast), 0x44);
+    let reg = RegMrSeg {
+        iova: page,
+        length: 4096,
+        pbl_addr: pbl,
+        key,
+        access: ACCESS_LOCAL_WRITE,
+        page_count: 1,
+        log_page_size: 12,
+        ..RegMrSeg::default()
+    };
+    s.n.g.dev.core.fast_register(PD, &reg).expect("register");
+    // The WRITE from it, and the LOCAL_INV of its key behind it.
+    let write = WqeCtrl {
+        wr_id: 1,
+        opcode: WR_RDMA_WRITE,
+        flags: WQE_FLAG_SIGNALED,
+        num_sge: 1,
+        ..WqeCtrl::default()
+    };
+    let sge = Sge {
+        addr: page,
+        length: 64,
+        lkey: key,
+    };
+    s.qp.put(&s.n, write, &rdma_seg(0x10_0000, 0x1234), &sge.encode());
+    s.qp.ring(&mut s.n);
+    s.qp.post(&mut s.n, 2, WR_LOCAL_INV, 0, 0, &[], key);
+    let first = s.sent();
+    assert_eq!(first.len(), 1, "the WRITE went out: {}", first.len());
+    // Its ACK does not come: the timer sends it again, from the key still valid.
+    let resent = (0..50).any(|_| sent_during(&mut s, 1).iter().any(|p| p.bth.psn == s.sq_psn));
+    assert!(resent, "the WRITE is sent again: {:?}", statuses(&s.cqes));
+    assert!(
+        s.cqes.is_empty(),
+        "nothing completed yet: {:?}",
+        statuses(&s.cqes)
+    );
+    let ack = s.ack(s.sq_psn, syndrome::ACK);
+    s.inject(&ack, &[]);
+    s.run(4);
+    assert_eq!(
+        statuses(&s.cqes),
+        [(1, WcStatus::Success), (2, WcStatus::Success)],
+        "the WRITE, then the LOCAL_INV"
+    );
 }

@@ -46,6 +46,9 @@ pub enum Stop {
     WindowFull,
     /// The QP has no route (its source GID is gone): the timer, or on UC the WQE, fails.
     NoRoute,
+    /// A LOCAL_INV waits: an earlier WQE not yet acknowledged uses the key it invalidates (a
+    /// retransmission would read through it).
+    KeyInUse,
 }
 
 impl Stop {
@@ -64,6 +67,7 @@ impl Stop {
             Stop::RdAtomicLimit => "max_rd_atomic",
             Stop::WindowFull => "window full",
             Stop::NoRoute => "no route",
+            Stop::KeyInUse => "key in use",
         }
     }
 
@@ -83,6 +87,7 @@ impl Stop {
 ///        └─ GET_WQE ─┬─ no WQE left / budget spent ─────────────────────────────→ DONE
 ///                    ├─ done ─────────────────────────────────→ (next) GET_WQE
 ///                    ├─ failed, an earlier READ unrequested, pages not mapped → DONE
+///                    ├─ LOCAL_INV of a key an earlier WQE not done uses ───────→ DONE
 ///                    ├─ local (REG_MR, LOCAL_INV, BIND_MW) → EXECUTE_LOCAL → GET_WQE
 ///                    ├─ UD or GSI SEND ──────────────────────→ SEND_DATAGRAM → GET_WQE
 ///                    ├─ new ──→ CHK_FENCE → CHK_RD_ATOMIC → CHK_WINDOW → START_WQE ─┐
@@ -100,7 +105,8 @@ enum ReqState {
     Start,
     /// The WQE under the cursor: one already done is stepped over; a failed one stops the
     /// pass; a new one must wait for an earlier READ asked for in pieces, and for its own
-    /// on-demand pages. Local operations and datagrams go their own way.
+    /// on-demand pages. Local operations and datagrams go their own way; a LOCAL_INV waits
+    /// while an earlier WQE not yet done uses its key.
     GetWqe,
     /// REG_MR, LOCAL_INV or BIND_MW, executed in order with the sends (no packets).
     ExecuteLocal,
@@ -290,10 +296,25 @@ impl Pass<'_> {
             return ReqState::Done(Stop::PagesNotReady);
         }
         match w.kind {
+            Kind::Local if self.key_in_use(i) => ReqState::Done(Stop::KeyInUse),
             Kind::Local => ReqState::ExecuteLocal,
             Kind::Datagram => ReqState::SendDatagram,
             _ => ReqState::ChkFence,
         }
+    }
+
+    /// Whether WQE `i` is a LOCAL_INV of a key that an earlier WQE, not yet done, still uses:
+    /// that WQE may have to be sent again (a lost packet, a lost ACK) and read its buffers
+    /// through the key. RTRS invalidates its MR as soon as the server's answer came, which can
+    /// be before the ACK of its own WRITE from that MR.
+    fn key_in_use(&self, i: usize) -> bool {
+        let wqes = &self.qp.req.wqes;
+        let Some(SendOp::LocalInv(key)) = wqes.get(i).map(|w| w.work.op) else {
+            return false;
+        };
+        wqes.range(..i)
+            .filter(|e| e.done.is_none())
+            .any(|e| e.work.sges.iter().any(|s| s.lkey == key))
     }
 
     fn execute_local(&mut self) -> ReqState {
