@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Command execution: one handler per command, each validating every field it reads. The
-//! handlers of memory regions and windows are in [`mr`].
+//! handlers of memory regions and windows are in `mr` (commands/mr.rs).
 
 mod mr;
 
@@ -189,8 +189,15 @@ impl Device {
 
     fn cmd_modify_qp(&mut self, cmd: &ModifyQpCmd) -> Result<QpStateReply, CmdError> {
         let state = self.core.modify_qp(cmd)?;
-        if let Some(qp) = self.core.objects().qps().get(cmd.qpn) {
-            self.engine.qp_modified(cmd.qpn, state, &qp.attrs);
+        // Commands run between the engine's turns: the transport is the QP's.
+        if let Some(transport) = self
+            .core
+            .objects()
+            .qps()
+            .get(cmd.qpn)
+            .and_then(|qp| qp.transport.as_ref())
+        {
+            self.engine.qp_modified(cmd.qpn, state, transport);
         }
         Ok(QpStateReply { state })
     }
@@ -358,7 +365,11 @@ impl Device {
                 cq.users = cq.users.saturating_sub(1);
             }
             // A message being received into it ends there: its next packet finds no SRQ.
-            self.engine.srq_destroyed(cmd.srqn);
+            for (_, qp) in self.core.objects_mut().qps_mut().iter_mut() {
+                if let (QpType::XrcTgt, Some(transport)) = (qp.qp_type, qp.transport.as_mut()) {
+                    transport.srq_destroyed(cmd.srqn);
+                }
+            }
         }
         self.core
             .objects_mut()

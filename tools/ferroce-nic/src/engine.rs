@@ -38,7 +38,7 @@ use serde::Serialize;
 
 use crate::memory::DmaError;
 use crate::objects::{GidEntry, MrError};
-use crate::qp::QpAttrs;
+use roce::{QpCtx, QpTransport};
 
 /// A send WQE handed to the engine.
 #[derive(Clone, Debug)]
@@ -207,16 +207,20 @@ pub trait EngineHost {
     fn mcast_members(&self, mgid: &[u8; 16]) -> Vec<u32>;
     /// Address handle.
     fn ah(&self, ah: u32) -> Option<CreateAhCmd>;
-    /// A QP's state (the device's: the engine takes it at every entry that can act for the
-    /// QP); `None` once the QP is gone.
+    /// A QP's state (the device's: a turn that ends finds whether the device moved the QP to
+    /// ERR meanwhile); `None` if there is no such QP.
     fn qp_state(&self, qpn: u32) -> Option<QpState>;
     /// Adds to a `COUNTER_*`.
     fn count(&self, counter: usize, n: u64);
     /// The first frame of send WQE `index` of QP `qpn` went to the wire (its doorbell's
     /// latency is sampled).
     fn wqe_on_wire(&mut self, qpn: u32, index: u16);
-    /// The protection domain of a QP.
-    fn qp_pd(&self, qpn: u32) -> Option<u32>;
+    /// Lends QP `qpn` to the engine for a turn: the device's facts about it and its transport
+    /// state, which stays the device's between turns; `None` if there is no such QP. Every
+    /// check-out is followed by a [`check_in`](Self::check_in) before the next one.
+    fn check_out(&mut self, qpn: u32) -> Option<QpCtx>;
+    /// Gives QP `qpn`'s transport state back at the end of its turn.
+    fn check_in(&mut self, qpn: u32, transport: QpTransport);
     /// Checks that `len` bytes at `iova` are accessible through MR `key` for `access` in `pd`,
     /// without touching memory (a responder checks a whole WRITE or READ before the first byte).
     /// Pages of an on-demand MR that are not present are `MrError::NotPresent`, and their
@@ -253,13 +257,11 @@ pub trait EngineHost {
 pub trait Engine: Send {
     /// A QP was created.
     fn qp_created(&mut self, _qpn: u32, _qp_type: QpType) {}
-    /// A QP was modified (attributes already stored; `state` is the new state). To RESET: the
-    /// engine forgets the QP's transport state (PSNs, WQEs, timers) and keeps its type.
-    fn qp_modified(&mut self, _qpn: u32, _state: QpState, _attrs: &QpAttrs) {}
+    /// A QP was modified: the device changed its attributes, its state (now `state`) and its
+    /// `transport` (which says whether the QP now has work, and its deadline).
+    fn qp_modified(&mut self, _qpn: u32, _state: QpState, _transport: &QpTransport) {}
     /// A QP was destroyed (or the function reset): forget it.
     fn qp_destroyed(&mut self, _qpn: u32) {}
-    /// An XRC SRQ was destroyed: a message being received into it is abandoned.
-    fn srq_destroyed(&mut self, _srqn: u32) {}
     /// New send work, in ring order.
     fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork);
     /// New receive WQEs were posted to `qpn`'s RQ (or its SRQ): retry RNR-waiting receives.
@@ -382,7 +384,7 @@ impl Engine for StubEngine {
         self.record(StubRecord::QpCreated { qpn }, None);
     }
 
-    fn qp_modified(&mut self, qpn: u32, state: QpState, _attrs: &QpAttrs) {
+    fn qp_modified(&mut self, qpn: u32, state: QpState, _transport: &QpTransport) {
         let state = state.into();
         self.record(StubRecord::QpModified { qpn, state }, None);
     }

@@ -36,10 +36,12 @@
 //!
 //! Who owns what. [`device::DeviceCore`] owns the function's registers, command queue
 //! ([`cmdq`], [`commands`]), object tables ([`objects::Objects`]: QPs, CQs, MRs, SRQs, AHs,
-//! GIDs, contexts) and the doorbell decoder; the engine owns each QP's transport state
-//! ([`engine::roce::QpCtx`]: requester, responder, PSNs, timers) and the set of QPs that have
-//! work, which is all a round visits. The engine reaches the device only through
-//! [`engine::EngineHost`].
+//! GIDs, contexts) and the doorbell decoder. Each QP object ([`objects::Qp`]) owns everything
+//! of its QP, its transport state included ([`engine::roce::QpTransport`]: requester,
+//! completer and responder, PSNs, WQEs in flight, timers), as rxe's `rxe_qp` does: the engine
+//! borrows a QP for a turn ([`engine::EngineHost::check_out`], a [`engine::roce::QpCtx`]) and
+//! gives it back, and keeps only the set of QPs that have work, which is all a round visits.
+//! The engine reaches the device only through [`engine::EngineHost`].
 
 #![warn(missing_docs)]
 

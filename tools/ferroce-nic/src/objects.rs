@@ -10,6 +10,7 @@ use ferroce_hw::*;
 use serde::Serialize;
 
 use crate::device::{DeviceConfig, Work};
+use crate::engine::roce::QpTransport;
 use crate::mcast::McastGroups;
 use crate::qp::QpAttrs;
 
@@ -593,9 +594,28 @@ pub struct Qp {
     pub rq_notified: bool,
     /// Queued for the device thread.
     pub queued: bool,
+    /// Its transport state (PSNs, WQEs in flight, timers, the responder's progress), which the
+    /// engine borrows for a turn ([`crate::engine::EngineHost::check_out`]): `None` while it
+    /// does.
+    pub transport: Option<QpTransport>,
 }
 
 impl Qp {
+    /// Moves the QP to ERR; returns whether it was in another state. Its transport stops with
+    /// it; one lent to the engine stops when the engine gives it back. A QP in ERR already is
+    /// left as it is: what its transport still has to send (the NAK of the error that failed
+    /// it) goes out.
+    pub fn enter_error(&mut self) -> bool {
+        if self.state == QpState::Err {
+            return false;
+        }
+        self.state = QpState::Err;
+        if let Some(transport) = self.transport.as_mut() {
+            transport.enter_error();
+        }
+        true
+    }
+
     /// The CQEs this QP's send queue still owes its CQ: one for each signalled WQE the engine
     /// holds, and one for each WQE posted and not fetched yet (whose flag the device has not
     /// read: counted as signalled).

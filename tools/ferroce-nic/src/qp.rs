@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 use ferroce_hw::*;
 
 use crate::device::{Device, DeviceCore, Work};
+use crate::engine::roce::QpTransport;
 use crate::engine::{RecvWork, SendWork};
 use crate::objects::{
     field_error, reserved_zero, CmdError, InflightSend, Qp, RingBuffer, WorkQueue,
@@ -24,8 +25,8 @@ use crate::objects::{
 /// Most send WQEs fetched for one QP per service round (then it is queued again).
 const FETCH_BUDGET: usize = 64;
 
-/// Most send WQEs of one QP the device holds (fetched, not completed): the engine keeps a copy
-/// of each until it completes, so this bounds a QP's memory in the device (at most this many
+/// Most send WQEs of one QP the device holds (fetched, not completed): its transport keeps a
+/// copy of each until it completes, so this bounds a QP's memory in the device (at most this many
 /// strides) however deep its ring. The rest wait in the ring; completions make room.
 pub const MAX_HELD_SENDS: usize = 128;
 
@@ -152,6 +153,7 @@ impl DeviceCore {
             rang: Default::default(),
             rq_notified: false,
             queued: false,
+            transport: Some(QpTransport::default()),
         };
         let qpn = if qp_type == QpType::Gsi {
             if !self.objects_mut().qps_mut().insert_at(GSI_QPN, qp) {
@@ -229,6 +231,7 @@ impl DeviceCore {
             rang: Default::default(),
             rq_notified: false,
             queued: false,
+            transport: Some(QpTransport::default()),
         };
         self.objects_mut()
             .qps_mut()
@@ -359,6 +362,10 @@ impl DeviceCore {
         qp.attrs.apply(cmd);
         let old_state = qp.state;
         qp.state = new_state;
+        // Commands run between the engine's turns: the transport is the QP's.
+        if let Some(transport) = qp.transport.as_mut() {
+            transport.modified(old_state, new_state, &qp.attrs);
+        }
         match new_state {
             QpState::Reset => {
                 for wq in [qp.sq.as_mut(), qp.rq.as_mut()].into_iter().flatten() {
@@ -385,8 +392,14 @@ impl DeviceCore {
     /// Moves a QP to ERR after a fatal WQE problem and reports it.
     pub fn qp_fatal(&mut self, qpn: u32, detail: u8) {
         if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
-            if qp.state != QpState::Err {
-                qp.state = QpState::Err;
+            // A transport lent to the engine (a receive WQE it asked for was broken) is
+            // stopped, and traced, when the engine gives it back.
+            let (was, parked) = (u8::from(qp.state), qp.transport.is_some());
+            if qp.enter_error() {
+                if parked {
+                    let event = || serde_json::json!({"qpn": qpn, "was": was, "why": "device"});
+                    self.trace().event("qp_error", event);
+                }
                 self.post_async_event(EventType::QpFatal, detail, qpn, 0);
             }
             self.queue_work(Work::Qp(qpn));

@@ -23,11 +23,26 @@ fn fatal_wqe(s: &mut Scripted) {
     s.run(4);
 }
 
+/// The QP's transport state, which its QP object owns between the engine's turns: whether
+/// it has work, and its requester's next deadline.
+fn transport(s: &Scripted) -> (bool, Option<std::time::Instant>) {
+    let t = s
+        .qp_object()
+        .transport
+        .as_ref()
+        .expect("not lent between turns");
+    (t.busy(), t.next_deadline())
+}
+
 #[test]
 fn qp_error_from_a_fatal_wqe_stops_the_engine() {
     let mut s = Scripted::new(MIB, fast_timeout());
     let at = one_write(&mut s, 1);
+    let (busy, deadline) = transport(&s);
+    assert!(busy && deadline.is_some(), "the WRITE in flight, timed");
     fatal_wqe(&mut s);
+    // The device stopped the transport as it moved the QP: nothing in flight, no timer.
+    assert_eq!(transport(&s), (false, None));
     assert!(
         statuses(&s.cqes)
             .iter()
@@ -95,17 +110,9 @@ fn error_completion_the_cq_cannot_take_still_moves_the_qp_to_error() {
     for _ in 0..4 {
         s.n.g.dev.process();
     }
-    let state =
-        s.n.g
-            .dev
-            .core
-            .objects()
-            .qps()
-            .get(s.qp.qpn)
-            .map(|q| q.state);
     assert_eq!(
-        state,
-        Some(QpState::Err),
+        s.qp_object().state,
+        QpState::Err,
         "the engine failed the WRITE and went to ERR; the device's QP did not"
     );
 }

@@ -324,15 +324,7 @@ fn the_device_holds_a_bounded_number_of_send_wqes() {
     for wr_id in 0..POSTED {
         s.qp.post(&mut s.n, wr_id, WR_RDMA_WRITE, buf, 100, &seg, 0);
     }
-    let held = |s: &Scripted| {
-        s.n.g
-            .dev
-            .core
-            .objects()
-            .qps()
-            .get(s.qp.qpn)
-            .map_or(0, |qp| qp.inflight.len())
-    };
+    let held = |s: &Scripted| s.qp_object().inflight.len();
     let mut most = 0;
     for _ in 0..1000 {
         let sent = s.sent();

@@ -131,7 +131,7 @@ fn read_response_packet(
         host.count(COUNTER_DROPS, 1);
         return;
     }
-    let pd = host.qp_pd(qp.qpn).unwrap_or(0);
+    let pd = qp.pd;
     let Some(status) = place(host, pd, &w.work.sges, offset, pkt.payload) else {
         return;
     };
@@ -188,7 +188,7 @@ fn atomic_ack(qp: &mut QpCtx, io: &Io, host: &mut dyn EngineHost, pkt: &Packet<'
     };
     ack_through(qp, io, psn::sub(at, 1), now);
     let original = pkt.atomic_ack.unwrap_or_default();
-    let pd = host.qp_pd(qp.qpn).unwrap_or(0);
+    let pd = qp.pd;
     let sges = qp.req.wqes.get(i).map_or(&[][..], |w| &w.work.sges[..]);
     let Some(status) = place(host, pd, sges, 0, &original.to_le_bytes()) else {
         return;

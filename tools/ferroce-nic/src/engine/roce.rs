@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
-//! The RoCE transport engine: per-QP state, frame reception and dispatch, and the transmit
+//! The RoCE transport engine: per-QP transport state (which each QP object owns), QP turns,
+//! frame reception and dispatch, and the transmit
 //! path shared by the three state machines ([`super::requester`], [`super::responder`],
 //! [`super::completer`]), in the manner of Linux rxe.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,23 +39,89 @@ const LOOPBACK_ROUNDS: usize = 8;
 /// IBA's 4.096 µs unit.
 pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
 
-/// One QP's transport state.
+/// One QP's transport state: what its requester, completer and responder keep between
+/// packets (rxe keeps the same in `rxe_qp`'s `req`, `comp` and `resp`).
 ///
-/// The device's QP object owns the QP's state; `state` mirrors it. The device tells the engine
-/// of every modify command ([`Engine::qp_modified`]), but it also moves QPs to ERR on its own
-/// (a malformed WQE, a broken receive queue, an error completion): [`QpCtx::sync`] takes that
-/// state at every entry into the engine that can act for the QP (a received frame, a poll's
-/// turn, new send work), before anything is sent, written or executed. When the engine itself
-/// finds an error, it moves the device's QP first (an error completion, `qp_error`) and then
-/// its own ([`QpCtx::enter_error`]).
+/// The device's QP object owns it ([`crate::objects::Qp`]), beside the QP's state and
+/// attributes, and the engine borrows it for a turn ([`EngineHost::check_out`]). The device
+/// acts on it itself when a command or a fault moves the QP: [`QpTransport::modified`],
+/// [`QpTransport::enter_error`].
+#[derive(Default)]
+pub struct QpTransport {
+    /// Send side (requester and completer).
+    req: Requester,
+    /// Receive side.
+    resp: Responder,
+}
+
+impl QpTransport {
+    /// What a modify command from `old` to `new` (attributes `attrs`, already applied) does to
+    /// the transport: RESET forgets the connection, RTR starts the responder at the receive
+    /// PSN, RTS from INIT or RTR the requester at the send PSN, ERR stops both, and any other
+    /// modify takes new retry counts and limits.
+    pub fn modified(&mut self, old: QpState, new: QpState, attrs: &QpAttrs) {
+        match new {
+            QpState::Reset => *self = Self::default(),
+            QpState::Rtr if old != QpState::Rtr => self.resp.reset(attrs.rq_psn),
+            QpState::Rts if old == QpState::Rtr || old == QpState::Init => {
+                self.req.reset(attrs);
+            }
+            QpState::Err => self.enter_error(),
+            _ => self.req.update_limits(attrs),
+        }
+    }
+
+    /// Enters ERR: nothing more is sent or retransmitted (the WQEs are dropped: the device
+    /// flushes them), no READ response is sent or written, no request executed.
+    pub fn enter_error(&mut self) {
+        stop(&mut self.req, &mut self.resp);
+    }
+
+    /// Whether the QP has work for a poll's round: WQEs queued or in flight (and their
+    /// timers), an ACK or READ responses to send.
+    pub fn busy(&self) -> bool {
+        self.req.busy() || self.resp.busy()
+    }
+
+    /// XRC_TGT: XRC SRQ `srqn` was destroyed (see [`Responder::srq_destroyed`]).
+    pub fn srq_destroyed(&mut self, srqn: u32) {
+        self.resp.srq_destroyed(srqn);
+    }
+
+    /// When the requester next acts on its own (see [`Requester::next_deadline`]).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.req.next_deadline()
+    }
+}
+
+/// Stops a transport that entered ERR: its WQEs are dropped (the device flushes them), and its
+/// responder starts afresh at the PSN it expected.
+fn stop(req: &mut Requester, resp: &mut Responder) {
+    req.clear();
+    let epsn = resp.epsn;
+    resp.reset(epsn);
+}
+
+/// A QP during one of its turns in the engine (a received frame, a poll's round, new send
+/// work): the device's facts about it as they are at the turn's start, and its transport state,
+/// lent by the device ([`EngineHost::check_out`]) and given back at the turn's end
+/// ([`EngineHost::check_in`], through [`QpCtx::into_transport`]).
+///
+/// Nothing here outlives the turn but the transport: the state, the attributes and the PD are
+/// the device's, read afresh at every check-out, so that nothing has to be kept in step. When
+/// the engine finds an error, it moves the device's QP first (an error completion, `qp_error`)
+/// and then the turn's ([`QpCtx::enter_error`]); when the device moves it during the turn (an
+/// error completion it wrote, a broken receive queue), the check-in stops the transport.
 pub struct QpCtx {
     /// QP number.
     pub qpn: u32,
     /// Type.
     pub qp_type: QpType,
-    /// State: the device's, as last told or synced.
+    /// State, the device's at the turn's start (ERR if the engine failed the QP since).
     pub state: QpState,
-    /// Attributes, as last told.
+    /// Protection domain (0 for XRC_TGT: each request's SRQ has its own).
+    pub pd: u32,
+    /// Attributes, the device's.
     pub attrs: QpAttrs,
     /// Send side.
     pub req: Requester,
@@ -63,30 +130,31 @@ pub struct QpCtx {
 }
 
 impl QpCtx {
-    fn new(qpn: u32, qp_type: QpType) -> Self {
+    /// QP `qpn`'s turn, with the device's facts and the transport it lends.
+    pub fn lent(
+        qpn: u32,
+        qp_type: QpType,
+        state: QpState,
+        pd: u32,
+        attrs: QpAttrs,
+        transport: QpTransport,
+    ) -> Self {
+        let QpTransport { req, resp } = transport;
         Self {
             qpn,
             qp_type,
-            state: QpState::Reset,
-            attrs: QpAttrs::default(),
-            req: Requester::default(),
-            resp: Responder::default(),
+            state,
+            pd,
+            attrs,
+            req,
+            resp,
         }
     }
 
-    /// Enters ERR: nothing more is sent or retransmitted (the WQEs are dropped: the device
-    /// flushes them), no READ response is sent or written, no request executed.
-    pub fn enter_error(&mut self) {
-        self.state = QpState::Err;
-        self.req.clear();
-        let epsn = self.resp.epsn;
-        self.resp.reset(epsn);
-    }
-
-    /// Takes the device's QP state, which may have moved to ERR without the engine (a fatal
-    /// WQE, a broken receive queue, an error completion, a QP gone). Returns the state.
-    pub fn sync(&mut self, host: &dyn EngineHost, trace: &Tracer) -> QpState {
-        let device = host.qp_state(self.qpn);
+    /// Ends the turn: the transport to give back to the device, whose QP is now in state
+    /// `device` (`None`: gone). If the device moved the QP to ERR during the turn, the transport
+    /// stops here, before it is kept.
+    pub fn into_transport(mut self, device: Option<QpState>, trace: &Tracer) -> QpTransport {
         if self.state != QpState::Err && matches!(device, Some(QpState::Err) | None) {
             let was: u8 = self.state.into();
             trace.event(
@@ -95,13 +163,16 @@ impl QpCtx {
             );
             self.enter_error();
         }
-        self.state
+        QpTransport {
+            req: self.req,
+            resp: self.resp,
+        }
     }
 
-    /// Whether the QP has work for a poll's round: WQEs queued or in flight (and their
-    /// timers), an ACK or READ responses to send.
-    pub fn busy(&self) -> bool {
-        self.req.busy() || self.resp.busy()
+    /// Enters ERR for the rest of the turn (see [`QpTransport::enter_error`]).
+    pub fn enter_error(&mut self) {
+        self.state = QpState::Err;
+        stop(&mut self.req, &mut self.resp);
     }
 
     /// The opcode of this QP's transport for RC opcode `rc` (see [`Transport::opcode`]).
@@ -178,14 +249,14 @@ pub fn route_for(
 
 /// The RoCEv2 (and v1) engine.
 pub struct RoceEngine {
-    /// In QPN order: QPs take their turns in the same order in every run (with a seeded
-    /// fault stream, a run is then a function of its inputs).
-    qps: BTreeMap<u32, QpCtx>,
-    /// The QPs with something to do in a poll's round ([`QpCtx::busy`]: WQEs queued or in
-    /// flight, an ACK or READ responses to send), in QPN order. A poll visits these and no
-    /// other: a QP enters when a WQE, a frame or a modify gives it work and leaves when its turn
-    /// ends without any, so that idle QPs cost a turn nothing. Every busy QP is in it.
-    active: BTreeSet<u32>,
+    /// The QPs with something to do in a poll's round ([`QpTransport::busy`]), each with its
+    /// requester's next deadline as of its last turn. A poll visits these and no other: a QP
+    /// enters when a WQE, a frame or a modify gives it work and leaves when its turn ends
+    /// without any, so that idle QPs cost a turn nothing. Every busy QP is in it. In QPN
+    /// order: QPs take their turns in the same order in every run (with a seeded fault stream,
+    /// a run is then a function of its inputs). The QPs themselves, and their transport state,
+    /// are the device's.
+    active: BTreeMap<u32, Option<Instant>>,
     io: Io,
 }
 
@@ -193,8 +264,7 @@ impl RoceEngine {
     /// An engine for the port with MAC `mac`, wired to `port`, with faults from `faults`.
     pub fn new(mac: [u8; 6], port: PortEnd, faults: Arc<FaultControl>, trace: Arc<Tracer>) -> Self {
         Self {
-            qps: BTreeMap::new(),
-            active: BTreeSet::new(),
+            active: BTreeMap::new(),
             io: Io {
                 egress: Egress {
                     sink: port.sink,
@@ -273,17 +343,33 @@ impl RoceEngine {
         if multicast {
             return self.receive_multicast(host, &pkt, &f);
         }
-        let Some(qp) = self.qps.get_mut(&pkt.bth.dest_qpn) else {
+        let Some(mut qp) = host.check_out(pkt.bth.dest_qpn) else {
             return drop(host, "no such QP", &self.io.trace);
         };
-        qp.sync(host, &self.io.trace);
+        self.receive_on(&mut qp, host, &pkt, &f, now);
+        self.give_back(host, qp);
+    }
+
+    /// QP `qp`'s turn for frame `f` (packet `pkt`) that named it.
+    fn receive_on(
+        &mut self,
+        qp: &mut QpCtx,
+        host: &mut dyn EngineHost,
+        pkt: &Packet<'_>,
+        f: &RoceFrame<'_>,
+        now: Instant,
+    ) {
+        let drop = |host: &mut dyn EngineHost, why: &str, trace: &Tracer| {
+            host.count(COUNTER_DROPS, 1);
+            trace.event("drop", || json!({"why": why}));
+        };
         let transport = pkt.info.transport();
         if transport != Transport::of(qp.qp_type)
             || !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
         {
             return drop(host, "QP type or state", &self.io.trace);
         }
-        if transport != Transport::Ud && !qp.from_peer(host, &f) {
+        if transport != Transport::Ud && !qp.from_peer(host, f) {
             return drop(host, "not from the QP's peer", &self.io.trace);
         }
         // An XRC connection's halves: XRC_INI sends requests, XRC_TGT answers them.
@@ -292,19 +378,36 @@ impl RoceEngine {
             return drop(host, "XRC: the other half's packet", &self.io.trace);
         }
         if transport == Transport::Ud {
-            super::responder::receive_ud(qp, &mut self.io, host, &pkt, &f);
+            super::responder::receive_ud(qp, &mut self.io, host, pkt, f);
         } else if pkt.info.has(flag::REQ) {
-            super::responder::receive_request(qp, &mut self.io, host, &pkt, now);
+            super::responder::receive_request(qp, &mut self.io, host, pkt, now);
         } else if qp.state != QpState::Rtr {
-            super::completer::receive_response(qp, &mut self.io, host, &pkt, now);
+            super::completer::receive_response(qp, &mut self.io, host, pkt, now);
             // An error the response revealed ends the QP now, not at the next poll: nothing
             // after it is sent, and no later response is written.
             super::completer::complete(qp, host);
         } else {
             drop(host, "response before RTS", &self.io.trace);
         }
-        qp.sync(host, &self.io.trace);
-        settle(&mut self.active, qp);
+    }
+
+    /// Ends `qp`'s turn: its transport goes back to the device, and the QP stays in the
+    /// active set while it has work.
+    fn give_back(&mut self, host: &mut dyn EngineHost, qp: QpCtx) {
+        let qpn = qp.qpn;
+        let transport = qp.into_transport(host.qp_state(qpn), &self.io.trace);
+        self.settle(qpn, &transport);
+        host.check_in(qpn, transport);
+    }
+
+    /// Keeps QP `qpn` in the active set, with its deadline, while its `transport` has work,
+    /// and takes it out when it has none: wherever a QP's turn or a modify ends.
+    fn settle(&mut self, qpn: u32, transport: &QpTransport) {
+        if transport.busy() {
+            self.active.insert(qpn, transport.next_deadline());
+        } else {
+            self.active.remove(&qpn);
+        }
     }
 
     /// Delivers a datagram sent to a multicast group to every UD QP attached to it that can
@@ -315,10 +418,9 @@ impl RoceEngine {
         pkt: &Packet<'_>,
         f: &RoceFrame<'_>,
     ) {
-        let trace = &self.io.trace;
         let drop = |host: &mut dyn EngineHost, why: &str| {
             host.count(COUNTER_DROPS, 1);
-            trace.event("drop", || json!({"why": why}));
+            self.io.trace.event("drop", || json!({"why": why}));
         };
         if pkt.bth.dest_qpn != MCAST_QPN || pkt.info.transport() != Transport::Ud {
             return drop(host, "multicast: not a datagram to QPN 0xffffff");
@@ -328,17 +430,15 @@ impl RoceEngine {
             return drop(host, "multicast: no QP attached");
         }
         for qpn in members {
-            let Some(qp) = self.qps.get_mut(&qpn) else {
+            let Some(mut qp) = host.check_out(qpn) else {
                 continue;
             };
-            qp.sync(host, &self.io.trace);
             if qp.qp_type == QpType::Ud
                 && matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
             {
-                super::responder::receive_ud(qp, &mut self.io, host, pkt, f);
-                qp.sync(host, &self.io.trace);
-                settle(&mut self.active, qp);
+                super::responder::receive_ud(&mut qp, &mut self.io, host, pkt, f);
             }
+            self.give_back(host, qp);
         }
     }
 
@@ -366,22 +466,22 @@ impl RoceEngine {
     /// One round of the timed and pending work of every QP that has some; what a QP loops
     /// back is received before the next QP's turn.
     fn service_qps(&mut self, host: &mut dyn EngineHost, now: Instant) {
-        let qpns: Vec<u32> = self.active.iter().copied().collect();
+        let qpns: Vec<u32> = self.active.keys().copied().collect();
         // The ACK a timer waits for may be among the frames a poll did not take yet (more
         // arrived than [`RX_BUDGET`]): timers expire only once everything received was seen.
         let all_received = self.io.rx.is_empty();
         for qpn in qpns {
-            if let Some(qp) = self.qps.get_mut(&qpn) {
-                qp.sync(host, &self.io.trace);
-                super::responder::flush_ack(qp);
-                super::responder::send_replies(qp, &mut self.io, host);
+            if let Some(mut qp) = host.check_out(qpn) {
+                super::responder::flush_ack(&mut qp);
+                super::responder::send_replies(&mut qp, &mut self.io, host);
                 if all_received {
-                    super::requester::timers(qp, &mut self.io, host, now);
+                    super::requester::timers(&mut qp, &mut self.io, host, now);
                 }
-                super::requester::run(qp, &mut self.io, host, now);
-                super::completer::complete(qp, host);
-                qp.sync(host, &self.io.trace);
-                settle(&mut self.active, qp);
+                super::requester::run(&mut qp, &mut self.io, host, now);
+                super::completer::complete(&mut qp, host);
+                self.give_back(host, qp);
+            } else {
+                self.active.remove(&qpn);
             }
             if !self.io.egress.loopback.is_empty() {
                 self.drain_loopback(host, now);
@@ -391,62 +491,28 @@ impl RoceEngine {
 }
 
 impl Engine for RoceEngine {
-    fn qp_created(&mut self, qpn: u32, qp_type: QpType) {
-        self.qps.insert(qpn, QpCtx::new(qpn, qp_type));
-    }
-
-    fn qp_modified(&mut self, qpn: u32, state: QpState, attrs: &QpAttrs) {
-        let Some(qp) = self.qps.get_mut(&qpn) else {
-            return;
-        };
-        if state == QpState::Reset {
-            // Everything the transport knew of the connection goes; the type stays.
-            *qp = QpCtx::new(qpn, qp.qp_type);
-        }
-        let old = qp.state;
-        qp.state = state;
-        qp.attrs = *attrs;
-        match state {
-            QpState::Rtr if old != QpState::Rtr => qp.resp.reset(attrs.rq_psn),
-            QpState::Rts if old == QpState::Rtr || old == QpState::Init => {
-                qp.req.reset(attrs);
-            }
-            QpState::Err => qp.enter_error(),
-            QpState::Reset => {}
-            _ => qp.req.update_limits(attrs),
-        }
-        settle(&mut self.active, qp);
+    fn qp_modified(&mut self, qpn: u32, _state: QpState, transport: &QpTransport) {
+        self.settle(qpn, transport);
     }
 
     fn qp_destroyed(&mut self, qpn: u32) {
-        self.qps.remove(&qpn);
         self.active.remove(&qpn);
-    }
-
-    fn srq_destroyed(&mut self, srqn: u32) {
-        for qp in self.qps.values_mut() {
-            if qp.qp_type == QpType::XrcTgt {
-                qp.resp.srq_destroyed(srqn);
-            }
-        }
     }
 
     fn post_send(&mut self, host: &mut dyn EngineHost, work: SendWork) {
         let now = host.now();
-        let Some(qp) = self.qps.get_mut(&work.qpn) else {
-            // Unknown to the engine (cannot happen for QPs the shell created): fail it.
+        let Some(mut qp) = host.check_out(work.qpn) else {
+            // No such QP (cannot happen for work the shell fetched): fail it.
             let _ = host.complete_send(work.qpn, work.index, WcStatus::LocQpOpErr, 0);
             return;
         };
-        if qp.sync(host, &self.io.trace) == QpState::Err {
-            // The device flushes it with the rest of the QP's WQEs.
-            return;
+        // A QP in ERR: the device flushes the WQE with the rest of the QP's.
+        if qp.state != QpState::Err {
+            super::requester::post(&mut qp, host, work);
+            super::requester::run(&mut qp, &mut self.io, host, now);
+            super::completer::complete(&mut qp, host);
         }
-        super::requester::post(qp, host, work);
-        super::requester::run(qp, &mut self.io, host, now);
-        super::completer::complete(qp, host);
-        qp.sync(host, &self.io.trace);
-        settle(&mut self.active, qp);
+        self.give_back(host, qp);
         if !self.io.egress.loopback.is_empty() {
             self.drain_loopback(host, now);
         }
@@ -501,8 +567,9 @@ impl Engine for RoceEngine {
     fn next_deadline(&self) -> Option<Instant> {
         // Only a QP with WQEs has timers.
         self.active
-            .iter()
-            .filter_map(|qpn| self.qps.get(qpn)?.req.next_deadline())
+            .values()
+            .flatten()
+            .copied()
             .chain(self.io.next_release())
             .min()
     }
@@ -516,19 +583,8 @@ impl Engine for RoceEngine {
     }
 
     fn reset(&mut self) {
-        self.qps.clear();
         self.active.clear();
         self.io.egress.loopback.clear();
-    }
-}
-
-/// Keeps `qp` in the `active` set while it has work ([`QpCtx::busy`]) and takes it out when it
-/// has none: called wherever a QP's turn, frame, WQE or modify ends.
-fn settle(active: &mut BTreeSet<u32>, qp: &QpCtx) {
-    if qp.busy() {
-        active.insert(qp.qpn);
-    } else {
-        active.remove(&qp.qpn);
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use ferroce_hw::*;
 
 use crate::device::{DeviceCore, Work};
+use crate::engine::roce::{QpCtx, QpTransport};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
 use crate::objects::{
     access_writes, mr_access_valid, Binding, BufferMap, Fault, Mr, MrBacking, MrError,
@@ -234,11 +235,11 @@ impl EngineHost for DeviceCore {
                 }
             }
         }
-        // An error moves the QP to ERR even if its CQE could not be written (the engine's QP
-        // context follows the device's state: they must not diverge).
+        // An error moves the QP to ERR even if its CQE could not be written (its transport,
+        // lent for this turn, stops when the engine gives it back).
         if status != WcStatus::Success {
             if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
-                qp.state = QpState::Err;
+                qp.enter_error();
             }
             self.queue_work(Work::Qp(qpn));
         } else if more {
@@ -543,8 +544,22 @@ impl EngineHost for DeviceCore {
         DeviceCore::now(self)
     }
 
-    fn qp_pd(&self, qpn: u32) -> Option<u32> {
-        self.objects().qps().get(qpn).map(|qp| qp.pd)
+    fn check_out(&mut self, qpn: u32) -> Option<QpCtx> {
+        let qp = self.objects_mut().qps_mut().get_mut(qpn)?;
+        let Some(transport) = qp.transport.take() else {
+            // Turns do not nest: a QP's transport is lent once at a time.
+            debug_assert!(false, "QP {qpn}'s transport is lent already");
+            return None;
+        };
+        Some(QpCtx::lent(
+            qpn, qp.qp_type, qp.state, qp.pd, qp.attrs, transport,
+        ))
+    }
+
+    fn check_in(&mut self, qpn: u32, transport: QpTransport) {
+        if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
+            qp.transport = Some(transport);
+        }
     }
 
     fn check_access(
@@ -578,8 +593,7 @@ impl EngineHost for DeviceCore {
 
     fn qp_error(&mut self, qpn: u32, event_type: EventType) {
         if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
-            if qp.state != QpState::Err {
-                qp.state = QpState::Err;
+            if qp.enter_error() {
                 if qp.srqn != NONE {
                     self.post_async_event(EventType::QpLastWqeReached, 0, qpn, 0);
                 }

@@ -985,6 +985,12 @@ impl Scripted {
         Self::with(buf_len, conn, |n| Qp::create(n, qp_type))
     }
 
+    /// The device's object of the QP (its state, its WQEs in flight, its transport).
+    pub fn qp_object(&self) -> &ferroce_nic::objects::Qp {
+        let qps = self.n.g.dev.core.objects().qps();
+        qps.get(self.qp.qpn).expect("the QP exists")
+    }
+
     /// The same with the QP `make` creates on the node (connected here).
     pub fn with(buf_len: usize, conn: Conn, make: impl FnOnce(&mut Node) -> Qp) -> Self {
         let (port, wire) = back_to_back();

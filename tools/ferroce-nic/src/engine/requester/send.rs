@@ -30,8 +30,6 @@ pub enum Stop {
     NotRts,
     /// An RNR NAK's wait has not ended.
     RnrWait,
-    /// The QP is gone from the host (its protection domain cannot be looked up).
-    Gone,
     /// A WQE failed: the QP goes to ERR when it completes, and nothing after it goes out.
     Failed,
     /// A READ asked for in pieces, not all asked for yet, owns the PSNs up to its end.
@@ -59,7 +57,6 @@ impl Stop {
             Stop::Budget => "budget",
             Stop::NotRts => "not RTS",
             Stop::RnrWait => "RNR wait",
-            Stop::Gone => "QP gone",
             Stop::Failed => "failed WQE",
             Stop::UnrequestedRead => "READ not all requested",
             Stop::PagesNotReady => "pages not ready",
@@ -83,7 +80,7 @@ impl Stop {
 /// [`ReqState::Done`]:
 ///
 /// ```text
-/// START ─┬─ not RTS, RNR wait, QP gone ──────────────────────────────────────→ DONE
+/// START ─┬─ not RTS, RNR wait ───────────────────────────────────────────────→ DONE
 ///        └─ GET_WQE ─┬─ no WQE left / budget spent ─────────────────────────────→ DONE
 ///                    ├─ done ─────────────────────────────────→ (next) GET_WQE
 ///                    ├─ failed, an earlier READ unrequested, pages not mapped → DONE
@@ -100,8 +97,8 @@ impl Stop {
 /// a timer, the next poll) begins again at START.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReqState {
-    /// The QP may send: it is in RTS, not waiting out an RNR NAK, and known to the host (its
-    /// protection domain and route are looked up once per pass).
+    /// The QP may send: it is in RTS and not waiting out an RNR NAK (its route is looked up
+    /// once per pass).
     Start,
     /// The WQE under the cursor: one already done is stepped over; a failed one stops the
     /// pass; a new one must wait for an earlier READ asked for in pieces, and for its own
@@ -257,10 +254,7 @@ impl Pass<'_> {
             }
             qp.req.rnr_until = None;
         }
-        let Some(pd) = self.host.qp_pd(qp.qpn) else {
-            return ReqState::Done(Stop::Gone);
-        };
-        self.pd = pd;
+        self.pd = qp.pd;
         if qp.qp_type.is_connected() {
             self.route = qp.route(self.host);
         }

@@ -17,13 +17,8 @@ impl Request<'_, '_> {
             self.xrc = Some((srqn, pd.is_some()));
             return RespState::ChkPsn;
         }
-        match self.host.qp_pd(self.qp.qpn) {
-            Some(pd) => {
-                self.pd = pd;
-                RespState::ChkPsn
-            }
-            None => RespState::Done,
-        }
+        self.pd = self.qp.pd;
+        RespState::ChkPsn
     }
 
     pub(super) fn chk_psn(&mut self) -> RespState {

@@ -135,7 +135,7 @@ pub fn receive_ud(
         host.count(COUNTER_DROPS, 1);
         return;
     }
-    let Some(pd) = host.qp_pd(qp.qpn) else { return };
+    let pd = qp.pd;
     let Ok(Some(work)) = host.take_recv(qp.qpn) else {
         host.count(COUNTER_DROPS, 1);
         return;
