@@ -63,21 +63,27 @@ pub struct FunctionParts {
     pub trace: Arc<Tracer>,
 }
 
-impl Default for FunctionParts {
-    fn default() -> Self {
+impl FunctionParts {
+    /// The parts of a function woken by `wake` (the NIC's device thread's), with a receive
+    /// queue and a trace of its own.
+    pub fn new(wake: Arc<Wake>) -> Self {
         Self {
-            // Only the in-process tests make functions one by one; `serve` makes a NIC's
-            // functions with [`make_functions`](crate::functions::make_functions).
-            wake: Arc::new(Wake::new().expect("an eventfd for the device thread's wake-up")),
+            wake,
             port_rx: RxQueue::new(),
             trace: Arc::new(Tracer::new()),
         }
+    }
+
+    /// The parts of a function alone on its device thread (a wake-up of its own). `serve`
+    /// makes a NIC's functions with [`make_functions`](crate::functions::make_functions).
+    pub fn alone() -> std::io::Result<Self> {
+        Ok(Self::new(Arc::new(Wake::new()?)))
     }
 }
 
 impl Function {
     /// A NIC with the RoCE engine and no cable.
-    pub fn new(config: DeviceConfig) -> Arc<Self> {
+    pub fn new(config: DeviceConfig) -> std::io::Result<Arc<Self>> {
         Self::with_port(
             config,
             Box::new(NullSink),
@@ -92,8 +98,9 @@ impl Function {
         sink: Box<dyn FrameSink>,
         faults: Arc<FaultControl>,
         port_stats: Arc<PortStats>,
-    ) -> Arc<Self> {
-        Self::with_parts(config, sink, faults, port_stats, FunctionParts::default())
+    ) -> std::io::Result<Arc<Self>> {
+        let parts = FunctionParts::alone()?;
+        Ok(Self::with_parts(config, sink, faults, port_stats, parts))
     }
 
     /// A function of a NIC, with the parts it shares with the NIC's port and device thread.
@@ -186,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_doorbell_does_not_wait_for_the_device_lock() {
-        let nic = Function::new(DeviceConfig::default());
+        let nic = Function::new(DeviceConfig::default()).expect("a function");
         // The device thread's round holds the lock.
         let round = nic.lock();
         let (done, written) = std::sync::mpsc::channel();
@@ -218,7 +225,7 @@ mod tests {
 
     #[test]
     fn a_pushed_wqe_wakes_the_device_thread_once() {
-        let nic = Function::new(DeviceConfig::default());
+        let nic = Function::new(DeviceConfig::default()).expect("a function");
         let wqe: Vec<u8> = (0..80u8).collect();
         for (i, chunk) in wqe.chunks(8).enumerate() {
             nic.bar0_write(db(1, ferroce_hw::PUSH_WINDOW_OFFSET + 8 * i), chunk);
@@ -233,7 +240,7 @@ mod tests {
 
     #[test]
     fn a_full_mailbox_loses_no_write_and_keeps_their_order() {
-        let nic = Function::new(DeviceConfig::default());
+        let nic = Function::new(DeviceConfig::default()).expect("a function");
         let mailbox = Mailbox::with_capacity(2);
         let lock = || {
             let mut device = nic.device.lock().unwrap();

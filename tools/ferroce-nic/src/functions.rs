@@ -274,10 +274,7 @@ pub fn make_functions(
         .zip(stats)
         .enumerate()
         .map(|(k, (config, stats))| {
-            let parts = FunctionParts {
-                wake: wake.clone(),
-                ..FunctionParts::default()
-            };
+            let parts = FunctionParts::new(wake.clone());
             Function::with_parts(
                 config.clone(),
                 sink(k),

@@ -99,6 +99,9 @@ pub enum Woken {
 pub struct Sleeper {
     epoll: Epoll,
     timer: TimerFd,
+    /// The deadline the timer is armed to (it may have expired), if any: a sleep to the same
+    /// deadline leaves the timer as it is.
+    armed: Option<Instant>,
     wake: Arc<Wake>,
 }
 
@@ -122,7 +125,12 @@ impl Sleeper {
             timer.as_raw_fd(),
             EpollEvent::new(EventSet::IN, Self::TIMER),
         )?;
-        Ok(Self { epoll, timer, wake })
+        Ok(Self {
+            epoll,
+            timer,
+            armed: None,
+            wake,
+        })
     }
 
     /// The wake-up it sleeps on.
@@ -139,10 +147,18 @@ impl Sleeper {
                 if wait.is_zero() {
                     return Ok(self.woken(self.wake.take()));
                 }
-                self.timer.reset(wait, None)?
+                // Armed to this deadline already, the timer has not expired (it is not past).
+                if self.armed != Some(at) {
+                    self.timer.reset(wait, None)?;
+                    self.armed = Some(at);
+                }
             }
             // Disarming also resets what an earlier expiry left readable.
-            None => self.timer.clear()?,
+            None if self.armed.is_some() => {
+                self.timer.clear()?;
+                self.armed = None;
+            }
+            None => {}
         }
         let mut result = Ok(());
         let signalled = self.wake.sleep_unless_signalled(|| {
@@ -217,5 +233,17 @@ mod tests {
         );
         // A past deadline does not sleep.
         assert_eq!(s.sleep(Some(deadline)).unwrap(), Woken::Timer);
+    }
+
+    #[test]
+    fn a_sleep_to_the_deadline_the_timer_is_armed_to_ends_at_it() {
+        let mut s = sleeper();
+        let deadline = Instant::now() + Duration::from_millis(20);
+        // Armed, and woken early by a signal.
+        s.wake().signal();
+        assert_eq!(s.sleep(Some(deadline)).unwrap(), Woken::Signal);
+        // The timer is left armed to the same deadline, and ends the next sleep there.
+        assert_eq!(s.sleep(Some(deadline)).unwrap(), Woken::Timer);
+        assert!(Instant::now() >= deadline, "not before the deadline");
     }
 }

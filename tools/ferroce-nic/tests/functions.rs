@@ -20,7 +20,10 @@ fn the_host_sets_a_functions_limits_within_its_slice() {
     configs[1].mac = MAC_B;
     configs[1].max_qp = 64;
     lay_out(&mut configs);
-    let nics: Vec<Arc<Function>> = configs.iter().map(|c| Function::new(c.clone())).collect();
+    let nics: Vec<Arc<Function>> = configs
+        .iter()
+        .map(|c| Function::new(c.clone()).expect("a function"))
+        .collect();
     let host = Functions {
         nics: nics.clone(),
         slices: configs,

@@ -68,7 +68,8 @@ fn steering_and_pass_through() {
         Box::new(ferroce_nic::engine::wire::NullSink),
         FaultControl::new(FaultConfig::default()),
         stats.clone(),
-    );
+    )
+    .expect("a function");
     port.spawn(std::slice::from_ref(&nic)).expect("spawn");
 
     let mut buf = [0u8; 9216];
@@ -146,7 +147,7 @@ impl Bench {
                 let sock = UnixDatagram::bind(path(&format!("nic-{n}"))).expect("netdev");
                 let parts = FunctionParts {
                     port_rx: rx[i].clone(),
-                    ..FunctionParts::default()
+                    ..FunctionParts::alone().expect("an eventfd")
                 };
                 let peer = path(&format!("qemu-{n}"));
                 Vport::new(mac, parts, stats[i].clone(), Some((sock, peer)))

@@ -684,8 +684,18 @@ fn doorbell_records_are_polled_instead_of_doorbells() {
     assert_eq!((c.status, c.syndrome), (STATUS_BAD_PARAM, 62));
 }
 
-/// A CQ create or resize refused for a reserved field names that field in its syndrome (its payload offset + 1),
-/// as every other command's check does.
+/// Asserts that completion `c` refused its command (`what`) for the field at payload offset
+/// `offset`: `STATUS_BAD_PARAM`, and the offset + 1 in the syndrome.
+fn assert_refused_at(c: CmdCompletion, offset: usize, what: impl std::fmt::Debug) {
+    assert_eq!(
+        (c.status, c.syndrome),
+        (STATUS_BAD_PARAM, offset as u32 + 1),
+        "{what:?}"
+    );
+}
+
+/// A CQ create or resize refused for a reserved field names that field in its syndrome (its
+/// payload offset + 1), as every other command's check does.
 #[test]
 fn a_refused_cq_command_names_its_reserved_field() {
     use core::mem::offset_of;
@@ -719,12 +729,7 @@ fn a_refused_cq_command_names_its_reserved_field() {
         ),
     ];
     for (cmd, offset) in cases {
-        let c = g.cmd(&cmd);
-        assert_eq!(
-            (c.status, c.syndrome),
-            (STATUS_BAD_PARAM, offset as u32 + 1),
-            "{cmd:?}"
-        );
+        assert_refused_at(g.cmd(&cmd), offset, cmd);
     }
     let cqn = g.ok(&good).cqn;
     // RESIZE_CQ likewise, each reserved field by its own offset.
@@ -746,12 +751,7 @@ fn a_refused_cq_command_names_its_reserved_field() {
         ),
     ];
     for (cmd, offset) in cases {
-        let c = g.cmd(&cmd);
-        assert_eq!(
-            (c.status, c.syndrome),
-            (STATUS_BAD_PARAM, offset as u32 + 1),
-            "{cmd:?}"
-        );
+        assert_refused_at(g.cmd(&cmd), offset, cmd);
     }
 }
 
@@ -796,11 +796,7 @@ fn a_refused_modify_qp_or_create_ah_names_its_reserved_field() {
         ),
     ];
     for (i, (c, offset)) in cases.into_iter().enumerate() {
-        assert_eq!(
-            (c.status, c.syndrome),
-            (STATUS_BAD_PARAM, offset as u32 + 1),
-            "case {i}"
-        );
+        assert_refused_at(c, offset, format_args!("case {i}"));
     }
     // Neither refusal changed anything: the same commands with zeros go through.
     assert_eq!(g.cmd(&modify).status, STATUS_OK);

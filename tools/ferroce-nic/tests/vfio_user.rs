@@ -94,7 +94,7 @@ fn qemu_like_client_end_to_end() {
     std::fs::create_dir_all(&dir).expect("dir");
     let socket: PathBuf = dir.join("nic.sock");
     let control = dir.join("nic.ctl");
-    let nic = Function::new(DeviceConfig::default());
+    let nic = Function::new(DeviceConfig::default()).expect("a function");
     ferroce_nic::control::spawn_control_server(nic.clone(), &control, None).expect("control");
     spawn_device_thread(vec![nic.clone()]).expect("device thread");
     {
@@ -306,7 +306,8 @@ fn backend() -> (Arc<Function>, Backend) {
     let nic = Function::new(DeviceConfig {
         msix_vectors: VECTORS,
         ..DeviceConfig::default()
-    });
+    })
+    .expect("a function");
     let backend = Backend::new(nic.clone(), VECTORS);
     (nic, backend)
 }
@@ -731,7 +732,7 @@ fn hostile_messages_get_error_replies_over_the_socket() {
     let dir = std::env::temp_dir().join(format!("ferroce-vfio-raw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let socket: PathBuf = dir.join("nic.sock");
-    let nic = Function::new(DeviceConfig::default());
+    let nic = Function::new(DeviceConfig::default()).expect("a function");
     {
         let nic = nic.clone();
         let socket = socket.clone();

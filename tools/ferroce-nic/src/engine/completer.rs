@@ -339,7 +339,7 @@ struct Response<'r, 'p> {
 }
 
 /// Handles a response packet addressed to `qp` (from its peer: the engine checked the path):
-/// runs the completer's states ([`CompState`]) from CHK_PSN to DONE.
+/// runs the completer's states (`CompState`) from CHK_PSN to DONE.
 pub fn receive_response(
     qp: &mut QpCtx,
     io: &mut Io,

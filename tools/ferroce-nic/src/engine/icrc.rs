@@ -12,7 +12,7 @@
 //! so rxe takes the packet from its BTH on for the payload and its ICRC covers the transport
 //! headers twice (Linux 7.3, rxe_icrc.c with rxe_opcode.c). rxe drops a FLUSH whose ICRC is
 //! the standard one. ferroce sends FLUSH with rxe's ICRC, the one other implementation there
-//! is, and takes either on receive ([`matches`]).
+//! is, and takes either on receive ([`matches()`]).
 
 use super::opcode::{op, BTH_LEN, FETH_LEN, RETH_LEN};
 

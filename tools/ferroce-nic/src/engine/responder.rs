@@ -13,7 +13,7 @@
 //! it answers goes out from one queue in PSN order, a budget per poll ([`send_replies`]): READ
 //! responses, the ACKs and NAKs behind them, atomic acknowledgements. However much a peer asks
 //! at once, no QP holds the device thread for more than its budget. UD and GSI datagrams are
-//! received by [`receive_ud`] (both in [`replies`]).
+//! received by [`receive_ud`] (both in `replies`).
 
 mod acks;
 mod atomics;
@@ -90,13 +90,13 @@ enum Resource {
 enum Reply {
     /// The response packets of a READ, one MTU each.
     Read(ReadJob),
-    /// An ACK or NAK (`syndrome`) for `psn`, with the MSN when it was decided and the name of
-    /// the state that decided it (for the trace).
+    /// An ACK or NAK (`syndrome`) for `psn`, with the MSN when it was decided and the state
+    /// that decided it (which the trace names).
     Aeth {
         psn: u32,
         syndrome: u8,
         msn: u32,
-        state: &'static str,
+        state: RespState,
     },
     /// The Atomic Acknowledge of the atomic at `psn`, with its original value.
     AtomicAck { psn: u32, original: u64, msn: u32 },
@@ -459,7 +459,7 @@ struct Request<'r, 'p> {
 }
 
 /// Handles an RC request packet addressed to `qp`: runs the responder's states
-/// ([`RespState`]) from GET_REQ to DONE.
+/// (`RespState`) from GET_REQ to DONE.
 pub fn receive_request(
     qp: &mut QpCtx,
     io: &mut Io,
@@ -720,7 +720,7 @@ impl Request<'_, '_> {
         wc_status: WcStatus,
         event: EventType,
     ) -> RespState {
-        fatal_nak(self.qp, self.host, state.name(), syn, wc_status, event);
+        fatal_nak(self.qp, self.host, state, syn, wc_status, event);
         RespState::Done
     }
 }

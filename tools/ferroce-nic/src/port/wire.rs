@@ -112,7 +112,7 @@ impl fmt::Display for WireSpec {
 #[derive(Debug)]
 pub enum Wire {
     /// A unix datagram socket bound at the NIC's path (frames come in there), an unbound one
-    /// that sends, connected to the peer once the peer is there ([`send_unix`]), and the peer.
+    /// that sends, connected to the peer once the peer is there (`send_unix`), and the peer.
     Unix(UnixDatagram, UnixDatagram, PathBuf),
     /// A TAP device's file: each read is one frame, each write sends one.
     Tap(File),

@@ -180,7 +180,7 @@ struct Pass<'r> {
 }
 
 /// Sends what the window, fences and RD/atomic limits allow: one pass of the requester's
-/// states ([`ReqState`]) from START to DONE.
+/// states (`ReqState`) from START to DONE.
 pub fn run(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Instant) {
     let mut pass = Pass {
         reliable: qp.qp_type.is_reliable(),

@@ -13,7 +13,7 @@ pub(super) fn send_aeth(
     at: u32,
     syn: u8,
     msn: u32,
-    state: &'static str,
+    state: RespState,
 ) {
     let Some(route) = qp.route(host) else { return };
     let mut b = Headers::new(qp.opcode(op::RC_ACKNOWLEDGE), qp.attrs.dest_qpn, at);
@@ -26,7 +26,7 @@ pub(super) fn send_aeth(
     };
     io.trace.event(
         kind,
-        || json!({"dir": "tx", "qpn": qp.qpn, "psn": at, "syndrome": syn, "state": state}),
+        || json!({"dir": "tx", "qpn": qp.qpn, "psn": at, "syndrome": syn, "state": state.name()}),
     );
     io.send(host, &route, &b, &[], Resend::No);
 }
@@ -35,7 +35,7 @@ pub(super) fn send_aeth(
 /// order: an ACK or NAK for a later PSN must not overtake them, or the requester would take it
 /// for a lost response). A later ACK replaces one still queued at the end: it acknowledges
 /// what that one did.
-pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8, state: &'static str) {
+pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8, state: RespState) {
     let msn = qp.resp.msn;
     let resp = &mut qp.resp;
     if syn == syndrome::ACK {
@@ -63,7 +63,7 @@ pub(super) fn queue_aeth(qp: &mut QpCtx, at: u32, syn: u8, state: &'static str) 
 /// Queues the coalesced ACK, if one is due.
 pub fn flush_ack(qp: &mut QpCtx) {
     if let Some(at) = qp.resp.pending_ack.take() {
-        queue_aeth(qp, at, syndrome::ACK, RespState::Acknowledge.name());
+        queue_aeth(qp, at, syndrome::ACK, RespState::Acknowledge);
     }
 }
 
@@ -72,7 +72,7 @@ pub fn flush_ack(qp: &mut QpCtx) {
 pub(super) fn fatal_nak(
     qp: &mut QpCtx,
     host: &mut dyn EngineHost,
-    state: &'static str,
+    state: RespState,
     syn: u8,
     wc_status: WcStatus,
     event: EventType,
@@ -99,7 +99,7 @@ pub(super) fn fatal_nak(
 }
 
 /// An RNR NAK for the ePSN, decided by state `state` (ERR_RNR, or ERR_PAGE_FAULT).
-pub(super) fn rnr_nak(qp: &mut QpCtx, state: &'static str) {
+pub(super) fn rnr_nak(qp: &mut QpCtx, state: RespState) {
     flush_ack(qp);
     let epsn = qp.resp.epsn;
     // Packets behind this one arrive out of sequence; the RNR NAK stands for them too.

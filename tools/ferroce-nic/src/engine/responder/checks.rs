@@ -115,7 +115,7 @@ impl Request<'_, '_> {
             self.qp,
             epsn,
             syndrome::NAK_PSN_SEQ_ERROR,
-            RespState::ErrPsnOutOfSeq.name(),
+            RespState::ErrPsnOutOfSeq,
         );
         RespState::Done
     }
@@ -279,7 +279,7 @@ impl Request<'_, '_> {
     }
 
     pub(super) fn err_rnr(&mut self) -> RespState {
-        rnr_nak(self.qp, RespState::ErrRnr.name());
+        rnr_nak(self.qp, RespState::ErrRnr);
         RespState::Done
     }
 
@@ -297,7 +297,7 @@ impl Request<'_, '_> {
             Kind::Send | Kind::Write if self.qp.qp_type == QpType::Uc => {
                 return RespState::DropMessage("page fault");
             }
-            Kind::Send | Kind::Write => rnr_nak(self.qp, RespState::ErrPageFault.name()),
+            Kind::Send | Kind::Write => rnr_nak(self.qp, RespState::ErrPageFault),
             // Dropped: the requester's retry (its timer, or the sequence NAK the next packet
             // draws) brings it back.
             _ => self.host.count(COUNTER_DROPS, 1),

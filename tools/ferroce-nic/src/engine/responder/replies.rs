@@ -5,7 +5,7 @@
 
 use super::*;
 
-/// Sends what the responder queued ([`Reply`]), in order, at most [`REPLY_BUDGET`] packets:
+/// Sends what the responder queued (`Reply`), in order, at most [`REPLY_BUDGET`] packets:
 /// the device thread serves every other QP and function between two calls. In ERR only what
 /// was queued before the error goes (it ends with the error's NAK).
 pub fn send_replies(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost) {
