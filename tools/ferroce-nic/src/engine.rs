@@ -220,7 +220,7 @@ pub trait EngineHost {
     /// check-out is followed by a [`check_in`](Self::check_in) before the next one.
     fn check_out(&mut self, qpn: u32) -> Option<QpCtx>;
     /// Gives QP `qpn`'s transport state back at the end of its turn.
-    fn check_in(&mut self, qpn: u32, transport: QpTransport);
+    fn check_in(&mut self, qpn: u32, transport: Box<QpTransport>);
     /// Checks that `len` bytes at `iova` are accessible through MR `key` for `access` in `pd`,
     /// without touching memory (a responder checks a whole WRITE or READ before the first byte).
     /// Pages of an on-demand MR that are not present are `MrError::NotPresent`, and their

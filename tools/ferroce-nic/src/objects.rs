@@ -597,7 +597,7 @@ pub struct Qp {
     /// Its transport state (PSNs, WQEs in flight, timers, the responder's progress), which the
     /// engine borrows for a turn ([`crate::engine::EngineHost::check_out`]): `None` while it
     /// does.
-    pub transport: Option<QpTransport>,
+    pub transport: Option<Box<QpTransport>>,
 }
 
 impl Qp {

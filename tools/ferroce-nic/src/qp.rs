@@ -16,7 +16,6 @@ use std::collections::VecDeque;
 use ferroce_hw::*;
 
 use crate::device::{Device, DeviceCore, Work};
-use crate::engine::roce::QpTransport;
 use crate::engine::{RecvWork, SendWork};
 use crate::objects::{
     field_error, reserved_zero, CmdError, InflightSend, Qp, RingBuffer, WorkQueue,
@@ -153,7 +152,7 @@ impl DeviceCore {
             rang: Default::default(),
             rq_notified: false,
             queued: false,
-            transport: Some(QpTransport::default()),
+            transport: Some(Box::default()),
         };
         let qpn = if qp_type == QpType::Gsi {
             if !self.objects_mut().qps_mut().insert_at(GSI_QPN, qp) {
@@ -231,7 +230,7 @@ impl DeviceCore {
             rang: Default::default(),
             rq_notified: false,
             queued: false,
-            transport: Some(QpTransport::default()),
+            transport: Some(Box::default()),
         };
         self.objects_mut()
             .qps_mut()

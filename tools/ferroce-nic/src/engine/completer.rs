@@ -33,6 +33,7 @@ pub fn rnr_delay(code: u8) -> std::time::Duration {
 /// Acknowledges everything up to and including `through`.
 fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
     let una = psn::add(through, 1);
+    let old_una = qp.req.una;
     let mut implied_nak = None;
     for w in qp.req.wqes.iter_mut() {
         // Done first: a local operation (REG_MR, LOCAL_INV, BIND_MW) is done without ever
@@ -48,7 +49,7 @@ fn ack_through(qp: &mut QpCtx, io: &Io, through: u32, now: Instant) {
         }
         if w.needs_response() {
             // Acknowledged past a READ or atomic whose response never came.
-            implied_nak = Some(w.first_unacked(qp.req.una));
+            implied_nak = Some(w.first_unacked(old_una));
             break;
         }
         w.done = Some((WcStatus::Success, w.len as u32));
@@ -79,7 +80,8 @@ fn implied_nak_at(qp: &mut QpCtx, io: &Io, from: u32) {
         }
         return;
     }
-    if qp.req.rewind(from, false, io, qp.qpn, GoBack::ImpliedNak) {
+    let qpn = qp.qpn;
+    if qp.req.rewind(from, false, io, qpn, GoBack::ImpliedNak) {
         qp.req.retry_left -= 1;
     }
 }
@@ -139,8 +141,9 @@ fn read_response_packet(
         fail(qp, i, status);
         return;
     }
-    let timeout = qp.ack_timeout();
-    let Some(w) = qp.req.wqes.get_mut(i) else {
+    let (timeout, qpn) = (qp.ack_timeout(), qp.qpn);
+    let req = &mut qp.req;
+    let Some(w) = req.wqes.get_mut(i) else {
         return;
     };
     w.piece_bits |= 1u128 << bit;
@@ -155,20 +158,20 @@ fn read_response_packet(
     } else if !missing {
         // This piece is complete: request the next one.
         w.next_pkt = 0;
-        qp.req.cursor = qp.req.cursor.min(i);
+        req.cursor = req.cursor.min(i);
     }
     if advanced > 0 {
         let una = psn::add(first, w.resp_pkts);
-        if psn::after(una, qp.req.una) {
-            qp.req.una = una;
+        if psn::after(una, req.una) {
+            req.una = una;
         }
-        qp.req.progress(advanced, now, timeout);
+        req.progress(advanced, now, timeout);
     }
     if piece_end && missing {
         host.count(COUNTER_SEQ_ERRORS, 1);
-        if qp.req.rewind(expected, true, io, qp.qpn, GoBack::ReadGap) {
-            qp.req.congestion();
-            qp.req.restart_timer(now, timeout);
+        if req.rewind(expected, true, io, qpn, GoBack::ReadGap) {
+            req.congestion();
+            req.restart_timer(now, timeout);
         }
     }
 }
@@ -484,7 +487,8 @@ impl Response<'_, '_> {
         }
         qp.req.rnr_until = Some(self.now + rnr_delay(syn));
         qp.req.timer = None;
-        qp.req.rewind(at, true, self.io, qp.qpn, GoBack::RnrNak);
+        let qpn = qp.qpn;
+        qp.req.rewind(at, true, self.io, qpn, GoBack::RnrNak);
         qp.req.probe();
         CompState::Done
     }
@@ -502,8 +506,8 @@ impl Response<'_, '_> {
         }
         qp.req.retry_left -= 1;
         qp.req.congestion();
-        qp.req
-            .rewind(at, false, self.io, qp.qpn, GoBack::SequenceNak);
+        let qpn = qp.qpn;
+        qp.req.rewind(at, false, self.io, qpn, GoBack::SequenceNak);
         CompState::Done
     }
 

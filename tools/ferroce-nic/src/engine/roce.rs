@@ -49,9 +49,9 @@ pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
 #[derive(Default)]
 pub struct QpTransport {
     /// Send side (requester and completer).
-    req: Requester,
+    pub req: Requester,
     /// Receive side.
-    resp: Responder,
+    pub resp: Responder,
 }
 
 impl QpTransport {
@@ -123,10 +123,23 @@ pub struct QpCtx {
     pub pd: u32,
     /// Attributes, the device's.
     pub attrs: QpAttrs,
-    /// Send side.
-    pub req: Requester,
-    /// Receive side.
-    pub resp: Responder,
+    /// The transport state, lent: its requester and responder are the turn's `req` and `resp`
+    /// (through `Deref`). Boxed, so that lending it moves a pointer.
+    transport: Box<QpTransport>,
+}
+
+impl std::ops::Deref for QpCtx {
+    type Target = QpTransport;
+
+    fn deref(&self) -> &QpTransport {
+        &self.transport
+    }
+}
+
+impl std::ops::DerefMut for QpCtx {
+    fn deref_mut(&mut self) -> &mut QpTransport {
+        &mut self.transport
+    }
 }
 
 impl QpCtx {
@@ -137,24 +150,22 @@ impl QpCtx {
         state: QpState,
         pd: u32,
         attrs: QpAttrs,
-        transport: QpTransport,
+        transport: Box<QpTransport>,
     ) -> Self {
-        let QpTransport { req, resp } = transport;
         Self {
             qpn,
             qp_type,
             state,
             pd,
             attrs,
-            req,
-            resp,
+            transport,
         }
     }
 
     /// Ends the turn: the transport to give back to the device, whose QP is now in state
     /// `device` (`None`: gone). If the device moved the QP to ERR during the turn, the transport
     /// stops here, before it is kept.
-    pub fn into_transport(mut self, device: Option<QpState>, trace: &Tracer) -> QpTransport {
+    pub fn into_transport(mut self, device: Option<QpState>, trace: &Tracer) -> Box<QpTransport> {
         if self.state != QpState::Err && matches!(device, Some(QpState::Err) | None) {
             let was: u8 = self.state.into();
             trace.event(
@@ -163,16 +174,13 @@ impl QpCtx {
             );
             self.enter_error();
         }
-        QpTransport {
-            req: self.req,
-            resp: self.resp,
-        }
+        self.transport
     }
 
     /// Enters ERR for the rest of the turn (see [`QpTransport::enter_error`]).
     pub fn enter_error(&mut self) {
         self.state = QpState::Err;
-        stop(&mut self.req, &mut self.resp);
+        self.transport.enter_error();
     }
 
     /// The opcode of this QP's transport for RC opcode `rc` (see [`Transport::opcode`]).

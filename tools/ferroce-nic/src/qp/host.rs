@@ -556,7 +556,7 @@ impl EngineHost for DeviceCore {
         ))
     }
 
-    fn check_in(&mut self, qpn: u32, transport: QpTransport) {
+    fn check_in(&mut self, qpn: u32, transport: Box<QpTransport>) {
         if let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) {
             qp.transport = Some(transport);
         }

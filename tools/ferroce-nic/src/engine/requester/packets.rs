@@ -326,8 +326,9 @@ pub(super) fn send_datagram(
     let Some(len) = gather(host, pd, w, 0, w.len as usize, &mut io.payload) else {
         return WcStatus::LocProtErr;
     };
+    let index = w.work.index;
     qp.req.next_psn = psn::add(qp.req.next_psn, 1);
     io.send_payload(host, &route, &b, len, Resend::No);
-    host.wqe_on_wire(qp.qpn, w.work.index);
+    host.wqe_on_wire(qp.qpn, index);
     WcStatus::Success
 }

@@ -48,7 +48,8 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
     } else {
         GoBack::Rto
     };
-    qp.req.rewind(from, true, io, qp.qpn, why);
+    let qpn = qp.qpn;
+    qp.req.rewind(from, true, io, qpn, why);
     qp.req.backoff = (qp.req.backoff + 1).min(MAX_BACKOFF);
     qp.req.restart_timer(now, timeout);
 }
