@@ -37,7 +37,8 @@ use ferroce_hw::{
 use serde::Serialize;
 
 use crate::memory::DmaError;
-use crate::objects::{GidEntry, MrError};
+use crate::objects::errors::MrError;
+use crate::objects::gid::GidEntry;
 use roce::{QpCtx, QpTransport};
 
 /// A send WQE handed to the engine.
@@ -278,7 +279,7 @@ pub trait Engine: Send {
         false
     }
     /// The earliest instant a timer of the engine expires or a frame it holds is due (it may
-    /// be past: see [`Device::next_deadline`](crate::device::Device::next_deadline)).
+    /// be past: see `Device::next_deadline`).
     fn next_deadline(&self) -> Option<Instant> {
         None
     }

@@ -3,7 +3,6 @@
 //! Object tables (EQ, CQ, QP, MR, AH, SRQ, GID, multicast groups, contexts with QID translation) and the
 //! resolution of guest buffers (contiguous or page lists) they live in.
 
-use core::mem::offset_of;
 use std::collections::{BTreeSet, VecDeque};
 
 use ferroce_hw::*;
@@ -14,11 +13,18 @@ use crate::engine::roce::QpTransport;
 use crate::mcast::McastGroups;
 use crate::qp::QpAttrs;
 
+pub mod ah;
+pub mod errors;
+pub mod gid;
 mod mr;
 mod odp;
 mod ring;
 mod table;
-pub use mr::{mr_access_valid, Binding, Fault, Mr, MrBacking, MrError, Window};
+pub use ah::{ah_from_av, check_ah, Ah};
+pub(crate) use errors::field_error;
+pub use errors::{reserved_bytes_zero, reserved_zero, CmdError, MrError};
+pub use gid::GidEntry;
+pub use mr::{mr_access_valid, Binding, Fault, Mr, MrBacking, Window};
 pub use odp::{access_writes, OdpPages};
 pub use ring::{BufferMap, RingBuffer};
 pub use table::Table;
@@ -359,62 +365,6 @@ pub const MAX_RING_PAGES: u32 = 8192;
 /// MRs or rings. The host may set a function's own (`max_translation_entries`).
 pub const MAX_TRANSLATION_ENTRIES: u64 = 1 << 22;
 
-/// A command failure: status code and the payload offset of the offending field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CmdError {
-    /// `STATUS_*`.
-    pub status: u8,
-    /// Payload offset of the field + 1, or 0.
-    pub syndrome: u32,
-}
-
-impl CmdError {
-    /// An error with no field detail.
-    pub const fn new(status: u8) -> Self {
-        Self {
-            status,
-            syndrome: 0,
-        }
-    }
-
-    /// An error about the field at payload offset `offset`.
-    pub const fn field(status: u8, offset: usize) -> Self {
-        Self {
-            status,
-            syndrome: offset as u32 + 1,
-        }
-    }
-}
-
-/// A [`CmdError`] with `status` about field `field` of command payload `Cmd` (a `ferroce_hw`
-/// layout), named rather than counted: `field_error!(STATUS_BAD_PARAM, ModifyQpCmd, dgid)` is
-/// `CmdError::field(STATUS_BAD_PARAM, offset_of!(ModifyQpCmd, dgid))`. A field of a nested
-/// layout is a path: `field_error!(STATUS_BAD_PARAM, CreateMrCmd, pages.page_count)`.
-macro_rules! field_error {
-    ($status:expr, $cmd:ty, $($field:tt)+) => {
-        $crate::objects::CmdError::field($status, ::core::mem::offset_of!($cmd, $($field)+))
-    };
-}
-pub(crate) use field_error;
-
-/// Refuses a reserved field at payload `offset` that is not zero, naming it in the syndrome.
-pub(crate) fn reserved_zero(value: u64, offset: usize) -> Result<(), CmdError> {
-    if value == 0 {
-        Ok(())
-    } else {
-        Err(CmdError::field(STATUS_BAD_PARAM, offset))
-    }
-}
-
-/// Like [`reserved_zero`] for a reserved byte array at `offset`.
-pub(crate) fn reserved_bytes_zero(bytes: &[u8], offset: usize) -> Result<(), CmdError> {
-    if bytes.iter().all(|&b| b == 0) {
-        Ok(())
-    } else {
-        Err(CmdError::field(STATUS_BAD_PARAM, offset))
-    }
-}
-
 /// Event queue.
 pub struct Eq {
     /// EQE ring.
@@ -655,21 +605,6 @@ pub struct Srq {
     pub queued: bool,
 }
 
-/// A GID table entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct GidEntry {
-    /// The GID.
-    pub gid: [u8; 16],
-    /// `GID_TYPE_*`.
-    pub gid_type: u8,
-    /// `GID_FAMILY_*`.
-    pub family: u8,
-    /// Source MAC.
-    pub mac: [u8; 6],
-    /// VLAN or `VLAN_NONE`.
-    pub vlan: u16,
-}
-
 /// A QID translation entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct QidEntry {
@@ -698,44 +633,4 @@ impl Default for Context {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// Address handle: the address vector as created.
-pub type Ah = CreateAhCmd;
-
-/// Checks an address vector as `CMD_CREATE_AH` does; the inline address vector of a UD WQE
-/// ([`WQE_FLAG_AV`]) gets the same checks through [`ah_from_av`]. The error names the field by
-/// its offset in the `CMD_CREATE_AH` payload. Whether `sgid_index` names a valid GID entry is
-/// checked when a datagram is routed, as the GID table may change after an AH is created.
-pub fn check_ah(ah: &Ah) -> Result<(), CmdError> {
-    if u32::from(ah.sgid_index) >= GID_TABLE_LEN {
-        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, sgid_index));
-    }
-    if ah.flow_label > FLOW_LABEL_MASK {
-        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, flow_label));
-    }
-    if ah.vlan != VLAN_NONE && ah.vlan > 4095 {
-        return Err(field_error!(STATUS_BAD_PARAM, CreateAhCmd, vlan));
-    }
-    reserved_zero(ah.rsvd0.into(), offset_of!(CreateAhCmd, rsvd0))?;
-    reserved_zero(ah.rsvd1.into(), offset_of!(CreateAhCmd, rsvd1))
-}
-
-/// The address handle an inline address vector stands for, in protection domain `pd`, if it
-/// passes the checks of `CMD_CREATE_AH` ([`check_ah`]).
-pub fn ah_from_av(pd: u32, av: &UdAvSeg) -> Result<Ah, CmdError> {
-    let ah = Ah {
-        pd,
-        flow_label: av.flow_label,
-        dgid: av.dgid,
-        dmac: av.dmac,
-        vlan: av.vlan,
-        sgid_index: av.sgid_index,
-        hop_limit: av.hop_limit,
-        traffic_class: av.traffic_class,
-        rsvd0: av.rsvd,
-        rsvd1: 0,
-    };
-    check_ah(&ah)?;
-    Ok(ah)
 }

@@ -5,7 +5,7 @@
 //! [`EngineHost`](crate::engine::EngineHost) services the engine calls back into are
 //! implemented in the `host` submodule (`qp/host.rs`).
 
-mod attrs;
+pub mod attrs;
 mod host;
 
 pub use attrs::QpAttrs;

@@ -22,7 +22,7 @@ use super::io::{Io, Resend};
 use super::psn;
 use super::roce::{sge_total, QpCtx, MIN_ACK_TIMEOUT};
 use super::{EngineHost, SendWork};
-use crate::qp::QpAttrs;
+use crate::qp::attrs::QpAttrs;
 
 /// Request packets sent per QP per poll.
 pub const TX_BUDGET: u32 = 64;

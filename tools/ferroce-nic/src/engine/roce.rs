@@ -23,7 +23,7 @@ use super::responder::Responder;
 use super::wire::{LoopbackQueue, PortEnd};
 use super::{Engine, EngineHost, SendWork};
 use crate::capture::Direction;
-use crate::qp::QpAttrs;
+use crate::qp::attrs::QpAttrs;
 use crate::trace::Tracer;
 
 /// Q_Key of the GSI QP (IBA 13.5.3.1).
@@ -42,7 +42,7 @@ pub const MIN_ACK_TIMEOUT: Duration = Duration::from_millis(1);
 /// One QP's transport state: what its requester, completer and responder keep between
 /// packets (rxe keeps the same in `rxe_qp`'s `req`, `comp` and `resp`).
 ///
-/// The device's QP object owns it ([`crate::objects::Qp`]), beside the QP's state and
+/// The device's QP object owns it (`objects::Qp`), beside the QP's state and
 /// attributes, and the engine borrows it for a turn ([`EngineHost::check_out`]). The device
 /// acts on it itself when a command or a fault moves the QP: [`QpTransport::modified`],
 /// [`QpTransport::enter_error`].

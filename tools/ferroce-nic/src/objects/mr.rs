@@ -5,7 +5,7 @@
 
 use ferroce_hw::*;
 
-use super::{access_writes, BufferMap, OdpPages};
+use super::{access_writes, BufferMap, MrError, OdpPages};
 
 /// Where an MR's bytes are.
 #[derive(Clone, Debug)]
@@ -96,22 +96,6 @@ pub fn mr_access_valid(access: u32) -> bool {
     access & !ACCESS_VALID_MASK == 0
         && (access & (ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC) == 0
             || access & ACCESS_LOCAL_WRITE != 0)
-}
-
-/// Why an MR access was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MrError {
-    /// No MR with this key.
-    BadKey,
-    /// PD mismatch.
-    BadPd,
-    /// Access flags do not allow it.
-    Access,
-    /// Outside the region.
-    Bounds,
-    /// An on-demand MR's page is not present (or not writable for a write): the access waits
-    /// for the driver (a page fault).
-    NotPresent,
 }
 
 impl Mr {

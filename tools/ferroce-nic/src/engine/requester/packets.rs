@@ -13,7 +13,7 @@ use super::super::psn;
 use super::super::roce::{route_for, sge_pieces, QpCtx, GSI_QKEY};
 use super::super::{EngineHost, SendWork};
 use super::{Kind, ReqWqe, ACK_REQ_EVERY};
-use crate::objects::ah_from_av;
+use crate::objects::ah::ah_from_av;
 
 /// On-demand paging: whether the pages WQE `w` reaches in its own buffers (what it sends, or
 /// where a READ or atomic puts its answer) are present. Those that are not have their page
