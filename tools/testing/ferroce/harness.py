@@ -773,7 +773,14 @@ class HostControl(threading.Thread):
       stall on, ...), so a scenario can read or steer its device mid-run. Only what
       `refused_nic_command` lets through: a guest reads its own function and injects faults
       into its own wire; only a VM with `steers_nic` makes its device misbehave.
+    * ``echo-slowly WORDS...``: the words back on ten lines, sent a few bytes at a time, so
+      the guest's reader waits in the middle of lines (a test of that reader: ibv-devinfo's
+      replies.sh).
     """
+
+    SLOW_CHUNK = 3
+    """Bytes per write of an ``echo-slowly`` reply, SLOW_PAUSE_S apart."""
+    SLOW_PAUSE_S = 0.004
 
     def __init__(self, path: Path, nic_ctl: list[str] | None, log: Path, steers: bool = False) -> None:
         super().__init__(name=f"hostctl-{path.name}", daemon=True)
@@ -802,10 +809,17 @@ class HostControl(threading.Thread):
                 line = raw.decode(errors="replace").strip()
                 if not line:
                     continue
-                rc, output = self.handle(line.split())
+                argv = line.split()
+                rc, output = self.handle(argv)
                 log.write(f"$ {line}\n{output}rc={rc}\n")
                 log.flush()
-                f.write(output.encode() + f"=== HOSTCTL rc={rc}\n".encode())
+                reply = output.encode() + f"=== HOSTCTL rc={rc}\n".encode()
+                if argv[0] != "echo-slowly":
+                    f.write(reply)
+                    continue
+                for at in range(0, len(reply), self.SLOW_CHUNK):
+                    f.write(reply[at:at + self.SLOW_CHUNK])
+                    time.sleep(self.SLOW_PAUSE_S)
 
     def handle(self, argv: list[str]) -> tuple[int, str]:
         if argv[0] == "nic":
@@ -821,6 +835,8 @@ class HostControl(threading.Thread):
                 return 124, "ferroce-nic ctl timed out\n"
             out = proc.stdout + proc.stderr
             return proc.returncode, out if out.endswith("\n") or not out else out + "\n"
+        if argv[0] == "echo-slowly":
+            return 0, (" ".join(argv[1:]) + "\n") * 10
         return 2, f"unknown host command {argv[0]!r}\n"
 
     def stop(self) -> None:

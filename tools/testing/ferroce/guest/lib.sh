@@ -145,18 +145,16 @@ hostctl() {
 	stty -F /dev/ttyS1 raw -echo
 	echo "$*" >&3
 	# Read the whole reply before printing any of it: a reader that stops early (| grep -q)
-	# must not leave the rest of the reply on the line for the next call.
-	_rc=1
-	: > /tmp/hostctl.reply
-	while IFS= read -r _line <&3; do
-		case $_line in
-		"=== HOSTCTL rc="*) _rc=${_line#=== HOSTCTL rc=}; break ;;
-		esac
-		echo "$_line" >> /tmp/hostctl.reply
-	done
+	# must not leave the rest of the reply on the line for the next call. awk reads it, not
+	# the shell's read: when a signal interrupts busybox ash's read (a child of this shell
+	# ending), it drops the part of the line it had read, and a lost "=== HOSTCTL rc=" left
+	# this reader waiting for ever (ibv-devinfo's replies.sh).
+	rm -f /tmp/hostctl.rc
+	awk '/^=== HOSTCTL rc=/ { sub(/^=== HOSTCTL rc=/, ""); print > "/tmp/hostctl.rc"; exit }
+		{ print }' <&3 > /tmp/hostctl.reply
 	exec 3<&-
 	cat /tmp/hostctl.reply
-	return "$_rc"
+	return "$(cat /tmp/hostctl.rc 2> /dev/null || echo 1)"
 }
 
 # NVMe over RDMA (the nvme-rdma* scenarios). A scenario script sets up its VM's RDMA device

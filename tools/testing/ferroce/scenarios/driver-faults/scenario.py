@@ -57,52 +57,103 @@ def fatal_error_reported(run: Run) -> None:
         raise CheckFailed("the device did not come back after the fatal error")
 
 
+def unbinds(log: str) -> list[str]:
+    """The kernel log cut after each unbind's closing message: part i runs from the end of
+    unbind i-1 to the end of unbind i (failed probes, faults, the last probe and the unbind)."""
+    parts, start = [], 0
+    for m in re.finditer(DEV + r"stopped \(.*$", log, re.M):
+        parts.append(log[start:m.end()])
+        start = m.end()
+    if len(parts) < 4:
+        raise CheckFailed(f"{len(parts)} unbinds logged, expected at least 4")
+    return parts
+
+
+def bound(log: str, n: int) -> str:
+    """The kernel log of the n-th binding (from 0): from its probe's "ready" to its unbind's
+    "stopped"."""
+    part = unbinds(log)[n]
+    starts = list(re.finditer(DEV + r"ready: command queue", part, re.M))
+    if not starts:
+        raise CheckFailed(f"no probe before unbind {n + 1}:\n{part}")
+    return part[starts[-1].start():]
+
+
+def timeouts(part: str) -> list[str]:
+    return re.findall(DEV + r"command \w+ timed out.*$", part, re.M)
+
+
+# The checks below judge time by what the driver did, not by a clock: how many commands waited
+# out the command timeout, read from the kernel log. A busy machine makes a TCG guest's unbind
+# slower, not wrong. The wall time is reported; it is bounded only against a hang, far above
+# what the work takes (the step's own timeout is 30 s).
+HANG_S = 15.0
+
+
+def not_hung(run: Run, step: str) -> float:
+    took = secs(run, step)
+    if took > HANG_S * run.slow:
+        raise CheckFailed(f"{step} took {took} s: hung")
+    return took
+
+
 @scenario.check
 def fatal_fails_fast(run: Run) -> str:
     """After a fatal error no command waits out its timeout: the device executes nothing more."""
     log = run.vm("a").step("dmesg").output
-    part = section(log, DEV + r"device fatal error 4 \(injected\)", DEV + r"stopped \(")
-    timed_out = re.findall(DEV + r"command \w+ timed out.*$", part, re.M)
-    if timed_out:
-        raise CheckFailed("commands after the fatal error waited out the timeout:\n" + "\n".join(timed_out))
-    took = secs(run, "rmmod-fatal")
-    if took >= TIMEOUT_S * run.slow:
-        raise CheckFailed(f"rmmod after the fatal error took {took} s, a command timeout is {TIMEOUT_S} s")
-    return f"rmmod after the fatal error: {took} s"
+    part = bound(log, 0)
+    if not re.search(DEV + r"device fatal error 4 \(injected\)", part, re.M):
+        raise CheckFailed(f"no fatal error before the first unbind:\n{part}")
+    if waited := timeouts(part):
+        raise CheckFailed("commands after the fatal error waited out the timeout:\n" + "\n".join(waited))
+    return f"rmmod after the fatal error: no command waited ({not_hung(run, 'rmmod-fatal')} s)"
 
 
 @scenario.check
 def stalled_unbind_is_prompt(run: Run) -> str:
-    took = secs(run, "rmmod-stalled")
     # Unregistering ferroce0 clears its GIDs: the first command that finds the device stalled
-    # waits out one command timeout, every later one fails at once.
-    if took > TIMEOUT_S + 1.0 * run.slow:
-        raise CheckFailed(f"rmmod of a stalled device took {took} s (more than one command timeout)")
-    return f"rmmod of a stalled device: {took} s"
+    # waits out one command timeout, and every later one fails at once (the device is dead).
+    took = not_hung(run, "rmmod-stalled")
+    waited = timeouts(bound(run.vm("a").step("dmesg").output, 1))
+    if len(waited) != 1:
+        raise CheckFailed(f"{len(waited)} commands waited out the timeout at the stalled unbind, "
+                          "expected the first only:\n" + "\n".join(waited))
+    return f"rmmod of a stalled device: one command waited ({waited[0].split(': ', 1)[1]}), {took} s"
 
 
 @scenario.check
 def stalled_probe_times_out(run: Run) -> str:
-    took = secs(run, "probe-stalled")
-    if not TIMEOUT_S <= took < TIMEOUT_S + 5 * run.slow:
+    took = not_hung(run, "probe-stalled")
+    # A timeout that fired early would be a defect; load only makes the probe longer.
+    if took < TIMEOUT_S:
         raise CheckFailed(f"probe of a stalled device took {took} s, the command timeout is {TIMEOUT_S} s")
     log = run.vm("a").step("dmesg").output
-    m = re.search(DEV + r"command nop timed out after 2000 ms .*$", log, re.M)
-    if not m:
-        raise CheckFailed("no timeout message")
-    if not re.search(DEV + r"probe with driver ferroce failed with error -110$", log, re.M):
+    # Between the stalled unbind and the next successful probe: the failed probe, whose first
+    # command (NOP) waited out the timeout and ended it.
+    part = log[len("".join(unbinds(log)[:2])):]
+    if m := re.search(DEV + r"ready: command queue", part, re.M):
+        part = part[:m.start()]
+    waited = timeouts(part)
+    if len(waited) != 1 or not re.search(DEV + r"command nop timed out after 2000 ms ", waited[0]):
+        raise CheckFailed(f"expected one timeout, of the NOP, at the stalled probe:\n{part}")
+    if not re.search(DEV + r"probe with driver ferroce failed with error -110$", part, re.M):
         raise CheckFailed("no probe failure with ETIMEDOUT")
-    return f"{m.group(0)} ({took} s)"
+    return f"{waited[0]} ({took} s)"
 
 
 @scenario.check
 def hung_device(run: Run) -> str:
     log = run.vm("a").step("dmesg").output
-    # Unbinding a hung device: reported, bounded, no hang.
-    took = secs(run, "rmmod-hung")
-    if took > 3.0 * run.slow:
-        raise CheckFailed(f"rmmod of a hung device took {took} s")
-    if not re.search(DEV + r"the device is not idle after a reset \(status 0xffffffff\)$", log, re.M):
+    # Unbinding a hung device (reads return all ones): the first command finds it gone at
+    # once, no command waits out the timeout, and the failed reset is reported.
+    took = not_hung(run, "rmmod-hung")
+    part = bound(log, 2)
+    if not re.search(DEV + r"command \w+: the device does not respond \(reads return all ones\); "
+                     r"later commands fail at once$", part, re.M):
+        raise CheckFailed(f"the hung device is not found gone at unbind:\n{part}")
+    if waited := timeouts(part):
+        raise CheckFailed("commands to the hung device waited out the timeout:\n" + "\n".join(waited))
+    if not re.search(DEV + r"the device is not idle after a reset \(status 0xffffffff\)$", part, re.M):
         raise CheckFailed("the failed reset of the hung device is not reported")
     m = re.search(DEV + r"unexpected identification register 0xffffffff \(expected 0x45435246\): "
                   r"the device does not respond$", log, re.M)

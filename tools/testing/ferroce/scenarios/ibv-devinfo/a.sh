@@ -8,6 +8,7 @@ step provider 5 sh -c 'ls /usr/lib/x86_64-linux-gnu/libibverbs/libferroce-rdmav3
 step ibv-devices 10 ibv_devices
 step ibv-devinfo 30 ibv_devinfo -v -d ferroce0
 step in-flight 60 sh /scenario/in-flight.sh
+step replies 30 sh /scenario/replies.sh
 # A process's queues take local QIDs of its doorbell page: as many as the NIC's QID table has
 # (REG_QID_TABLE_LEN, 8 here), then ENOSPC.
 step qid-table 60 ferroce_hostile cqs

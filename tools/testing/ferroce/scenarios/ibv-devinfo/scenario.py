@@ -137,3 +137,13 @@ def contexts_freed(run: Run) -> None:
     if contexts:
         raise CheckFailed(f"NIC contexts left after the tools exited: {contexts}")
     run.vm("a").step("rmmod").ok()
+
+
+@scenario.check
+def host_replies_whole(run: Run) -> str:
+    """The guest's host-control reader loses no byte of a reply when the shell's children exit
+    as it reads (busybox ash's read builtin drops the part of a line it had read when a signal
+    interrupts it: the reply's last line then never matches and the reader waits for ever)."""
+    step = run.vm("a").step("replies")
+    step.ok()
+    return step.expect(r"^whole replies: 3 of 3$").group(0)
