@@ -514,7 +514,7 @@ impl Cmdq {
                     "command {} abandoned: the device reported fatal error {} ({})\n",
                     name,
                     code,
-                    crate::eq::fatal_name(code)
+                    hw::fatal_name(code)
                 );
                 return Err(EIO);
             }
@@ -558,7 +558,7 @@ impl Cmdq {
         match regs {
             Ok((ci, status, fatal)) => {
                 let (sep, fatal) = if status.fatal().into_bool() {
-                    (", fatal error: ", crate::eq::fatal_name(fatal))
+                    (", fatal error: ", hw::fatal_name(fatal))
                 } else {
                     ("", "")
                 };

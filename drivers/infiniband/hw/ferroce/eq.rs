@@ -530,18 +530,6 @@ impl AsyncEvent {
     }
 }
 
-/// Name of a `hw::FATAL_*` code.
-pub(crate) fn fatal_name(code: u32) -> &'static str {
-    match code {
-        hw::FATAL_NONE => "none",
-        hw::FATAL_CMDQ_DMA => "command queue DMA",
-        hw::FATAL_EQ_DMA => "event queue DMA",
-        hw::FATAL_INTERNAL => "internal",
-        hw::FATAL_INJECTED => "injected",
-        _ => "unknown",
-    }
-}
-
 /// Dispatcher of EQ 0: port state, device fatal, object errors.
 pub(crate) struct AsyncEvents {
     /// Where the port and fatal state go.
@@ -588,7 +576,7 @@ impl AsyncEvents {
                     dev,
                     "device fatal error {} ({}); the device stopped\n",
                     code,
-                    fatal_name(code)
+                    hw::fatal_name(code)
                 );
                 if let Some(events) = self.ib_events.as_ref() {
                     events.device_fatal();

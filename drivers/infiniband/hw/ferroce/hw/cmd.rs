@@ -79,201 +79,115 @@ pub fn command_payload(entry: &[u8; CMD_ENTRY_SIZE]) -> &[u8] {
     entry.get(CmdHeader::SIZE..).unwrap_or(&[])
 }
 
-// Command opcodes.
-/// No operation.
-pub const CMD_NOP: u16 = 0x0001;
-/// Query port 1: state, MTUs, companion MAC. Reply: [`PortInfo`].
-pub const CMD_QUERY_PORT: u16 = 0x0002;
-/// Set port parameters: [`SetPortCmd`].
-pub const CMD_SET_PORT: u16 = 0x0003;
-/// Create a completion EQ: [`CreateEqCmd`] → [`CreateEqReply`].
-pub const CMD_CREATE_EQ: u16 = 0x0010;
-/// Destroy an EQ (no CQ may use it): [`DestroyEqCmd`].
-pub const CMD_DESTROY_EQ: u16 = 0x0011;
-/// Change an EQ's MSI-X vector: [`ModifyEqCmd`].
-pub const CMD_MODIFY_EQ: u16 = 0x0012;
-/// Create a CQ: [`CreateCqCmd`] → [`CreateCqReply`].
-pub const CMD_CREATE_CQ: u16 = 0x0020;
-/// Destroy a CQ (no QP may use it): [`DestroyCqCmd`].
-pub const CMD_DESTROY_CQ: u16 = 0x0021;
-/// Change CQ moderation: [`ModifyCqCmd`].
-pub const CMD_MODIFY_CQ: u16 = 0x0022;
-/// Move a CQ to a new ring (and doorbell record): [`ResizeCqCmd`].
-pub const CMD_RESIZE_CQ: u16 = 0x0023;
-/// Create a QP in RESET: [`CreateQpCmd`] → [`CreateQpReply`].
-pub const CMD_CREATE_QP: u16 = 0x0030;
-/// Destroy a QP: [`DestroyQpCmd`].
-pub const CMD_DESTROY_QP: u16 = 0x0031;
-/// Modify a QP (state transitions and attributes): [`ModifyQpCmd`] → [`QpStateReply`].
-pub const CMD_MODIFY_QP: u16 = 0x0032;
-/// Query a QP: [`DestroyQpCmd`] layout (qpn); writes a [`ModifyQpCmd`] image with all
-/// attributes to `out_addr` → [`QpStateReply`].
-pub const CMD_QUERY_QP: u16 = 0x0033;
-/// Attach a UD QP to a multicast group: [`AttachMcastCmd`].
-pub const CMD_ATTACH_MCAST: u16 = 0x0034;
-/// Detach a QP from a multicast group: [`DetachMcastCmd`].
-pub const CMD_DETACH_MCAST: u16 = 0x0035;
-/// Register an MR: [`CreateMrCmd`] → [`CreateMrReply`] (lkey = rkey).
-pub const CMD_CREATE_MR: u16 = 0x0040;
-/// Deregister an MR (no window may be bound to it): [`DestroyMrCmd`].
-pub const CMD_DESTROY_MR: u16 = 0x0041;
-/// Fill or invalidate entries of an on-demand MR's page table: [`UpdateMrPagesCmd`].
-pub const CMD_UPDATE_MR_PAGES: u16 = 0x0044;
-/// Allocate a memory window: [`CreateMwCmd`] → [`CreateMwReply`].
-pub const CMD_CREATE_MW: u16 = 0x0042;
-/// Free a memory window: [`DestroyMwCmd`].
-pub const CMD_DESTROY_MW: u16 = 0x0043;
-/// Create an address handle: [`CreateAhCmd`] → [`CreateAhReply`].
-pub const CMD_CREATE_AH: u16 = 0x0050;
-/// Destroy an address handle: [`DestroyAhCmd`].
-pub const CMD_DESTROY_AH: u16 = 0x0051;
-/// Create an SRQ: [`CreateSrqCmd`] → [`CreateSrqReply`].
-pub const CMD_CREATE_SRQ: u16 = 0x0060;
-/// Destroy an SRQ (no QP may use it): [`DestroySrqCmd`].
-pub const CMD_DESTROY_SRQ: u16 = 0x0061;
-/// Arm an SRQ's limit event: [`ModifySrqCmd`].
-pub const CMD_MODIFY_SRQ: u16 = 0x0062;
-/// Move an SRQ to a new ring (and doorbell record): [`ResizeSrqCmd`].
-pub const CMD_RESIZE_SRQ: u16 = 0x0063;
-/// Set a GID table entry: [`SetGidCmd`].
-pub const CMD_SET_GID: u16 = 0x0070;
-/// Clear a GID table entry: [`ClearGidCmd`].
-pub const CMD_CLEAR_GID: u16 = 0x0071;
-/// Copy counters to `out_addr`: [`QueryCountersCmd`] → [`QueryCountersReply`].
-pub const CMD_QUERY_COUNTERS: u16 = 0x0080;
-/// Allocate a context (doorbell page): no payload → [`AllocCtxReply`].
-pub const CMD_ALLOC_CTX: u16 = 0x0090;
-/// Free a context and its QID table: [`FreeCtxCmd`].
-pub const CMD_FREE_CTX: u16 = 0x0091;
-/// Map a local QID of a context to a queue: [`MapQidCmd`].
-pub const CMD_MAP_QID: u16 = 0x0092;
-/// Unmap a local QID: [`UnmapQidCmd`].
-pub const CMD_UNMAP_QID: u16 = 0x0093;
-
-/// All command opcodes, for tables and tests.
-#[cfg(userspace)] // The device side.
-pub const CMD_OPCODES: [u16; 34] = [
-    CMD_NOP,
-    CMD_QUERY_PORT,
-    CMD_SET_PORT,
-    CMD_CREATE_EQ,
-    CMD_DESTROY_EQ,
-    CMD_MODIFY_EQ,
-    CMD_CREATE_CQ,
-    CMD_DESTROY_CQ,
-    CMD_MODIFY_CQ,
-    CMD_RESIZE_CQ,
-    CMD_CREATE_QP,
-    CMD_DESTROY_QP,
-    CMD_MODIFY_QP,
-    CMD_QUERY_QP,
-    CMD_ATTACH_MCAST,
-    CMD_DETACH_MCAST,
-    CMD_CREATE_MR,
-    CMD_DESTROY_MR,
-    CMD_CREATE_MW,
-    CMD_DESTROY_MW,
-    CMD_UPDATE_MR_PAGES,
-    CMD_CREATE_AH,
-    CMD_DESTROY_AH,
-    CMD_CREATE_SRQ,
-    CMD_DESTROY_SRQ,
-    CMD_MODIFY_SRQ,
-    CMD_RESIZE_SRQ,
-    CMD_SET_GID,
-    CMD_CLEAR_GID,
-    CMD_QUERY_COUNTERS,
-    CMD_ALLOC_CTX,
-    CMD_FREE_CTX,
-    CMD_MAP_QID,
-    CMD_UNMAP_QID,
-];
-
-/// Returns a short name for a command opcode.
-pub const fn command_name(opcode: u16) -> &'static str {
-    match opcode {
-        CMD_NOP => "nop",
-        CMD_QUERY_PORT => "query_port",
-        CMD_SET_PORT => "set_port",
-        CMD_CREATE_EQ => "create_eq",
-        CMD_DESTROY_EQ => "destroy_eq",
-        CMD_MODIFY_EQ => "modify_eq",
-        CMD_CREATE_CQ => "create_cq",
-        CMD_DESTROY_CQ => "destroy_cq",
-        CMD_MODIFY_CQ => "modify_cq",
-        CMD_RESIZE_CQ => "resize_cq",
-        CMD_CREATE_QP => "create_qp",
-        CMD_DESTROY_QP => "destroy_qp",
-        CMD_MODIFY_QP => "modify_qp",
-        CMD_QUERY_QP => "query_qp",
-        CMD_ATTACH_MCAST => "attach_mcast",
-        CMD_DETACH_MCAST => "detach_mcast",
-        CMD_CREATE_MR => "create_mr",
-        CMD_DESTROY_MR => "destroy_mr",
-        CMD_CREATE_MW => "create_mw",
-        CMD_DESTROY_MW => "destroy_mw",
-        CMD_UPDATE_MR_PAGES => "update_mr_pages",
-        CMD_CREATE_AH => "create_ah",
-        CMD_DESTROY_AH => "destroy_ah",
-        CMD_CREATE_SRQ => "create_srq",
-        CMD_DESTROY_SRQ => "destroy_srq",
-        CMD_MODIFY_SRQ => "modify_srq",
-        CMD_RESIZE_SRQ => "resize_srq",
-        CMD_SET_GID => "set_gid",
-        CMD_CLEAR_GID => "clear_gid",
-        CMD_QUERY_COUNTERS => "query_counters",
-        CMD_ALLOC_CTX => "alloc_ctx",
-        CMD_FREE_CTX => "free_ctx",
-        CMD_MAP_QID => "map_qid",
-        CMD_UNMAP_QID => "unmap_qid",
-        _ => "unknown",
+hw_codes! {
+    /// Returns a short name for a command opcode.
+    fn command_name(u16);
+    /// All command opcodes, for tables and tests.
+    #[cfg(userspace)] // The device side.
+    const CMD_OPCODES;
+    {
+        /// No operation.
+        CMD_NOP = 0x0001 => "nop",
+        /// Query port 1: state, MTUs, companion MAC. Reply: [`PortInfo`].
+        CMD_QUERY_PORT = 0x0002 => "query_port",
+        /// Set port parameters: [`SetPortCmd`].
+        CMD_SET_PORT = 0x0003 => "set_port",
+        /// Create a completion EQ: [`CreateEqCmd`] → [`CreateEqReply`].
+        CMD_CREATE_EQ = 0x0010 => "create_eq",
+        /// Destroy an EQ (no CQ may use it): [`DestroyEqCmd`].
+        CMD_DESTROY_EQ = 0x0011 => "destroy_eq",
+        /// Change an EQ's MSI-X vector: [`ModifyEqCmd`].
+        CMD_MODIFY_EQ = 0x0012 => "modify_eq",
+        /// Create a CQ: [`CreateCqCmd`] → [`CreateCqReply`].
+        CMD_CREATE_CQ = 0x0020 => "create_cq",
+        /// Destroy a CQ (no QP may use it): [`DestroyCqCmd`].
+        CMD_DESTROY_CQ = 0x0021 => "destroy_cq",
+        /// Change CQ moderation: [`ModifyCqCmd`].
+        CMD_MODIFY_CQ = 0x0022 => "modify_cq",
+        /// Move a CQ to a new ring (and doorbell record): [`ResizeCqCmd`].
+        CMD_RESIZE_CQ = 0x0023 => "resize_cq",
+        /// Create a QP in RESET: [`CreateQpCmd`] → [`CreateQpReply`].
+        CMD_CREATE_QP = 0x0030 => "create_qp",
+        /// Destroy a QP: [`DestroyQpCmd`].
+        CMD_DESTROY_QP = 0x0031 => "destroy_qp",
+        /// Modify a QP (state transitions and attributes): [`ModifyQpCmd`] → [`QpStateReply`].
+        CMD_MODIFY_QP = 0x0032 => "modify_qp",
+        /// Query a QP: [`DestroyQpCmd`] layout (qpn); writes a [`ModifyQpCmd`] image with all
+        /// attributes to `out_addr` → [`QpStateReply`].
+        CMD_QUERY_QP = 0x0033 => "query_qp",
+        /// Attach a UD QP to a multicast group: [`AttachMcastCmd`].
+        CMD_ATTACH_MCAST = 0x0034 => "attach_mcast",
+        /// Detach a QP from a multicast group: [`DetachMcastCmd`].
+        CMD_DETACH_MCAST = 0x0035 => "detach_mcast",
+        /// Register an MR: [`CreateMrCmd`] → [`CreateMrReply`] (lkey = rkey).
+        CMD_CREATE_MR = 0x0040 => "create_mr",
+        /// Deregister an MR (no window may be bound to it): [`DestroyMrCmd`].
+        CMD_DESTROY_MR = 0x0041 => "destroy_mr",
+        /// Allocate a memory window: [`CreateMwCmd`] → [`CreateMwReply`].
+        CMD_CREATE_MW = 0x0042 => "create_mw",
+        /// Free a memory window: [`DestroyMwCmd`].
+        CMD_DESTROY_MW = 0x0043 => "destroy_mw",
+        /// Fill or invalidate entries of an on-demand MR's page table: [`UpdateMrPagesCmd`].
+        CMD_UPDATE_MR_PAGES = 0x0044 => "update_mr_pages",
+        /// Create an address handle: [`CreateAhCmd`] → [`CreateAhReply`].
+        CMD_CREATE_AH = 0x0050 => "create_ah",
+        /// Destroy an address handle: [`DestroyAhCmd`].
+        CMD_DESTROY_AH = 0x0051 => "destroy_ah",
+        /// Create an SRQ: [`CreateSrqCmd`] → [`CreateSrqReply`].
+        CMD_CREATE_SRQ = 0x0060 => "create_srq",
+        /// Destroy an SRQ (no QP may use it): [`DestroySrqCmd`].
+        CMD_DESTROY_SRQ = 0x0061 => "destroy_srq",
+        /// Arm an SRQ's limit event: [`ModifySrqCmd`].
+        CMD_MODIFY_SRQ = 0x0062 => "modify_srq",
+        /// Move an SRQ to a new ring (and doorbell record): [`ResizeSrqCmd`].
+        CMD_RESIZE_SRQ = 0x0063 => "resize_srq",
+        /// Set a GID table entry: [`SetGidCmd`].
+        CMD_SET_GID = 0x0070 => "set_gid",
+        /// Clear a GID table entry: [`ClearGidCmd`].
+        CMD_CLEAR_GID = 0x0071 => "clear_gid",
+        /// Copy counters to `out_addr`: [`QueryCountersCmd`] → [`QueryCountersReply`].
+        CMD_QUERY_COUNTERS = 0x0080 => "query_counters",
+        /// Allocate a context (doorbell page): no payload → [`AllocCtxReply`].
+        CMD_ALLOC_CTX = 0x0090 => "alloc_ctx",
+        /// Free a context and its QID table: [`FreeCtxCmd`].
+        CMD_FREE_CTX = 0x0091 => "free_ctx",
+        /// Map a local QID of a context to a queue: [`MapQidCmd`].
+        CMD_MAP_QID = 0x0092 => "map_qid",
+        /// Unmap a local QID: [`UnmapQidCmd`].
+        CMD_UNMAP_QID = 0x0093 => "unmap_qid",
     }
 }
 
-// Command status codes.
-/// Success.
-pub const STATUS_OK: u8 = 0x00;
-/// Unknown opcode.
-pub const STATUS_BAD_OPCODE: u8 = 0x01;
-/// A field is out of range or reserved bits are set (see `syndrome`).
-pub const STATUS_BAD_PARAM: u8 = 0x02;
-/// The object named does not exist.
-pub const STATUS_BAD_RESOURCE: u8 = 0x03;
-/// The table is full.
-pub const STATUS_NO_RESOURCES: u8 = 0x04;
-/// Illegal state transition or object state.
-pub const STATUS_BAD_STATE: u8 = 0x05;
-/// The object is still referenced.
-pub const STATUS_BUSY: u8 = 0x06;
-/// A host address given in the command is not accessible.
-pub const STATUS_DMA_ERROR: u8 = 0x07;
-/// A size or alignment is invalid.
-pub const STATUS_BAD_SIZE: u8 = 0x08;
-/// Not supported by this device.
-pub const STATUS_NOT_SUPPORTED: u8 = 0x09;
-/// Internal error.
-pub const STATUS_INTERNAL: u8 = 0x0a;
-/// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of every
-/// free MR table slot (a stale rkey of the old MR would reach the new one): ask again with
-/// another variant.
-pub const STATUS_STALE_KEY: u8 = 0x0b;
-
-/// Returns a short name for a command status.
-pub const fn status_name(status: u8) -> &'static str {
-    match status {
-        STATUS_OK => "ok",
-        STATUS_BAD_OPCODE => "bad_opcode",
-        STATUS_BAD_PARAM => "bad_param",
-        STATUS_BAD_RESOURCE => "bad_resource",
-        STATUS_NO_RESOURCES => "no_resources",
-        STATUS_BAD_STATE => "bad_state",
-        STATUS_BUSY => "busy",
-        STATUS_DMA_ERROR => "dma_error",
-        STATUS_BAD_SIZE => "bad_size",
-        STATUS_NOT_SUPPORTED => "not_supported",
-        STATUS_INTERNAL => "internal",
-        STATUS_STALE_KEY => "stale_key",
-        _ => "unknown",
+hw_codes! {
+    /// Returns a short name for a command status.
+    fn status_name(u8);
+    {
+        /// Success.
+        STATUS_OK = 0x00 => "ok",
+        /// Unknown opcode.
+        STATUS_BAD_OPCODE = 0x01 => "bad_opcode",
+        /// A field is out of range or reserved bits are set (see `syndrome`).
+        STATUS_BAD_PARAM = 0x02 => "bad_param",
+        /// The object named does not exist.
+        STATUS_BAD_RESOURCE = 0x03 => "bad_resource",
+        /// The table is full.
+        STATUS_NO_RESOURCES = 0x04 => "no_resources",
+        /// Illegal state transition or object state.
+        STATUS_BAD_STATE = 0x05 => "bad_state",
+        /// The object is still referenced.
+        STATUS_BUSY = 0x06 => "busy",
+        /// A host address given in the command is not accessible.
+        STATUS_DMA_ERROR = 0x07 => "dma_error",
+        /// A size or alignment is invalid.
+        STATUS_BAD_SIZE = 0x08 => "bad_size",
+        /// Not supported by this device.
+        STATUS_NOT_SUPPORTED = 0x09 => "not_supported",
+        /// Internal error.
+        STATUS_INTERNAL = 0x0a => "internal",
+        /// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of every
+        /// free MR table slot (a stale rkey of the old MR would reach the new one): ask again with
+        /// another variant.
+        STATUS_STALE_KEY = 0x0b => "stale_key",
     }
 }
 

@@ -248,6 +248,36 @@ macro_rules! hw_enum {
     };
 }
 
+/// Declares the codes of one kind (command opcodes, statuses, ...), each once: a constant per
+/// code, optionally a list of them all, and the function that names each for messages and
+/// traces (`"unknown"` for any other value).
+macro_rules! hw_codes {
+    (
+        $(#[$name_meta:meta])*
+        fn $name_fn:ident($ty:ty);
+        $($(#[$list_meta:meta])* const $list:ident;)?
+        {
+            $( $(#[$meta:meta])* $code:ident = $value:literal => $short:literal, )*
+        }
+    ) => {
+        $( $(#[$meta])* pub const $code: $ty = $value; )*
+
+        hw_codes!(@list [$($(#[$list_meta])* $list)?] $ty; $($code)*);
+
+        $(#[$name_meta])*
+        pub const fn $name_fn(code: $ty) -> &'static str {
+            match code {
+                $( $code => $short, )*
+                _ => "unknown",
+            }
+        }
+    };    (@list [] $ty:ty; $($code:ident)*) => {};
+    (@list [$(#[$meta:meta])* $list:ident] $ty:ty; $($code:ident)*) => {
+        $(#[$meta])*
+        pub const $list: [$ty; [$($code),*].len()] = [$($code),*];
+    };
+}
+
 /// Declares a reply that is one object number in result word 0.
 macro_rules! hw_number_reply {
     ($(#[$meta:meta])* $name:ident { $field:ident }) => {

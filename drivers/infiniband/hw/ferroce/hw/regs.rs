@@ -44,57 +44,210 @@ pub const fn if_version_major(reg: u32) -> u16 {
     (reg >> 16) as u16
 }
 
-// Identification and limits (read-only, 32 bit).
-/// Identification magic, [`ID_MAGIC`].
-pub const REG_ID: usize = 0x000;
-/// Interface version, [`IF_VERSION`].
-pub const REG_IF_VERSION: usize = 0x004;
-/// Capability bits (`CAP_*`).
-pub const REG_CAPS: usize = 0x008;
-/// Number of MSI-X vectors.
-pub const REG_NUM_MSIX: usize = 0x00c;
-/// Maximum number of QPs (QPNs 0 and 1 are reserved, 1 is the GSI QP).
-pub const REG_MAX_QP: usize = 0x010;
-/// Maximum number of CQs.
-pub const REG_MAX_CQ: usize = 0x014;
-/// Maximum number of MRs.
-pub const REG_MAX_MR: usize = 0x018;
-/// Maximum number of SRQs.
-pub const REG_MAX_SRQ: usize = 0x01c;
-/// Maximum number of AHs.
-pub const REG_MAX_AH: usize = 0x020;
-/// Maximum number of EQs (EQ 0 async, EQ 1 command, the rest completion EQs).
-pub const REG_MAX_EQ: usize = 0x024;
-/// Number of GID table entries.
-pub const REG_GID_TABLE_LEN: usize = 0x028;
-/// Number of doorbell pages (contexts).
-pub const REG_NUM_DB_PAGES: usize = 0x02c;
-/// Largest `log_size` of any ring.
-pub const REG_MAX_LOG_QUEUE: usize = 0x030;
-/// Maximum scatter/gather entries per WQE.
-pub const REG_MAX_SGE: usize = 0x034;
-/// Maximum inline payload in bytes.
-pub const REG_MAX_INLINE: usize = 0x038;
-/// Maximum pages in one MR page list.
-pub const REG_MAX_MR_PAGES: usize = 0x03c;
-/// BAR0 offset of doorbell page 0.
-pub const REG_DB_AREA_OFFSET: usize = 0x040;
-/// BAR0 offset of the counter block.
-pub const REG_COUNTERS_OFFSET: usize = 0x044;
-/// Number of counters.
-pub const REG_NUM_COUNTERS: usize = 0x048;
-/// Local queue IDs per context (QID translation table length).
-pub const REG_QID_TABLE_LEN: usize = 0x04c;
-/// Upper bound in milliseconds on any command's execution; a driver times out after this.
-pub const REG_CMD_TIMEOUT_MS: usize = 0x050;
+/// The BAR0 registers, each declared once, here: `$make! { ... }` receives the table, one entry
+/// per register, `REG_OFFSET_NAME: NAME(storage) @ offset { bit fields }`. This module makes the
+/// offset constants (`REG_*`) from it; the kernel driver makes its typed registers from it
+/// (`register!`, in `regs.rs`), with the same fields.
+macro_rules! bar0_registers {
+    ($make:ident) => {
+        $make! {
+            // Identification and limits (read-only).
+            /// Identification magic, `ID_MAGIC`.
+            REG_ID: ID(u32) @ 0x000 {
+                31:0 value;
+            }
+            /// Interface version, `IF_VERSION`.
+            REG_IF_VERSION: IF_VERSION(u32) @ 0x004 {
+                31:16 major;
+                15:0 minor;
+            }
+            /// Capability bits (`CAP_*`).
+            REG_CAPS: CAPS(u32) @ 0x008 {
+                31:0 value;
+            }
+            /// Number of MSI-X vectors.
+            REG_NUM_MSIX: NUM_MSIX(u32) @ 0x00c {
+                31:0 value;
+            }
+            /// Maximum number of QPs (QPNs 0 and 1 are reserved, 1 is the GSI QP).
+            REG_MAX_QP: MAX_QP(u32) @ 0x010 {
+                31:0 value;
+            }
+            /// Maximum number of CQs.
+            REG_MAX_CQ: MAX_CQ(u32) @ 0x014 {
+                31:0 value;
+            }
+            /// Maximum number of MRs.
+            REG_MAX_MR: MAX_MR(u32) @ 0x018 {
+                31:0 value;
+            }
+            /// Maximum number of SRQs.
+            REG_MAX_SRQ: MAX_SRQ(u32) @ 0x01c {
+                31:0 value;
+            }
+            /// Maximum number of AHs.
+            REG_MAX_AH: MAX_AH(u32) @ 0x020 {
+                31:0 value;
+            }
+            /// Maximum number of EQs (EQ 0 async, EQ 1 command, the rest completion EQs).
+            REG_MAX_EQ: MAX_EQ(u32) @ 0x024 {
+                31:0 value;
+            }
+            /// Number of GID table entries.
+            REG_GID_TABLE_LEN: GID_TABLE_LEN(u32) @ 0x028 {
+                31:0 value;
+            }
+            /// Number of doorbell pages (contexts).
+            REG_NUM_DB_PAGES: NUM_DB_PAGES(u32) @ 0x02c {
+                31:0 value;
+            }
+            /// Largest `log_size` of any ring.
+            REG_MAX_LOG_QUEUE: MAX_LOG_QUEUE(u32) @ 0x030 {
+                31:0 value;
+            }
+            /// Maximum scatter/gather entries per WQE.
+            REG_MAX_SGE: MAX_SGE(u32) @ 0x034 {
+                31:0 value;
+            }
+            /// Maximum inline payload in bytes.
+            REG_MAX_INLINE: MAX_INLINE(u32) @ 0x038 {
+                31:0 value;
+            }
+            /// Maximum pages in one MR page list.
+            REG_MAX_MR_PAGES: MAX_MR_PAGES(u32) @ 0x03c {
+                31:0 value;
+            }
+            /// BAR0 offset of doorbell page 0.
+            REG_DB_AREA_OFFSET: DB_AREA_OFFSET(u32) @ 0x040 {
+                31:0 value;
+            }
+            /// BAR0 offset of the counter block.
+            REG_COUNTERS_OFFSET: COUNTERS_OFFSET(u32) @ 0x044 {
+                31:0 value;
+            }
+            /// Number of counters.
+            REG_NUM_COUNTERS: NUM_COUNTERS(u32) @ 0x048 {
+                31:0 value;
+            }
+            /// Local queue IDs per context (QID translation table length).
+            REG_QID_TABLE_LEN: QID_TABLE_LEN(u32) @ 0x04c {
+                31:0 value;
+            }
+            /// Upper bound in milliseconds on any command's execution; a driver times out after
+            /// this.
+            REG_CMD_TIMEOUT_MS: CMD_TIMEOUT_MS(u32) @ 0x050 {
+                31:0 value;
+            }
+                        /// Device control (read/write): `CTRL_*`.
+            REG_DEV_CTRL: DEV_CTRL(u32) @ 0x080 {
+                1:1 reset;
+                0:0 enable;
+            }
+            /// Device status (read-only): `STATUS_*`.
+            REG_DEV_STATUS: DEV_STATUS(u32) @ 0x084 {
+                2:2 enabled;
+                1:1 fatal;
+                0:0 ready;
+            }
+            /// Fatal error code (read-only, `FATAL_*`), valid while `STATUS_FATAL` is set.
+            REG_FATAL_CODE: FATAL_CODE(u32) @ 0x088 {
+                31:0 value;
+            }
+            // The command queue.
+            /// Command ring (128-byte entries) base address, low 32 bits. 128-byte aligned.
+            REG_CMDQ_SQ_BASE_LO: CMDQ_SQ_BASE_LO(u32) @ 0x100 {
+                31:0 value;
+            }
+            /// Command ring base address, high 32 bits.
+            REG_CMDQ_SQ_BASE_HI: CMDQ_SQ_BASE_HI(u32) @ 0x104 {
+                31:0 value;
+            }
+            /// Command completion ring (32-byte entries) base address, low 32 bits. 32-byte
+            /// aligned.
+            REG_CMDQ_CQ_BASE_LO: CMDQ_CQ_BASE_LO(u32) @ 0x108 {
+                31:0 value;
+            }
+            /// Command completion ring base address, high 32 bits.
+            REG_CMDQ_CQ_BASE_HI: CMDQ_CQ_BASE_HI(u32) @ 0x10c {
+                31:0 value;
+            }
+            /// log2 of the number of entries of both command rings (0..=`MAX_LOG_CMDQ`).
+            REG_CMDQ_LOG_SIZE: CMDQ_LOG_SIZE(u32) @ 0x110 {
+                31:0 value;
+            }
+            /// Command queue control: `CMDQ_CTRL_ENABLE`. Base and size are latched when enabled.
+            REG_CMDQ_CTRL: CMDQ_CTRL(u32) @ 0x114 {
+                0:0 enable;
+            }
+            /// Command doorbell: write the new producer index (low 16 bits).
+            REG_CMDQ_DB: CMDQ_DB(u32) @ 0x118 {
+                15:0 pi;
+            }
+            /// Device consumer index of the command ring (read-only).
+            REG_CMDQ_CI: CMDQ_CI(u32) @ 0x11c {
+                31:0 value;
+            }
+            /// Command queue status (read-only): `CMDQ_STATUS_*`.
+            REG_CMDQ_STATUS: CMDQ_STATUS(u32) @ 0x120 {
+                1:1 error;
+                0:0 enabled;
+            }
+            // Event queue setup (EQ 0 async and EQ 1 command, which must exist before
+            // commands can complete by interrupt; completion EQs are made with
+            // `CMD_CREATE_EQ`).
+            /// EQ ring base, low 32 bits (16-byte EQEs, physically contiguous, 64-byte aligned).
+            REG_EQ_SETUP_BASE_LO: EQ_SETUP_BASE_LO(u32) @ 0x180 {
+                31:0 value;
+            }
+            /// EQ ring base, high 32 bits.
+            REG_EQ_SETUP_BASE_HI: EQ_SETUP_BASE_HI(u32) @ 0x184 {
+                31:0 value;
+            }
+            /// log2 of the number of EQEs.
+            REG_EQ_SETUP_LOG_SIZE: EQ_SETUP_LOG_SIZE(u32) @ 0x188 {
+                31:0 value;
+            }
+            /// MSI-X vector of the EQ.
+            REG_EQ_SETUP_VECTOR: EQ_SETUP_VECTOR(u32) @ 0x18c {
+                31:0 value;
+            }
+            /// Write `eqn | EQ_SETUP_CREATE` to create EQ `eqn` (0 or 1) from the setup
+            /// registers, or `eqn` alone to destroy it. The outcome is in
+            /// `REG_EQ_SETUP_STATUS`.
+            REG_EQ_SETUP_CTRL: EQ_SETUP_CTRL(u32) @ 0x190 {
+                31:31 create;
+                7:0 eqn;
+            }
+            /// Status (`STATUS_*` command status code) of the last `REG_EQ_SETUP_CTRL` write.
+            REG_EQ_SETUP_STATUS: EQ_SETUP_STATUS(u32) @ 0x194 {
+                31:0 value;
+            }
+            /// EQ doorbell: consumer index update and arm, `EqDoorbell`.
+            REG_EQ_DB: EQ_DB(u32) @ 0x1a0 {
+                31:31 arm;
+                23:16 eqn;
+                15:0 ci;
+            }
+        }
+    };
+}
+#[cfg(not(userspace))] // The kernel driver's `regs.rs`.
+pub(crate) use bar0_registers;
 
-// Device control and status.
-/// Device control (read/write): `CTRL_*`.
-pub const REG_DEV_CTRL: usize = 0x080;
-/// Device status (read-only): `STATUS_*`.
-pub const REG_DEV_STATUS: usize = 0x084;
-/// Fatal error code (read-only, `FATAL_*`), valid while `STATUS_FATAL` is set.
-pub const REG_FATAL_CODE: usize = 0x088;
+/// The offset constants of the table: `REG_ID` and the rest. The kernel driver reaches each
+/// register through its typed register instead, whose offset is the same entry's.
+#[cfg(userspace)]
+macro_rules! offsets {
+    ($(
+        $(#[$doc:meta])*
+        $offset_name:ident: $name:ident($storage:ty) @ $offset:literal { $($fields:tt)* }
+    )*) => {
+        $($(#[$doc])* pub const $offset_name: usize = $offset;)*
+    };
+}
+#[cfg(userspace)]
+bar0_registers!(offsets);
+
 /// Scratch register (read/write, no side effect), for bring-up and tests.
 #[cfg(userspace)] // Bring-up tools (ferroce-bar) and the device.
 pub const REG_SCRATCH: usize = 0x08c;
@@ -111,36 +264,22 @@ pub const STATUS_FATAL: u32 = 1 << 1;
 /// `REG_DEV_STATUS`: `CTRL_ENABLE` is in effect.
 pub const STATUS_ENABLED: u32 = 1 << 2;
 
-/// No fatal error.
-pub const FATAL_NONE: u32 = 0;
-/// The command queue rings could not be accessed by DMA.
-pub const FATAL_CMDQ_DMA: u32 = 1;
-/// An event queue could not be written by DMA.
-pub const FATAL_EQ_DMA: u32 = 2;
-/// Internal device error.
-pub const FATAL_INTERNAL: u32 = 3;
-/// Injected by the host control interface.
-pub const FATAL_INJECTED: u32 = 4;
-
-// Command queue registers.
-/// Command ring (128-byte entries) base address, low 32 bits. 128-byte aligned.
-pub const REG_CMDQ_SQ_BASE_LO: usize = 0x100;
-/// Command ring base address, high 32 bits.
-pub const REG_CMDQ_SQ_BASE_HI: usize = 0x104;
-/// Command completion ring (32-byte entries) base address, low 32 bits. 32-byte aligned.
-pub const REG_CMDQ_CQ_BASE_LO: usize = 0x108;
-/// Command completion ring base address, high 32 bits.
-pub const REG_CMDQ_CQ_BASE_HI: usize = 0x10c;
-/// log2 of the number of entries of both command rings (0..=`MAX_LOG_CMDQ`).
-pub const REG_CMDQ_LOG_SIZE: usize = 0x110;
-/// Command queue control: `CMDQ_CTRL_ENABLE`. Base and size are latched when enabled.
-pub const REG_CMDQ_CTRL: usize = 0x114;
-/// Command doorbell: write the new producer index (low 16 bits).
-pub const REG_CMDQ_DB: usize = 0x118;
-/// Device consumer index of the command ring (read-only).
-pub const REG_CMDQ_CI: usize = 0x11c;
-/// Command queue status (read-only): `CMDQ_STATUS_*`.
-pub const REG_CMDQ_STATUS: usize = 0x120;
+hw_codes! {
+    /// Returns the name of a fatal error code (`REG_FATAL_CODE`), for messages.
+    fn fatal_name(u32);
+    {
+        /// No fatal error.
+        FATAL_NONE = 0 => "none",
+        /// The command queue rings could not be accessed by DMA.
+        FATAL_CMDQ_DMA = 1 => "command queue DMA",
+        /// An event queue could not be written by DMA.
+        FATAL_EQ_DMA = 2 => "event queue DMA",
+        /// Internal device error.
+        FATAL_INTERNAL = 3 => "internal",
+        /// Injected by the host control interface.
+        FATAL_INJECTED = 4 => "injected",
+    }
+}
 
 /// `REG_CMDQ_CTRL`: command queue enabled.
 pub const CMDQ_CTRL_ENABLE: u32 = 1 << 0;
@@ -153,21 +292,6 @@ pub const MAX_LOG_CMDQ: u32 = 12;
 
 // Event queue setup (for the async EQ 0 and the command EQ 1, which must exist before commands
 // can complete by interrupt; completion EQs are created with `CMD_CREATE_EQ`).
-/// EQ ring base, low 32 bits (16-byte EQEs, physically contiguous, 64-byte aligned).
-pub const REG_EQ_SETUP_BASE_LO: usize = 0x180;
-/// EQ ring base, high 32 bits.
-pub const REG_EQ_SETUP_BASE_HI: usize = 0x184;
-/// log2 of the number of EQEs.
-pub const REG_EQ_SETUP_LOG_SIZE: usize = 0x188;
-/// MSI-X vector of the EQ.
-pub const REG_EQ_SETUP_VECTOR: usize = 0x18c;
-/// Write `eqn | EQ_SETUP_CREATE` to create EQ `eqn` (0 or 1) from the setup registers, or `eqn`
-/// alone to destroy it. The outcome is in `REG_EQ_SETUP_STATUS`.
-pub const REG_EQ_SETUP_CTRL: usize = 0x190;
-/// Status (`STATUS_*` command status code) of the last `REG_EQ_SETUP_CTRL` write.
-pub const REG_EQ_SETUP_STATUS: usize = 0x194;
-/// EQ doorbell: consumer index update and arm, [`EqDoorbell`].
-pub const REG_EQ_DB: usize = 0x1a0;
 /// `REG_EQ_SETUP_CTRL`: create (otherwise destroy).
 pub const EQ_SETUP_CREATE: u32 = 1 << 31;
 
