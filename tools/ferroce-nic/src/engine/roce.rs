@@ -72,9 +72,12 @@ impl QpTransport {
     }
 
     /// Enters ERR: nothing more is sent or retransmitted (the WQEs are dropped: the device
-    /// flushes them), no READ response is sent or written, no request executed.
+    /// flushes them), no READ response is sent or written, no request executed; the responder
+    /// starts afresh at the PSN it expected.
     pub fn enter_error(&mut self) {
-        stop(&mut self.req, &mut self.resp);
+        self.req.clear();
+        let epsn = self.resp.epsn;
+        self.resp.reset(epsn);
     }
 
     /// Whether the QP has work for a poll's round: WQEs queued or in flight (and their
@@ -92,14 +95,6 @@ impl QpTransport {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.req.next_deadline()
     }
-}
-
-/// Stops a transport that entered ERR: its WQEs are dropped (the device flushes them), and its
-/// responder starts afresh at the PSN it expected.
-fn stop(req: &mut Requester, resp: &mut Responder) {
-    req.clear();
-    let epsn = resp.epsn;
-    resp.reset(epsn);
 }
 
 /// A QP during one of its turns in the engine (a received frame, a poll's round, new send
