@@ -21,6 +21,9 @@
 #   make soak        long campaigns (the full tools matrix), never part of make check
 #   make fuzz        libFuzzer campaign on the NIC's frame, command and pair targets (FUZZ_SECONDS each)
 #   make shell       a shell in the toolchain root
+#   make patches     out/patches: our kernel files as a patch series against the pinned
+#                    linux-source, with a cover letter and checkpatch's findings
+#                    (tools/kernel/series; make check applies it: patches-apply)
 #
 # Variables: FERROCE_CACHE=/var/cache/ferroce  VARIANT=default|debug
 #            ACCEL=auto|kvm|tcg  JOBS=<n>  SCENARIOS="<name> ..." (check)
@@ -31,11 +34,11 @@
 FERROCE := tools/ferroce
 export FERROCE_CACHE VARIANT ACCEL JOBS VM_JOBS FUZZ_SECONDS FUZZ_TARGETS LAB_VMS LAB_PACKAGES LAB_MEMORY
 
-.PHONY: all toolchain kernel modules nic initramfs run lab dist check check-debug check-flaky bench soak fuzz shell clean
+.PHONY: all toolchain kernel modules nic initramfs run lab dist check check-debug check-flaky bench soak fuzz shell patches clean
 
 all: initramfs
 
-toolchain kernel modules nic initramfs run lab dist fuzz shell:
+toolchain kernel modules nic initramfs run lab dist fuzz shell patches:
 	@$(FERROCE) $@
 
 bench:
