@@ -8,10 +8,11 @@
 //! allocation ib_core makes for the device, right after the core `struct ib_device`, the way
 //! `ib_alloc_device()` lays out C drivers' structures.
 //!
-//! Verbs objects (PDs, CQs, QPs, SRQs, XRC domains, AHs, memory windows, user contexts) are allocated by
-//! ib_core with room for the driver's data, named by the associated types of [`Operations`];
-//! MRs are allocated by the abstraction. CQs, QPs and SRQs are also entered in per-device [`Table`]s by number, so
-//! that completion and event interrupts reach them ([`Device::cqs`], [`Device::qps`]).
+//! Verbs objects (PDs, CQs, QPs, SRQs, XRC domains, AHs, memory windows, user contexts) are
+//! allocated by ib_core with room for the driver's data, named by the associated types of
+//! [`Operations`]; MRs are allocated by the abstraction. CQs, QPs and SRQs are also entered in
+//! per-device [`Table`]s by number, so that completion and event interrupts reach them
+//! ([`Device::cqs`], [`Device::qps`]).
 //!
 //! # Examples
 //!
@@ -102,7 +103,8 @@
 //!         init: &CqInit,
 //!         _udata: Option<&mut Udata<'_>>,
 //!     ) -> Result<(Queue, u32)> {
-//!         // A real driver allocates the ring with `dev.parent()` and creates the CQ in the device.
+//!         // A real driver allocates the ring with `dev.parent()` and creates the CQ in the
+//!         // device.
 //!         let number = dev.next_queue.fetch_add(1, Ordering::Relaxed);
 //!         Ok((Queue { number }, init.entries.next_power_of_two()))
 //!     }

@@ -50,7 +50,8 @@ struct ferroce_alloc_ucontext_resp {
 	__u32 push_window_offset;     /* offset of the push window in the doorbell page */
 	__u32 push_window_size;	      /* its bytes (a WQE must fit) */
 	__u32 max_log_cq;	      /* largest log2 of a CQ's entries (0 from a kernel that
-				       * did not say: max_log_queue) */
+				       * did not say: max_log_queue)
+				       */
 	__u32 reserved;
 };
 
@@ -75,8 +76,8 @@ struct ferroce_create_cq_resp {
  * ibv_resize_cq: the CQ's new buffer, laid out as ferroce_create_cq_req's. The device ends
  * the old ring with a RESIZE CQE; the provider polls up to it, then reads that index again in
  * the new ring (ferroce-hw.rst, "Resizing a CQ"), and writes its consumer index into both
- * records until then. The kernel unpins the old buffer once the device has switched; the provider frees it
- * after the marker.
+ * records until then. The kernel unpins the old buffer once the device has switched; the
+ * provider frees it after the marker.
  */
 struct ferroce_resize_cq_req {
 	__aligned_u64 buf_addr;

@@ -4,9 +4,10 @@
 //! and the userspace provider agree on.
 //!
 //! This module (this file and `hw/`) is compiled by the kernel driver crate, by the emulated NIC
-//! and by the rdma-core provider (through `tools/ferroce-hw`). It therefore uses only `core`, is safe code only, and every layout comes
-//! with a safe encoder/decoder to and from little-endian byte arrays: the driver reads and writes
-//! DMA memory through byte copies and must never transmute.
+//! and by the rdma-core provider (through `tools/ferroce-hw`). It therefore uses only `core`, is
+//! safe code only, and every layout comes with a safe encoder/decoder to and from little-endian
+//! byte arrays: the driver reads and writes DMA memory through byte copies and must never
+//! transmute.
 //!
 //! `Documentation/infiniband/ferroce-hw.rst` is the prose version of this file.
 //!

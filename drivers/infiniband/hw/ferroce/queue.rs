@@ -2,10 +2,10 @@
 
 //! Rings and doorbell records in DMA-coherent memory, shared by CQs, QPs and SRQs.
 //!
-//! Kernel queues: a ring is one contiguous buffer of `1 << log_size` slots of `1 << log_stride` bytes, named to
-//! the device by a contiguous [`hw::BufDesc`]. Indexes are free-running 16-bit counters
-//! ([`hw::Ring`]): they wrap by design. User queues live in the process's memory instead
-//! ([`UserQueueMem`]).
+//! Kernel queues: a ring is one contiguous buffer of `1 << log_size` slots of `1 << log_stride`
+//! bytes, named to the device by a contiguous [`hw::BufDesc`]. Indexes are free-running 16-bit
+//! counters ([`hw::Ring`]): they wrap by design. User queues live in the process's memory
+//! instead ([`UserQueueMem`]).
 
 use kernel::{
     device::{

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! User contexts: every process that opens the device gets a NIC context of its own, that is a
-//! doorbell page mapped into that process alone and a QID table (ferroce-hw.rst, "Doorbells") that translates
-//! the queue numbers its doorbells carry to the device's. A process can ring only the queues
-//! mapped for it.
+//! doorbell page mapped into that process alone and a QID table (ferroce-hw.rst, "Doorbells")
+//! that translates the queue numbers its doorbells carry to the device's. A process can ring
+//! only the queues mapped for it.
 
 use kernel::{
     page::PAGE_SHIFT,

@@ -344,11 +344,11 @@ impl RoceDevice {
         &self.bar
     }
 
-    /// Hands the device send WQE `pi - 1` of QP `qpn` through the push window (ferroce-hw.rst, "Doorbells"):
-    /// the whole WQE by MMIO, then `DB_PUSH`, so that the device need not fetch it. The WQE
-    /// must be in the ring too, with the doorbell record updated. Returns `false`, having done
-    /// nothing, if the device has no push window, the WQE is too big, or another CPU is using
-    /// the window: the caller then rings the ordinary doorbell.
+    /// Hands the device send WQE `pi - 1` of QP `qpn` through the push window (ferroce-hw.rst,
+    /// "Doorbells"): the whole WQE by MMIO, then `DB_PUSH`, so that the device need not fetch
+    /// it. The WQE must be in the ring too, with the doorbell record updated. Returns `false`,
+    /// having done nothing, if the device has no push window, the WQE is too big, or another CPU
+    /// is using the window: the caller then rings the ordinary doorbell.
     pub(crate) fn push_wqe(&self, qpn: u16, pi: u16, wqe: &[u8]) -> Result<bool> {
         if !self.wqe_push || wqe.len() > PUSH_MAX_WQE {
             return Ok(false);

@@ -60,8 +60,8 @@ impl<T: Operations> Registration<T> {
     /// registers it with ib_core under `name` (a `printf` pattern such as `c"ferroce%d"`), as a
     /// child of `parent`, which is also the device used for DMA.
     ///
-    /// `config.netdev` associates a port with its network device before registration, so that ib_core
-    /// builds the port's GID table from the device's addresses right away (see also
+    /// `config.netdev` associates a port with its network device before registration, so that
+    /// ib_core builds the port's GID table from the device's addresses right away (see also
     /// [`Device::set_netdev`]). ib_core calls [`Operations`] (`query_device`,
     /// `get_port_immutable`, and for RoCE ports `add_gid`) before this returns.
     ///

@@ -184,9 +184,9 @@ hw_codes! {
         STATUS_NOT_SUPPORTED = 0x09 => "not_supported",
         /// Internal error.
         STATUS_INTERNAL = 0x0a => "internal",
-        /// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of every
-        /// free MR table slot (a stale rkey of the old MR would reach the new one): ask again with
-        /// another variant.
+        /// `CREATE_MR` / `CREATE_MW`: the key of the variant asked for would be the last key of
+        /// every free MR table slot (a stale rkey of the old MR would reach the new one): ask
+        /// again with another variant.
         STATUS_STALE_KEY = 0x0b => "stale_key",
     }
 }
