@@ -31,8 +31,8 @@ __rust_helper pgprot_t rust_helper_rdma_pgprot_noncached(pgprot_t prot)
 
 /* Pinned user memory (rust/kernel/rdma/umem.rs). */
 __rust_helper struct ib_umem *rust_helper_ib_umem_get_va(struct ib_device *device,
-							   unsigned long addr, size_t size,
-							   int access)
+							 unsigned long addr, size_t size,
+							 int access)
 {
 	return ib_umem_get_va(device, addr, size, access);
 }
