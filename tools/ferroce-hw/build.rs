@@ -6,4 +6,7 @@
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(userspace)");
     println!("cargo::rustc-cfg=userspace");
+    // Nothing else decides the cfg: without this, cargo runs the script again whenever any
+    // file of the package changes.
+    println!("cargo::rerun-if-changed=build.rs");
 }

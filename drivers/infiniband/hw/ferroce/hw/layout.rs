@@ -271,7 +271,8 @@ macro_rules! hw_codes {
                 _ => "unknown",
             }
         }
-    };    (@list [] $ty:ty; $($code:ident)*) => {};
+    };
+    (@list [] $ty:ty; $($code:ident)*) => {};
     (@list [$(#[$meta:meta])* $list:ident] $ty:ty; $($code:ident)*) => {
         $(#[$meta])*
         pub const $list: [$ty; [$($code),*].len()] = [$($code),*];
