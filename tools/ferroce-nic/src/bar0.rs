@@ -84,7 +84,7 @@ impl DeviceCore {
                     | if config.xrc { CAP_XRC } else { 0 }
                     | if config.odp { CAP_ODP } else { 0 }
             }
-            REG_NUM_MSIX => u32::from(self.irq().vectors()),
+            REG_NUM_MSIX => u32::from(self.bus().irq().vectors()),
             REG_MAX_QP => config.max_qp,
             REG_MAX_CQ => config.max_cq,
             REG_MAX_MR => config.max_mr,
@@ -120,15 +120,15 @@ impl DeviceCore {
             REG_CMDQ_CI => self.cmdq().ci(),
             REG_CMDQ_STATUS => self.cmdq().status(),
             o if (COUNTERS_OFFSET..COUNTERS_OFFSET + NUM_COUNTERS * 8).contains(&o) => {
-                let value = self.counters().get((o - COUNTERS_OFFSET) / 8);
+                let value = self.bus().counters().get((o - COUNTERS_OFFSET) / 8);
                 if o % 8 == 0 {
                     lo(value)
                 } else {
                     hi(value)
                 }
             }
-            o if o == MSIX_PBA_OFFSET => lo(self.irq().pending_bits()),
-            o if o == MSIX_PBA_OFFSET + 4 => hi(self.irq().pending_bits()),
+            o if o == MSIX_PBA_OFFSET => lo(self.bus().irq().pending_bits()),
+            o if o == MSIX_PBA_OFFSET + 4 => hi(self.bus().irq().pending_bits()),
             _ => 0,
         }
     }
@@ -162,7 +162,7 @@ impl Device {
     /// A BAR0 read of 1, 2, 4 or 8 bytes at `offset`.
     pub fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
         let core = &mut self.core;
-        core.counters().inc(COUNTER_MMIO_READS);
+        core.bus().counters().inc(COUNTER_MMIO_READS);
         let len = data.len();
         if HostControls::get(&core.host().hang) {
             // A hung device answers like a surprise-removed one.
@@ -185,7 +185,7 @@ impl Device {
         }
         let start = offset - base;
         data.copy_from_slice(&window[start..start + len]);
-        core.trace().event("mmio", || {
+        core.bus().trace().event("mmio", || {
             serde_json::json!({"dir": "r", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
         });
     }
@@ -200,9 +200,9 @@ impl Device {
     /// from the write).
     pub fn bar0_write_at(&mut self, offset: u64, data: &[u8], at: Instant) {
         let core = &mut self.core;
-        core.counters().inc(COUNTER_MMIO_WRITES);
+        core.bus().counters().inc(COUNTER_MMIO_WRITES);
         let len = data.len();
-        core.trace().event("mmio", || {
+        core.bus().trace().event("mmio", || {
             serde_json::json!({"dir": "w", "off": offset, "len": len, "val": u64::from_le_bytes(pad8(data))})
         });
         if HostControls::get(&core.host().hang) {
@@ -228,7 +228,7 @@ impl Device {
                 let value = u32::from_le_bytes(pad4(data));
                 core.doorbell_write(ctx, in_page, value, at);
             } else {
-                core.counters().inc(COUNTER_BAD_DOORBELLS);
+                core.bus().counters().inc(COUNTER_BAD_DOORBELLS);
             }
             return;
         }

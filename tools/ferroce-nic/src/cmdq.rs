@@ -162,13 +162,14 @@ impl DeviceCore {
 
     /// Records a command doorbell (new producer index).
     pub fn cmdq_doorbell_write(&mut self, value: u32) {
-        self.counters().inc(COUNTER_DOORBELLS);
+        self.bus().counters().inc(COUNTER_DOORBELLS);
         let pi = value as u16;
         if !self.cmdq_mut().doorbell(pi) {
-            self.counters().inc(COUNTER_BAD_DOORBELLS);
+            self.bus().counters().inc(COUNTER_BAD_DOORBELLS);
             return;
         }
-        self.trace()
+        self.bus()
+            .trace()
             .event("cmdq_doorbell", || serde_json::json!({"pi": pi}));
     }
 }
@@ -179,10 +180,12 @@ impl DeviceCore {
     fn write_cmd_completion(&mut self, slot: &CmdSlot, completion: &CmdCompletion) -> bool {
         let bytes = completion.encode();
         let at = slot.completion_addr;
-        let body = self.dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
+        let body =
+            self.bus()
+                .dma_write(at, &bytes[..CMD_COMPLETION_OWNER_OFFSET], "cmd_completion");
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let owner = body.and_then(|()| {
-            self.dma_write(
+            self.bus().dma_write(
                 at + CMD_COMPLETION_OWNER_OFFSET as u64,
                 &bytes[CMD_COMPLETION_OWNER_OFFSET..],
                 "cmd_completion",
@@ -207,6 +210,7 @@ impl Device {
             let mut entry = [0u8; CMD_ENTRY_SIZE];
             if self
                 .core
+                .bus()
                 .dma_read(slot.entry_addr, &mut entry, "cmd")
                 .is_err()
             {
@@ -226,11 +230,11 @@ impl Device {
                 }
                 Err(e) => (e.status, e.syndrome, [0; 3]),
             };
-            self.core.counters().inc(COUNTER_COMMANDS);
+            self.core.bus().counters().inc(COUNTER_COMMANDS);
             if status != STATUS_OK {
-                self.core.counters().inc(COUNTER_COMMAND_ERRORS);
+                self.core.bus().counters().inc(COUNTER_COMMAND_ERRORS);
             }
-            self.core.trace().event("cmd", || {
+            self.core.bus().trace().event("cmd", || {
                 serde_json::json!({"index": index, "opcode": header.opcode, "name": command_name(header.opcode), "token": header.token, "status": status, "syndrome": syndrome, "result": results})
             });
             let completion = CmdCompletion {

@@ -136,7 +136,7 @@ impl Device {
 
     fn modify_eq(&mut self, cmd: &ModifyEqCmd) -> Result<(), CmdError> {
         reserved_zero(cmd.rsvd.into(), offset_of!(ModifyEqCmd, rsvd))?;
-        if cmd.vector >= self.core.irq().vectors() {
+        if cmd.vector >= self.core.bus().irq().vectors() {
             return Err(field_error!(STATUS_BAD_PARAM, ModifyEqCmd, vector));
         }
         let eq = self
@@ -145,7 +145,7 @@ impl Device {
             .eqs_mut()
             .get_mut(cmd.eqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
-        eq.vector = cmd.vector;
+        eq.set_vector(cmd.vector);
         Ok(())
     }
 
@@ -240,6 +240,7 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         self.core
+            .bus()
             .dma_write(header.out_addr, &image.encode(), "cmd_out")
             .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
         Ok(QpStateReply { state })
@@ -308,7 +309,7 @@ impl Device {
             .objects()
             .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
-            self.core.mem(),
+            self.core.bus().mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             1 << cmd.log_stride,
@@ -318,6 +319,7 @@ impl Device {
         }
         let mut record = [0u8; SrqDbRecord::SIZE];
         self.core
+            .bus()
             .dma_read(cmd.dbrec_addr, &mut record, "srq_dbrec")
             .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateSrqCmd, dbrec_addr))?;
         let srq = Srq {
@@ -413,9 +415,15 @@ impl Device {
         self.core.objects().check_translation_budget(
             u64::from(cmd.ring.page_count).saturating_sub(old.map.page_entries()),
         )?;
-        let new = RingBuffer::resolve(self.core.mem(), &cmd.ring, u32::from(cmd.log_size), stride)?;
+        let new = RingBuffer::resolve(
+            self.core.bus().mem(),
+            &cmd.ring,
+            u32::from(cmd.log_size),
+            stride,
+        )?;
         let mut record = [0u8; SrqDbRecord::SIZE];
         self.core
+            .bus()
             .dma_read(old_record, &mut record, "srq_dbrec")
             .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
         let pi = SrqDbRecord::decode(&record).pi as u16;
@@ -426,6 +434,7 @@ impl Device {
             return Err(field_error!(STATUS_BAD_PARAM, ResizeSrqCmd, log_size));
         }
         self.core
+            .bus()
             .dma_read(cmd.dbrec_addr, &mut record, "srq_dbrec")
             .map_err(|_| field_error!(STATUS_DMA_ERROR, ResizeSrqCmd, dbrec_addr))?;
         let mut wqe = vec![0u8; old.stride as usize];
@@ -433,14 +442,17 @@ impl Device {
         while index != pi {
             let copied = old
                 .map
-                .read(self.core.mem(), old.offset(index), &mut wqe)
-                .and_then(|()| new.map.write(self.core.mem(), new.offset(index), &wqe));
+                .read(self.core.bus().mem(), old.offset(index), &mut wqe)
+                .and_then(|()| {
+                    new.map
+                        .write(self.core.bus().mem(), new.offset(index), &wqe)
+                });
             if copied.is_err() {
                 return Err(CmdError::new(STATUS_DMA_ERROR));
             }
             index = index.wrapping_add(1);
         }
-        self.core.trace().event(
+        self.core.bus().trace().event(
             "srq_resize",
             || serde_json::json!({"srqn": cmd.srqn, "ci": ci, "pi": pi, "log_size": cmd.log_size}),
         );
@@ -483,7 +495,7 @@ impl Device {
             vlan: cmd.vlan,
         };
         self.core.objects_mut().set_gid(cmd.index, Some(entry));
-        self.core.trace().event(
+        self.core.bus().trace().event(
             "gid",
             || serde_json::json!({"index": cmd.index, "set": true, "type": cmd.gid_type}),
         );
@@ -495,7 +507,7 @@ impl Device {
         if !self.core.objects_mut().set_gid(cmd.index, None) {
             return Err(field_error!(STATUS_BAD_PARAM, ClearGidCmd, index));
         }
-        self.core.trace().event(
+        self.core.bus().trace().event(
             "gid",
             || serde_json::json!({"index": cmd.index, "set": false}),
         );
@@ -516,9 +528,10 @@ impl Device {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         let bytes: Vec<u8> = (first..first + count)
-            .flat_map(|i| self.core.counters().get(i).to_le_bytes())
+            .flat_map(|i| self.core.bus().counters().get(i).to_le_bytes())
             .collect();
         self.core
+            .bus()
             .dma_write(header.out_addr, &bytes, "cmd_out")
             .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
         Ok(QueryCountersReply {

@@ -71,9 +71,10 @@ pub fn gids_json(device: &Device) -> Value {
 pub fn objects_json(nic: &Function, device: &Device) -> Value {
     let core = &device.core;
     let eqs: Vec<Value> = core
-        .objects().eqs()
+        .objects()
+        .eqs()
         .iter()
-        .map(|(n, eq)| json!({"eqn": n, "log_size": eq.buf.ring.log_size(), "pi": eq.pi, "ci": eq.ci, "vector": eq.vector, "armed": eq.armed, "overruns": eq.overruns}))
+        .map(|(n, eq)| eq.to_json(n))
         .collect();
     let cqs: Vec<Value> = core
         .objects().cqs()

@@ -24,12 +24,13 @@ impl DeviceCore {
             return Err(field_error!(STATUS_BAD_RESOURCE, CreateCqCmd, eqn));
         }
         let mut record = [0u8; CqDbRecord::SIZE];
-        self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
+        self.bus()
+            .dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
             .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateCqCmd, dbrec_addr))?;
         self.objects()
             .check_translation_budget(u64::from(cmd.ring.page_count))?;
         let buf = RingBuffer::resolve(
-            self.mem(),
+            self.bus().mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             CQE_SIZE as u32,
@@ -47,7 +48,7 @@ impl DeviceCore {
             .insert(cq)
             .ok_or(CmdError::new(STATUS_NO_RESOURCES))?;
         if let Some(eq) = self.objects_mut().eqs_mut().get_mut(cmd.eqn) {
-            eq.users += 1;
+            eq.add_user();
         }
         Ok(cqn)
     }
@@ -65,7 +66,7 @@ impl DeviceCore {
         let eqn = cq.eqn;
         self.objects_mut().remove_cq(cqn);
         if let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) {
-            eq.users = eq.users.saturating_sub(1);
+            eq.drop_user();
         }
         Ok(())
     }
@@ -92,7 +93,7 @@ impl DeviceCore {
         self.objects()
             .check_translation_budget(u64::from(cmd.ring.page_count).saturating_sub(old_pages))?;
         let new = RingBuffer::resolve(
-            self.mem(),
+            self.bus().mem(),
             &cmd.ring,
             u32::from(cmd.log_size),
             CQE_SIZE as u32,
@@ -122,14 +123,15 @@ impl DeviceCore {
             return Err(field_error!(STATUS_BAD_PARAM, ResizeCqCmd, log_size));
         }
         let mut record = [0u8; CqDbRecord::SIZE];
-        self.dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
+        self.bus()
+            .dma_read(cmd.dbrec_addr, &mut record, "cq_dbrec")
             .map_err(|_| field_error!(STATUS_DMA_ERROR, ResizeCqCmd, dbrec_addr))?;
         // The new ring first: every slot stale for the index it will hold next.
         for slot in 0..new.ring.size() {
             let owner = new.ring.stale_owner(new.ring.next_index_in_slot(pi, slot));
             let at = u64::from(slot) * CQE_SIZE as u64 + CQE_OWNER_OFFSET as u64;
             new.map
-                .write(self.mem(), at, &[owner])
+                .write(self.bus().mem(), at, &[owner])
                 .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
         }
         let marker = Cqe {
@@ -141,21 +143,21 @@ impl DeviceCore {
         let offset = old.offset(pi);
         let body = old
             .map
-            .write(self.mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
+            .write(self.bus().mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let written = body.and_then(|()| {
             old.map.write(
-                self.mem(),
+                self.bus().mem(),
                 offset + CQE_OWNER_OFFSET as u64,
                 &bytes[CQE_OWNER_OFFSET..],
             )
         });
         if written.is_err() {
-            self.counters().inc(COUNTER_DMA_ERRORS);
+            self.bus().counters().inc(COUNTER_DMA_ERRORS);
             self.cq_error(cmd.cqn);
             return Err(CmdError::new(STATUS_DMA_ERROR));
         }
-        self.trace().event("cq_resize", || {
+        self.bus().trace().event("cq_resize", || {
             serde_json::json!({"cqn": cmd.cqn, "marker": pi, "ci": ci, "log_size": cmd.log_size})
         });
         let Some(cq) = self.objects_mut().cqs_mut().get_mut(cmd.cqn) else {
@@ -169,8 +171,10 @@ impl DeviceCore {
     /// Reads the consumer index from a CQ's doorbell record.
     fn cq_consumer_index(&self, dbrec_addr: u64) -> Option<u16> {
         let mut record = [0u8; CqDbRecord::SIZE];
-        self.counters().inc(COUNTER_DBREC_READS);
-        self.dma_read(dbrec_addr, &mut record, "cq_dbrec").ok()?;
+        self.bus().counters().inc(COUNTER_DBREC_READS);
+        self.bus()
+            .dma_read(dbrec_addr, &mut record, "cq_dbrec")
+            .ok()?;
         Some(CqDbRecord::decode(&record).ci as u16)
     }
 
@@ -198,7 +202,7 @@ impl DeviceCore {
             return Err(HostError::CqError);
         };
         if !ring.producer_valid(pi, ci) || ring.is_full(pi, ci) {
-            self.trace().event(
+            self.bus().trace().event(
                 "cq_overrun",
                 || serde_json::json!({"cqn": cqn, "pi": pi, "ci": ci}),
             );
@@ -213,25 +217,25 @@ impl DeviceCore {
         };
         let offset = cq.buf.offset(pi);
         let map = cq.buf.map.clone();
-        let body = map.write(self.mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
+        let body = map.write(self.bus().mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let written = body.and_then(|()| {
             map.write(
-                self.mem(),
+                self.bus().mem(),
                 offset + CQE_OWNER_OFFSET as u64,
                 &bytes[CQE_OWNER_OFFSET..],
             )
         });
         if written.is_err() {
-            self.counters().inc(COUNTER_DMA_ERRORS);
+            self.bus().counters().inc(COUNTER_DMA_ERRORS);
             self.cq_error(cqn);
             return Err(HostError::CqError);
         }
-        self.counters().inc(COUNTER_CQES);
-        self.trace().event("cqe", || {
+        self.bus().counters().inc(COUNTER_CQES);
+        self.bus().trace().event("cqe", || {
             serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "wqe_index": cqe.wqe_index, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id, "byte_len": cqe.byte_len})
         });
-        let now = self.elapsed_us();
+        let now = self.bus().elapsed_us();
         let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {
             return Err(HostError::CqError);
         };
@@ -274,7 +278,7 @@ impl DeviceCore {
 
     /// Fires moderated completion events whose period expired.
     pub fn moderation_tick(&mut self) {
-        let now = self.elapsed_us();
+        let now = self.bus().elapsed_us();
         let is_due = |cq: &Cq| cq.moderation_due_us().is_some_and(|due| due <= now);
         // Called every round: nothing is allocated unless an event is due.
         if !self.objects().unreported_cqs().any(|(_, cq)| is_due(cq)) {
@@ -309,8 +313,8 @@ impl DeviceCore {
             (CqArm::Next, _) | (_, false) => CqArm::Next,
             _ => CqArm::Solicited,
         };
-        self.counters().inc(COUNTER_CQ_ARMS);
-        self.trace().event(
+        self.bus().counters().inc(COUNTER_CQ_ARMS);
+        self.bus().trace().event(
             "cq_arm",
             || serde_json::json!({"cqn": cqn, "solicited": solicited}),
         );

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use ferroce_hw::*;
 use serde::Serialize;
 
+use crate::bus::Bus;
 use crate::clock::Clock;
 use crate::cmdq::Cmdq;
 use crate::counters::Counters;
@@ -22,7 +23,7 @@ use crate::doorbell::Doorbells;
 use crate::engine::Engine;
 use crate::interrupts::InterruptSink;
 use crate::latency::DoorbellLatency;
-use crate::memory::{DmaError, GuestMemory};
+use crate::memory::GuestMemory;
 use crate::objects::Objects;
 use crate::records::RecordWatch;
 use crate::trace::Tracer;
@@ -216,14 +217,8 @@ const COMMAND_BUDGET: usize = 64;
 pub struct DeviceCore {
     /// Limits and identity.
     config: DeviceConfig,
-    /// Guest memory.
-    mem: Arc<dyn GuestMemory>,
-    /// MSI-X.
-    irq: Arc<dyn InterruptSink>,
-    /// Counters.
-    counters: Arc<Counters>,
-    /// Trace.
-    trace: Arc<Tracer>,
+    /// Guest memory, MSI-X, counters, trace and clock.
+    bus: Bus,
     /// Host switches.
     host: Arc<HostControls>,
     /// Registers.
@@ -244,11 +239,6 @@ pub struct DeviceCore {
     pending_fatal: bool,
     /// Object limits set by the host, taken at the next function reset.
     pending_limits: Option<DeviceConfig>,
-    /// Where the device's timers read the time: the host's clock, or the tests' virtual time.
-    clock: Clock,
-    /// When the device was created, on `clock`: CQ moderation and page faults count
-    /// microseconds from it.
-    start: Instant,
     /// Doorbell-to-wire intervals.
     latency: DoorbellLatency,
     /// Doorbell records the device polls.
@@ -274,7 +264,6 @@ impl Device {
         trace: Arc<Tracer>,
         host: Arc<HostControls>,
     ) -> Self {
-        let clock = Clock::Wall;
         let core = DeviceCore {
             objects: Objects::new(&config),
             port: Port {
@@ -283,10 +272,7 @@ impl Device {
                 max_mtu: MTU_4096,
             },
             config,
-            mem,
-            irq,
-            counters,
-            trace,
+            bus: Bus::new(mem, irq, counters, trace),
             host,
             regs: Registers::default(),
             cmdq: Cmdq::default(),
@@ -295,8 +281,6 @@ impl Device {
             pending_port: None,
             pending_fatal: false,
             pending_limits: None,
-            start: clock.now(),
-            clock,
             latency: DoorbellLatency::default(),
             records: RecordWatch::default(),
         };
@@ -306,8 +290,7 @@ impl Device {
     /// The device on `clock` instead of the host's (the tests' virtual time), from its start.
     /// (A builder rather than another parameter of [`Device::new`]: `serve` has no choice.)
     pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.core.start = clock.now();
-        self.core.clock = clock;
+        self.core.bus.set_clock(clock);
         self
     }
 
@@ -328,7 +311,7 @@ impl Device {
         core.doorbells = Doorbells::default();
         core.records.clear();
         core.regs = Registers::default();
-        core.trace.event("reset", || serde_json::json!({}));
+        core.bus.trace().event("reset", || serde_json::json!({}));
     }
 
     /// Does all pending device work: reset, commands, doorbells, timers, engine polling.
@@ -387,7 +370,7 @@ impl Device {
             .filter_map(|(_, mr)| mr.fault.map(|f| f.repeat_us()));
         moderation
             .chain(faults)
-            .map(|us| self.core.start + Duration::from_micros(us))
+            .map(|us| self.core.bus.start() + Duration::from_micros(us))
             .chain(self.engine.next_deadline())
             .min()
     }
@@ -423,47 +406,14 @@ impl Device {
 }
 
 impl DeviceCore {
-    /// The time on the device's clock: the only source of "now" for its timers.
-    pub fn now(&self) -> Instant {
-        self.clock.now()
-    }
-
-    /// Microseconds since the device was created, on its clock.
-    pub fn elapsed_us(&self) -> u64 {
-        self.now().saturating_duration_since(self.start).as_micros() as u64
-    }
-
-    /// Reads guest memory for device structures (rings, records), counting DMA errors.
-    pub fn dma_read(&self, addr: u64, buf: &mut [u8], what: &'static str) -> Result<(), DmaError> {
-        let result = self.mem.read(addr, buf);
-        self.trace.event("dma", || {
-            serde_json::json!({"dir": "read", "what": what, "addr": addr, "len": buf.len(), "ok": result.is_ok()})
-        });
-        if result.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
-        }
-        result
-    }
-
-    /// Writes guest memory for device structures, counting DMA errors.
-    pub fn dma_write(&self, addr: u64, data: &[u8], what: &'static str) -> Result<(), DmaError> {
-        let result = self.mem.write(addr, data);
-        self.trace.event("dma", || {
-            serde_json::json!({"dir": "write", "what": what, "addr": addr, "len": data.len(), "ok": result.is_ok()})
-        });
-        if result.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
-        }
-        result
-    }
-
     /// Puts the device into fatal state and tells the driver (async EQ, if it can).
     pub fn fatal(&mut self, code: u32) {
         if !self.regs.set_fatal(code) {
             return;
         }
         tracing::warn!(code, "device fatal error");
-        self.trace
+        self.bus
+            .trace()
             .event("fatal", || serde_json::json!({"code": code}));
         self.post_async_event(EventType::DeviceFatal, 0, code, 0);
     }
@@ -480,16 +430,6 @@ impl DeviceCore {
         &self.config
     }
 
-    /// Guest memory.
-    pub fn mem(&self) -> &dyn GuestMemory {
-        &*self.mem
-    }
-
-    /// MSI-X.
-    pub fn irq(&self) -> &dyn InterruptSink {
-        &*self.irq
-    }
-
     /// Doorbell-to-wire intervals (`ctl latency`).
     pub fn latency(&self) -> &DoorbellLatency {
         &self.latency
@@ -500,19 +440,9 @@ impl DeviceCore {
         &mut self.latency
     }
 
-    /// Counters.
-    pub fn counters(&self) -> &Counters {
-        &self.counters
-    }
-
-    /// Trace.
-    pub fn trace(&self) -> &Tracer {
-        &self.trace
-    }
-
-    /// The trace, shared (for the port's threads).
-    pub fn trace_handle(&self) -> Arc<Tracer> {
-        self.trace.clone()
+    /// Guest memory, MSI-X, counters, trace and clock.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
     }
 
     /// Host switches.
@@ -563,6 +493,12 @@ impl DeviceCore {
     /// The object tables, mutably.
     pub(crate) fn objects_mut(&mut self) -> &mut Objects {
         &mut self.objects
+    }
+
+    /// The object tables and the bus at once (a unit that borrows an object writes through the
+    /// bus).
+    pub(crate) fn objects_and_bus(&mut self) -> (&mut Objects, &Bus) {
+        (&mut self.objects, &self.bus)
     }
 
     /// The doorbell decoder state.

@@ -90,8 +90,8 @@ impl Doorbells {
 
 impl DeviceCore {
     fn bad_doorbell(&mut self, ctx: usize, reg: usize, value: u32) {
-        self.counters().inc(COUNTER_BAD_DOORBELLS);
-        self.trace().event(
+        self.bus().counters().inc(COUNTER_BAD_DOORBELLS);
+        self.bus().trace().event(
             "bad_doorbell",
             || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}),
         );
@@ -101,7 +101,7 @@ impl DeviceCore {
 
     /// Decodes a 32-bit write to a doorbell register of context page `ctx`, made at `at`.
     pub fn doorbell_write(&mut self, ctx: usize, reg: usize, value: u32, at: Instant) {
-        self.counters().inc(COUNTER_DOORBELLS);
+        self.bus().counters().inc(COUNTER_DOORBELLS);
         let kind = match reg {
             DB_SQ | DB_RQ | DB_PUSH => QID_KIND_QP,
             DB_SRQ => QID_KIND_SRQ,
@@ -112,7 +112,7 @@ impl DeviceCore {
         let number = self.objects().translate_qid(ctx, qid, kind);
         let slot = self.config().function;
         // The context's QID, the function's number it names, and that number in the NIC.
-        self.trace().event("doorbell", || {
+        self.bus().trace().event("doorbell", || {
             serde_json::json!({"ctx": ctx, "reg": reg, "qid": qid, "value": value,
                 "fn": slot.index, "num": number, "nic": number.map(|n| slot.nic_number(kind, n))})
         });
@@ -197,20 +197,19 @@ impl DeviceCore {
 
     /// Handles an EQ doorbell write (`REG_EQ_DB`).
     pub fn eq_doorbell_write(&mut self, value: u32) {
-        self.counters().inc(COUNTER_DOORBELLS);
+        self.bus().counters().inc(COUNTER_DOORBELLS);
         let db = EqDoorbell::decode(value);
         let eqn = u32::from(db.eqn);
-        self.trace().event(
+        self.bus().trace().event(
             "eq_doorbell",
             || serde_json::json!({"eqn": eqn, "ci": db.ci, "arm": db.arm}),
         );
         match self.objects_mut().eqs_mut().get_mut(eqn) {
             Some(eq) => {
-                let arm = db.arm || eq.pending_doorbell.is_some_and(|p| p.arm);
-                eq.pending_doorbell = Some(EqDoorbell { arm, ..db });
+                eq.ring(db);
                 self.queue_work(Work::Eq(eqn));
             }
-            None => self.counters().inc(COUNTER_BAD_DOORBELLS),
+            None => self.bus().counters().inc(COUNTER_BAD_DOORBELLS),
         }
     }
 
@@ -223,7 +222,7 @@ impl DeviceCore {
             if self.async_room() {
                 self.post_async_event(EventType::DoorbellError, 0, ctx, value);
             } else {
-                self.trace().event(
+                self.bus().trace().event(
                     "doorbell_error_unreported",
                     || serde_json::json!({"ctx": ctx, "value": value}),
                 );

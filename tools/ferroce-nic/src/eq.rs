@@ -1,11 +1,184 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 
 //! Event queues: EQE writing with owner bits, EQ doorbells (consumer index + arm), MSI-X.
+//!
+//! An [`Eq`] owns its ring, indexes and arm, and writes its EQEs and applies its doorbells
+//! through the [`Bus`]. [`DeviceCore`] creates and destroys EQs (by command or by the setup
+//! registers), decides what is posted where (async events, page faults, the lies the host
+//! asked for) and turns an EQ the device cannot write into a fatal error.
 
 use ferroce_hw::*;
+use serde_json::{json, Value};
 
+use crate::bus::Bus;
 use crate::device::DeviceCore;
-use crate::objects::{CmdError, Eq, RingBuffer};
+use crate::objects::{CmdError, RingBuffer};
+
+/// Event queue.
+pub struct Eq {
+    /// EQE ring.
+    buf: RingBuffer,
+    /// Producer index (device).
+    pi: u16,
+    /// Consumer index (last EQ doorbell).
+    ci: u16,
+    /// MSI-X vector.
+    vector: u16,
+    /// Raise the vector for the next EQE.
+    armed: bool,
+    /// EQEs lost because the ring was full.
+    overruns: u64,
+    /// Latest doorbell not yet applied by the device thread.
+    pending_doorbell: Option<EqDoorbell>,
+    /// Queued for the device thread.
+    queued: bool,
+    /// CQs using this EQ.
+    users: u32,
+}
+
+/// What became of an EQE given to [`Eq::write`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EqeOutcome {
+    /// Written; the EQ's vector was raised if it was armed.
+    Written,
+    /// The ring was full: the EQE is lost and counted as an overrun.
+    Overrun,
+    /// Guest memory refused the write: the EQ is unusable.
+    DmaFailed,
+}
+
+impl Eq {
+    /// An empty, disarmed EQ on `buf` that raises `vector`.
+    pub fn new(buf: RingBuffer, vector: u16) -> Self {
+        Self {
+            buf,
+            pi: 0,
+            ci: 0,
+            vector,
+            armed: false,
+            overruns: 0,
+            pending_doorbell: None,
+            queued: false,
+            users: 0,
+        }
+    }
+
+    /// Sets the MSI-X vector (`CMD_MODIFY_EQ`, validated by the caller).
+    pub fn set_vector(&mut self, vector: u16) {
+        self.vector = vector;
+    }
+
+    /// A CQ starts using this EQ.
+    pub fn add_user(&mut self) {
+        self.users += 1;
+    }
+
+    /// A CQ stops using this EQ.
+    pub fn drop_user(&mut self) {
+        self.users = self.users.saturating_sub(1);
+    }
+
+    /// Whether a CQ uses this EQ.
+    pub fn in_use(&self) -> bool {
+        self.users > 0
+    }
+
+    /// EQEs lost because the ring was full.
+    pub fn overruns(&self) -> u64 {
+        self.overruns
+    }
+
+    /// Page-list entries its ring holds.
+    pub fn page_entries(&self) -> u64 {
+        self.buf.map.page_entries()
+    }
+
+    /// Whether the ring is at most half full.
+    pub fn at_most_half_full(&self) -> bool {
+        self.buf.ring.used(self.pi, self.ci) < self.buf.ring.size() / 2
+    }
+
+    /// Marks the EQ queued for the device thread; whether it was already.
+    pub fn mark_queued(&mut self) -> bool {
+        std::mem::replace(&mut self.queued, true)
+    }
+
+    /// Records a doorbell for the device thread to apply. An arm is kept until applied, even if
+    /// a later doorbell only moves the consumer index.
+    pub fn ring(&mut self, db: EqDoorbell) {
+        let arm = db.arm || self.pending_doorbell.is_some_and(|p| p.arm);
+        self.pending_doorbell = Some(EqDoorbell { arm, ..db });
+    }
+
+    /// The state `ctl objects` shows.
+    pub fn to_json(&self, eqn: u32) -> Value {
+        json!({"eqn": eqn, "log_size": self.buf.ring.log_size(), "pi": self.pi, "ci": self.ci,
+               "vector": self.vector, "armed": self.armed, "overruns": self.overruns})
+    }
+
+    /// Writes `eqe` at the producer index with the owner bit of this lap, body first and owner
+    /// byte last, so that a polling driver never sees a half-written entry; raises the vector if
+    /// the EQ was armed.
+    pub fn write(&mut self, bus: &Bus, eqn: u32, mut eqe: Eqe) -> EqeOutcome {
+        let ring = self.buf.ring;
+        if ring.is_full(self.pi, self.ci) {
+            self.overruns += 1;
+            bus.trace().event("eq_overrun", || json!({"eqn": eqn}));
+            return EqeOutcome::Overrun;
+        }
+        let index = self.pi;
+        let offset = self.buf.offset(index);
+        eqe.owner = ring.owner(index);
+        let bytes = eqe.encode();
+        let map = &self.buf.map;
+        let body = map.write(bus.mem(), offset, &bytes[..EQE_OWNER_OFFSET]);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        let owner = body.and_then(|()| {
+            map.write(
+                bus.mem(),
+                offset + EQE_OWNER_OFFSET as u64,
+                &bytes[EQE_OWNER_OFFSET..],
+            )
+        });
+        if owner.is_err() {
+            bus.counters().inc(COUNTER_DMA_ERRORS);
+            return EqeOutcome::DmaFailed;
+        }
+        bus.counters().inc(COUNTER_EQES);
+        bus.trace().event("eqe", || {
+            json!({"eqn": eqn, "index": index, "type": eqe.event_type, "data0": eqe.data0, "data1": eqe.data1})
+        });
+        self.pi = self.pi.wrapping_add(1);
+        if std::mem::take(&mut self.armed) {
+            bus.raise(self.vector);
+        }
+        EqeOutcome::Written
+    }
+
+    /// Applies the pending doorbell (device thread): the new consumer index, then the arm,
+    /// which fires at once if EQEs are already waiting. A consumer index that would move
+    /// backwards or past the producer is refused and counted.
+    pub fn apply_doorbell(&mut self, bus: &Bus) {
+        self.queued = false;
+        let Some(db) = self.pending_doorbell.take() else {
+            return;
+        };
+        let ring = self.buf.ring;
+        if ring.used(self.pi, db.ci) <= ring.used(self.pi, self.ci) {
+            self.ci = db.ci;
+        } else {
+            bus.counters().inc(COUNTER_BAD_DOORBELLS);
+            return;
+        }
+        if db.arm {
+            if self.pi != self.ci {
+                bus.raise(self.vector);
+            } else {
+                self.armed = true;
+            }
+        }
+    }
+}
 
 impl DeviceCore {
     /// Creates EQ `eqn` (0/1 from the setup registers, others by command).
@@ -16,23 +189,13 @@ impl DeviceCore {
         log_size: u32,
         vector: u32,
     ) -> Result<u32, CmdError> {
-        if vector >= u32::from(self.irq().vectors()) {
+        if vector >= u32::from(self.bus().irq().vectors()) {
             return Err(CmdError::new(STATUS_BAD_PARAM));
         }
         self.objects()
             .check_translation_budget(u64::from(ring.page_count))?;
-        let buf = RingBuffer::resolve(self.mem(), ring, log_size, EQE_SIZE as u32)?;
-        let eq = Eq {
-            buf,
-            pi: 0,
-            ci: 0,
-            vector: vector as u16,
-            armed: false,
-            overruns: 0,
-            pending_doorbell: None,
-            queued: false,
-            users: 0,
-        };
+        let buf = RingBuffer::resolve(self.bus().mem(), ring, log_size, EQE_SIZE as u32)?;
+        let eq = Eq::new(buf, vector as u16);
         match eqn {
             Some(eqn) => {
                 if !self.objects_mut().eqs_mut().insert_at(eqn, eq) {
@@ -58,7 +221,7 @@ impl DeviceCore {
             .eqs()
             .get(eqn)
             .ok_or(CmdError::new(STATUS_BAD_RESOURCE))?;
-        if eq.users > 0 {
+        if eq.in_use() {
             return Err(CmdError::new(STATUS_BUSY));
         }
         self.objects_mut().eqs_mut().remove(eqn);
@@ -88,7 +251,7 @@ impl DeviceCore {
             }
         };
         self.regs_mut().set_eq_setup_status(u32::from(status));
-        self.trace().event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
+        self.bus().trace().event("eq_setup", || serde_json::json!({"eqn": eqn, "create": value & EQ_SETUP_CREATE != 0, "status": status}));
     }
 
     /// Writes an EQE to `eqn` and raises its vector if armed. `false` if the EQ is missing, full
@@ -100,70 +263,28 @@ impl DeviceCore {
         self.write_eqe(eqn, eqe)
     }
 
-    fn write_eqe(&mut self, eqn: u32, mut eqe: Eqe) -> bool {
-        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
+    fn write_eqe(&mut self, eqn: u32, eqe: Eqe) -> bool {
+        let (objects, bus) = self.objects_and_bus();
+        let Some(eq) = objects.eqs_mut().get_mut(eqn) else {
             return false;
         };
-        let ring = eq.buf.ring;
-        if ring.is_full(eq.pi, eq.ci) {
-            eq.overruns += 1;
-            self.trace()
-                .event("eq_overrun", || serde_json::json!({"eqn": eqn}));
-            return false;
+        match eq.write(bus, eqn, eqe) {
+            EqeOutcome::Written => true,
+            EqeOutcome::Overrun => false,
+            EqeOutcome::DmaFailed => {
+                // An EQ that cannot be written leaves the driver deaf: that is fatal.
+                self.objects_mut().eqs_mut().remove(eqn);
+                self.fatal(FATAL_EQ_DMA);
+                false
+            }
         }
-        let index = eq.pi;
-        let offset = eq.buf.offset(index);
-        eqe.owner = ring.owner(index);
-        let bytes = eqe.encode();
-        let map = eq.buf.map.clone();
-        // Body first, owner byte last, so a polling driver never sees a half-written entry.
-        let body = map.write(self.mem(), offset, &bytes[..EQE_OWNER_OFFSET]);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let owner = body.and_then(|()| {
-            map.write(
-                self.mem(),
-                offset + EQE_OWNER_OFFSET as u64,
-                &bytes[EQE_OWNER_OFFSET..],
-            )
-        });
-        if owner.is_err() {
-            self.counters().inc(COUNTER_DMA_ERRORS);
-            // An EQ that cannot be written leaves the driver deaf: that is fatal.
-            self.objects_mut().eqs_mut().remove(eqn);
-            self.fatal(FATAL_EQ_DMA);
-            return false;
-        }
-        self.counters().inc(COUNTER_EQES);
-        self.trace().event("eqe", || {
-            serde_json::json!({"eqn": eqn, "index": index, "type": eqe.event_type, "data0": eqe.data0, "data1": eqe.data1})
-        });
-        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
-            return false;
-        };
-        eq.pi = eq.pi.wrapping_add(1);
-        if eq.armed {
-            eq.armed = false;
-            let vector = eq.vector;
-            self.raise(vector);
-        }
-        true
-    }
-
-    /// Raises an MSI-X vector, counting and tracing it.
-    pub fn raise(&self, vector: u16) {
-        let outcome = self.irq().raise(vector);
-        self.counters().inc(COUNTER_INTERRUPTS);
-        self.trace().event(
-            "irq",
-            || serde_json::json!({"vector": vector, "outcome": outcome}),
-        );
     }
 
     /// Posts an async event on EQ 0 (dropped, and counted, if there is none).
     pub fn post_async_event(&mut self, event_type: EventType, subtype: u8, data0: u32, data1: u32) {
         let event_type = u8::from(event_type);
-        self.counters().inc(COUNTER_ASYNC_EVENTS);
-        self.trace().event(
+        self.bus().counters().inc(COUNTER_ASYNC_EVENTS);
+        self.bus().trace().event(
             "async_event",
             || serde_json::json!({"type": event_type, "subtype": subtype, "data0": data0}),
         );
@@ -184,15 +305,15 @@ impl DeviceCore {
         self.objects()
             .eqs()
             .get(EQN_ASYNC)
-            .is_some_and(|eq| eq.buf.ring.used(eq.pi, eq.ci) < eq.buf.ring.size() / 2)
+            .is_some_and(Eq::at_most_half_full)
     }
 
     /// Posts a page fault on EQ 0: on-demand MR `key` needs pages `first .. first + count`
     /// (writable if `write`). The caller checked [`Self::async_room`].
     pub fn post_page_fault(&mut self, key: u32, first: u32, count: u32, write: bool) {
-        self.counters().inc(COUNTER_ASYNC_EVENTS);
-        self.counters().inc(COUNTER_ODP_FAULT_EVENTS);
-        self.trace().event(
+        self.bus().counters().inc(COUNTER_ASYNC_EVENTS);
+        self.bus().counters().inc(COUNTER_ODP_FAULT_EVENTS);
+        self.bus().trace().event(
             "page_fault",
             || serde_json::json!({"key": key, "first": first, "count": count, "write": write}),
         );
@@ -210,28 +331,9 @@ impl DeviceCore {
     /// Applies a pending EQ doorbell: new consumer index, then arm (firing at once if EQEs are
     /// already waiting).
     pub fn service_eq_doorbell(&mut self, eqn: u32) {
-        let Some(eq) = self.objects_mut().eqs_mut().get_mut(eqn) else {
-            return;
-        };
-        eq.queued = false;
-        let Some(db) = eq.pending_doorbell.take() else {
-            return;
-        };
-        let ring = eq.buf.ring;
-        // The consumer may only move forward, up to the producer.
-        if ring.used(eq.pi, db.ci) <= ring.used(eq.pi, eq.ci) {
-            eq.ci = db.ci;
-        } else {
-            self.counters().inc(COUNTER_BAD_DOORBELLS);
-            return;
-        }
-        if db.arm {
-            if eq.pi != eq.ci {
-                let vector = eq.vector;
-                self.raise(vector);
-            } else {
-                eq.armed = true;
-            }
+        let (objects, bus) = self.objects_and_bus();
+        if let Some(eq) = objects.eqs_mut().get_mut(eqn) {
+            eq.apply_doorbell(bus);
         }
     }
 }

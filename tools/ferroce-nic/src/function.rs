@@ -209,7 +209,7 @@ mod tests {
             "the doorbell write waited for the round"
         );
         assert_eq!(
-            round.core.counters().get(COUNTER_DOORBELLS),
+            round.core.bus().counters().get(COUNTER_DOORBELLS),
             0,
             "queued, not applied"
         );
@@ -217,7 +217,7 @@ mod tests {
         writer.join().unwrap();
         assert!(nic.wake.take(), "the device thread was woken");
         assert_eq!(
-            nic.lock().core.counters().get(COUNTER_DOORBELLS),
+            nic.lock().core.bus().counters().get(COUNTER_DOORBELLS),
             1,
             "applied at the next lock"
         );
@@ -257,7 +257,11 @@ mod tests {
         }
         let device = lock();
         assert_eq!(
-            device.core.counters().get(ferroce_hw::COUNTER_MMIO_WRITES),
+            device
+                .core
+                .bus()
+                .counters()
+                .get(ferroce_hw::COUNTER_MMIO_WRITES),
             5
         );
         let window = device.core.doorbells().push_window(2).unwrap();

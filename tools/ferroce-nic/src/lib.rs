@@ -46,6 +46,7 @@
 #![warn(missing_docs)]
 
 pub mod bar0;
+pub mod bus;
 pub mod capture;
 pub mod clock;
 pub mod cmdq;

@@ -180,7 +180,7 @@ impl DeviceCore {
             Lie::CqeWqeIndex => cqe.wqe_index ^= 0x8000,
             _ => {}
         }
-        self.trace().event("lie", || {
+        self.bus().trace().event("lie", || {
             serde_json::json!({"lie": lie.name(), "cqn": cqn, "qpn": cqe.qpn, "index": cqe.wqe_index})
         });
     }
@@ -241,7 +241,7 @@ impl DeviceCore {
                 ..*eqe
             }],
         };
-        self.trace().event("lie", || {
+        self.bus().trace().event("lie", || {
             serde_json::json!({"lie": lie.name(), "event_type": eqe.event_type, "data0": eqe.data0})
         });
         lies
@@ -251,7 +251,7 @@ impl DeviceCore {
     /// [`Lie::CmdStatus`] is armed.
     pub(crate) fn lie_instead_of_command(&self, header: &CmdHeader) -> Option<u8> {
         let lie = self.host().lies.take(|l| l == Lie::CmdStatus)?;
-        self.trace().event("lie", || {
+        self.bus().trace().event("lie", || {
             serde_json::json!({"lie": lie.name(), "opcode": header.opcode, "token": header.token})
         });
         Some(UNDEFINED_STATUS)
@@ -282,7 +282,7 @@ impl DeviceCore {
             return;
         };
         results[0] = other;
-        self.trace().event("lie", || {
+        self.bus().trace().event("lie", || {
             serde_json::json!({"lie": lie.name(), "opcode": opcode, "created": created, "reply": other})
         });
     }
@@ -293,7 +293,7 @@ impl DeviceCore {
         let told = self.host().lies.take(|l| l == Lie::CmdUnsolicited);
         if let Some(lie) = told {
             self.host().stall.store(true, Ordering::Relaxed);
-            self.trace().event(
+            self.bus().trace().event(
                 "lie",
                 || serde_json::json!({"lie": lie.name(), "token": UNSOLICITED_TOKEN}),
             );

@@ -20,6 +20,7 @@ mod mr;
 mod odp;
 mod ring;
 mod table;
+pub use crate::eq::Eq;
 pub use ah::{ah_from_av, check_ah, Ah};
 pub(crate) use errors::field_error;
 pub use errors::{reserved_bytes_zero, reserved_zero, CmdError, MrError};
@@ -312,10 +313,7 @@ impl Objects {
                 .qps
                 .get_mut(n)
                 .map(|o| std::mem::replace(&mut o.queued, true)),
-            Work::Eq(n) => self
-                .eqs
-                .get_mut(n)
-                .map(|o| std::mem::replace(&mut o.queued, true)),
+            Work::Eq(n) => self.eqs.get_mut(n).map(Eq::mark_queued),
             Work::Srq(n) => self
                 .srqs
                 .get_mut(n)
@@ -330,7 +328,7 @@ impl Objects {
         let rings = self
             .eqs
             .iter()
-            .map(|(_, eq)| eq.buf.map.page_entries())
+            .map(|(_, eq)| eq.page_entries())
             .chain(self.cqs.iter().map(|(_, cq)| cq.buf.map.page_entries()))
             .chain(self.srqs.iter().map(|(_, srq)| srq.buf.map.page_entries()))
             .chain(self.qps.iter().map(|(_, qp)| {
@@ -364,28 +362,6 @@ pub const MAX_RING_PAGES: u32 = 8192;
 /// translations): a guest cannot make the device allocate without bound by creating many large
 /// MRs or rings. The host may set a function's own (`max_translation_entries`).
 pub const MAX_TRANSLATION_ENTRIES: u64 = 1 << 22;
-
-/// Event queue.
-pub struct Eq {
-    /// EQE ring.
-    pub buf: RingBuffer,
-    /// Producer index (device).
-    pub pi: u16,
-    /// Consumer index (last EQ doorbell).
-    pub ci: u16,
-    /// MSI-X vector.
-    pub vector: u16,
-    /// Raise the vector for the next EQE.
-    pub armed: bool,
-    /// EQEs lost because the ring was full.
-    pub overruns: u64,
-    /// Latest doorbell not yet applied by the device thread.
-    pub pending_doorbell: Option<EqDoorbell>,
-    /// Queued for the device thread.
-    pub queued: bool,
-    /// CQs using this EQ.
-    pub users: u32,
-}
 
 /// How a CQ is armed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

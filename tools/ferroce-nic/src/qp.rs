@@ -85,7 +85,8 @@ impl DeviceCore {
             return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, dbrec_addr));
         }
         let mut record = [0u8; QpDbRecord::SIZE];
-        self.dma_read(cmd.dbrec_addr, &mut record, "qp_dbrec")
+        self.bus()
+            .dma_read(cmd.dbrec_addr, &mut record, "qp_dbrec")
             .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateQpCmd, dbrec_addr))?;
         let stride_ok =
             |log: u8| (MIN_LOG_WQE_STRIDE..=MAX_LOG_WQE_STRIDE).contains(&u32::from(log));
@@ -96,7 +97,7 @@ impl DeviceCore {
             u64::from(cmd.sq.page_count) + u64::from(cmd.rq.page_count),
         )?;
         let sq_buf = RingBuffer::resolve(
-            self.mem(),
+            self.bus().mem(),
             &cmd.sq,
             u32::from(cmd.sq_log_size),
             1 << cmd.sq_log_stride,
@@ -108,7 +109,7 @@ impl DeviceCore {
                 return Err(field_error!(STATUS_BAD_PARAM, CreateQpCmd, rq_log_stride));
             }
             let buf = RingBuffer::resolve(
-                self.mem(),
+                self.bus().mem(),
                 &cmd.rq,
                 u32::from(cmd.rq_log_size),
                 1 << cmd.rq_log_stride,
@@ -126,7 +127,8 @@ impl DeviceCore {
             let sleeping = cmd
                 .dbrec_addr
                 .wrapping_add(DB_RECORD_SLEEPING_OFFSET as u64);
-            self.dma_write(sleeping, &0u32.to_le_bytes(), "qp_dbrec")
+            self.bus()
+                .dma_write(sleeping, &0u32.to_le_bytes(), "qp_dbrec")
                 .map_err(|_| field_error!(STATUS_DMA_ERROR, CreateQpCmd, dbrec_addr))?;
         }
         let qp = Qp {
@@ -397,7 +399,7 @@ impl DeviceCore {
             if qp.enter_error() {
                 if parked {
                     let event = || serde_json::json!({"qpn": qpn, "was": was, "why": "device"});
-                    self.trace().event("qp_error", event);
+                    self.bus().trace().event("qp_error", event);
                 }
                 self.post_async_event(EventType::QpFatal, detail, qpn, 0);
             }
@@ -408,7 +410,10 @@ impl DeviceCore {
     /// Reads the `wr_id` of a send WQE still in the ring (for flush CQEs).
     fn ring_wqe_ctrl(&self, buf: &RingBuffer, index: u16) -> WqeCtrl {
         let mut bytes = [0u8; WqeCtrl::SIZE];
-        match buf.map.read(self.mem(), buf.offset(index), &mut bytes) {
+        match buf
+            .map
+            .read(self.bus().mem(), buf.offset(index), &mut bytes)
+        {
             Ok(()) => WqeCtrl::decode(&bytes),
             Err(_) => WqeCtrl::default(),
         }
@@ -470,7 +475,7 @@ impl DeviceCore {
             let mut header = [0u8; RecvWqeHeader::SIZE];
             let wr_id = match rq_buf
                 .map
-                .read(self.mem(), rq_buf.offset(index), &mut header)
+                .read(self.bus().mem(), rq_buf.offset(index), &mut header)
             {
                 Ok(()) => RecvWqeHeader::decode(&header).wr_id,
                 Err(_) => 0,
@@ -502,8 +507,8 @@ impl DeviceCore {
 
     fn read_qp_dbrec(&self, addr: u64) -> Option<QpDbRecord> {
         let mut bytes = [0u8; QpDbRecord::SIZE];
-        self.counters().inc(COUNTER_DBREC_READS);
-        self.dma_read(addr, &mut bytes, "qp_dbrec").ok()?;
+        self.bus().counters().inc(COUNTER_DBREC_READS);
+        self.bus().dma_read(addr, &mut bytes, "qp_dbrec").ok()?;
         Some(QpDbRecord::decode(&bytes))
     }
 
@@ -532,27 +537,27 @@ impl DeviceCore {
         let (bytes, was_pushed) = match pushed {
             Some(mut bytes) => {
                 bytes.truncate(stride);
-                self.counters().inc(COUNTER_WQE_PUSHES);
+                self.bus().counters().inc(COUNTER_WQE_PUSHES);
                 (bytes, true)
             }
             None => {
                 let mut bytes = vec![0u8; stride];
                 if buf
                     .map
-                    .read(self.mem(), buf.offset(index), &mut bytes)
+                    .read(self.bus().mem(), buf.offset(index), &mut bytes)
                     .is_err()
                 {
-                    self.counters().inc(COUNTER_DMA_ERRORS);
+                    self.bus().counters().inc(COUNTER_DMA_ERRORS);
                     self.qp_fatal(qpn, WQE_ERR_DMA);
                     return None;
                 }
                 // Fetched: the device has the WQE.
-                self.counters().inc(COUNTER_WQE_FETCHES);
+                self.bus().counters().inc(COUNTER_WQE_FETCHES);
                 (bytes, false)
             }
         };
         let ctrl = WqeCtrl::read_from(&bytes)?;
-        self.trace().event("wqe", || {
+        self.bus().trace().event("wqe", || {
             serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed,
                 "opcode": ctrl.opcode, "flags": ctrl.flags, "num_sge": ctrl.num_sge})
         });
@@ -608,9 +613,9 @@ impl DeviceCore {
     fn read_recv_wqe(&mut self, buf: &RingBuffer, index: u16) -> Result<(u64, Vec<Sge>), u8> {
         let mut bytes = vec![0u8; buf.stride as usize];
         buf.map
-            .read(self.mem(), buf.offset(index), &mut bytes)
+            .read(self.bus().mem(), buf.offset(index), &mut bytes)
             .map_err(|_| WQE_ERR_DMA)?;
-        self.counters().inc(COUNTER_WQE_FETCHES);
+        self.bus().counters().inc(COUNTER_WQE_FETCHES);
         let header = RecvWqeHeader::read_from(&bytes).ok_or(WQE_ERR_DMA)?;
         validate_recv_wqe(&header, bytes.len()).map_err(|e| e.code())?;
         let sges = (0..usize::from(header.num_sge))
@@ -623,8 +628,8 @@ impl DeviceCore {
         let srq = self.objects().srqs().get(srqn)?;
         let (dbrec, buf, ci, limit) = (srq.dbrec_addr, srq.buf.clone(), srq.ci, srq.limit);
         let mut bytes = [0u8; SrqDbRecord::SIZE];
-        self.counters().inc(COUNTER_DBREC_READS);
-        self.dma_read(dbrec, &mut bytes, "srq_dbrec").ok()?;
+        self.bus().counters().inc(COUNTER_DBREC_READS);
+        self.bus().dma_read(dbrec, &mut bytes, "srq_dbrec").ok()?;
         let pi = SrqDbRecord::decode(&bytes).pi as u16;
         if pi == ci || !buf.ring.producer_valid(pi, ci) {
             return None;

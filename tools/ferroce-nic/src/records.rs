@@ -114,8 +114,8 @@ impl DeviceCore {
                 continue;
             };
             let at = addr.wrapping_add(DB_RECORD_SLEEPING_OFFSET as u64);
-            if self.mem().write(at, &word).is_err() {
-                self.counters().inc(COUNTER_DMA_ERRORS);
+            if self.bus().mem().write(at, &word).is_err() {
+                self.bus().counters().inc(COUNTER_DMA_ERRORS);
             }
         }
     }
@@ -158,8 +158,8 @@ impl DeviceCore {
         let mut bytes = [0u8; QpDbRecord::SIZE];
         // Not traced or counted as `dbrec_reads`: a poll happens whether or not anything was
         // posted. A record that cannot be read is a DMA error, counted by the memory.
-        if self.mem().read(addr, &mut bytes).is_err() {
-            self.counters().inc(COUNTER_DMA_ERRORS);
+        if self.bus().mem().read(addr, &mut bytes).is_err() {
+            self.bus().counters().inc(COUNTER_DMA_ERRORS);
             return false;
         }
         let record = QpDbRecord::decode(&bytes);
@@ -170,8 +170,8 @@ impl DeviceCore {
         let mut found = false;
         if new_sq != sq_pi && seen.bad_sq_pi != Some(new_sq) {
             found = true;
-            self.counters().inc(COUNTER_RECORD_DOORBELLS);
-            self.trace().event(
+            self.bus().counters().inc(COUNTER_RECORD_DOORBELLS);
+            self.bus().trace().event(
                 "record_doorbell",
                 || serde_json::json!({"qpn": qpn, "queue": "sq", "pi": new_sq}),
             );
@@ -186,7 +186,7 @@ impl DeviceCore {
         }
         if new_rq != seen.rq_pi {
             found = true;
-            self.counters().inc(COUNTER_RECORD_DOORBELLS);
+            self.bus().counters().inc(COUNTER_RECORD_DOORBELLS);
             if let Some(s) = self.records.qps.get_mut(&qpn) {
                 s.rq_pi = new_rq;
             }
@@ -198,8 +198,8 @@ impl DeviceCore {
     /// A record's SQ producer index moves backwards or more than a ring ahead: counted and
     /// reported as a rejected doorbell would be, with `RECORD_ERROR_CTX | qpn` as its context.
     fn bad_record(&mut self, qpn: u32, value: u32) {
-        self.counters().inc(COUNTER_BAD_DOORBELLS);
-        self.trace().event(
+        self.bus().counters().inc(COUNTER_BAD_DOORBELLS);
+        self.bus().trace().event(
             "bad_record",
             || serde_json::json!({"qpn": qpn, "value": value}),
         );

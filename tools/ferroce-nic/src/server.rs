@@ -289,7 +289,7 @@ impl ServerBackend for Backend {
             VFIO_IRQ_SET_ACTION_TRIGGER => {
                 let device = self.nic.lock();
                 for vector in start..start + count {
-                    device.core.raise(vector as u16);
+                    device.core.bus().raise(vector as u16);
                 }
             }
             VFIO_IRQ_SET_ACTION_MASK => msix.set_masked(start, count, true),

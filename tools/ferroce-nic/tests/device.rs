@@ -559,10 +559,10 @@ fn dma_errors_on_rings_are_fatal_not_panics() {
 fn trace_records_json_lines() {
     let mut g = Guest::new();
     let path = std::env::temp_dir().join(format!("ferroce-trace-{}.jsonl", std::process::id()));
-    g.dev.core.trace().start(&path).expect("trace");
+    g.dev.core.bus().trace().start(&path).expect("trace");
     g.bring_up();
     g.cmd(&NopCmd::default());
-    g.dev.core.trace().stop().expect("stop");
+    g.dev.core.bus().trace().stop().expect("stop");
     let text = std::fs::read_to_string(&path).expect("read trace");
     let _ = std::fs::remove_file(&path);
     let events: Vec<serde_json::Value> = text

@@ -541,7 +541,7 @@ fn garbage_doorbells_cannot_overrun_the_async_eq() {
             .objects()
             .eqs()
             .get(EQN_ASYNC)
-            .map(|eq| eq.overruns)
+            .map(|eq| eq.overruns())
     };
     assert_eq!(overruns(&g), Some(0));
     // The port goes down: its event has room.

@@ -87,7 +87,7 @@ impl Device {
                 let log = u32::from(cmd.pages.log_page_size).min(MAX_LOG_PAGE_SIZE);
                 span = span.saturating_add(cmd.iova & ((1u64 << log) - 1));
             }
-            let map = BufferMap::resolve(self.core.mem(), &cmd.pages, span, 1, MAX_MR_PAGES)?;
+            let map = BufferMap::resolve(self.core.bus().mem(), &cmd.pages, span, 1, MAX_MR_PAGES)?;
             (MrBacking::Buffer(map), cmd.iova, cmd.length, None)
         };
         let mr = Mr {
@@ -153,6 +153,7 @@ impl Device {
             // Bounded by the table's length, itself bounded by MAX_MR_PAGES.
             let mut raw = vec![0u8; cmd.count as usize * 8];
             self.core
+                .bus()
                 .mem()
                 .read(cmd.pages, &mut raw)
                 .map_err(|_| CmdError::new(STATUS_DMA_ERROR))?;
@@ -187,7 +188,10 @@ impl Device {
         } else {
             COUNTER_ODP_PAGES_MAPPED
         };
-        self.core.counters().add(counter, u64::from(cmd.count));
+        self.core
+            .bus()
+            .counters()
+            .add(counter, u64::from(cmd.count));
         Ok(())
     }
 

@@ -85,7 +85,7 @@ impl DeviceCore {
             .window
             .and_then(|w| w.bound)
             .map_or(key, |bound| bound.mr_key);
-        let now = self.elapsed_us();
+        let now = self.bus().elapsed_us();
         let room = self.async_room();
         let Some(mr) = self.objects_mut().mrs_mut().get_mut(mr_key_index(mr_key)) else {
             return false;
@@ -106,11 +106,11 @@ impl DeviceCore {
             });
         }
         let key = mr.key;
-        self.counters().inc(COUNTER_ODP_FAULTS);
+        self.bus().counters().inc(COUNTER_ODP_FAULTS);
         if raise {
             self.post_page_fault(key, first, count, write);
         } else if !outstanding {
-            self.trace().event(
+            self.bus().trace().event(
                 "page_fault_deferred",
                 || serde_json::json!({"key": key, "first": first, "count": count}),
             );
@@ -150,15 +150,17 @@ impl EngineHost for DeviceCore {
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem()
+            self.bus()
+                .mem()
                 .read(addr, &mut buf[done..done + len])
                 .map_err(HostError::Dma)?;
             done += len;
         }
-        self.counters().inc(COUNTER_PAYLOAD_DMA_READS);
-        self.counters()
+        self.bus().counters().inc(COUNTER_PAYLOAD_DMA_READS);
+        self.bus()
+            .counters()
             .add(COUNTER_PAYLOAD_READ_BYTES, buf.len() as u64);
-        self.trace().event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
+        self.bus().trace().event("dma", || serde_json::json!({"dir": "read", "what": "payload", "iova": iova, "len": buf.len()}));
         Ok(())
     }
 
@@ -174,15 +176,17 @@ impl EngineHost for DeviceCore {
         let mut done = 0usize;
         for (addr, len) in pieces {
             let len = len as usize;
-            self.mem()
+            self.bus()
+                .mem()
                 .write(addr, &data[done..done + len])
                 .map_err(HostError::Dma)?;
             done += len;
         }
-        self.counters().inc(COUNTER_PAYLOAD_DMA_WRITES);
-        self.counters()
+        self.bus().counters().inc(COUNTER_PAYLOAD_DMA_WRITES);
+        self.bus()
+            .counters()
             .add(COUNTER_PAYLOAD_WRITE_BYTES, data.len() as u64);
-        self.trace().event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
+        self.bus().trace().event("dma", || serde_json::json!({"dir": "write", "what": "payload", "iova": iova, "len": data.len()}));
         Ok(())
     }
 
@@ -382,7 +386,8 @@ impl EngineHost for DeviceCore {
         };
         let log = u32::from(seg.log_page_size).min(MAX_LOG_PAGE_SIZE);
         let span = seg.length.saturating_add(seg.iova & ((1u64 << log) - 1));
-        let map = BufferMap::resolve(self.mem(), &desc, span, 1, max_pages).map_err(|_| bad)?;
+        let map =
+            BufferMap::resolve(self.bus().mem(), &desc, span, 1, max_pages).map_err(|_| bad)?;
         if seg.iova.checked_add(seg.length).is_none() {
             return Err(HostError::Protection(MrError::Bounds));
         }
@@ -396,7 +401,7 @@ impl EngineHost for DeviceCore {
         mr.length = seg.length;
         mr.access = seg.access;
         mr.backing = MrBacking::Buffer(map);
-        self.trace().event(
+        self.bus().trace().event(
             "reg_mr",
             || serde_json::json!({"key": seg.key, "iova": seg.iova, "length": seg.length}),
         );
@@ -416,7 +421,7 @@ impl EngineHost for DeviceCore {
                 return Err(HostError::Protection(MrError::BadPd));
             }
             self.unbind_window(index);
-            self.trace().event(
+            self.bus().trace().event(
                 "invalidate",
                 || serde_json::json!({"key": key, "window": true}),
             );
@@ -436,7 +441,8 @@ impl EngineHost for DeviceCore {
             return Err(bad);
         }
         mr.backing = MrBacking::Invalid;
-        self.trace()
+        self.bus()
+            .trace()
             .event("invalidate", || serde_json::json!({"key": key}));
         Ok(())
     }
@@ -496,7 +502,7 @@ impl EngineHost for DeviceCore {
             });
             (mw.access, mw.iova, mw.length) = (seg.access, seg.addr, seg.length);
         }
-        self.trace().event("bind_mw", || {
+        self.bus().trace().event("bind_mw", || {
             serde_json::json!({"mw_key": seg.mw_key, "mr_key": seg.mr_key, "addr": seg.addr,
                 "length": seg.length, "access": seg.access, "qpn": qpn})
         });
@@ -526,7 +532,7 @@ impl EngineHost for DeviceCore {
     }
 
     fn count(&self, counter: usize, n: u64) {
-        self.counters().add(counter, n);
+        self.bus().counters().add(counter, n);
     }
 
     fn wqe_on_wire(&mut self, qpn: u32, index: u16) {
@@ -541,7 +547,7 @@ impl EngineHost for DeviceCore {
     }
 
     fn now(&self) -> Instant {
-        DeviceCore::now(self)
+        self.bus().now()
     }
 
     fn check_out(&mut self, qpn: u32) -> Option<QpCtx> {
