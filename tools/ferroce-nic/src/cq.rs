@@ -139,19 +139,7 @@ impl DeviceCore {
             owner: old.ring.owner(pi),
             ..Cqe::default()
         };
-        let bytes = marker.encode();
-        let offset = old.offset(pi);
-        let body = old
-            .map
-            .write(self.bus().mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let written = body.and_then(|()| {
-            old.map.write(
-                self.bus().mem(),
-                offset + CQE_OWNER_OFFSET as u64,
-                &bytes[CQE_OWNER_OFFSET..],
-            )
-        });
+        let written = old.publish(self.bus().mem(), pi, &marker.encode(), CQE_OWNER_OFFSET);
         if written.is_err() {
             self.bus().counters().inc(COUNTER_DMA_ERRORS);
             self.cq_error(cmd.cqn);
@@ -211,21 +199,13 @@ impl DeviceCore {
         }
         self.lie_about_cqe(cqn, &mut cqe);
         cqe.owner = ring.owner(pi);
-        let bytes = cqe.encode();
-        let Some(cq) = self.objects().cqs().get(cqn) else {
+        let (objects, bus) = self.objects_and_bus();
+        let Some(cq) = objects.cqs().get(cqn) else {
             return Err(HostError::CqError);
         };
-        let offset = cq.buf.offset(pi);
-        let map = cq.buf.map.clone();
-        let body = map.write(self.bus().mem(), offset, &bytes[..CQE_OWNER_OFFSET]);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let written = body.and_then(|()| {
-            map.write(
-                self.bus().mem(),
-                offset + CQE_OWNER_OFFSET as u64,
-                &bytes[CQE_OWNER_OFFSET..],
-            )
-        });
+        let written = cq
+            .buf
+            .publish(bus.mem(), pi, &cqe.encode(), CQE_OWNER_OFFSET);
         if written.is_err() {
             self.bus().counters().inc(COUNTER_DMA_ERRORS);
             self.cq_error(cqn);
@@ -240,14 +220,7 @@ impl DeviceCore {
             return Err(HostError::CqError);
         };
         cq.pi = pi.wrapping_add(1);
-        let triggers = match cq.arm {
-            CqArm::Disarmed => false,
-            CqArm::Next => true,
-            CqArm::Solicited => {
-                cqe.flags & CQE_FLAG_SOLICITED != 0 || cqe.status != u8::from(WcStatus::Success)
-            }
-        };
-        if triggers || cq.has_unreported() {
+        if cq.triggered_by(&cqe) || cq.has_unreported() {
             let due = self
                 .objects_mut()
                 .cq_unreported(cqn, now)
@@ -309,10 +282,7 @@ impl DeviceCore {
         if cq.error {
             return true;
         }
-        cq.arm = match (cq.arm, solicited) {
-            (CqArm::Next, _) | (_, false) => CqArm::Next,
-            _ => CqArm::Solicited,
-        };
+        cq.rearm(solicited);
         self.bus().counters().inc(COUNTER_CQ_ARMS);
         self.bus().trace().event(
             "cq_arm",

@@ -127,20 +127,11 @@ impl Eq {
             return EqeOutcome::Overrun;
         }
         let index = self.pi;
-        let offset = self.buf.offset(index);
         eqe.owner = ring.owner(index);
-        let bytes = eqe.encode();
-        let map = &self.buf.map;
-        let body = map.write(bus.mem(), offset, &bytes[..EQE_OWNER_OFFSET]);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        let owner = body.and_then(|()| {
-            map.write(
-                bus.mem(),
-                offset + EQE_OWNER_OFFSET as u64,
-                &bytes[EQE_OWNER_OFFSET..],
-            )
-        });
-        if owner.is_err() {
+        let written = self
+            .buf
+            .publish(bus.mem(), index, &eqe.encode(), EQE_OWNER_OFFSET);
+        if written.is_err() {
             bus.counters().inc(COUNTER_DMA_ERRORS);
             return EqeOutcome::DmaFailed;
         }

@@ -433,6 +433,27 @@ impl Cq {
             || self.moder_period_us == 0 && self.moder_count <= 1
     }
 
+    /// Whether a CQE just written calls for the CQ's event by its arm: any CQE if armed for
+    /// the next, a solicited or error one if armed for solicited ones.
+    pub fn triggered_by(&self, cqe: &Cqe) -> bool {
+        match self.arm {
+            CqArm::Disarmed => false,
+            CqArm::Next => true,
+            CqArm::Solicited => {
+                cqe.flags & CQE_FLAG_SOLICITED != 0 || cqe.status != u8::from(WcStatus::Success)
+            }
+        }
+    }
+
+    /// Arms the CQ for the next CQE, or the next solicited or error one; re-arming an armed CQ
+    /// keeps "next" over "solicited".
+    pub fn rearm(&mut self, solicited: bool) {
+        self.arm = match (self.arm, solicited) {
+            (CqArm::Next, _) | (_, false) => CqArm::Next,
+            _ => CqArm::Solicited,
+        };
+    }
+
     /// Whether CQEs were written that the CQ's event has not reported yet.
     pub fn has_unreported(&self) -> bool {
         self.unreported > 0

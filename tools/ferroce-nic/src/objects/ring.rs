@@ -158,4 +158,21 @@ impl RingBuffer {
     pub fn offset(&self, index: u16) -> u64 {
         u64::from(self.ring.slot(index)) * u64::from(self.stride)
     }
+
+    /// Writes `entry` (EQE, CQE) at free-running index `index` for a consumer that polls its
+    /// owner byte: the bytes before `owner_offset` first, then, after a release fence, the
+    /// rest, so that the consumer never sees a half-written entry as its own.
+    pub fn publish(
+        &self,
+        mem: &dyn GuestMemory,
+        index: u16,
+        entry: &[u8],
+        owner_offset: usize,
+    ) -> Result<(), DmaError> {
+        let offset = self.offset(index);
+        self.map.write(mem, offset, &entry[..owner_offset])?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        self.map
+            .write(mem, offset + owner_offset as u64, &entry[owner_offset..])
+    }
 }
