@@ -506,6 +506,11 @@ impl DeviceCore {
         &self.doorbells
     }
 
+    /// The doorbell decoder state and the bus at once.
+    pub(crate) fn doorbells_and_bus(&mut self) -> (&mut Doorbells, &Bus) {
+        (&mut self.doorbells, &self.bus)
+    }
+
     /// The doorbell decoder state, mutably.
     pub(crate) fn doorbells_mut(&mut self) -> &mut Doorbells {
         &mut self.doorbells

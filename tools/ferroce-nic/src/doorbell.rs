@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use ferroce_hw::*;
 
+use crate::bus::Bus;
 use crate::device::{DeviceCore, Work};
 use crate::latency::Noticed;
-use crate::objects::{PushedWqe, MAX_PUSHED_PER_QP};
+use crate::objects::Qp;
 
 /// Most rejected doorbells kept for reporting; older ones are dropped.
 const MAX_PENDING_BAD_DOORBELLS: usize = 64;
@@ -73,8 +74,20 @@ impl Doorbells {
         self.push.windows.get(ctx)
     }
 
-    /// Records a rejected doorbell for the device thread to report (the oldest goes when too
-    /// many are waiting).
+    /// Rejects a doorbell of context `ctx` to register `reg`: counts and traces it, and keeps
+    /// it for the device thread to report as an async event (the oldest goes when too many are
+    /// waiting).
+    pub fn reject(&mut self, bus: &Bus, ctx: usize, reg: usize, value: u32) {
+        bus.counters().inc(COUNTER_BAD_DOORBELLS);
+        bus.trace().event(
+            "bad_doorbell",
+            || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}),
+        );
+        self.record_bad(ctx as u32, value);
+    }
+
+    /// Keeps a rejected doorbell (or record) for the device thread to report (the oldest goes
+    /// when too many are waiting).
     pub fn record_bad(&mut self, ctx: u32, value: u32) {
         self.bad.push_back((ctx, value));
         if self.bad.len() > MAX_PENDING_BAD_DOORBELLS {
@@ -89,14 +102,11 @@ impl Doorbells {
 }
 
 impl DeviceCore {
+    /// Rejects a doorbell; the async EQ write happens on the device thread, which reports it
+    /// from there ([`Self::report_bad_doorbells`]).
     fn bad_doorbell(&mut self, ctx: usize, reg: usize, value: u32) {
-        self.bus().counters().inc(COUNTER_BAD_DOORBELLS);
-        self.bus().trace().event(
-            "bad_doorbell",
-            || serde_json::json!({"ctx": ctx, "reg": reg, "value": value}),
-        );
-        // The async EQ write happens on the device thread; the event is reported from there.
-        self.doorbells_mut().record_bad(ctx as u32, value);
+        let (doorbells, bus) = self.doorbells_and_bus();
+        doorbells.reject(bus, ctx, reg, value);
     }
 
     /// Decodes a 32-bit write to a doorbell register of context page `ctx`, made at `at`.
@@ -156,43 +166,29 @@ impl DeviceCore {
         noticed: Noticed,
         since: Option<Instant>,
     ) -> bool {
-        let Some(qp) = self.objects_mut().qps_mut().get_mut(qpn) else {
-            return false;
-        };
-        // An XRC_TGT QP has no send queue to ring.
-        let Some(sq) = qp.sq.as_mut() else {
-            return false;
-        };
-        if !sq.buf.ring.advance_valid(sq.pi, index, sq.ci) {
-            return false;
+        let rung = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .is_some_and(|qp| qp.ring_sq(index, pushed, noticed, since));
+        if rung {
+            self.queue_work(Work::Qp(qpn));
         }
-        if let Some(since) = since.filter(|_| index != sq.pi) {
-            qp.rang.rang(sq.pi, noticed, since);
-        }
-        sq.pi = index;
-        if let Some(bytes) = pushed {
-            if qp.pushed.len() < MAX_PUSHED_PER_QP {
-                qp.pushed.push_back(PushedWqe {
-                    index: index.wrapping_sub(1),
-                    bytes,
-                });
-            }
-        }
-        self.queue_work(Work::Qp(qpn));
-        true
+        rung
     }
 
     /// New receive WQEs on QP `qpn` (`DB_RQ` or its record): the engine may end an RNR wait.
     /// `false` if the QP has no receive queue of its own.
     pub(crate) fn rq_doorbell(&mut self, qpn: u32) -> bool {
-        match self.objects_mut().qps_mut().get_mut(qpn) {
-            Some(qp) if qp.rq.is_some() => {
-                qp.rq_notified = true;
-                self.queue_work(Work::Qp(qpn));
-                true
-            }
-            _ => false,
+        let announced = self
+            .objects_mut()
+            .qps_mut()
+            .get_mut(qpn)
+            .is_some_and(Qp::announce_recv);
+        if announced {
+            self.queue_work(Work::Qp(qpn));
         }
+        announced
     }
 
     /// Handles an EQ doorbell write (`REG_EQ_DB`).

@@ -36,12 +36,17 @@
 //!
 //! Who owns what. [`device::DeviceCore`] owns the function's registers, command queue
 //! ([`cmdq`], [`commands`]), object tables ([`objects::Objects`]: QPs, CQs, MRs, SRQs, AHs,
-//! GIDs, contexts) and the doorbell decoder. Each QP object ([`objects::Qp`]) owns everything
-//! of its QP, its transport state included ([`engine::roce::QpTransport`]: requester,
-//! completer and responder, PSNs, WQEs in flight, timers), as rxe's `rxe_qp` does: the engine
-//! borrows a QP for a turn ([`engine::EngineHost::check_out`], a [`engine::roce::QpCtx`]) and
-//! gives it back, and keeps only the set of QPs that have work, which is all a round visits.
-//! The engine reaches the device only through [`engine::EngineHost`].
+//! GIDs, contexts), the doorbell decoder ([`doorbell::Doorbells`]) and its [`bus::Bus`]:
+//! guest memory, MSI-X, counters, trace and clock, the only way out of the function. An
+//! object's own rules are methods of the object taking the bus where they touch memory (an
+//! [`eq::Eq`] writes its EQEs and applies its doorbells; a QP takes its SQ doorbells,
+//! [`objects::Qp::ring_sq`]); `DeviceCore` keeps what involves several parts. Each QP object
+//! ([`objects::Qp`]) owns everything of its QP, its transport state included
+//! ([`engine::roce::QpTransport`]: requester, completer and responder, PSNs, WQEs in flight,
+//! timers), as rxe's `rxe_qp` does: the engine borrows a QP for a turn
+//! ([`engine::EngineHost::check_out`], a [`engine::roce::QpCtx`]) and gives it back, and keeps
+//! only the set of QPs that have work, which is all a round visits. The engine reaches the
+//! device only through [`engine::EngineHost`].
 
 #![warn(missing_docs)]
 

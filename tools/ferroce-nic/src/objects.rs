@@ -4,6 +4,7 @@
 //! resolution of guest buffers (contiguous or page lists) they live in.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::time::Instant;
 
 use ferroce_hw::*;
 use serde::Serialize;
@@ -560,6 +561,48 @@ impl Qp {
         if let Some(transport) = self.transport.as_mut() {
             transport.enter_error();
         }
+        true
+    }
+
+    /// Takes a new SQ producer index (and a pushed WQE, which stands for `index - 1`),
+    /// announced `since` (if known: then the doorbell-to-wire interval is sampled) by a
+    /// doorbell, a push or a record. `false` if the QP has no send queue (XRC_TGT) or the index
+    /// is not valid: it may not move backwards, or past the consumer by more than the ring.
+    pub fn ring_sq(
+        &mut self,
+        index: u16,
+        pushed: Option<Vec<u8>>,
+        noticed: crate::latency::Noticed,
+        since: Option<Instant>,
+    ) -> bool {
+        let Some(sq) = self.sq.as_mut() else {
+            return false;
+        };
+        if !sq.buf.ring.advance_valid(sq.pi, index, sq.ci) {
+            return false;
+        }
+        if let Some(since) = since.filter(|_| index != sq.pi) {
+            self.rang.rang(sq.pi, noticed, since);
+        }
+        sq.pi = index;
+        if let Some(bytes) = pushed {
+            if self.pushed.len() < MAX_PUSHED_PER_QP {
+                self.pushed.push_back(PushedWqe {
+                    index: index.wrapping_sub(1),
+                    bytes,
+                });
+            }
+        }
+        true
+    }
+
+    /// New receive WQEs were announced (`DB_RQ` or the record): the engine may end an RNR
+    /// wait. `false` if the QP has no receive queue of its own.
+    pub fn announce_recv(&mut self) -> bool {
+        if self.rq.is_none() {
+            return false;
+        }
+        self.rq_notified = true;
         true
     }
 
