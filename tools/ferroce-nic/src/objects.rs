@@ -26,7 +26,7 @@ pub use ah::{ah_from_av, check_ah, Ah};
 pub(crate) use errors::field_error;
 pub use errors::{reserved_bytes_zero, reserved_zero, CmdError, MrError};
 pub use gid::GidEntry;
-pub use mr::{mr_access_valid, Binding, Fault, Mr, MrBacking, Window};
+pub use mr::{mr_access_valid, Binding, Fault, Mr, MrBacking, Pieces, Window};
 pub use odp::{access_writes, OdpPages};
 pub use ring::{BufferMap, RingBuffer};
 pub use table::Table;

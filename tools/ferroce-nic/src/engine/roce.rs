@@ -261,6 +261,18 @@ pub struct RoceEngine {
     /// are the device's.
     active: BTreeMap<u32, Option<Instant>>,
     io: Io,
+    /// Buffers a poll reuses, so that a round allocates nothing of its own: the frames taken
+    /// from the wire, those through the receive faults, and the QPs of a round.
+    scratch: Scratch,
+}
+
+/// The engine's reusable buffers (empty between uses; they keep their capacity).
+#[derive(Default)]
+struct Scratch {
+    arrived: VecDeque<Vec<u8>>,
+    received: VecDeque<Vec<u8>>,
+    looped: Vec<Vec<u8>>,
+    qpns: Vec<u32>,
 }
 
 impl RoceEngine {
@@ -268,6 +280,7 @@ impl RoceEngine {
     pub fn new(mac: [u8; 6], port: PortEnd, faults: Arc<FaultControl>, trace: Arc<Tracer>) -> Self {
         Self {
             active: BTreeMap::new(),
+            scratch: Scratch::default(),
             io: Io {
                 egress: Egress {
                     sink: port.sink,
@@ -449,7 +462,7 @@ impl RoceEngine {
     /// faults. Frames they cause the engine to loop back join the queue behind them and are
     /// received in turn (a loop, never a nested receive), up to [`LOOPBACK_BUDGET`] frames.
     fn drain_loopback(&mut self, host: &mut dyn EngineHost, now: Instant) {
-        let mut ready = Vec::new();
+        let mut ready = std::mem::take(&mut self.scratch.looped);
         self.io.loop_faults.release(now, &mut |f| ready.push(f));
         for f in ready.drain(..) {
             self.receive(host, &f, now, true);
@@ -464,16 +477,18 @@ impl RoceEngine {
                 self.receive(host, &f, now, true);
             }
         }
+        self.scratch.looped = ready;
     }
 
     /// One round of the timed and pending work of every QP that has some; what a QP loops
     /// back is received before the next QP's turn.
     fn service_qps(&mut self, host: &mut dyn EngineHost, now: Instant) {
-        let qpns: Vec<u32> = self.active.keys().copied().collect();
+        let mut qpns = std::mem::take(&mut self.scratch.qpns);
+        qpns.extend(self.active.keys());
         // The ACK a timer waits for may be among the frames a poll did not take yet (more
         // arrived than [`RX_BUDGET`]): timers expire only once everything received was seen.
         let all_received = self.io.rx.is_empty();
-        for qpn in qpns {
+        for qpn in qpns.drain(..) {
             if let Some(mut qp) = host.check_out(qpn) {
                 super::responder::flush_ack(&mut qp);
                 super::responder::send_replies(&mut qp, &mut self.io, host);
@@ -490,6 +505,7 @@ impl RoceEngine {
                 self.drain_loopback(host, now);
             }
         }
+        self.scratch.qpns = qpns;
     }
 }
 
@@ -524,19 +540,20 @@ impl Engine for RoceEngine {
     fn poll(&mut self, host: &mut dyn EngineHost) {
         let now = host.now();
         self.io.release(host, now);
-        let mut arrived = VecDeque::new();
+        let mut arrived = std::mem::take(&mut self.scratch.arrived);
         self.io.rx.take(RX_BUDGET, &mut arrived);
         if !host.port_active() {
             for _ in arrived.drain(..) {
                 port_down_drop(host, &self.io.trace, "rx");
             }
         }
-        let mut received: VecDeque<Vec<u8>> = VecDeque::new();
-        for f in arrived {
+        let mut received = std::mem::take(&mut self.scratch.received);
+        for f in arrived.drain(..) {
             self.io
                 .rx_faults
                 .process(f, now, &mut |f| received.push_back(f));
         }
+        self.scratch.arrived = arrived;
         self.io
             .rx_faults
             .release(now, &mut |f| received.push_back(f));
@@ -544,9 +561,10 @@ impl Engine for RoceEngine {
         if overflows > 0 {
             host.count(COUNTER_QUEUE_DROPS, overflows);
         }
-        for f in received {
+        for f in received.drain(..) {
             self.receive(host, &f, now, false);
         }
+        self.scratch.received = received;
         self.drain_loopback(host, now);
         // Looped-back traffic answers within the poll: another round while the last one
         // received looped-back frames (ACKs to flush, completions, the next window).
@@ -592,26 +610,57 @@ impl Engine for RoceEngine {
 }
 
 /// The bytes `[offset, offset + len)` of a message scattered or gathered over `sges`, as
-/// `(lkey, address, length)` pieces; `None` if the list is shorter.
-pub fn sge_pieces(sges: &[Sge], offset: u64, len: usize) -> Option<Vec<(u32, u64, usize)>> {
-    let mut pieces = Vec::new();
-    let mut skip = offset;
-    let mut left = len as u64;
-    for sge in sges {
-        if left == 0 {
-            break;
+/// `(lkey, address, length)` pieces; `None` if the list is shorter, or an address would
+/// overflow. The whole walk is checked first, so that nothing moves for a list that fails.
+pub fn sge_pieces(sges: &[Sge], offset: u64, len: usize) -> Option<SgePieces<'_>> {
+    let pieces = SgePieces {
+        sges: sges.iter(),
+        skip: offset,
+        left: len as u64,
+    };
+    let mut walk = pieces.clone();
+    while walk.step()?.is_some() {}
+    (walk.left == 0).then_some(pieces)
+}
+
+/// The pieces of part of a message over an SGE list ([`sge_pieces`]), without a buffer.
+#[derive(Clone, Debug)]
+pub struct SgePieces<'a> {
+    sges: std::slice::Iter<'a, Sge>,
+    /// Bytes still to skip before the part starts.
+    skip: u64,
+    /// Bytes of the part not walked yet.
+    left: u64,
+}
+
+impl SgePieces<'_> {
+    /// The next piece (`Some(None)` at the end); `None` if its address overflows.
+    fn step(&mut self) -> Option<Option<(u32, u64, usize)>> {
+        while self.left > 0 {
+            let Some(sge) = self.sges.next() else {
+                return Some(None);
+            };
+            let sge_len = u64::from(sge.length);
+            if self.skip >= sge_len {
+                self.skip -= sge_len;
+                continue;
+            }
+            let take = (sge_len - self.skip).min(self.left);
+            let addr = sge.addr.checked_add(self.skip)?;
+            self.left -= take;
+            self.skip = 0;
+            return Some(Some((sge.lkey, addr, take as usize)));
         }
-        let sge_len = u64::from(sge.length);
-        if skip >= sge_len {
-            skip -= sge_len;
-            continue;
-        }
-        let take = (sge_len - skip).min(left);
-        pieces.push((sge.lkey, sge.addr.checked_add(skip)?, take as usize));
-        left -= take;
-        skip = 0;
+        Some(None)
     }
-    (left == 0).then_some(pieces)
+}
+
+impl Iterator for SgePieces<'_> {
+    type Item = (u32, u64, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step().flatten()
+    }
 }
 
 /// Total length of an SGE list.
@@ -642,12 +691,16 @@ mod tests {
                 lkey: 3,
             },
         ];
-        assert_eq!(
-            sge_pieces(&sges, 5, 10),
-            Some(vec![(1, 0x1005, 5), (3, 0x3000, 5)])
-        );
-        assert_eq!(sge_pieces(&sges, 0, 0), Some(vec![]));
-        assert_eq!(sge_pieces(&sges, 15, 6), None);
+        let pieces = |offset, len| sge_pieces(&sges, offset, len).map(Iterator::collect::<Vec<_>>);
+        assert_eq!(pieces(5, 10), Some(vec![(1, 0x1005, 5), (3, 0x3000, 5)]));
+        assert_eq!(pieces(0, 0), Some(vec![]));
+        assert_eq!(pieces(15, 6), None);
+        let overflow = [Sge {
+            addr: u64::MAX,
+            length: 10,
+            lkey: 1,
+        }];
+        assert!(sge_pieces(&overflow, 5, 5).is_none());
         assert_eq!(sge_total(&sges), 20);
     }
 }

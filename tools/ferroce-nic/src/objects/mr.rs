@@ -5,7 +5,13 @@
 
 use ferroce_hw::*;
 
+use smallvec::{smallvec, SmallVec};
+
 use super::{access_writes, BufferMap, MrError, OdpPages};
+
+/// The guest address pieces of an access through an MR: `(address, length)`, in order. A
+/// frame's payload spans at most two pages, so a list this short needs no heap.
+pub type Pieces = SmallVec<[(u64, u64); 4]>;
 
 /// Where an MR's bytes are.
 #[derive(Clone, Debug)]
@@ -145,27 +151,21 @@ impl Mr {
 
     /// Checks an access of `len` bytes at `iova` and returns the guest address pieces. A
     /// memory window has no pieces of its own (see `DeviceCore::translate`).
-    pub fn translate(
-        &self,
-        pd: u32,
-        iova: u64,
-        len: u64,
-        access: u32,
-    ) -> Result<Vec<(u64, u64)>, MrError> {
+    pub fn translate(&self, pd: u32, iova: u64, len: u64, access: u32) -> Result<Pieces, MrError> {
         self.check(pd, iova, len, access)?;
         self.pieces(iova, len, access_writes(access))
     }
 
     /// The guest pieces of `[iova, iova + len)`, checked only against the MR's memory (an
     /// on-demand MR's pages must be present, and writable if the access writes).
-    pub fn pieces(&self, iova: u64, len: u64, write: bool) -> Result<Vec<(u64, u64)>, MrError> {
+    pub fn pieces(&self, iova: u64, len: u64, write: bool) -> Result<Pieces, MrError> {
         match &self.backing {
             MrBacking::OnDemand(pages) => {
                 let first_offset = self.iova & ((1u64 << pages.log_page_size) - 1);
                 let offset = first_offset + iova.checked_sub(self.iova).ok_or(MrError::Bounds)?;
                 pages.translate(offset, len, write)
             }
-            MrBacking::AllMemory => Ok(vec![(iova, len)]),
+            MrBacking::AllMemory => Ok(smallvec![(iova, len)]),
             MrBacking::Invalid => Err(MrError::BadKey),
             MrBacking::Buffer(map) => {
                 let first_offset = match map {
@@ -174,7 +174,7 @@ impl Mr {
                         self.iova & ((1u64 << log_page_size) - 1)
                     }
                 };
-                let mut pieces = Vec::new();
+                let mut pieces = Pieces::new();
                 let mut done = 0u64;
                 while done < len {
                     let offset = first_offset + (iova - self.iova) + done;

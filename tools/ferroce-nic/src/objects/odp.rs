@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use ferroce_hw::*;
 
-use super::MrError;
+use super::{MrError, Pieces};
 
 /// Whether an access of kind `access` (`ACCESS_*`; 0 is a local read) writes memory.
 pub fn access_writes(access: u32) -> bool {
@@ -105,12 +105,7 @@ impl OdpPages {
 
     /// The guest pieces of a `len`-byte access at table offset `offset`: `NotPresent` if a
     /// page lacks what the access needs, `Access` if the driver could not map one.
-    pub fn translate(
-        &self,
-        offset: u64,
-        len: u64,
-        write: bool,
-    ) -> Result<Vec<(u64, u64)>, MrError> {
+    pub fn translate(&self, offset: u64, len: u64, write: bool) -> Result<Pieces, MrError> {
         let pages = self.pages_of(offset, len).ok_or(MrError::Bounds)?;
         if pages.clone().any(|i| self.entry(i) & ODP_PAGE_FAILED != 0) {
             return Err(MrError::Access);
@@ -119,7 +114,7 @@ impl OdpPages {
             return Err(MrError::NotPresent);
         }
         let page_size = 1u64 << self.log_page_size;
-        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        let mut pieces = Pieces::new();
         let mut done = 0u64;
         while done < len {
             let at = offset + done;

@@ -13,7 +13,7 @@ use crate::device::{DeviceCore, Work};
 use crate::engine::roce::{QpCtx, QpTransport};
 use crate::engine::{EngineHost, HostError, RecvCompletion, RecvWork};
 use crate::objects::{
-    access_writes, mr_access_valid, Binding, BufferMap, Fault, Mr, MrBacking, MrError,
+    access_writes, mr_access_valid, Binding, BufferMap, Fault, Mr, MrBacking, MrError, Pieces,
 };
 
 impl DeviceCore {
@@ -34,7 +34,7 @@ impl DeviceCore {
         iova: u64,
         len: u64,
         access: u32,
-    ) -> Result<Vec<(u64, u64)>, HostError> {
+    ) -> Result<Pieces, HostError> {
         let entry = self.mr_for_key(key)?;
         let Some(window) = entry.window else {
             return entry
@@ -64,7 +64,7 @@ impl DeviceCore {
         iova: u64,
         len: u64,
         access: u32,
-    ) -> Result<Vec<(u64, u64)>, HostError> {
+    ) -> Result<Pieces, HostError> {
         let pieces = self.translate(pd, key, iova, len, access);
         if pieces == Err(HostError::Protection(MrError::NotPresent)) {
             self.page_fault(key, iova, len, access);
