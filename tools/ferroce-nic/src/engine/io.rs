@@ -95,13 +95,15 @@ impl Egress {
     ) -> Option<Vec<u8>> {
         let multicast = frame.first().is_some_and(|b| b & 1 != 0);
         if frame.get(..6) != Some(&self.mac[..]) {
-            if host.port_active() {
-                self.sink.send(&frame);
-            } else {
+            if !host.port_active() {
                 port_down_drop(host, trace, "tx");
-            }
-            if !multicast {
-                return Some(frame);
+                if !multicast {
+                    return Some(frame);
+                }
+            } else if !multicast {
+                return self.sink.send_owned(frame);
+            } else {
+                self.sink.send(&frame);
             }
         }
         if !self.loopback.push(frame) {
@@ -157,6 +159,9 @@ impl Io {
     ) {
         let mut out = std::mem::take(&mut self.spare);
         out.clear();
+        // The spare went with the last frame (to a far end or the loopback queue): a new one
+        // of the largest frame's size, not one that grows with the frame.
+        out.reserve(frame::MAX_FRAME);
         frame::build_with(
             route,
             packet.transport_len(payload.len()),

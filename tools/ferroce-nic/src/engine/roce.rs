@@ -272,6 +272,7 @@ struct Scratch {
     arrived: VecDeque<Vec<u8>>,
     received: VecDeque<Vec<u8>>,
     looped: Vec<Vec<u8>>,
+    done: Vec<Vec<u8>>,
     qpns: Vec<u32>,
 }
 
@@ -561,10 +562,15 @@ impl Engine for RoceEngine {
         if overflows > 0 {
             host.count(COUNTER_QUEUE_DROPS, overflows);
         }
+        let mut done = std::mem::take(&mut self.scratch.done);
         for f in received.drain(..) {
             self.receive(host, &f, now, false);
+            done.push(f);
         }
         self.scratch.received = received;
+        // The buffers go back to the queue, for whoever fills it to fill again.
+        self.io.rx.recycle(&mut done);
+        self.scratch.done = done;
         self.drain_loopback(host, now);
         // Looped-back traffic answers within the poll: another round while the last one
         // received looped-back frames (ACKs to flush, completions, the next window).

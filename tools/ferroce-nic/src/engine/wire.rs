@@ -16,6 +16,14 @@ pub trait FrameSink: Send {
     /// may hold frames until [`FrameSink::flush`].
     fn send(&mut self, frame: &[u8]);
 
+    /// Sends one whole Ethernet frame the sink may keep, as [`FrameSink::send`] does; returns a
+    /// buffer for the engine's next frame: this one if the sink copied it, another (a frame the
+    /// far end received and gave back) if it kept it, or none.
+    fn send_owned(&mut self, frame: Vec<u8>) -> Option<Vec<u8>> {
+        self.send(&frame);
+        Some(frame)
+    }
+
     /// Sends what the sink holds: the engine calls it when its round ends.
     fn flush(&mut self) {}
 }
@@ -30,11 +38,16 @@ impl FrameSink for NullSink {
 /// Most frames waiting for the engine; more are dropped (and counted).
 pub const RX_QUEUE_CAPACITY: usize = 8192;
 
-/// Frames waiting for the engine.
+/// Most received frames' buffers kept for reuse ([`RxQueue::recycle`]); more are freed.
+pub const RX_FREE_CAPACITY: usize = 256;
+
+/// Frames waiting for the engine, and the buffers of frames it received, for whoever fills
+/// the queue to fill again instead of allocating.
 #[derive(Default)]
 pub struct RxQueue {
     frames: Mutex<VecDeque<Vec<u8>>>,
     overflows: AtomicU64,
+    free: Mutex<Vec<Vec<u8>>>,
 }
 
 impl RxQueue {
@@ -84,6 +97,21 @@ impl RxQueue {
     /// Frames dropped because the queue was full (taken and reset).
     pub fn take_overflows(&self) -> u64 {
         self.overflows.swap(0, Ordering::Relaxed)
+    }
+
+    /// Gives back the buffers of received frames (all of `buffers`, under one lock), up to
+    /// [`RX_FREE_CAPACITY`] kept.
+    pub fn recycle(&self, buffers: &mut Vec<Vec<u8>>) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let room = RX_FREE_CAPACITY.saturating_sub(free.len());
+        free.extend(buffers.drain(..).take(room));
+    }
+
+    /// A buffer a received frame gave back, emptied, if there is one.
+    pub fn take_free(&self) -> Option<Vec<u8>> {
+        let mut buffer = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
+        buffer.clear();
+        Some(buffer)
     }
 }
 
@@ -137,8 +165,16 @@ pub struct QueueSink(pub Arc<RxQueue>);
 
 impl FrameSink for QueueSink {
     fn send(&mut self, frame: &[u8]) {
+        let mut buffer = self.0.take_free().unwrap_or_default();
+        buffer.extend_from_slice(frame);
         // A full queue loses the frame, like a congested link.
-        self.0.push(frame.to_vec());
+        self.0.push(buffer);
+    }
+
+    /// Hands the frame itself to the far end, and takes one it gave back for the next.
+    fn send_owned(&mut self, frame: Vec<u8>) -> Option<Vec<u8>> {
+        self.0.push(frame);
+        self.0.take_free()
     }
 }
 

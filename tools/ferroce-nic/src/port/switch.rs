@@ -85,8 +85,11 @@ impl Vport {
         if classify(frame, &self.mac) == Steer::Engine {
             if frame.len() <= MAX_FRAME {
                 self.stats().to_engine.fetch_add(1, Ordering::Relaxed);
-                // A full queue counts in the engine's `queue_drops`.
-                self.parts.port_rx.push(frame.to_vec());
+                // In a buffer the engine gave back, if it gave one. A full queue counts in the
+                // engine's `queue_drops`.
+                let mut buffer = self.parts.port_rx.take_free().unwrap_or_default();
+                buffer.extend_from_slice(frame);
+                self.parts.port_rx.push(buffer);
                 self.parts.wake.signal();
             }
         } else if let Some((sock, peer)) = &self.netdev {
