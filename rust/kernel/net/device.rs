@@ -235,9 +235,8 @@ impl<T: NotifierHandler> Notifier<T> {
         let this = unsafe { &*crate::container_of!(Opaque::cast_from(nb), Self, nb) };
         // SAFETY: For netdevice events `info` is a `netdev_notifier_info` naming a valid device,
         // which stays valid during the call.
-        let dev = unsafe {
-            NetDevice::from_raw(bindings::netdev_notifier_info_to_dev(info.cast()))
-        };
+        let dev =
+            unsafe { NetDevice::from_raw(bindings::netdev_notifier_info_to_dev(info.cast())) };
         this.handler.event(event, dev);
         bindings::NOTIFY_DONE as c_int
     }

@@ -159,7 +159,9 @@ pub enum AdviseMr {
 impl AdviseMr {
     fn from_raw(raw: u32) -> Result<Self> {
         Ok(match raw {
-            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => Self::Prefetch,
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                Self::Prefetch
+            }
             bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
                 Self::PrefetchWrite
             }
@@ -191,7 +193,8 @@ pub(crate) unsafe extern "C" fn advise_mr<T: Operations>(
         }
         // SAFETY: uverbs copied `num_sge` SGEs to `sg_list` for the call; `Sge` is a
         // transparent wrapper of `ib_sge`.
-        let sges = unsafe { core::slice::from_raw_parts(sg_list.cast::<crate::rdma::wr::Sge>(), num) };
+        let sges =
+            unsafe { core::slice::from_raw_parts(sg_list.cast::<crate::rdma::wr::Sge>(), num) };
         T::advise_mr(pd, advice, flush, sges)?;
         Ok(0)
     })

@@ -205,7 +205,11 @@ impl<T: Operations, H: OdpHandler<T>> UmemOdp<T, H> {
             if start < end {
                 if !handler.is_null() {
                     // The umem was made by `get` for a `Device<T>`, which outlives its MRs.
-                    H::invalidate(Device::<T>::from_raw((*odp).umem.ibdev), &*handler, start..end);
+                    H::invalidate(
+                        Device::<T>::from_raw((*odp).umem.ibdev),
+                        &*handler,
+                        start..end,
+                    );
                 }
                 bindings::ib_umem_odp_unmap_dma_pages(odp, start, end);
             }
@@ -272,7 +276,8 @@ impl<T: Operations, H: OdpHandler<T>> OdpPages<'_, T, H> {
             }
             let dev = (*odp).umem.ibdev;
             let mut p2p: bindings::pci_p2pdma_map_state = core::mem::zeroed();
-            let addr = bindings::hmm_dma_map_pfn((*dev).dma_device, &raw mut (*odp).map, idx, &mut p2p);
+            let addr =
+                bindings::hmm_dma_map_pfn((*dev).dma_device, &raw mut (*odp).map, idx, &mut p2p);
             if bindings::ib_dma_mapping_error(dev, addr) != 0 {
                 return Err(EFAULT);
             }

@@ -36,8 +36,12 @@ pub(crate) unsafe extern "C" fn alloc_xrcd<T: Operations>(
     from_result(|| {
         // SAFETY: ib_core set `device` to our registered device before calling us
         // (`ib_alloc_xrcd_user`), and passes a valid or NULL `udata`.
-        let (dev, mut udata) =
-            unsafe { (Device::<T>::from_raw((*xrcd).device), Udata::from_raw(udata)) };
+        let (dev, mut udata) = unsafe {
+            (
+                Device::<T>::from_raw((*xrcd).device),
+                Udata::from_raw(udata),
+            )
+        };
         let data = T::alloc_xrcd(dev, udata.as_mut())?;
         // SAFETY: ib_core allocated `Xrcd::<T>::ALLOC_SIZE` bytes and the data is not set yet.
         unsafe { Xrcd::<T>::write_data(xrcd, data) };

@@ -53,7 +53,10 @@ impl OdpHandler<RoceDevice> for OdpTable {
         }
         let (start, shift) = (table.start.load(Relaxed), table.shift.load(Relaxed));
         // The range is in CPU pages, within the umem; the table's pages may be huge ones.
-        let (first, last) = ((range.start - start) >> shift, (range.end - 1 - start) >> shift);
+        let (first, last) = (
+            (range.start - start) >> shift,
+            (range.end - 1 - start) >> shift,
+        );
         // Both fit: the range is within the umem, whose page count fit in u32 at creation
         // (`OdpMr::new`).
         let (Ok(first), Ok(count)) = (u32::try_from(first), u32::try_from(last - first + 1)) else {
@@ -129,13 +132,13 @@ impl OdpMr {
         let stored = Arc::new(Self { pd, umem, entries }, GFP_KERNEL)
             .map_err(Error::from)
             .and_then(|mr| {
-            let index = hw::mr_key_index(key) as usize;
-            dev.odp_mrs()
-                .lock()
-                .store(index, mr.clone(), GFP_KERNEL)
-                .map_err(|e| e.error)?;
-            Ok(mr)
-        });
+                let index = hw::mr_key_index(key) as usize;
+                dev.odp_mrs()
+                    .lock()
+                    .store(index, mr.clone(), GFP_KERNEL)
+                    .map_err(|e| e.error)?;
+                Ok(mr)
+            });
         if stored.is_err() {
             // Not an MR after all: the device forgets it, then its memory goes.
             let _ = dev.cmdq().exec_destroy(&hw::DestroyMrCmd { key, rsvd: 0 });
@@ -197,7 +200,11 @@ impl OdpMr {
                     // Pages the mapping did not cover are given as not present (the buffer
                     // holds the previous update's entries).
                     for i in 0..n {
-                        let page = if i < pages.count() { pages.page(i)? } else { None };
+                        let page = if i < pages.count() {
+                            pages.page(i)?
+                        } else {
+                            None
+                        };
                         let entry = match page {
                             Some((addr, writable)) => {
                                 addr | hw::ODP_PAGE_READ
@@ -241,7 +248,13 @@ impl OdpMr {
     }
 
     /// Gives the device pages `first .. first + count` from the entries (the first `count`).
-    fn update(&self, dev: &rdma::Device<RoceDevice>, key: u32, first: usize, count: usize) -> Result {
+    fn update(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        key: u32,
+        first: usize,
+        count: usize,
+    ) -> Result {
         dev.cmdq().exec(&hw::UpdateMrPagesCmd {
             pages: self.entries.dma_address(),
             key,
@@ -252,7 +265,13 @@ impl OdpMr {
     }
 
     /// Serves the pages `[addr, addr + len)` (user addresses) for `ibv_advise_mr()`.
-    fn advise(&self, dev: &rdma::Device<RoceDevice>, addr: u64, len: u64, advice: AdviseMr) -> Result {
+    fn advise(
+        &self,
+        dev: &rdma::Device<RoceDevice>,
+        addr: u64,
+        len: u64,
+        advice: AdviseMr,
+    ) -> Result {
         let (start, end) = (self.umem.start(), self.umem.end());
         let stop = addr.checked_add(len).ok_or(EINVAL)?;
         if len == 0 || addr < start || stop > end {
@@ -309,11 +328,16 @@ pub(crate) fn serve_fault(dev: &rdma::Device<RoceDevice>, f: PageFault) {
     };
     let (first, count) = (f.first as usize, usize::from(f.count));
     if count == 0 || first.saturating_add(count) > mr.umem.num_pages() {
-        dev.checks().bad_event("pages past the end of on-demand MR", f.key);
+        dev.checks()
+            .bad_event("pages past the end of on-demand MR", f.key);
         return;
     }
     if let Err(e) = mr.serve(dev, first, count, f.write, true) {
-        pr_debug!("{}: page fault of MR {:#x} not served: {e:?}\n", dev.name(), f.key);
+        pr_debug!(
+            "{}: page fault of MR {:#x} not served: {e:?}\n",
+            dev.name(),
+            f.key
+        );
     }
 }
 
@@ -342,7 +366,9 @@ pub(crate) fn advise(
 /// be served). Returns what was taken out, to be dropped after the lock.
 fn forget<T: 'static>(table: &XArray<Arc<T>>, index: usize, mr: &T) -> Option<Arc<T>> {
     let mut table = table.lock();
-    let mine = table.get(index).is_some_and(|held| core::ptr::eq(&*held, mr));
+    let mine = table
+        .get(index)
+        .is_some_and(|held| core::ptr::eq(&*held, mr));
     if mine {
         table.remove(index)
     } else {
@@ -366,9 +392,15 @@ mod tests {
     fn destroying_an_mr_leaves_the_next_one_at_its_index() -> Result {
         let table = KBox::pin_init(XArray::<Arc<u32>>::new(AllocKind::Alloc), GFP_KERNEL)?;
         let (a, b) = (Arc::new(1, GFP_KERNEL)?, Arc::new(2, GFP_KERNEL)?);
-        table.lock().store(7, a.clone(), GFP_KERNEL).map_err(|e| e.error)?;
+        table
+            .lock()
+            .store(7, a.clone(), GFP_KERNEL)
+            .map_err(|e| e.error)?;
         // A destroyed in the device; B gets index 7 and is stored before A is forgotten.
-        table.lock().store(7, b.clone(), GFP_KERNEL).map_err(|e| e.error)?;
+        table
+            .lock()
+            .store(7, b.clone(), GFP_KERNEL)
+            .map_err(|e| e.error)?;
         assert!(forget(&table, 7, &a).is_none());
         assert!(table.lock().get(7).is_some_and(|held| *held == 2));
         // B's own destroy takes it out.

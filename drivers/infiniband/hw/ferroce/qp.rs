@@ -343,11 +343,7 @@ impl QpKind {
                 hw::QP_FLAG_AH_HANDLES
             } else {
                 0
-            } | if db_record {
-                hw::QP_FLAG_DB_RECORD
-            } else {
-                0
-            },
+            } | if db_record { hw::QP_FLAG_DB_RECORD } else { 0 },
             rsvd: 0,
             xrcd: 0,
             rsvd2: 0,
@@ -538,7 +534,10 @@ impl QpData {
             .qpn;
         dev.checks().new_number(dev.qps(), "QP", qpn, ())?;
         if !qpn_plausible(qp_type, qpn) {
-            pr_err!("ferroce: the device returned QPN {} for an XRC_TGT QP\n", qpn);
+            pr_err!(
+                "ferroce: the device returned QPN {} for an XRC_TGT QP\n",
+                qpn
+            );
             let _ = dev.cmdq().exec(&hw::DestroyQpCmd { qpn, rsvd: 0 });
             return Err(EIO);
         }

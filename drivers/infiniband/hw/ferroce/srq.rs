@@ -184,9 +184,7 @@ impl SrqData {
         // An XRC SRQ names its domain and CQ to the device; its ring is laid out as any.
         let (srq_type, xrcd, cqn) = match kind {
             SrqKind::Basic => (hw::SrqType::Basic, 0, 0),
-            SrqKind::Xrc { .. } if dev.caps_flags() & hw::CAP_XRC == 0 => {
-                return Err(EOPNOTSUPP)
-            }
+            SrqKind::Xrc { .. } if dev.caps_flags() & hw::CAP_XRC == 0 => return Err(EOPNOTSUPP),
             SrqKind::Xrc { xrcd, cq } => (hw::SrqType::Xrc, xrcd.number(), cq.number()),
         };
         let req: uapi::ferroce_create_srq_req = udata.read()?;

@@ -75,12 +75,12 @@ use crate::{
         MrKeys,
         NumberPool, //
     },
-    odp::{self, OdpMr},
     mr::{
         MrData,
         MwData,
         PdData, //
     },
+    odp::{self, OdpMr},
     qp::QpData,
     regs::{
         self,

@@ -255,7 +255,8 @@ impl DeviceAttr<'_> {
         // SAFETY: By the type invariant the pointer is valid and writable.
         unsafe {
             let attr = self.0.as_ptr();
-            (*attr).kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+            (*attr).kernel_cap_flags |=
+                u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
             (*attr).odp_caps.general_caps = u64::from(general);
             let transports = &mut (*attr).odp_caps.per_transport_caps;
             transports.rc_odp_caps = caps.rc.into();
