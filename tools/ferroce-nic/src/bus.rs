@@ -79,20 +79,26 @@ impl Bus {
     /// Reads guest memory for device structures (rings, records), counting DMA errors.
     pub fn dma_read(&self, addr: u64, buf: &mut [u8], what: &'static str) -> Result<(), DmaError> {
         let result = self.mem.read(addr, buf);
-        self.trace.event("dma", || {
-            serde_json::json!({"dir": "read", "what": what, "addr": addr, "len": buf.len(), "ok": result.is_ok()})
-        });
-        if result.is_err() {
-            self.counters.inc(COUNTER_DMA_ERRORS);
-        }
-        result
+        self.account("read", what, addr, buf.len(), result)
     }
 
     /// Writes guest memory for device structures, counting DMA errors.
     pub fn dma_write(&self, addr: u64, data: &[u8], what: &'static str) -> Result<(), DmaError> {
         let result = self.mem.write(addr, data);
+        self.account("write", what, addr, data.len(), result)
+    }
+
+    /// Traces a device structure's DMA and counts it if it failed.
+    fn account(
+        &self,
+        dir: &'static str,
+        what: &'static str,
+        addr: u64,
+        len: usize,
+        result: Result<(), DmaError>,
+    ) -> Result<(), DmaError> {
         self.trace.event("dma", || {
-            serde_json::json!({"dir": "write", "what": what, "addr": addr, "len": data.len(), "ok": result.is_ok()})
+            serde_json::json!({"dir": dir, "what": what, "addr": addr, "len": len, "ok": result.is_ok()})
         });
         if result.is_err() {
             self.counters.inc(COUNTER_DMA_ERRORS);
