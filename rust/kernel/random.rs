@@ -20,7 +20,7 @@ pub fn u32() -> u32 {
     unsafe { crate::bindings::get_random_u32() }
 }
 
-/// A random `u8` (`get_random_u8`), as [`u32`].
+/// A random `u8` (`get_random_u8`), as [`u32()`](fn@u32).
 pub fn u8() -> u8 {
     // SAFETY: As for `get_random_u32`.
     unsafe { crate::bindings::get_random_u8() }

@@ -223,6 +223,12 @@ impl<T: NotifierHandler> Notifier<T> {
         })
     }
 
+    /// The netdevice notifier's `notifier_call`.
+    ///
+    /// # Safety
+    ///
+    /// Only the netdevice notifier chain calls it, with `nb` the `notifier_block` of a
+    /// registered `Notifier` and `info` the event's `netdev_notifier_info`.
     unsafe extern "C" fn callback(
         nb: *mut bindings::notifier_block,
         event: c_ulong,

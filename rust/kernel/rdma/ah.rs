@@ -100,6 +100,12 @@ verbs_object!(
     Ah
 );
 
+/// `struct ib_device_ops::create_ah` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn create_ah<T: Operations>(
     ah: *mut bindings::ib_ah,
     init: *mut bindings::rdma_ah_init_attr,
@@ -125,6 +131,12 @@ pub(crate) unsafe extern "C" fn create_ah<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::destroy_ah` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn destroy_ah<T: Operations>(
     ah: *mut bindings::ib_ah,
     flags: u32,

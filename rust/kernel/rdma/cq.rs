@@ -253,6 +253,12 @@ impl<T: Operations> Completions<'_, T> {
     }
 }
 
+/// `struct ib_device_ops::create_cq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn create_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     attr: *const bindings::ib_cq_init_attr,
@@ -296,6 +302,12 @@ pub(crate) unsafe extern "C" fn create_cq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::destroy_cq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn destroy_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     udata: *mut bindings::ib_udata,
@@ -312,6 +324,12 @@ pub(crate) unsafe extern "C" fn destroy_cq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::poll_cq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn poll_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     num: c_int,
@@ -336,6 +354,12 @@ pub(crate) unsafe extern "C" fn poll_cq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::req_notify_cq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn req_notify_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     flags: bindings::ib_cq_notify_flags,
@@ -351,6 +375,12 @@ pub(crate) unsafe extern "C" fn req_notify_cq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::resize_user_cq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn resize_user_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     cqe: c_uint,
@@ -368,6 +398,12 @@ pub(crate) unsafe extern "C" fn resize_user_cq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::modify_cq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn modify_cq<T: Operations>(
     cq: *mut bindings::ib_cq,
     count: u16,

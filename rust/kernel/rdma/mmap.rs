@@ -11,6 +11,7 @@
 use crate::{
     bindings,
     error::from_result,
+    ffi::c_ulong,
     prelude::*,
     rdma::{
         Operations,
@@ -147,12 +148,25 @@ impl MmapRequest<'_> {
         // the VMA and the entry.
         let ret = unsafe {
             let prot = bindings::rdma_pgprot_noncached((*self.vma).vm_page_prot);
-            bindings::rdma_user_mmap_io(self.ctx, self.vma, pfn as _, size as _, prot, self.entry)
+            bindings::rdma_user_mmap_io(
+                self.ctx,
+                self.vma,
+                pfn as c_ulong,
+                size as c_ulong,
+                prot,
+                self.entry,
+            )
         };
         crate::error::to_result(ret)
     }
 }
 
+/// `struct ib_device_ops::mmap` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn mmap<T: Operations>(
     ctx: *mut bindings::ib_ucontext,
     vma: *mut bindings::vm_area_struct,
@@ -186,6 +200,12 @@ pub(crate) unsafe extern "C" fn mmap<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::mmap_free` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn mmap_free<T: Operations>(
     entry: *mut bindings::rdma_user_mmap_entry,
 ) {

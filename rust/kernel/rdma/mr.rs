@@ -174,6 +174,12 @@ impl AdviseMr {
     }
 }
 
+/// `struct ib_device_ops::advise_mr` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn advise_mr<T: Operations>(
     pd: *mut bindings::ib_pd,
     advice: bindings::ib_uverbs_advise_mr_advice,
@@ -250,6 +256,12 @@ fn mr_or_err_ptr(result: Result<*mut bindings::ib_mr>) -> *mut bindings::ib_mr {
     }
 }
 
+/// `struct ib_device_ops::get_dma_mr` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn get_dma_mr<T: Operations>(
     pd: *mut bindings::ib_pd,
     access: c_int,
@@ -261,6 +273,12 @@ pub(crate) unsafe extern "C" fn get_dma_mr<T: Operations>(
     )
 }
 
+/// `struct ib_device_ops::reg_user_mr` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn reg_user_mr<T: Operations>(
     pd: *mut bindings::ib_pd,
     start: u64,
@@ -285,6 +303,12 @@ pub(crate) unsafe extern "C" fn reg_user_mr<T: Operations>(
     )
 }
 
+/// `struct ib_device_ops::alloc_mr` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn alloc_mr<T: Operations>(
     pd: *mut bindings::ib_pd,
     kind: bindings::ib_mr_type,
@@ -300,6 +324,12 @@ pub(crate) unsafe extern "C" fn alloc_mr<T: Operations>(
     mr_or_err_ptr(T::alloc_mr(pd, kind, max_num_sg).and_then(|mr| into_raw(pd, mr)))
 }
 
+/// `struct ib_device_ops::dereg_mr` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn dereg_mr<T: Operations>(
     mr: *mut bindings::ib_mr,
     udata: *mut bindings::ib_udata,
@@ -351,6 +381,12 @@ impl<T: Operations> SgPages<'_, T> {
     }
 }
 
+/// The `set_page` callback of `ib_sg_to_pages()`.
+///
+/// # Safety
+///
+/// Only `ib_sg_to_pages()` calls it, from `SgPages::to_pages`, with `mr` the MR whose sink
+/// that call set.
 unsafe extern "C" fn set_page_trampoline<T: Operations>(
     mr: *mut bindings::ib_mr,
     addr: u64,
@@ -365,6 +401,12 @@ unsafe extern "C" fn set_page_trampoline<T: Operations>(
     }
 }
 
+/// `struct ib_device_ops::map_mr_sg` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn map_mr_sg<T: Operations>(
     mr: *mut bindings::ib_mr,
     sg: *mut bindings::scatterlist,

@@ -54,6 +54,12 @@ pub struct NewMw<D> {
     pub data: D,
 }
 
+/// `struct ib_device_ops::alloc_mw` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn alloc_mw<T: Operations>(
     mw: *mut bindings::ib_mw,
     udata: *mut bindings::ib_udata,
@@ -79,6 +85,12 @@ pub(crate) unsafe extern "C" fn alloc_mw<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::dealloc_mw` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn dealloc_mw<T: Operations>(mw: *mut bindings::ib_mw) -> c_int {
     from_result(|| {
         // SAFETY: `mw` was set up by `alloc_mw`.

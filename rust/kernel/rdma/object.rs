@@ -5,7 +5,7 @@
 //!
 //! ib_core allocates PDs, CQs, QPs, AHs, SRQs, MWs and user contexts itself, with the size the
 //! driver declares in `ib_device_ops` (`INIT_RDMA_OBJ_SIZE`): the core structure first, the
-//! driver's data right after it. [`verbs_object!`] defines such a type for each kind of object;
+//! driver's data right after it. `verbs_object!` defines such a type for each kind of object;
 //! the driver only names its data type ([`Operations::Pd`](super::Operations::Pd) and so on).
 
 use crate::{

@@ -61,6 +61,12 @@ impl<'a, T: Operations> UcontextInit<'a, T> {
     }
 }
 
+/// `struct ib_device_ops::alloc_pd` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn alloc_pd<T: Operations>(
     pd: *mut bindings::ib_pd,
     udata: *mut bindings::ib_udata,
@@ -77,6 +83,12 @@ pub(crate) unsafe extern "C" fn alloc_pd<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::dealloc_pd` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn dealloc_pd<T: Operations>(
     pd: *mut bindings::ib_pd,
     udata: *mut bindings::ib_udata,
@@ -91,6 +103,12 @@ pub(crate) unsafe extern "C" fn dealloc_pd<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::alloc_ucontext` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn alloc_ucontext<T: Operations>(
     ctx: *mut bindings::ib_ucontext,
     udata: *mut bindings::ib_udata,
@@ -122,6 +140,12 @@ pub(crate) unsafe extern "C" fn disassociate_ucontext<T: Operations>(
     T::disassociate_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
 }
 
+/// `struct ib_device_ops::dealloc_ucontext` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn dealloc_ucontext<T: Operations>(ctx: *mut bindings::ib_ucontext) {
     // SAFETY: `ctx` was set up by `alloc_ucontext`.
     T::dealloc_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });

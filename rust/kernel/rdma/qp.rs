@@ -457,6 +457,12 @@ impl QpAttrOut<'_> {
     }
 }
 
+/// `struct ib_device_ops::query_qp` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn query_qp<T: Operations>(
     qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_attr,
@@ -481,6 +487,12 @@ pub(crate) unsafe extern "C" fn query_qp<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::create_qp` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn create_qp<T: Operations>(
     qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_init_attr,
@@ -522,6 +534,12 @@ pub(crate) unsafe extern "C" fn create_qp<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::modify_qp` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn modify_qp<T: Operations>(
     qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_attr,
@@ -560,6 +578,12 @@ unsafe fn mcast<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::attach_mcast` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn attach_mcast<T: Operations>(
     qp: *mut bindings::ib_qp,
     gid: *mut bindings::ib_gid,
@@ -569,6 +593,12 @@ pub(crate) unsafe extern "C" fn attach_mcast<T: Operations>(
     unsafe { mcast::<T>(qp, gid, T::attach_mcast) }
 }
 
+/// `struct ib_device_ops::detach_mcast` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn detach_mcast<T: Operations>(
     qp: *mut bindings::ib_qp,
     gid: *mut bindings::ib_gid,
@@ -578,6 +608,12 @@ pub(crate) unsafe extern "C" fn detach_mcast<T: Operations>(
     unsafe { mcast::<T>(qp, gid, T::detach_mcast) }
 }
 
+/// `struct ib_device_ops::destroy_qp` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn destroy_qp<T: Operations>(
     qp: *mut bindings::ib_qp,
     udata: *mut bindings::ib_udata,
@@ -594,6 +630,12 @@ pub(crate) unsafe extern "C" fn destroy_qp<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::post_send` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn post_send<T: Operations>(
     qp: *mut bindings::ib_qp,
     wr: *const bindings::ib_send_wr,
@@ -611,6 +653,12 @@ pub(crate) unsafe extern "C" fn post_send<T: Operations>(
     unsafe { super::wr::post_result(T::post_send(obj, first), bad) }
 }
 
+/// `struct ib_device_ops::post_recv` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn post_recv<T: Operations>(
     qp: *mut bindings::ib_qp,
     wr: *const bindings::ib_recv_wr,

@@ -85,6 +85,12 @@ impl<T: Operations> Srq<T> {
     }
 }
 
+/// `struct ib_device_ops::create_srq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn create_srq<T: Operations>(
     srq: *mut bindings::ib_srq,
     init: *mut bindings::ib_srq_init_attr,
@@ -150,6 +156,12 @@ pub(crate) unsafe extern "C" fn create_srq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::modify_srq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn modify_srq<T: Operations>(
     srq: *mut bindings::ib_srq,
     attr: *mut bindings::ib_srq_attr,
@@ -167,6 +179,12 @@ pub(crate) unsafe extern "C" fn modify_srq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::query_srq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn query_srq<T: Operations>(
     srq: *mut bindings::ib_srq,
     out: *mut bindings::ib_srq_attr,
@@ -184,6 +202,12 @@ pub(crate) unsafe extern "C" fn query_srq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::destroy_srq` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn destroy_srq<T: Operations>(
     srq: *mut bindings::ib_srq,
     udata: *mut bindings::ib_udata,
@@ -200,6 +224,12 @@ pub(crate) unsafe extern "C" fn destroy_srq<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::post_srq_recv` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn post_srq_recv<T: Operations>(
     srq: *mut bindings::ib_srq,
     wr: *const bindings::ib_recv_wr,

@@ -32,7 +32,7 @@ impl StatDesc {
     pub const fn new(name: &'static CStr) -> Self {
         // INVARIANT: `name` is `'static` and NUL-terminated.
         Self(bindings::rdma_stat_desc {
-            name: name.as_ptr().cast(),
+            name: crate::str::as_char_ptr_in_const_context(name),
             flags: 0,
             priv_: core::ptr::null(),
         })
@@ -44,6 +44,11 @@ impl StatDesc {
 const LIFESPAN: c_ulong = bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as c_ulong;
 
 /// `alloc_hw_port_stats`: one set of the driver's counters for each port.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn alloc_hw_port_stats<T: Operations>(
     _ib: *mut bindings::ib_device,
     _port: u32,
@@ -58,6 +63,11 @@ pub(crate) unsafe extern "C" fn alloc_hw_port_stats<T: Operations>(
 }
 
 /// `get_hw_stats`: refreshes every counter of `stats` (ib_core holds `stats->lock`).
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn get_hw_stats<T: Operations>(
     ib: *mut bindings::ib_device,
     stats: *mut bindings::rdma_hw_stats,

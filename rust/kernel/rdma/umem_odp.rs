@@ -35,7 +35,7 @@ pub trait OdpHandler<T: Operations>: Send + Sync + Sized {
 /// # Invariants
 ///
 /// `ptr` is an on-demand umem returned by `ib_umem_odp_get()` for a device of type `T`, with
-/// [`UmemOdp::OPS`] as its notifier operations, released only on drop. Its `private` pointer
+/// `UmemOdp::OPS` as its notifier operations, released only on drop. Its `private` pointer
 /// is null or `Arc::as_ptr(&self.handler)`, set under its mutex.
 pub struct UmemOdp<T: Operations, H: OdpHandler<T>> {
     ptr: NonNull<bindings::ib_umem_odp>,
@@ -183,6 +183,12 @@ impl<T: Operations, H: OdpHandler<T>> UmemOdp<T, H> {
         unsafe { &raw mut (*self.ptr.as_ptr()).umem_mutex }
     }
 
+    /// The `invalidate` callback of the umems' `mmu_interval_notifier_ops`.
+    ///
+    /// # Safety
+    ///
+    /// Only the MMU notifier calls it, with `mni` the `notifier` of one of our ODP umems and
+    /// `range` the range being invalidated.
     unsafe extern "C" fn invalidate_callback(
         mni: *mut bindings::mmu_interval_notifier,
         range: *const bindings::mmu_notifier_range,

@@ -273,18 +273,18 @@ impl<'a, T: Operations> SendWr<'a, T> {
     /// allow, and for a datagram request without an address handle.
     pub fn op(&self) -> Result<SendOp<'a, T>> {
         // The opcodes, as the type of `ib_send_wr::opcode` (some are defined by the uverbs enum).
-        const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND as u32;
-        const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM as u32;
-        const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV as u32;
-        const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE as u32;
-        const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM as u32;
-        const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ as u32;
-        const CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP as u32;
-        const FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD as u32;
-        const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR as u32;
-        const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV as u32;
+        const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
+        const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+        const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+        const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
+        const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+        const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
+        const CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+        const FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+        const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
+        const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
         let datagram = matches!(self.qp_type, QpType::Ud | QpType::Gsi);
-        let op = match self.raw.opcode as u32 {
+        let op = match self.raw.opcode {
             SEND | SEND_WITH_IMM if datagram => {
                 // SAFETY: Sends on UD and GSI QPs come in an `ib_ud_wr`.
                 let ud = unsafe {

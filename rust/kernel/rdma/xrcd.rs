@@ -29,6 +29,12 @@ verbs_object!(
     Xrcd
 );
 
+/// `struct ib_device_ops::alloc_xrcd` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn alloc_xrcd<T: Operations>(
     xrcd: *mut bindings::ib_xrcd,
     udata: *mut bindings::ib_udata,
@@ -49,6 +55,12 @@ pub(crate) unsafe extern "C" fn alloc_xrcd<T: Operations>(
     })
 }
 
+/// `struct ib_device_ops::dealloc_xrcd` for `T`.
+///
+/// # Safety
+///
+/// Only ib_core calls it, through the ops table of a device registered with `T`'s
+/// [`Operations`], with the arguments of that callback.
 pub(crate) unsafe extern "C" fn dealloc_xrcd<T: Operations>(
     xrcd: *mut bindings::ib_xrcd,
     udata: *mut bindings::ib_udata,

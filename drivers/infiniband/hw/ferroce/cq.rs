@@ -215,9 +215,7 @@ impl CqData {
         // The device's answers to the process: fewer entries than the CQ holds (EINVAL, as
         // rxe), or no room for the marker in a full CQ (EBUSY: poll first).
         let answers = [hw::STATUS_BAD_PARAM, hw::STATUS_BUSY];
-        queue.move_to(mem, || {
-            dev.cmdq().exec_or_refuse(&cmd, &answers).map(|_| ())
-        })?;
+        queue.move_to(mem, || dev.cmdq().exec_or_refuse(&cmd, &answers))?;
         Ok(size)
     }
 

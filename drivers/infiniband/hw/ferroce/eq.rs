@@ -517,7 +517,7 @@ impl AsyncEvent {
             },
             hw::EventType::Completion | hw::EventType::CmdDone => return None,
             hw::EventType::PageFault => {
-                let count = u16::try_from(eqe.data2).ok().filter(|&n| n > 0)?;
+                let count = Some(eqe.data2).filter(|&n| n > 0)?;
                 Self::PageFault(crate::odp::PageFault {
                     key: eqe.data0,
                     first: eqe.data1,

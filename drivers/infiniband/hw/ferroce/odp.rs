@@ -321,7 +321,7 @@ impl PageFault {
 /// one again if anything still waits.
 pub(crate) fn serve_fault(dev: &rdma::Device<RoceDevice>, f: PageFault) {
     let index = hw::mr_key_index(f.key) as usize;
-    let mr = dev.odp_mrs().lock().get(index).map(|mr| Arc::from(mr));
+    let mr = dev.odp_mrs().lock().get(index).map(Arc::from);
     let Some(mr) = mr.filter(|mr| mr.key() == f.key) else {
         dev.checks().bad_event("on-demand MR", f.key);
         return;
@@ -350,7 +350,7 @@ pub(crate) fn advise(
     let dev = pd.device();
     for sge in sges {
         let index = hw::mr_key_index(sge.lkey()) as usize;
-        let mr = dev.odp_mrs().lock().get(index).map(|mr| Arc::from(mr));
+        let mr = dev.odp_mrs().lock().get(index).map(Arc::from);
         // Another PD's MR is none of this process's business.
         let mr = mr
             .filter(|mr| mr.key() == sge.lkey() && mr.pd == pd.number())

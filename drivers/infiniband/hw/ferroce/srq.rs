@@ -305,9 +305,7 @@ impl SrqData {
         // The device's answer to the process: fewer entries than the WQEs it has not taken
         // (EINVAL, as rxe).
         let answers = [hw::STATUS_BAD_PARAM];
-        queue.move_to(mem, || {
-            dev.cmdq().exec_or_refuse(&cmd, &answers).map(|_| ())
-        })?;
+        queue.move_to(mem, || dev.cmdq().exec_or_refuse(&cmd, &answers))?;
         self.size.store(size, Relaxed);
         Ok(())
     }

@@ -9,6 +9,12 @@ use super::*;
 pub(super) struct Callbacks<T>(PhantomData<T>);
 
 impl<T: Operations> Callbacks<T> {
+    /// `struct ib_device_ops::query_device` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn query_device(
         ib: *mut bindings::ib_device,
         attr: *mut bindings::ib_device_attr,
@@ -23,6 +29,12 @@ impl<T: Operations> Callbacks<T> {
         })
     }
 
+    /// `struct ib_device_ops::query_port` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn query_port(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -37,6 +49,12 @@ impl<T: Operations> Callbacks<T> {
         })
     }
 
+    /// `struct ib_device_ops::get_port_immutable` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn get_port_immutable(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -57,6 +75,12 @@ impl<T: Operations> Callbacks<T> {
         })
     }
 
+    /// `struct ib_device_ops::get_link_layer` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn get_link_layer(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -69,6 +93,12 @@ impl<T: Operations> Callbacks<T> {
         }
     }
 
+    /// `struct ib_device_ops::add_gid` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn add_gid(
         attr: *const bindings::ib_gid_attr,
         _context: *mut *mut c_void,
@@ -87,6 +117,12 @@ impl<T: Operations> Callbacks<T> {
         })
     }
 
+    /// `struct ib_device_ops::del_gid` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn del_gid(
         attr: *const bindings::ib_gid_attr,
         _context: *mut *mut c_void,
@@ -104,6 +140,12 @@ impl<T: Operations> Callbacks<T> {
         })
     }
 
+    /// `struct ib_device_ops::query_pkey` for `T`.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls it, through the ops table of a device registered with `T`'s
+    /// [`Operations`], with the arguments of that callback.
     unsafe extern "C" fn query_pkey(
         ib: *mut bindings::ib_device,
         port: u32,

@@ -289,9 +289,11 @@ pub trait Operations: Sized + Send + Sync + 'static {
     }
 
     /// Makes the pages of `sges` (in on-demand MRs of `pd`) present for the device ahead of
-    /// use (`ibv_advise_mr()`): faulted in, writable for [`AdviseMr::PrefetchWrite`], or only
-    /// those the process has mapped for [`AdviseMr::PrefetchNoFault`]. With `flush`, the pages
-    /// are present when it returns; otherwise it may return before.
+    /// use (`ibv_advise_mr()`): faulted in, writable for
+    /// [`AdviseMr::PrefetchWrite`](crate::rdma::AdviseMr::PrefetchWrite), or only those the
+    /// process has mapped for
+    /// [`AdviseMr::PrefetchNoFault`](crate::rdma::AdviseMr::PrefetchNoFault). With `flush`,
+    /// the pages are present when it returns; otherwise it may return before.
     fn advise_mr(
         _pd: &Pd<Self>,
         _advice: crate::rdma::AdviseMr,
@@ -333,7 +335,7 @@ pub trait Operations: Sized + Send + Sync + 'static {
 
     /// Cuts a context off its device while the process still has it open (the device is going
     /// away: unbind, hot unplug). ib_core has zapped the process's mappings (all made through
-    /// [`MmapRequest`](crate::rdma::MmapRequest), `rdma_user_mmap_io()`), reports
+    /// [`MmapRequest`], `rdma_user_mmap_io()`), reports
     /// `IB_EVENT_DEVICE_FATAL` to the process, and destroys its objects and the context after this
     /// returns. Implementing it, even empty, lets the device unregister without waiting for every
     /// process to close it.

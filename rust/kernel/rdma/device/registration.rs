@@ -108,13 +108,14 @@ impl<T: Operations> Registration<T> {
         };
 
         // SAFETY: `_ib_alloc_device()` returned a zeroed allocation large and aligned enough for
-        // `Device<T>` (kmalloc alignment); `data` is not initialised yet.
-        // SAFETY: As above, for the object tables, which are pinned in the allocation.
+        // `Device<T>` (kmalloc alignment); the object tables are not initialised yet, and they
+        // are pinned in the allocation.
         if let Err(e) = unsafe { objects.__init(&raw mut (*dev.as_ptr()).objects) } {
             // SAFETY: The device was allocated above and never registered.
             unsafe { bindings::ib_dealloc_device(ib) };
             return Err(e);
         }
+        // SAFETY: As above, for `data`, which is not initialised yet.
         if let Err(e) = unsafe { data.__init(&raw mut (*dev.as_ptr()).data) } {
             // SAFETY: The device was allocated above and never registered; the tables were
             // initialised and are dropped once.
@@ -138,8 +139,8 @@ impl<T: Operations> Registration<T> {
             bindings::ib_set_device_ops(ib, &ops);
         }
         let associated = match netdev {
-            // SAFETY: `ib` is valid; ib_core takes its own reference to the netdev.
             Some((port, ndev)) => {
+                // SAFETY: `ib` is valid; ib_core takes its own reference to the netdev.
                 to_result(unsafe { bindings::ib_device_set_netdev(ib, ndev.as_raw(), port) })
             }
             None => Ok(()),

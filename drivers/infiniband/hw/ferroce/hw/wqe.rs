@@ -329,6 +329,10 @@ pub const fn send_opcode_is_local(opcode: u8) -> bool {
 
 /// Why a WQE is malformed (`WQE_ERR_*` as an enum).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(
+    clippy::enum_variant_names,
+    reason = "each says what is bad, as the WQE_ERR_BAD_* codes do"
+)]
 pub enum WqeError {
     /// Unknown opcode.
     BadOpcode,
