@@ -5,6 +5,8 @@
 //! §7). [`build`] writes one from a [`Route`]; [`parse`] checks and splits one; [`classify`]
 //! is the converged port's steering decision.
 
+use std::convert::Infallible;
+
 use etherparse::{
     EtherType, Ethernet2Header, IpNumber, Ipv4Dscp, Ipv4Ecn, Ipv4Header, Ipv4HeaderSlice,
     Ipv6FlowLabel, Ipv6Header, Ipv6HeaderSlice, SingleVlanHeader, UdpHeader, UdpHeaderSlice,
@@ -84,20 +86,23 @@ fn ipv4_of(gid: &[u8; 16]) -> [u8; 4] {
 
 /// Appends the frame carrying `transport` (BTH through the padded payload) to `out`.
 pub fn build(route: &Route, transport: &[u8], out: &mut Vec<u8>) {
-    build_with(route, transport.len(), out, |out| {
-        out.extend_from_slice(transport)
+    let built = build_with(route, transport.len(), out, |out| {
+        out.extend_from_slice(transport);
+        Ok::<(), Infallible>(())
     });
+    let Ok(()) = built;
 }
 
 /// Appends the frame whose transport part (BTH through the padded payload) is `transport_len`
 /// bytes, which `write_transport` appends where they go: the transport is written once, in
-/// place, between the network headers and the ICRC.
-pub fn build_with(
+/// place, between the network headers and the ICRC. If `write_transport` fails, so does the
+/// frame, and `out` holds only part of it.
+pub fn build_with<E>(
     route: &Route,
     transport_len: usize,
     out: &mut Vec<u8>,
-    write_transport: impl FnOnce(&mut Vec<u8>),
-) {
+    write_transport: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
     let kind = route.kind();
     let ether_type = match kind {
         NetKind::V1 => EtherType(ROCE_V1_ETHERTYPE),
@@ -186,7 +191,7 @@ pub fn build_with(
         }
     }
     let transport_start = out.len();
-    write_transport(out);
+    write_transport(out)?;
     debug_assert_eq!(out.len() - transport_start, transport_len);
     let crc = icrc::compute(kind, &out[l3_start..]).unwrap_or_default();
     out.extend_from_slice(&crc.to_le_bytes());
@@ -204,6 +209,7 @@ pub fn build_with(
             .unwrap_or_default();
         out[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
     }
+    Ok(())
 }
 
 /// A received RoCE frame, split and checked.

@@ -4,6 +4,8 @@
 //! structs. [`Packet::parse`] splits the transport part of a frame (BTH to the end of the padded
 //! payload) according to the opcode table; [`Headers`] writes one.
 
+use std::convert::Infallible;
+
 use super::opcode::{self, flag, OpInfo};
 use ferroce_hw::PSN_MASK;
 
@@ -338,9 +340,27 @@ impl Headers {
     /// Appends headers, `payload` and pad to `out`. Headers the opcode does not have are
     /// skipped; headers it has but that were not given are written as zeros.
     pub fn write(&self, payload: &[u8], out: &mut Vec<u8>) {
+        let copied = self.write_with(payload.len(), out, |room| {
+            room.copy_from_slice(payload);
+            Ok::<(), Infallible>(())
+        });
+        let Ok(()) = copied;
+    }
+
+    /// Appends headers, a payload of `payload_len` bytes and pad to `out`, as
+    /// [`write`](Self::write) does, with `fill` writing the payload in its place in `out`
+    /// (gathering it from guest memory there, not through a buffer of its own). `fill` must
+    /// write the whole of its slice, whose bytes are not cleared for it. If it fails, `out` is
+    /// left partly written and the error returned.
+    pub fn write_with<E>(
+        &self,
+        payload_len: usize,
+        out: &mut Vec<u8>,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let info = opcode::lookup(self.bth.opcode);
         let has = |f| info.is_some_and(|i| i.has(f));
-        let pad = ((4 - payload.len() % 4) % 4) as u8;
+        let pad = ((4 - payload_len % 4) % 4) as u8;
         let bth = Bth { pad, ..self.bth };
         out.extend_from_slice(&bth.encode());
         if has(flag::XRCETH) {
@@ -381,8 +401,11 @@ impl Headers {
         if has(flag::IETH) {
             out.extend_from_slice(&self.ieth.unwrap_or_default().to_be_bytes());
         }
-        out.extend_from_slice(payload);
+        let at = out.len();
+        out.resize(at + payload_len, 0);
+        fill(&mut out[at..])?;
         out.extend(std::iter::repeat_n(0u8, usize::from(pad)));
+        Ok(())
     }
 }
 

@@ -33,32 +33,8 @@ pub struct Io {
     pub(super) looped: u64,
     /// The trace.
     pub trace: Arc<Tracer>,
-    /// The payload of the packet being built ([`Io::send_payload`]).
-    pub payload: Payload,
     /// The last frame's buffer, sent and not kept: the next frame is built in it.
     pub(super) spare: Vec<u8>,
-}
-
-/// A packet's payload on its way into a frame: one buffer, reused by every packet. It grows
-/// when a larger payload comes and is never cleared (each packet overwrites what it sends), so
-/// that a packet costs no allocation and no zeroing.
-#[derive(Default)]
-pub struct Payload(Vec<u8>);
-
-impl Payload {
-    /// The first `len` bytes, for the packet to fill.
-    pub fn room(&mut self, len: usize) -> &mut [u8] {
-        if self.0.len() < len {
-            self.0.resize(len, 0);
-        }
-        &mut self.0[..len]
-    }
-
-    /// Puts `bytes` in; returns their length.
-    pub fn set(&mut self, bytes: &[u8]) -> usize {
-        self.room(bytes.len()).copy_from_slice(bytes);
-        bytes.len()
-    }
 }
 
 /// Counts and traces a frame the port did not carry because it is down (`dir`: `"tx"` to the
@@ -148,7 +124,7 @@ pub(super) fn kind_counters(info: &OpInfo) -> Option<(usize, usize)> {
 }
 
 impl Io {
-    /// Sends one packet of QP `qpn` along `route`.
+    /// Sends one packet along `route`, its payload `payload`.
     pub fn send(
         &mut self,
         host: &dyn EngineHost,
@@ -157,17 +133,68 @@ impl Io {
         payload: &[u8],
         resend: Resend,
     ) {
+        let mut out = self.frame_buffer();
+        let built = frame::build_with(
+            route,
+            packet.transport_len(payload.len()),
+            &mut out,
+            |out| {
+                packet.write(payload, out);
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        let Ok(()) = built;
+        self.transmit(host, route, packet, out, resend);
+    }
+
+    /// Sends one packet along `route` whose payload of `len` bytes `fill` writes into the
+    /// frame itself (gathered from guest memory, read from an MR): the payload is copied once,
+    /// from where it is to where it is sent. If `fill` fails, nothing is sent and its error is
+    /// returned.
+    pub fn send_with<E>(
+        &mut self,
+        host: &mut dyn EngineHost,
+        route: &Route,
+        packet: &Headers,
+        len: usize,
+        resend: Resend,
+        fill: impl FnOnce(&mut dyn EngineHost, &mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut out = self.frame_buffer();
+        let built = frame::build_with(route, packet.transport_len(len), &mut out, |out| {
+            packet.write_with(len, out, |room| fill(&mut *host, room))
+        });
+        match built {
+            Ok(()) => {
+                self.transmit(host, route, packet, out, resend);
+                Ok(())
+            }
+            Err(e) => {
+                self.spare = out;
+                Err(e)
+            }
+        }
+    }
+
+    /// The buffer to build the next frame in, empty: the last one's if nothing kept it.
+    fn frame_buffer(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.spare);
         out.clear();
         // The spare went with the last frame (to a far end or the loopback queue): a new one
         // of the largest frame's size, not one that grows with the frame.
         out.reserve(frame::MAX_FRAME);
-        frame::build_with(
-            route,
-            packet.transport_len(payload.len()),
-            &mut out,
-            |out| packet.write(payload, out),
-        );
+        out
+    }
+
+    /// Counts, traces and sends the built frame `out` of `packet`.
+    fn transmit(
+        &mut self,
+        host: &dyn EngineHost,
+        route: &Route,
+        packet: &Headers,
+        out: Vec<u8>,
+        resend: Resend,
+    ) {
         host.count(COUNTER_TX_PACKETS, 1);
         host.count(COUNTER_TX_BYTES, out.len() as u64);
         if let Some((tx, _)) = opcode::lookup(packet.bth.opcode).and_then(kind_counters) {
@@ -211,20 +238,6 @@ impl Io {
                 *spare = f;
             }
         });
-    }
-
-    /// Sends one packet whose payload is the first `len` bytes of [`Io::payload`].
-    pub fn send_payload(
-        &mut self,
-        host: &dyn EngineHost,
-        route: &Route,
-        packet: &Headers,
-        len: usize,
-        resend: Resend,
-    ) {
-        let mut payload = std::mem::take(&mut self.payload);
-        self.send(host, route, packet, payload.room(len), resend);
-        self.payload = payload;
     }
 
     /// When the next frame a fault injector holds is due, in either direction.

@@ -28,10 +28,18 @@ use crate::qp::attrs::QpAttrs;
 pub const TX_BUDGET: u32 = 64;
 /// Ask for an ACK at least every this many packets of a long message.
 const ACK_REQ_EVERY: u32 = 16;
-/// Congestion window bounds, in packets.
-const MIN_CWND: u32 = 2;
-const MAX_CWND: u32 = 128;
-const INITIAL_CWND: u32 = 32;
+/// The congestion window is counted in bytes, so that it may hold as much data at a small path
+/// MTU as at a large one (its most was 128 packets: 128 KiB at MTU 1024, 512 KiB at 4096). Its
+/// start and its least are in packets, as TCP's are in segments: each packet needs an answer
+/// to clock the next.
+const MAX_CWND: u32 = 512 << 10;
+/// The window a connection starts with, in packets.
+const INITIAL_CWND_PACKETS: u32 = 32;
+/// The least congestion window, in packets (after an RNR NAK, the probe).
+pub(super) const MIN_CWND_PACKETS: u32 = 2;
+/// A long READ is requested in pieces of at most this many responses (one bit each of
+/// [`ReqWqe::piece_bits`]).
+pub(super) const MAX_READ_PIECE: u32 = u128::BITS;
 /// Largest message (IBA: 2^31 bytes).
 const MAX_MESSAGE: u64 = 1 << 31;
 /// Adaptive retransmission timeout before the QP's first RTT sample (capped at the configured
@@ -171,9 +179,12 @@ pub struct Requester {
     pub rtt_probe: Option<(u32, Instant)>,
     /// No sending before this (RNR NAK).
     pub rnr_until: Option<Instant>,
-    /// Congestion window in packets.
-    pub cwnd: u32,
+    /// Congestion window in bytes.
+    cwnd: u32,
+    /// Bytes acknowledged since the window last grew.
     cwnd_acked: u32,
+    /// The path MTU in bytes: what a packet counts in the window.
+    mtu: u32,
     /// PSN last retransmitted from without progress since (suppresses repeated go-backs).
     pub last_retry_psn: Option<u32>,
     /// Packets sent since the last go-back.
@@ -239,10 +250,10 @@ impl Requester {
             next_psn: attrs.sq_psn & PSN_MASK,
             una: attrs.sq_psn & PSN_MASK,
             high_psn: attrs.sq_psn & PSN_MASK,
-            cwnd: INITIAL_CWND,
             ..Requester::default()
         };
         self.update_limits(attrs);
+        self.set_window(INITIAL_CWND_PACKETS);
         self.retry_left = self.retry_cnt;
         self.rnr_left = self.rnr_retry;
     }
@@ -252,6 +263,18 @@ impl Requester {
         self.retry_cnt = attrs.retry_cnt.min(7);
         self.rnr_retry = attrs.rnr_retry.min(7);
         self.max_rd_atomic = attrs.max_rd_atomic.clamp(1, MAX_RD_ATOMIC);
+        self.mtu = attrs.mtu();
+    }
+
+    /// The congestion window in packets: at least one.
+    pub fn window(&self) -> u32 {
+        (self.cwnd / self.mtu.max(1)).max(1)
+    }
+
+    /// Sets the window to `packets` packets.
+    fn set_window(&mut self, packets: u32) {
+        self.cwnd = packets.saturating_mul(self.mtu);
+        self.cwnd_acked = 0;
     }
 
     /// Forgets all WQEs (the QP went to ERR; the shell flushes them).
@@ -287,7 +310,7 @@ impl Requester {
     /// arriving, each implying the loss).
     pub fn believes(&self, from: u32) -> bool {
         self.last_retry_psn != Some(from)
-            || self.sent_since_rewind >= self.cwnd.max(self.rewound_span)
+            || self.sent_since_rewind >= self.window().max(self.rewound_span)
     }
 
     /// Called when the responder made progress (`una` already moved): retries refill and the
@@ -307,10 +330,13 @@ impl Requester {
         self.rnr_left = self.rnr_retry;
         self.last_retry_psn = None;
         self.stall_since = Some(now);
-        self.cwnd_acked = self.cwnd_acked.saturating_add(advanced);
+        // Additive increase: a packet's worth once a window's worth is acknowledged.
+        self.cwnd_acked = self
+            .cwnd_acked
+            .saturating_add(advanced.saturating_mul(self.mtu));
         if self.cwnd_acked >= self.cwnd {
             self.cwnd_acked = 0;
-            self.cwnd = (self.cwnd + 1).min(MAX_CWND);
+            self.cwnd = (self.cwnd + self.mtu).min(MAX_CWND.max(self.mtu));
         }
         self.timer = None;
         if self.outstanding() {
@@ -373,15 +399,20 @@ impl Requester {
     /// (resending a whole window into a responder without receive WQEs only to have it refused
     /// again cost tools-parity's ib_send_bw 68 frames per RNR NAK).
     pub fn probe(&mut self) {
-        self.cwnd = MIN_CWND;
-        self.cwnd_acked = 0;
+        self.set_window(MIN_CWND_PACKETS);
         self.went_back = GoBack::RnrNak;
+    }
+
+    /// After a retransmission timeout: one packet (the go-back resends one and waits for its
+    /// answer, [`timers::timers`]).
+    pub fn restart_window(&mut self) {
+        self.set_window(1);
     }
 
     /// Halves the window after a loss.
     pub fn congestion(&mut self) {
-        self.cwnd = (self.cwnd / 2).max(MIN_CWND);
-        self.cwnd_acked = 0;
+        let halved = self.window() / 2;
+        self.set_window(halved.max(MIN_CWND_PACKETS));
     }
 
     /// Goes back to resend from `from`. Unless `force`, a second request for the same PSN
@@ -511,6 +542,47 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// The window a long transfer reaches, in packets, at path MTU `mtu` (an MTU code): one
+    /// window acknowledged at a time until it grows no more.
+    fn at_mtu(mtu: u8) -> Requester {
+        let mut attrs = QpAttrs::initial();
+        attrs.apply(&ModifyQpCmd {
+            attr_mask: QP_ATTR_PATH_MTU,
+            path_mtu: mtu,
+            ..ModifyQpCmd::default()
+        });
+        let mut r = Requester::default();
+        r.reset(&attrs);
+        r
+    }
+
+    fn grown_window(mtu: u8) -> u32 {
+        let mut r = at_mtu(mtu);
+        assert_eq!(r.window(), INITIAL_CWND_PACKETS);
+        let now = Instant::now();
+        for _ in 0..10_000 {
+            r.progress(r.window(), now, None);
+        }
+        r.window()
+    }
+
+    #[test]
+    fn the_window_is_counted_in_bytes() {
+        // 512 KiB however large the packets: at MTU 1024 a window of 128 packets held only
+        // 128 KiB.
+        assert_eq!(grown_window(MTU_4096), 128);
+        assert_eq!(grown_window(MTU_1024), 512);
+        assert_eq!(grown_window(MTU_256), 2048);
+        // What a loss leaves, in packets of the QP's MTU.
+        let mut r = at_mtu(MTU_1024);
+        r.congestion();
+        assert_eq!(r.window(), INITIAL_CWND_PACKETS / 2);
+        r.probe();
+        assert_eq!(r.window(), MIN_CWND_PACKETS);
+        r.restart_window();
+        assert_eq!(r.window(), 1);
+    }
 
     #[test]
     fn rto_from_samples_clamped_and_backed_off() {

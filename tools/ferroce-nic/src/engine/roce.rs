@@ -16,7 +16,7 @@ use super::faults::{FaultControl, FaultInjector};
 use super::frame::{self, RoceFrame, Route};
 use super::headers::Packet;
 use super::icrc::NetKind;
-use super::io::{kind_counters, mac_text, port_down_drop, Egress, Io, Payload};
+use super::io::{kind_counters, mac_text, port_down_drop, Egress, Io};
 use super::opcode::{flag, Transport};
 use super::requester::Requester;
 use super::responder::Responder;
@@ -185,7 +185,7 @@ impl QpCtx {
 
     /// Path MTU in bytes (1024 if unset).
     pub fn mtu(&self) -> u32 {
-        mtu_bytes(self.attrs.path_mtu).unwrap_or(1024)
+        self.attrs.mtu()
     }
 
     /// The local ACK timeout; `None` for the IBA's "infinite" (0).
@@ -298,7 +298,6 @@ impl RoceEngine {
                 loop_faults: FaultInjector::loopback(faults),
                 looped: 0,
                 trace,
-                payload: Payload::default(),
                 spare: Vec::with_capacity(frame::MAX_FRAME),
             },
         }

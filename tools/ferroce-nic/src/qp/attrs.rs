@@ -22,6 +22,11 @@ impl std::ops::Deref for QpAttrs {
 }
 
 impl QpAttrs {
+    /// The path MTU in bytes (1024 for a code that names none).
+    pub fn mtu(&self) -> u32 {
+        mtu_bytes(self.path_mtu).unwrap_or(1024)
+    }
+
     /// The attributes of a new QP: all zero, no VLAN.
     pub fn initial() -> Self {
         Self(ModifyQpCmd {

@@ -7,7 +7,7 @@
 use ferroce_hw::*;
 
 use super::super::headers::{AtomicEth, Deth, Feth, Headers, Reth};
-use super::super::io::{Io, Payload, Resend};
+use super::super::io::{Io, Resend};
 use super::super::opcode::{self, op, Position};
 use super::super::psn;
 use super::super::roce::{route_for, sge_pieces, QpCtx, GSI_QKEY};
@@ -36,40 +36,81 @@ pub(super) fn local_pages_ready(host: &mut dyn EngineHost, w: &ReqWqe) -> bool {
     ready
 }
 
-/// Gathers message bytes `[offset, offset + len)` of a WQE into `payload`; returns `len`.
-pub(super) fn gather(
+/// What a request packet carries after its headers, written into its frame when the frame is
+/// built ([`Body::fill`]): the payload is copied once, from guest memory into the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Body {
+    /// No payload.
+    Empty,
+    /// Message bytes `[offset, offset + len)` of the WQE: its inline data or its buffers.
+    Message { offset: u64, len: usize },
+    /// An ATOMIC WRITE's value.
+    Value([u8; 8]),
+}
+
+impl Body {
+    /// Its length in bytes.
+    pub(super) fn len(self) -> usize {
+        match self {
+            Body::Empty => 0,
+            Body::Message { len, .. } => len,
+            Body::Value(v) => v.len(),
+        }
+    }
+
+    /// Writes it into `room` (its length), from WQE `work` of a QP of PD `pd`: a local
+    /// protection error if the WQE's buffers do not hold it.
+    pub(super) fn fill(
+        self,
+        host: &mut dyn EngineHost,
+        pd: u32,
+        work: &SendWork,
+        room: &mut [u8],
+    ) -> Result<(), WcStatus> {
+        match self {
+            Body::Empty => Ok(()),
+            Body::Value(v) => {
+                room.copy_from_slice(&v);
+                Ok(())
+            }
+            Body::Message { offset, .. } => {
+                gather(host, pd, work, offset, room).ok_or(WcStatus::LocProtErr)
+            }
+        }
+    }
+}
+
+/// Gathers message bytes `[offset, offset + buf.len())` of WQE `work` into `buf`.
+fn gather(
     host: &mut dyn EngineHost,
     pd: u32,
-    w: &ReqWqe,
+    work: &SendWork,
     offset: u64,
-    len: usize,
-    payload: &mut Payload,
-) -> Option<usize> {
-    if w.work.ctrl.flags & WQE_FLAG_INLINE != 0 {
+    buf: &mut [u8],
+) -> Option<()> {
+    let len = buf.len();
+    if work.ctrl.flags & WQE_FLAG_INLINE != 0 {
         let start = usize::try_from(offset).ok()?;
-        return Some(payload.set(w.work.inline_data.get(start..start + len)?));
+        buf.copy_from_slice(work.inline_data.get(start..start + len)?);
+        return Some(());
     }
-    let buf = payload.room(len);
     let mut at = 0;
-    for (lkey, addr, n) in sge_pieces(&w.work.sges, offset, len)? {
+    for (lkey, addr, n) in sge_pieces(&work.sges, offset, len)? {
         host.read_payload(pd, lkey, addr, &mut buf[at..at + n], 0)
             .ok()?;
         at += n;
     }
-    Some(len)
+    Some(())
 }
 
-/// Builds request packet `k` of WQE `w` (its PSN already assigned) and puts its payload in
-/// `payload`; returns the packet and the payload's length.
+/// Builds request packet `k` of WQE `w` (its PSN already assigned): its headers, and what its
+/// payload is.
 pub(super) fn request_packet(
     qp: &QpCtx,
-    host: &mut dyn EngineHost,
-    pd: u32,
     w: &ReqWqe,
     k: u32,
     read_pieces: u32,
-    payload: &mut Payload,
-) -> Result<(Headers, usize), WcStatus> {
+) -> Result<(Headers, Body), WcStatus> {
     let ctrl = &w.work.ctrl;
     let mtu = qp.mtu();
     let dest = qp.attrs.dest_qpn;
@@ -105,8 +146,7 @@ pub(super) fn request_packet(
             }
             let offset = u64::from(k) * u64::from(mtu);
             let len = (w.len - offset.min(w.len)).min(u64::from(mtu)) as usize;
-            let len = gather(host, pd, w, offset, len, payload).ok_or(WcStatus::LocProtErr)?;
-            Ok((b, len))
+            Ok((b, Body::Message { offset, len }))
         }
         Kind::Read => {
             let (va, rkey) = remote(&w.work.op).ok_or(WcStatus::LocQpOpErr)?;
@@ -123,7 +163,7 @@ pub(super) fn request_packet(
                 rkey,
                 len: (w.len - offset).min(piece) as u32,
             });
-            Ok((b, 0))
+            Ok((b, Body::Empty))
         }
         Kind::Atomic => {
             let (opcode, atomic) = match w.work.op {
@@ -159,7 +199,7 @@ pub(super) fn request_packet(
             let mut b = Headers::new(qp.opcode(opcode), dest, w.first_psn);
             b.bth.ack_req = true;
             b.atomic = Some(atomic);
-            Ok((b, 0))
+            Ok((b, Body::Empty))
         }
         Kind::AtomicWrite => {
             let SendOp::AtomicWrite {
@@ -177,7 +217,7 @@ pub(super) fn request_packet(
                 rkey,
                 len: 8,
             });
-            Ok((b, payload.set(&value)))
+            Ok((b, Body::Value(value)))
         }
         Kind::Flush => {
             let SendOp::Flush {
@@ -198,7 +238,7 @@ pub(super) fn request_packet(
                 rkey,
                 len: if level == FLUSH_MR { 0 } else { length as u32 },
             });
-            Ok((b, 0))
+            Ok((b, Body::Empty))
         }
         Kind::Local | Kind::Datagram => Err(WcStatus::LocQpOpErr),
     };
@@ -323,12 +363,18 @@ pub(super) fn send_datagram(
     if imm {
         b.imm = Some(w.work.ctrl.imm_or_inv.to_le_bytes());
     }
-    let Some(len) = gather(host, pd, w, 0, w.len as usize, &mut io.payload) else {
-        return WcStatus::LocProtErr;
+    let body = Body::Message {
+        offset: 0,
+        len: w.len as usize,
     };
+    let sent = io.send_with(host, &route, &b, body.len(), Resend::No, |host, room| {
+        body.fill(host, pd, &w.work, room)
+    });
+    if let Err(status) = sent {
+        return status;
+    }
     let index = w.work.index;
     qp.req.next_psn = psn::add(qp.req.next_psn, 1);
-    io.send_payload(host, &route, &b, len, Resend::No);
     host.wqe_on_wire(qp.qpn, index);
     WcStatus::Success
 }

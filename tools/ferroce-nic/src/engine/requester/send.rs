@@ -10,7 +10,7 @@ use ferroce_hw::*;
 use serde_json::json;
 
 use super::packets::{local_operation, local_pages_ready, request_packet, send_datagram};
-use super::{fail, Kind, ReqWqe, MIN_CWND, TX_BUDGET};
+use super::{fail, Kind, ReqWqe, MAX_READ_PIECE, MIN_CWND_PACKETS, TX_BUDGET};
 use crate::engine::frame::Route;
 use crate::engine::io::{Io, Resend};
 use crate::engine::psn;
@@ -357,7 +357,7 @@ impl Pass<'_> {
         let req = &self.qp.req;
         if self.reliable
             && req.next_psn != req.una
-            && psn::diff(req.next_psn, req.una) >= req.cwnd as i32
+            && psn::diff(req.next_psn, req.una) >= req.window() as i32
         {
             return ReqState::Done(Stop::WindowFull);
         }
@@ -418,8 +418,8 @@ impl Pass<'_> {
             Kind::Read => psn::add(w.first_psn, w.resp_pkts),
             _ => psn::add(w.first_psn, k),
         };
-        if reliable && pkt_psn != qp.req.una && psn::diff(pkt_psn, qp.req.una) >= qp.req.cwnd as i32
-        {
+        let window = qp.req.window();
+        if reliable && pkt_psn != qp.req.una && psn::diff(pkt_psn, qp.req.una) >= window as i32 {
             return ReqState::Done(Stop::WindowFull);
         }
         let retransmit = psn::before(pkt_psn, qp.req.high_psn);
@@ -433,23 +433,25 @@ impl Pass<'_> {
         let read_pieces = if w.resp_pkts < w.read_end {
             w.read_end - w.resp_pkts
         } else {
-            qp.req.cwnd.max(MIN_CWND)
+            window.clamp(MIN_CWND_PACKETS, MAX_READ_PIECE)
         };
         // Ask for an ACK when this packet fills the window, or nothing would open it again.
-        let window_full =
-            reliable && psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= qp.req.cwnd as i32;
-        let built = request_packet(
-            qp,
-            self.host,
-            self.pd,
-            w,
-            k,
-            read_pieces,
-            &mut self.io.payload,
-        )
-        .map(|(mut b, len)| {
-            b.bth.ack_req |= window_full;
-            (b, len)
+        let window_full = reliable && psn::diff(psn::add(pkt_psn, 1), qp.req.una) >= window as i32;
+        let pd = self.pd;
+        // The frame is built and sent before the WQE's state moves on (a payload its buffers
+        // no longer hold fails the WQE instead).
+        let sent = request_packet(qp, w, k, read_pieces).and_then(|(mut packet, body)| {
+            packet.bth.ack_req |= window_full;
+            self.io
+                .send_with(
+                    self.host,
+                    route,
+                    &packet,
+                    body.len(),
+                    resend,
+                    |host, room| body.fill(host, pd, &w.work, room),
+                )
+                .map(|()| packet)
         });
         let req = &mut qp.req;
         let Some(w) = req.wqes.get_mut(i) else {
@@ -457,8 +459,8 @@ impl Pass<'_> {
         };
         // The WQE's first frame (not a resend): its doorbell's latency is sampled.
         let first_frame = (k == 0 && !retransmit).then_some(w.work.index);
-        match built {
-            Ok((packet, len)) => {
+        match sent {
+            Ok(packet) => {
                 let end = match w.kind {
                     Kind::Read => {
                         w.read_end = (w.resp_pkts + read_pieces).min(w.npkts);
@@ -483,7 +485,6 @@ impl Pass<'_> {
                     }
                     req.arm(now, timeout);
                 }
-                self.io.send_payload(self.host, route, &packet, len, resend);
                 if let Some(index) = first_frame {
                     self.host.wqe_on_wire(qp.qpn, index);
                 }

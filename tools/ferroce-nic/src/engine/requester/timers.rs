@@ -36,8 +36,7 @@ pub fn timers(qp: &mut QpCtx, io: &mut Io, host: &mut dyn EngineHost, now: Insta
     // the go-back resends one packet and waits for its answer (as F-RTO, RFC 5682). A late ACK
     // of the first transmission then moves the resend past what it acknowledged, and only
     // what was really lost goes out again; the window grows back from there.
-    qp.req.cwnd = 1;
-    qp.req.cwnd_acked = 0;
+    qp.req.restart_window();
     let from = qp
         .req
         .wqes

@@ -81,20 +81,6 @@ fn send_read_response(
     let pos = Position::of(job.next, job.npkts);
     let offset = u64::from(job.next) * mtu;
     let len = (job.len - offset.min(job.len)).min(mtu) as usize;
-    if len > 0 {
-        let read = host.read_payload(
-            job.pd,
-            job.rkey,
-            job.va.wrapping_add(offset),
-            io.payload.room(len),
-            ACCESS_REMOTE_READ,
-        );
-        match read {
-            Ok(()) => {}
-            Err(e) if e.is_page_fault() => return Sent::Waits,
-            Err(_) => return Sent::Gone,
-        }
-    }
     let mut b = Headers::new(
         qp.opcode(opcode::read_response(pos)),
         qp.attrs.dest_qpn,
@@ -112,8 +98,19 @@ fn send_read_response(
     } else {
         Resend::No
     };
-    io.send_payload(host, route, &b, len, resend);
-    Sent::One
+    // The response is read from the MR into its frame.
+    let sent = io.send_with(host, route, &b, len, resend, |host, room| {
+        if room.is_empty() {
+            return Ok(());
+        }
+        let va = job.va.wrapping_add(offset);
+        host.read_payload(job.pd, job.rkey, va, room, ACCESS_REMOTE_READ)
+    });
+    match sent {
+        Ok(()) => Sent::One,
+        Err(e) if e.is_page_fault() => Sent::Waits,
+        Err(_) => Sent::Gone,
+    }
 }
 
 /// Handles a UD or GSI SEND addressed to `qp`: Q_Key check, receive WQE, GRH image and
