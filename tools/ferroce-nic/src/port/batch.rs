@@ -14,43 +14,56 @@ use std::os::unix::net::UnixDatagram;
 /// Most frames in one system call.
 pub const BATCH: usize = 64;
 
-/// Frames waiting to leave together, copied one after the other into one buffer.
+/// Frames waiting to leave together, each in its own buffer, and the buffers of frames that
+/// left, for the engine's next frames: a frame the engine hands over is not copied, and in a
+/// steady stream no buffer is allocated.
 #[derive(Debug, Default)]
 pub struct Frames {
-    bytes: Vec<u8>,
-    /// Where each frame ends in `bytes`.
-    ends: Vec<usize>,
+    waiting: Vec<Vec<u8>>,
+    free: Vec<Vec<u8>>,
 }
 
 impl Frames {
+    /// Adds `frame`.
+    pub fn push(&mut self, frame: Vec<u8>) {
+        self.waiting.push(frame);
+    }
+
     /// Adds a copy of `frame`.
-    pub fn push(&mut self, frame: &[u8]) {
-        self.bytes.extend_from_slice(frame);
-        self.ends.push(self.bytes.len());
+    pub fn push_copy(&mut self, frame: &[u8]) {
+        let mut buffer = self.take_free().unwrap_or_default();
+        buffer.clear();
+        buffer.extend_from_slice(frame);
+        self.push(buffer);
+    }
+
+    /// The buffer of a frame that left, if there is one.
+    pub fn take_free(&mut self) -> Option<Vec<u8>> {
+        self.free.pop()
     }
 
     /// Frames waiting.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.waiting.len()
     }
 
     /// Whether no frame waits.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.waiting.is_empty()
     }
 
     /// The frames, in the order they were pushed.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(self.ends.iter().copied())
-            .filter_map(|(start, end)| self.bytes.get(start..end))
+        self.waiting.iter().map(Vec::as_slice)
     }
 
-    /// Forgets the frames (the buffer stays for the next ones).
+    /// Forgets the frames: they left. Their buffers are kept for the next ones, up to two
+    /// batches' worth.
     pub fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
+        let room = (2 * BATCH).saturating_sub(self.free.len());
+        let Self { waiting, free } = self;
+        free.extend(waiting.drain(..).take(room));
+        waiting.clear();
     }
 }
 
@@ -184,10 +197,10 @@ mod tests {
     fn frames_come_back_in_order() {
         let mut f = Frames::default();
         assert!(f.is_empty());
-        f.push(&[1; 60]);
-        f.push(&[2; 1514]);
-        f.push(&[]);
-        f.push(&[3; 9000]);
+        f.push_copy(&[1; 60]);
+        f.push(vec![2; 1514]);
+        f.push_copy(&[]);
+        f.push(vec![3; 9000]);
         let lens: Vec<(usize, u8)> = f
             .iter()
             .map(|x| (x.len(), x.first().copied().unwrap_or(0)))
@@ -196,6 +209,11 @@ mod tests {
         f.clear();
         assert_eq!(f.len(), 0);
         assert_eq!(f.iter().count(), 0);
+        // The buffers stay for the next frames.
+        let reused = f.take_free().expect("a buffer that left");
+        assert!(reused.capacity() >= 60);
+        f.push_copy(&[4; 100]);
+        assert_eq!(f.iter().next(), Some(&[4u8; 100][..]));
     }
 
     #[test]

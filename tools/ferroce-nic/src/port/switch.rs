@@ -220,14 +220,27 @@ impl SwitchSink {
             waiting: Frames::default(),
         }
     }
+
+    /// Sends the batch once it is full.
+    fn flush_full(&mut self) {
+        if self.waiting.len() >= BATCH {
+            self.flush();
+        }
+    }
 }
 
 impl FrameSink for SwitchSink {
     fn send(&mut self, frame: &[u8]) {
+        self.waiting.push_copy(frame);
+        self.flush_full();
+    }
+
+    /// Keeps the frame itself until the round ends, and gives the engine the buffer of a frame
+    /// that left.
+    fn send_owned(&mut self, frame: Vec<u8>) -> Option<Vec<u8>> {
         self.waiting.push(frame);
-        if self.waiting.len() >= BATCH {
-            self.flush();
-        }
+        self.flush_full();
+        self.waiting.take_free()
     }
 
     fn flush(&mut self) {
