@@ -213,7 +213,7 @@ impl DeviceCore {
         }
         self.bus().counters().inc(COUNTER_CQES);
         self.bus().trace().event("cqe", || {
-            serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "wqe_index": cqe.wqe_index, "opcode": cqe.opcode, "status": cqe.status, "wr_id": cqe.wr_id, "byte_len": cqe.byte_len})
+            serde_json::json!({"cqn": cqn, "index": pi, "qpn": cqe.qpn, "wqe_index": cqe.wqe_index, "opcode": cqe.opcode, "name": cqe_opcode_name(cqe.opcode), "status": cqe.status, "wr_id": cqe.wr_id, "byte_len": cqe.byte_len})
         });
         let now = self.bus().elapsed_us();
         let Some(cq) = self.objects_mut().cqs_mut().get_mut(cqn) else {

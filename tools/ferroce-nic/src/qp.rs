@@ -559,7 +559,8 @@ impl DeviceCore {
         let ctrl = WqeCtrl::read_from(&bytes)?;
         self.bus().trace().event("wqe", || {
             serde_json::json!({"qpn": qpn, "index": index, "pushed": was_pushed,
-                "opcode": ctrl.opcode, "flags": ctrl.flags, "num_sge": ctrl.num_sge})
+                "opcode": ctrl.opcode, "name": wr_opcode_name(ctrl.opcode), "flags": ctrl.flags,
+                "num_sge": ctrl.num_sge})
         });
         let mut seg = [0u8; 40];
         seg.copy_from_slice(bytes.get(WQE_SEG_OFFSET..WQE_HEADER_SIZE)?);

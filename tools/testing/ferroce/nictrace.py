@@ -199,8 +199,9 @@ def arrows(events: list[Event], nodes: int,
                               "ctx": f.get("ctx")}))
         elif e.kind == "wqe":
             how = "push (no fetch)" if f.get("pushed") else "WQE fetch"
+            op = f" ({f['name']})" if f.get("name") else ""
             out.append(Arrow("wqe_push" if f.get("pushed") else "wqe_fetch", n, host, e.t, nic, e.t,
-                             f"{how}: QP {f.get('qpn')} WQE {f.get('index')}",
+                             f"{how}: QP {f.get('qpn')} WQE {f.get('index')}{op}",
                              {"qpn": f.get("qpn"), "index": f.get("index")}))
         elif e.kind == "dma" and f.get("what") == "payload":
             read = f.get("dir") == "read"
@@ -233,8 +234,9 @@ def arrows(events: list[Event], nodes: int,
                              {"qpn": f.get("qpn"), "psn": f.get("psn")}))
         elif e.kind == "cqe":
             status = "" if f.get("status") == 0 else f", status {f.get('status')}"
+            op = f" ({f['name']})" if f.get("name") else ""
             out.append(Arrow("cqe", n, nic, e.t, host, e.t,
-                             f"CQE: CQ {f.get('cqn')} QP {f.get('qpn')} wr_id {f.get('wr_id')}{status}",
+                             f"CQE{op}: CQ {f.get('cqn')} QP {f.get('qpn')} wr_id {f.get('wr_id')}{status}",
                              {"cqn": f.get("cqn"), "qpn": f.get("qpn"),
                               "wqe_index": f.get("wqe_index"), "opcode": f.get("opcode"),
                               "wr_id": f.get("wr_id"), "status": f.get("status")}))

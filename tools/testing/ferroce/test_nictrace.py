@@ -30,14 +30,15 @@ class NictraceTest(unittest.TestCase):
         self.a = trace(d, "a.jsonl", 5_000_000, [
             {"ev": "mark", "t_us": 10, "name": "go"},
             {"ev": "doorbell", "t_us": 100, "ctx": 1, "reg": 0x010, "qid": 1, "value": 1 << 16 | 1},
-            {"ev": "wqe", "t_us": 110, "qpn": 2, "index": 0, "pushed": True},
+            {"ev": "wqe", "t_us": 110, "qpn": 2, "index": 0, "pushed": True, "opcode": 0,
+             "name": "send"},
             frame(120, "tx", 7, retransmit=False),
             {"ev": "retransmit", "t_us": 2000, "qpn": 2, "psn": 7, "reason": "rto"},
             frame(2010, "tx", 7, retransmit=True),
             frame(2290, "rx", 7, opcode=17),
             {"ev": "ack", "t_us": 2300, "dir": "rx", "qpn": 2, "psn": 7},
             {"ev": "cqe", "t_us": 2310, "cqn": 1, "index": 0, "qpn": 2, "wqe_index": 0,
-             "opcode": 0, "status": 0, "wr_id": 9},
+             "opcode": 0, "name": "send", "status": 0, "wr_id": 9},
         ])
         self.b = trace(d, "b.jsonl", 5_001_000, [
             frame(1020, "rx", 7),  # the retransmission, 2020 µs on a's clock
@@ -58,6 +59,9 @@ class NictraceTest(unittest.TestCase):
         kinds = [a.kind for a in drawn]
         self.assertEqual(kinds, ["doorbell", "wqe_push", "frame_lost", "retransmit", "frame",
                                  "frame", "ack", "cqe"])
+        # The WQE and the CQE say what they are, in the hardware's names.
+        self.assertEqual(drawn[1].label, "push (no fetch): QP 2 WQE 0 (send)")
+        self.assertEqual(drawn[7].label, "CQE (send): CQ 1 QP 2 wr_id 9")
         self.assertEqual(drawn[4].fields["rx_t_us"], 2020.0)
         self.assertEqual(drawn[5].label, "ACK PSN 7 QP 2, 122 B")
 

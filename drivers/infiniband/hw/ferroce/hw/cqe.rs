@@ -65,35 +65,40 @@ const _: () = assert!(offset_of!(Cqe, owner) == CQE_OWNER_OFFSET);
 const _: () = assert!(offset_of!(Eqe, owner) == EQE_OWNER_OFFSET);
 const _: () = assert!(offset_of!(CmdCompletion, owner) == CMD_COMPLETION_OWNER_OFFSET);
 
-// CQE opcodes.
-/// SEND completed.
-pub const CQE_OP_SEND: u8 = 0x00;
-/// RDMA WRITE completed.
-pub const CQE_OP_RDMA_WRITE: u8 = 0x01;
-/// RDMA READ completed.
-pub const CQE_OP_RDMA_READ: u8 = 0x02;
-/// Compare and swap completed.
-pub const CQE_OP_CMP_SWAP: u8 = 0x03;
-/// Fetch and add completed.
-pub const CQE_OP_FETCH_ADD: u8 = 0x04;
-/// REG_MR completed.
-pub const CQE_OP_REG_MR: u8 = 0x05;
-/// LOCAL_INV completed.
-pub const CQE_OP_LOCAL_INV: u8 = 0x06;
-/// BIND_MW completed.
-pub const CQE_OP_BIND_MW: u8 = 0x07;
-/// Atomic write.
-pub const CQE_OP_ATOMIC_WRITE: u8 = 0x08;
-/// Flush.
-pub const CQE_OP_FLUSH: u8 = 0x09;
-/// Receive completed (SEND, SEND_WITH_IMM, SEND_WITH_INV).
-pub const CQE_OP_RECV: u8 = 0x80;
-/// Receive of an RDMA WRITE with immediate.
-pub const CQE_OP_RECV_RDMA_WITH_IMM: u8 = 0x81;
-/// Not a completion: the last CQE of a ring the CQ left (`CMD_RESIZE_CQ`); the CQE of its
-/// index is in the new ring.
-#[cfg(userspace)] // Kernel CQs are not resized: in one, it is an undefined opcode.
-pub const CQE_OP_RESIZE: u8 = 0x7f;
+hw_codes! {
+    /// Returns a short name for a CQE opcode, for messages and traces.
+    fn cqe_opcode_name(u8);
+    {
+        /// SEND completed.
+        CQE_OP_SEND = 0x00 => "send",
+        /// RDMA WRITE completed.
+        CQE_OP_RDMA_WRITE = 0x01 => "rdma_write",
+        /// RDMA READ completed.
+        CQE_OP_RDMA_READ = 0x02 => "rdma_read",
+        /// Compare and swap completed.
+        CQE_OP_CMP_SWAP = 0x03 => "cmp_swap",
+        /// Fetch and add completed.
+        CQE_OP_FETCH_ADD = 0x04 => "fetch_add",
+        /// REG_MR completed.
+        CQE_OP_REG_MR = 0x05 => "reg_mr",
+        /// LOCAL_INV completed.
+        CQE_OP_LOCAL_INV = 0x06 => "local_inv",
+        /// BIND_MW completed.
+        CQE_OP_BIND_MW = 0x07 => "bind_mw",
+        /// Atomic write.
+        CQE_OP_ATOMIC_WRITE = 0x08 => "atomic_write",
+        /// Flush.
+        CQE_OP_FLUSH = 0x09 => "flush",
+        /// Receive completed (SEND, SEND_WITH_IMM, SEND_WITH_INV).
+        CQE_OP_RECV = 0x80 => "recv",
+        /// Receive of an RDMA WRITE with immediate.
+        CQE_OP_RECV_RDMA_WITH_IMM = 0x81 => "recv_rdma_with_imm",
+        /// Not a completion: the last CQE of a ring the CQ left (`CMD_RESIZE_CQ`); the CQE of its
+        /// index is in the new ring.
+        #[cfg(userspace)] // Kernel CQs are not resized: in one, it is an undefined opcode.
+        CQE_OP_RESIZE = 0x7f => "resize",
+    }
+}
 
 /// The CQE opcode for a completed send WQE opcode.
 pub const fn cqe_opcode_for_send(wr_opcode: u8) -> u8 {

@@ -250,24 +250,29 @@ macro_rules! hw_enum {
 
 /// Declares the codes of one kind (command opcodes, statuses, ...), each once: a constant per
 /// code, optionally a list of them all, and the function that names each for messages and
-/// traces (`"unknown"` for any other value).
+/// traces (`"unknown"` for any other value). A code may be `#[cfg(...)]` (then it is named only
+/// where it exists, and it cannot be in a list).
 macro_rules! hw_codes {
     (
         $(#[$name_meta:meta])*
         fn $name_fn:ident($ty:ty);
         $($(#[$list_meta:meta])* const $list:ident;)?
         {
-            $( $(#[$meta:meta])* $code:ident = $value:literal => $short:literal, )*
+            $(
+                $(#[doc = $doc:literal])*
+                $(#[cfg($cfg:meta)])?
+                $code:ident = $value:literal => $short:literal,
+            )*
         }
     ) => {
-        $( $(#[$meta])* pub const $code: $ty = $value; )*
+        $( $(#[doc = $doc])* $(#[cfg($cfg)])? pub const $code: $ty = $value; )*
 
         hw_codes!(@list [$($(#[$list_meta])* $list)?] $ty; $($code)*);
 
         $(#[$name_meta])*
         pub const fn $name_fn(code: $ty) -> &'static str {
             match code {
-                $( $code => $short, )*
+                $( $(#[cfg($cfg)])? $code => $short, )*
                 _ => "unknown",
             }
         }

@@ -4,35 +4,40 @@
 
 use super::*;
 
-// Send opcodes.
-/// SEND.
-pub const WR_SEND: u8 = 0x00;
-/// SEND with immediate.
-pub const WR_SEND_WITH_IMM: u8 = 0x01;
-/// SEND with invalidate (`imm_or_inv` = rkey to invalidate at the responder).
-pub const WR_SEND_WITH_INV: u8 = 0x02;
-/// RDMA WRITE.
-pub const WR_RDMA_WRITE: u8 = 0x03;
-/// RDMA WRITE with immediate.
-pub const WR_RDMA_WRITE_WITH_IMM: u8 = 0x04;
-/// RDMA READ.
-pub const WR_RDMA_READ: u8 = 0x05;
-/// Atomic compare and swap (8 bytes, one SGE of 8 bytes receives the original value).
-pub const WR_ATOMIC_CMP_SWAP: u8 = 0x06;
-/// Atomic fetch and add.
-pub const WR_ATOMIC_FETCH_ADD: u8 = 0x07;
-/// Fast registration of an MR ([`RegMrSeg`]).
-pub const WR_REG_MR: u8 = 0x08;
-/// Local invalidate (`imm_or_inv` = key, of an MR or a type 2 memory window).
-pub const WR_LOCAL_INV: u8 = 0x09;
-/// Bind a memory window to part of an MR ([`BindMwSeg`]).
-pub const WR_BIND_MW: u8 = 0x0a;
-/// Atomic write (IBTA 1.5): an 8-byte store at an 8-byte aligned remote address, in one piece
-/// ([`AtomicWriteSeg`]; no SGEs).
-pub const WR_ATOMIC_WRITE: u8 = 0x0b;
-/// Flush (IBTA 1.5): makes earlier writes to a remote range or MR globally visible or
-/// persistent ([`FlushSeg`]; no SGEs).
-pub const WR_FLUSH: u8 = 0x0c;
+hw_codes! {
+    /// Returns a short name for a send WQE opcode, for messages and traces.
+    fn wr_opcode_name(u8);
+    {
+        /// SEND.
+        WR_SEND = 0x00 => "send",
+        /// SEND with immediate.
+        WR_SEND_WITH_IMM = 0x01 => "send_with_imm",
+        /// SEND with invalidate (`imm_or_inv` = rkey to invalidate at the responder).
+        WR_SEND_WITH_INV = 0x02 => "send_with_inv",
+        /// RDMA WRITE.
+        WR_RDMA_WRITE = 0x03 => "rdma_write",
+        /// RDMA WRITE with immediate.
+        WR_RDMA_WRITE_WITH_IMM = 0x04 => "rdma_write_with_imm",
+        /// RDMA READ.
+        WR_RDMA_READ = 0x05 => "rdma_read",
+        /// Atomic compare and swap (8 bytes, one SGE of 8 bytes receives the original value).
+        WR_ATOMIC_CMP_SWAP = 0x06 => "atomic_cmp_swap",
+        /// Atomic fetch and add.
+        WR_ATOMIC_FETCH_ADD = 0x07 => "atomic_fetch_add",
+        /// Fast registration of an MR ([`RegMrSeg`]).
+        WR_REG_MR = 0x08 => "reg_mr",
+        /// Local invalidate (`imm_or_inv` = key, of an MR or a type 2 memory window).
+        WR_LOCAL_INV = 0x09 => "local_inv",
+        /// Bind a memory window to part of an MR ([`BindMwSeg`]).
+        WR_BIND_MW = 0x0a => "bind_mw",
+        /// Atomic write (IBTA 1.5): an 8-byte store at an 8-byte aligned remote address, in one
+        /// piece ([`AtomicWriteSeg`]; no SGEs).
+        WR_ATOMIC_WRITE = 0x0b => "atomic_write",
+        /// Flush (IBTA 1.5): makes earlier writes to a remote range or MR globally visible or
+        /// persistent ([`FlushSeg`]; no SGEs).
+        WR_FLUSH = 0x0c => "flush",
+    }
+}
 
 // Flush placement types (`FlushSeg::placement`, bits; the FETH's PLT and verbs'
 // `ibv_placement_type`).
