@@ -350,8 +350,8 @@ impl Headers {
     /// Appends headers, a payload of `payload_len` bytes and pad to `out`, as
     /// [`write`](Self::write) does, with `fill` writing the payload in its place in `out`
     /// (gathering it from guest memory there, not through a buffer of its own). `fill` must
-    /// write the whole of its slice, whose bytes are not cleared for it. If it fails, `out` is
-    /// left partly written and the error returned.
+    /// write the whole of its slice (zeros until it does). If it fails, `out` is left partly
+    /// written and the error returned.
     pub fn write_with<E>(
         &self,
         payload_len: usize,

@@ -116,9 +116,9 @@ impl RxQueue {
 }
 
 /// Most frames waiting in the loopback queue; more are dropped (and counted). The engine drains
-/// the queue after each transmitting step, so a step's burst (a window of requests or READ
-/// responses, and the ACKs they cause) fits; what does not fit is lost like a frame on a
-/// congested link, and RC retransmits it.
+/// the queue after each transmitting step, so a step's burst (a QP's requests, at most
+/// `TX_BUDGET` of them, or READ responses, and the ACKs they cause) fits; what does not fit is
+/// lost like a frame on a congested link, and RC retransmits it.
 pub const LOOPBACK_CAPACITY: usize = 512;
 
 /// Frames the engine sent to its own port's MAC, waiting for its receive path: a bounded FIFO

@@ -62,8 +62,8 @@ impl Frames {
     pub fn clear(&mut self) {
         let room = (2 * BATCH).saturating_sub(self.free.len());
         let Self { waiting, free } = self;
+        // Dropping the drain empties `waiting`, past `room` too.
         free.extend(waiting.drain(..).take(room));
-        waiting.clear();
     }
 }
 

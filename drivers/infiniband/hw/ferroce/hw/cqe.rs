@@ -67,6 +67,7 @@ const _: () = assert!(offset_of!(CmdCompletion, owner) == CMD_COMPLETION_OWNER_O
 
 hw_codes! {
     /// Returns a short name for a CQE opcode, for messages and traces.
+    #[cfg(userspace)] // The NIC's trace names them.
     fn cqe_opcode_name(u8);
     {
         /// SEND completed.

@@ -6,6 +6,7 @@ use super::*;
 
 hw_codes! {
     /// Returns a short name for a send WQE opcode, for messages and traces.
+    #[cfg(userspace)] // The NIC's trace names them.
     fn wr_opcode_name(u8);
     {
         /// SEND.
