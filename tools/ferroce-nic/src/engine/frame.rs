@@ -86,22 +86,83 @@ fn ipv4_of(gid: &[u8; 16]) -> [u8; 4] {
 
 /// Appends the frame carrying `transport` (BTH through the padded payload) to `out`.
 pub fn build(route: &Route, transport: &[u8], out: &mut Vec<u8>) {
-    let built = build_with(route, transport.len(), out, |out| {
-        out.extend_from_slice(transport);
+    let mut w = FrameWriter::after(out);
+    let built = build_with(route, transport.len(), &mut w, |w| {
+        w.put(transport);
         Ok::<(), Infallible>(())
     });
     let Ok(()) = built;
+    w.finish();
 }
 
-/// Appends the frame whose transport part (BTH through the padded payload) is `transport_len`
-/// bytes, which `write_transport` appends where they go: the transport is written once, in
-/// place, between the network headers and the ICRC. If `write_transport` fails, so does the
-/// frame, and `out` holds only part of it.
+/// Writes a frame into a buffer over what the buffer held there (the last frame built in it):
+/// bytes are put in place, not appended to an emptied buffer, so that a payload written where
+/// it goes needs no clearing first. Every byte is written before [`FrameWriter::finish`] cuts
+/// the buffer to the frame: headers by [`put`](Self::put), a payload into
+/// [`room`](Self::room), whose every byte its writer writes.
+pub struct FrameWriter<'a> {
+    buf: &'a mut Vec<u8>,
+    len: usize,
+}
+
+impl<'a> FrameWriter<'a> {
+    /// Writes from the start of `buf`, over its old bytes.
+    pub fn over(buf: &'a mut Vec<u8>) -> Self {
+        Self { buf, len: 0 }
+    }
+
+    /// Writes after the bytes `buf` holds.
+    pub fn after(buf: &'a mut Vec<u8>) -> Self {
+        let len = buf.len();
+        Self { buf, len }
+    }
+
+    /// Puts `bytes` next.
+    pub fn put(&mut self, bytes: &[u8]) {
+        self.room(bytes.len()).copy_from_slice(bytes);
+    }
+
+    /// The next `n` bytes, for the caller to write every one of: until it does, they hold
+    /// what the buffer held there (zeros past its old end).
+    pub fn room(&mut self, n: usize) -> &mut [u8] {
+        let (at, end) = (self.len, self.len + n);
+        if self.buf.len() < end {
+            self.buf.resize(end, 0);
+        }
+        self.len = end;
+        &mut self.buf[at..end]
+    }
+
+    /// Bytes written so far, from the buffer's start.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written (nor held before [`after`](Self::after)).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// What was written from `start` on.
+    pub fn written_from(&mut self, start: usize) -> &mut [u8] {
+        &mut self.buf[start..self.len]
+    }
+
+    /// Ends the frame: the buffer holds what was written and nothing after it.
+    pub fn finish(self) {
+        self.buf.truncate(self.len);
+    }
+}
+
+/// Writes the frame whose transport part (BTH through the padded payload) is `transport_len`
+/// bytes, which `write_transport` puts where they go: the transport is written once, in place,
+/// between the network headers and the ICRC. If `write_transport` fails, so does the frame,
+/// and `out` holds only part of it.
 pub fn build_with<E>(
     route: &Route,
     transport_len: usize,
-    out: &mut Vec<u8>,
-    write_transport: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    out: &mut FrameWriter<'_>,
+    write_transport: impl FnOnce(&mut FrameWriter<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     let kind = route.kind();
     let ether_type = match kind {
@@ -119,7 +180,7 @@ pub fn build_with<E>(
             ether_type
         },
     };
-    out.extend_from_slice(&eth.to_bytes());
+    out.put(&eth.to_bytes());
     if let Some(vlan_id) = vlan {
         let tag = SingleVlanHeader {
             pcp: Default::default(),
@@ -127,7 +188,7 @@ pub fn build_with<E>(
             vlan_id,
             ether_type,
         };
-        out.extend_from_slice(&tag.to_bytes());
+        out.put(&tag.to_bytes());
     }
     let l3_start = out.len();
     let l4_len = transport_len + ICRC_LEN;
@@ -146,7 +207,7 @@ pub fn build_with<E>(
             ip.dscp = Ipv4Dscp::try_new(route.traffic_class >> 2).unwrap_or_default();
             ip.ecn = Ipv4Ecn::try_new(route.traffic_class & 3).unwrap_or_default();
             ip.header_checksum = ip.calc_header_checksum();
-            out.extend_from_slice(&ip.to_bytes());
+            out.put(&ip.to_bytes());
             // IPv4 UDP checksum 0 (not computed), as rxe and RoCE NICs send it: the ICRC covers
             // the packet.
             let udp = UdpHeader {
@@ -155,7 +216,7 @@ pub fn build_with<E>(
                 length: udp_len as u16,
                 checksum: 0,
             };
-            out.extend_from_slice(&udp.to_bytes());
+            out.put(&udp.to_bytes());
         }
         NetKind::V6 | NetKind::V1 => {
             let payload_length = if kind == NetKind::V6 {
@@ -177,7 +238,7 @@ pub fn build_with<E>(
                 source: route.sgid,
                 destination: route.dgid,
             };
-            out.extend_from_slice(&ip.to_bytes());
+            out.put(&ip.to_bytes());
             if kind == NetKind::V6 {
                 // Checksum filled in below, once the ICRC is known.
                 let udp = UdpHeader {
@@ -186,15 +247,15 @@ pub fn build_with<E>(
                     length: (8 + l4_len) as u16,
                     checksum: 0,
                 };
-                out.extend_from_slice(&udp.to_bytes());
+                out.put(&udp.to_bytes());
             }
         }
     }
     let transport_start = out.len();
     write_transport(out)?;
     debug_assert_eq!(out.len() - transport_start, transport_len);
-    let crc = icrc::compute(kind, &out[l3_start..]).unwrap_or_default();
-    out.extend_from_slice(&crc.to_le_bytes());
+    let crc = icrc::compute(kind, out.written_from(l3_start)).unwrap_or_default();
+    out.put(&crc.to_le_bytes());
     if kind == NetKind::V6 {
         // IPv6 requires a UDP checksum (RFC 8200 §8.1).
         let udp_start = l3_start + 40;
@@ -205,9 +266,9 @@ pub fn build_with<E>(
             checksum: 0,
         };
         let sum = udp
-            .calc_checksum_ipv6_raw(route.sgid, route.dgid, &out[udp_start + 8..])
+            .calc_checksum_ipv6_raw(route.sgid, route.dgid, out.written_from(udp_start + 8))
             .unwrap_or_default();
-        out[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
+        out.written_from(udp_start + 6)[..2].copy_from_slice(&sum.to_be_bytes());
     }
     Ok(())
 }
@@ -480,6 +541,47 @@ mod tests {
             let last = frame.len() - 6;
             frame[last] ^= 1;
             assert!(!parse(&frame).expect("corrupt").icrc_ok);
+        }
+    }
+
+    /// A frame built over the bytes of an older, longer one (a buffer given back) is the frame
+    /// built in an empty buffer, byte for byte: nothing of the old frame shows through, not in
+    /// the headers, the pad or the payload its writer puts in place.
+    #[test]
+    fn a_frame_built_over_an_old_one_keeps_nothing_of_it() {
+        use super::super::headers::Headers;
+        use super::super::opcode::op;
+        for (v1, v4, vlan) in [
+            (false, true, None),
+            (false, false, None),
+            (true, false, None),
+            (false, true, Some(42)),
+        ] {
+            let r = Route {
+                vlan,
+                ..route(v1, v4)
+            };
+            // A payload whose length needs pad.
+            let payload: Vec<u8> = (0..1021u32).map(|i| i as u8).collect();
+            let packet = Headers::new(op::RC_SEND_ONLY, 7, 100);
+            let write = |w: &mut FrameWriter<'_>| {
+                build_with(&r, packet.transport_len(payload.len()), w, |w| {
+                    packet.write_with(payload.len(), w, |room| {
+                        room.copy_from_slice(&payload);
+                        Ok::<(), Infallible>(())
+                    })
+                })
+            };
+            let mut fresh = Vec::new();
+            let mut w = FrameWriter::over(&mut fresh);
+            let Ok(()) = write(&mut w);
+            w.finish();
+            let mut reused = vec![0xa5; MAX_FRAME];
+            let mut w = FrameWriter::over(&mut reused);
+            let Ok(()) = write(&mut w);
+            w.finish();
+            assert_eq!(reused, fresh, "{v1} {v4} {vlan:?}");
+            assert!(parse(&reused).expect("parse").icrc_ok);
         }
     }
 

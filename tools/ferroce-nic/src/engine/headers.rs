@@ -6,6 +6,7 @@
 
 use std::convert::Infallible;
 
+use super::frame::FrameWriter;
 use super::opcode::{self, flag, OpInfo};
 use ferroce_hw::PSN_MASK;
 
@@ -340,71 +341,71 @@ impl Headers {
     /// Appends headers, `payload` and pad to `out`. Headers the opcode does not have are
     /// skipped; headers it has but that were not given are written as zeros.
     pub fn write(&self, payload: &[u8], out: &mut Vec<u8>) {
-        let copied = self.write_with(payload.len(), out, |room| {
+        let mut w = FrameWriter::after(out);
+        let copied = self.write_with(payload.len(), &mut w, |room| {
             room.copy_from_slice(payload);
             Ok::<(), Infallible>(())
         });
         let Ok(()) = copied;
+        w.finish();
     }
 
-    /// Appends headers, a payload of `payload_len` bytes and pad to `out`, as
+    /// Writes headers, a payload of `payload_len` bytes and pad into `out`, as
     /// [`write`](Self::write) does, with `fill` writing the payload in its place in `out`
     /// (gathering it from guest memory there, not through a buffer of its own). `fill` must
-    /// write the whole of its slice (zeros until it does). If it fails, `out` is left partly
+    /// write the whole of its slice ([`FrameWriter::room`]). If it fails, `out` is left partly
     /// written and the error returned.
     pub fn write_with<E>(
         &self,
         payload_len: usize,
-        out: &mut Vec<u8>,
+        out: &mut FrameWriter<'_>,
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         let info = opcode::lookup(self.bth.opcode);
         let has = |f| info.is_some_and(|i| i.has(f));
         let pad = ((4 - payload_len % 4) % 4) as u8;
         let bth = Bth { pad, ..self.bth };
-        out.extend_from_slice(&bth.encode());
+        out.put(&bth.encode());
         if has(flag::XRCETH) {
-            out.extend_from_slice(&(self.xrceth.unwrap_or_default() & 0x00ff_ffff).to_be_bytes());
+            out.put(&(self.xrceth.unwrap_or_default() & 0x00ff_ffff).to_be_bytes());
         }
         if has(flag::DETH) {
             let d = self.deth.unwrap_or_default();
-            out.extend_from_slice(&d.qkey.to_be_bytes());
-            out.extend_from_slice(&(d.src_qpn & 0x00ff_ffff).to_be_bytes());
+            out.put(&d.qkey.to_be_bytes());
+            out.put(&(d.src_qpn & 0x00ff_ffff).to_be_bytes());
         }
         if has(flag::FETH) {
-            out.extend_from_slice(&self.feth.unwrap_or_default().encode().to_be_bytes());
+            out.put(&self.feth.unwrap_or_default().encode().to_be_bytes());
         }
         if has(flag::RETH) {
             let r = self.reth.unwrap_or_default();
-            out.extend_from_slice(&r.va.to_be_bytes());
-            out.extend_from_slice(&r.rkey.to_be_bytes());
-            out.extend_from_slice(&r.len.to_be_bytes());
+            out.put(&r.va.to_be_bytes());
+            out.put(&r.rkey.to_be_bytes());
+            out.put(&r.len.to_be_bytes());
         }
         if has(flag::ATMETH) {
             let a = self.atomic.unwrap_or_default();
-            out.extend_from_slice(&a.va.to_be_bytes());
-            out.extend_from_slice(&a.rkey.to_be_bytes());
-            out.extend_from_slice(&a.swap_add.to_be_bytes());
-            out.extend_from_slice(&a.compare.to_be_bytes());
+            out.put(&a.va.to_be_bytes());
+            out.put(&a.rkey.to_be_bytes());
+            out.put(&a.swap_add.to_be_bytes());
+            out.put(&a.compare.to_be_bytes());
         }
         if has(flag::AETH) {
             let a = self.aeth.unwrap_or_default();
             let w = (u32::from(a.syndrome) << 24) | (a.msn & 0x00ff_ffff);
-            out.extend_from_slice(&w.to_be_bytes());
+            out.put(&w.to_be_bytes());
         }
         if has(flag::ATMACK) {
-            out.extend_from_slice(&self.atomic_ack.unwrap_or_default().to_be_bytes());
+            out.put(&self.atomic_ack.unwrap_or_default().to_be_bytes());
         }
         if has(flag::IMMDT) {
-            out.extend_from_slice(&self.imm.unwrap_or_default());
+            out.put(&self.imm.unwrap_or_default());
         }
         if has(flag::IETH) {
-            out.extend_from_slice(&self.ieth.unwrap_or_default().to_be_bytes());
+            out.put(&self.ieth.unwrap_or_default().to_be_bytes());
         }
-        let at = out.len();
-        out.resize(at + payload_len, 0);
-        fill(&mut out[at..])?;
-        out.extend(std::iter::repeat_n(0u8, usize::from(pad)));
+        fill(out.room(payload_len))?;
+        out.put(&[0; 3][..usize::from(pad)]);
         Ok(())
     }
 }

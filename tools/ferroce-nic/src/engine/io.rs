@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::faults::FaultInjector;
 use super::frame;
-use super::frame::Route;
+use super::frame::{FrameWriter, Route};
 use super::headers::Headers;
 use super::opcode::{self, flag, OpInfo};
 use super::wire::{FrameSink, LoopbackQueue, RxQueue};
@@ -133,17 +133,11 @@ impl Io {
         payload: &[u8],
         resend: Resend,
     ) {
-        let mut out = self.frame_buffer();
-        let built = frame::build_with(
-            route,
-            packet.transport_len(payload.len()),
-            &mut out,
-            |out| {
-                packet.write(payload, out);
-                Ok::<(), std::convert::Infallible>(())
-            },
-        );
-        let Ok(()) = built;
+        let built = self.build(route, packet, payload.len(), |room| {
+            room.copy_from_slice(payload);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        let Ok(out) = built;
         self.transmit(host, route, packet, out, resend);
     }
 
@@ -160,14 +154,29 @@ impl Io {
         resend: Resend,
         fill: impl FnOnce(&mut dyn EngineHost, &mut [u8]) -> Result<(), E>,
     ) -> Result<(), E> {
+        let out = self.build(route, packet, len, |room| fill(&mut *host, room))?;
+        self.transmit(host, route, packet, out, resend);
+        Ok(())
+    }
+
+    /// Builds the frame of `packet` and a payload of `len` bytes that `fill` writes, in the
+    /// spare buffer. If `fill` fails, the buffer stays the spare.
+    fn build<E>(
+        &mut self,
+        route: &Route,
+        packet: &Headers,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Vec<u8>, E> {
         let mut out = self.frame_buffer();
-        let built = frame::build_with(route, packet.transport_len(len), &mut out, |out| {
-            packet.write_with(len, out, |room| fill(&mut *host, room))
+        let mut w = FrameWriter::over(&mut out);
+        let built = frame::build_with(route, packet.transport_len(len), &mut w, |w| {
+            packet.write_with(len, w, fill)
         });
         match built {
             Ok(()) => {
-                self.transmit(host, route, packet, out, resend);
-                Ok(())
+                w.finish();
+                Ok(out)
             }
             Err(e) => {
                 self.spare = out;
@@ -176,13 +185,13 @@ impl Io {
         }
     }
 
-    /// The buffer to build the next frame in, empty: the last one's if nothing kept it.
+    /// The buffer to build the next frame in, over its old bytes ([`FrameWriter`]): the last
+    /// frame's if nothing kept it, or one a far end gave back.
     fn frame_buffer(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.spare);
-        out.clear();
         // The spare went with the last frame (to a far end or the loopback queue): a new one
         // of the largest frame's size, not one that grows with the frame.
-        out.reserve(frame::MAX_FRAME);
+        out.reserve(frame::MAX_FRAME.saturating_sub(out.len()));
         out
     }
 

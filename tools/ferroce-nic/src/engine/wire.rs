@@ -107,11 +107,10 @@ impl RxQueue {
         free.extend(buffers.drain(..).take(room));
     }
 
-    /// A buffer a received frame gave back, emptied, if there is one.
+    /// A buffer a received frame gave back, if there is one. It still holds that frame: the
+    /// engine builds its next frame over it ([`super::frame::FrameWriter`]).
     pub fn take_free(&self) -> Option<Vec<u8>> {
-        let mut buffer = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
-        buffer.clear();
-        Some(buffer)
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
 }
 
@@ -166,6 +165,7 @@ pub struct QueueSink(pub Arc<RxQueue>);
 impl FrameSink for QueueSink {
     fn send(&mut self, frame: &[u8]) {
         let mut buffer = self.0.take_free().unwrap_or_default();
+        buffer.clear();
         buffer.extend_from_slice(frame);
         // A full queue loses the frame, like a congested link.
         self.0.push(buffer);

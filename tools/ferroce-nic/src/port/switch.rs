@@ -88,6 +88,7 @@ impl Vport {
                 // In a buffer the engine gave back, if it gave one. A full queue counts in the
                 // engine's `queue_drops`.
                 let mut buffer = self.parts.port_rx.take_free().unwrap_or_default();
+                buffer.clear();
                 buffer.extend_from_slice(frame);
                 self.parts.port_rx.push(buffer);
                 self.parts.wake.signal();

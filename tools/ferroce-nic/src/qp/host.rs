@@ -156,6 +156,11 @@ impl EngineHost for DeviceCore {
                 .map_err(HostError::Dma)?;
             done += len;
         }
+        // The buffer may be a frame's room, over an older frame's bytes: every byte is read
+        // or the read fails.
+        if done != buf.len() {
+            return Err(HostError::Protection(MrError::Bounds));
+        }
         self.bus().counters().inc(COUNTER_PAYLOAD_DMA_READS);
         self.bus()
             .counters()
