@@ -25,8 +25,9 @@
 //! [`engine::SendWork`] (`ferroce_hw::SendOp::parse`), and hands it to the engine.
 //!
 //! Where a frame goes. The engine's requester ([`engine::requester`]) builds packets into
-//! frames ([`engine::io::Io`]: headers from [`engine::headers::Headers`], ICRC, transmit faults)
-//! and sends them to the port, which puts them on the wire. A frame from the wire goes from the
+//! frames ([`engine::io::Io`]: headers from [`engine::headers::Headers`], the payload read from
+//! guest memory straight into the frame, ICRC, transmit faults) and hands them to the port,
+//! which puts them on the wire. A frame from the wire goes from the
 //! port's thread to the function's [`engine::wire::RxQueue`] and wakes the device thread; the
 //! engine ([`engine::roce::RoceEngine`]) checks it (MAC, ICRC, GID, P_Key, QP state and peer)
 //! and hands it to the QP's responder ([`engine::responder`], a state machine of
