@@ -32,9 +32,12 @@ DEVICES = {
     "ferroce": ("ferroce0", 3, "modprobe ferroce"),
     "rxe": ("rxe0", 1, "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0"),
 }
-# The NIC counters of a WR's cost, per WR posted.
+# The NIC counters of a WR's cost, per WR posted. mmio_writes and mmio_reads count BAR0
+# accesses, each a vfio-user message (a trap under KVM): a pushed WQE's stores and its doorbell,
+# a rung doorbell, and in record mode the doorbell rung because the NIC slept.
 COST_COUNTERS = ("doorbells", "record_doorbells", "wqe_fetches", "wqe_pushes",
-                 "payload_dma_reads", "cqes", "interrupts", "tx_packets")
+                 "payload_dma_reads", "cqes", "interrupts", "tx_packets", "mmio_writes",
+                 "mmio_reads")
 
 
 @dataclasses.dataclass(frozen=True)
