@@ -487,6 +487,14 @@ pub fn classify(frame: &[u8], mac: &[u8; 6]) -> Steer {
 mod tests {
     use super::*;
 
+    /// Every kind of frame: (RoCE v1, IPv4, VLAN): v2 over IPv4 and IPv6, v1, and tagged.
+    const FLAVOURS: [(bool, bool, Option<u16>); 4] = [
+        (false, true, None),
+        (false, false, None),
+        (true, false, None),
+        (false, true, Some(42)),
+    ];
+
     fn route(v1: bool, v4: bool) -> Route {
         let gid = |last: u8| {
             if v4 {
@@ -514,12 +522,7 @@ mod tests {
 
     #[test]
     fn frames_round_trip_in_every_flavour() {
-        for (v1, v4, vlan) in [
-            (false, true, None),
-            (false, false, None),
-            (true, false, None),
-            (false, true, Some(42)),
-        ] {
+        for (v1, v4, vlan) in FLAVOURS {
             let r = Route {
                 vlan,
                 ..route(v1, v4)
@@ -551,12 +554,7 @@ mod tests {
     fn a_frame_built_over_an_old_one_keeps_nothing_of_it() {
         use super::super::headers::Headers;
         use super::super::opcode::op;
-        for (v1, v4, vlan) in [
-            (false, true, None),
-            (false, false, None),
-            (true, false, None),
-            (false, true, Some(42)),
-        ] {
+        for (v1, v4, vlan) in FLAVOURS {
             let r = Route {
                 vlan,
                 ..route(v1, v4)
