@@ -20,7 +20,8 @@ import re
 import sys
 from pathlib import Path
 
-from bench import COST_COUNTERS, COST_WRS, KINDS, MTUS, TESTS, cost_rows, marginal_cost
+from bench import (COST_COUNTERS, COST_WRS, KINDS, MTUS, QP_SCALING, TESTS, cost_rows, marginal_cost,
+                   qp_scaling)
 
 # criterion's estimate line: "64KiB/rc_write/mtu4096   time:   [11.687 µs 11.801 µs 11.931 µs]".
 ENGINE = re.compile(r"^(\w+)/(\w+)(?:/(mtu\d+|alone|among_\d+_idle))?\s+time:\s+\[\S+ \S+ ([\d.]+) (ns|µs|us|ms|s) ",
@@ -63,7 +64,7 @@ def comparison(runs: dict) -> tuple[list[str], list[dict]]:
     lines = [head, "| --- | --- |" + " --- | --- | --- |" * len(MTUS)]
     rows = []
     for test in TESTS:
-        if test.wrs:
+        if test.wrs or test.name.startswith("write-bw-64KiB-q"):  # (costs, qps)
             continue
         row = {"test": test.name, "unit": "us" if test.latency else "MiB/s"}
         cells = []
@@ -303,6 +304,31 @@ def scaling(logs: Path) -> tuple[list[str], dict]:
     return lines, figures
 
 
+def qps(runs: dict) -> tuple[list[str], dict]:
+    """Aggregate ib_write_bw 64 KiB over 1, 8 and 64 QPs on ferroce, per MTU: each count's
+    median of its interleaved rounds, and the median over one QP's (goal ≥ 0.90)."""
+    figures = {str(mtu): qp_scaling(runs[f"ferroce-mtu{mtu}"]["tests"])
+               for mtu in MTUS if f"ferroce-mtu{mtu}" in runs}
+    figures = {mtu: f for mtu, f in figures.items() if f}
+    if not figures:
+        return [], figures
+    lines = ["Aggregate ib_write_bw 64 KiB over QPs on ferroce (MiB/s: median of the rounds, the "
+             "rounds; × one QP's median, goal ≥ 0.90):", "",
+             "| MTU |" + "".join(f" {q} QP{'s' if q > 1 else ''} |" for q in QP_SCALING),
+             "| --- |" + " --- |" * len(QP_SCALING)]
+    for mtu, f in figures.items():
+        cells = []
+        for q in QP_SCALING:
+            if q not in f:
+                cells.append("")
+                continue
+            runs_ = ", ".join(fmt(x) for x in f[q]["runs"])
+            over = f"; × {f[q]['over_one']:.2f}" if q > 1 and f[q]["over_one"] is not None else ""
+            cells.append(f"{fmt(f[q]['median'])} ({runs_}){over}")
+        lines.append(f"| {mtu} | " + " | ".join(cells) + " |")
+    return lines + [""], figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", type=Path)
@@ -317,8 +343,9 @@ def main() -> int:
     eng = engine(args.engine)
     fair_lines, fair = fairness(args.logs)
     scale_lines, scale = scaling(args.logs)
+    qp_lines, qp_figures = qps(runs)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
-          "latency µs typical; × is how many times better ferroce is).", "", *table, "",
+          "latency µs typical; × is how many times better ferroce is).", "", *table, "", *qp_lines,
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
           *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines, *scale_lines]
     if eng:
@@ -326,7 +353,7 @@ def main() -> int:
     (args.out / "bench.md").write_text("\n".join(md))
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
-         "functions_fairness": fair, "scaling": scale,
+         "functions_fairness": fair, "scaling": scale, "qps": qp_figures,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     for figure in (lambda: draw(rows, args.out), lambda: draw_latency(runs, seed_table, args.out)):

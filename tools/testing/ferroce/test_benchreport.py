@@ -33,5 +33,22 @@ class EngineReport(unittest.TestCase):
         self.assertIn("| 4KiB | rc_write/mtu4096 | 2.741 | 1425 | 7.3 % |", lines)
 
 
+class QpsReport(unittest.TestCase):
+    def test_each_count_is_the_median_of_its_rounds_over_one_qps(self):
+        bw = {1: (200, 300, 250), 8: (240, 100, 260), 64: (225, 230, 900)}
+        tests = {f"write-bw-64KiB-q{q}-r{r}": {"bw_avg_mib_s": float(x)}
+                 for q, xs in bw.items() for r, x in enumerate(xs, 1)}
+        lines, figures = benchreport.qps({"ferroce-mtu1500": {"tests": tests}})
+        f = figures["1500"]
+        self.assertEqual([f[q]["median"] for q in (1, 8, 64)], [250, 240, 230])
+        self.assertAlmostEqual(f[8]["over_one"], 0.96)
+        self.assertAlmostEqual(f[64]["over_one"], 0.92)
+        self.assertIn("| 1500 | 250.0 (200.0, 300.0, 250.0) | 240.0 (240.0, 100.0, 260.0); × 0.96 "
+                      "| 230.0 (225.0, 230.0, 900.0); × 0.92 |", lines)
+
+    def test_no_rounds_no_section(self):
+        self.assertEqual(benchreport.qps({"rxe-mtu1500": {"tests": {}}}), ([], {}))
+
+
 if __name__ == "__main__":
     unittest.main()
