@@ -129,3 +129,48 @@ fn wire_faults_are_each_functions_own() {
         );
     }
 }
+
+/// `ctl cpu`: the NIC process's CPU time, user and system, which only grows (a benchmark reads
+/// it around a run, for the NICs' CPU per GiB moved).
+#[test]
+fn the_nics_cpu_time_is_read_and_grows() {
+    use ferroce_nic::device::DeviceConfig;
+    use ferroce_nic::engine::faults::FaultConfig;
+    use ferroce_nic::engine::wire::NullSink;
+    use ferroce_nic::functions::make_functions;
+    use ferroce_nic::port::PortStats;
+
+    let configs = vec![DeviceConfig::default()];
+    let stats: Vec<Arc<PortStats>> = vec![Arc::default()];
+    let nics = make_functions(&configs, FaultConfig::default(), &stats, |_| {
+        Box::new(NullSink)
+    })
+    .unwrap();
+    let total = |reply: &serde_json::Value| {
+        assert_eq!(reply["ok"], true, "{reply}");
+        let cpu = &reply["cpu"];
+        cpu["user_us"].as_u64().expect("user_us") + cpu["system_us"].as_u64().expect("system_us")
+    };
+    let before = total(&ferroce_nic::control::execute(&nics[0], "cpu"));
+    // Work of this process's own until the figure moves: it never goes back, and within a
+    // bound no machine's load reaches, it grows.
+    let start = std::time::Instant::now();
+    let mut x = 0u64;
+    let after = loop {
+        for _ in 0..100_000 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let now = total(&ferroce_nic::control::execute(&nics[0], "cpu"));
+        assert!(
+            now >= before,
+            "cpu time went back: {before} us, then {now} us"
+        );
+        if now > before || start.elapsed() > std::time::Duration::from_secs(60) {
+            break now;
+        }
+    };
+    assert!(
+        after > before,
+        "cpu time still {before} us after a minute of work"
+    );
+}

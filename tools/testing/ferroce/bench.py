@@ -55,6 +55,9 @@ class Test:
     """WRs the client posts, for a cost test (its NIC counters are read around it)."""
     nic_latency: bool = False
     """On ferroce, the client NIC's doorbell-to-wire intervals during the run (`ctl latency`)."""
+    nic_cpu: bool = False
+    """On ferroce, both NICs' CPU time during the run (`ctl cpu`) per GiB the client's NIC read
+    as payload (its `payload_read_bytes`)."""
 
     @property
     def latency(self) -> bool:
@@ -85,7 +88,8 @@ COST_WRS = (256, 1024)
 # How the cost rows' WRs reach the NIC: push window and doorbell, doorbell only, doorbell record.
 COST_MODES = {"push": "FERROCE_PUSH=1", "nopush": "", "record": "FERROCE_DOORBELL=record"}
 TESTS = [
-    *(Test(f"{op}-bw-{label}", f"ib_{op}_bw", f"-s {size} -n {n}")
+    *(Test(f"{op}-bw-{label}", f"ib_{op}_bw", f"-s {size} -n {n}",
+           nic_cpu=(op, label) == ("write", "64KiB"))
       for op in ("write", "read", "send") for size, label, n in SIZES),
     Test("send-lat", "ib_send_lat", "-s 8 -n 5000", nic_latency=True),
     # Seed 1's table on the NIC's clock: the same run with every WQE pushed with its doorbell.
@@ -164,10 +168,18 @@ def _script(kind: str, mtu: int, client: bool) -> str:
     for port, t in enumerate(tests_for(kind), FIRST_PORT):
         cmd = t.command(dev, gid, port)
         env = f"env {t.env} " if t.env else ""
+        cpu = t.nic_cpu and kind == "ferroce"
         if not client:
             if t.perftest:
+                if cpu:
+                    lines.append(f"step {t.name}-cpu-before 15 hostctl nic cpu")
                 lines.append(f"step {t.name} 150 {env}{cmd} < /dev/null")
+                if cpu:
+                    lines.append(f"step {t.name}-cpu-after 15 hostctl nic cpu")
             continue
+        if cpu:
+            lines.append(f"step {t.name}-cpu-before 15 hostctl nic cpu")
+            lines.append(f"step {t.name}-counters-before 15 hostctl nic counters")
         if t.wrs:
             lines.append(f"step {t.name}-before 15 hostctl nic counters")
         if t.nic_latency and kind == "ferroce":
@@ -180,6 +192,9 @@ def _script(kind: str, mtu: int, client: bool) -> str:
             lines.append(f"step {t.name}-after 15 hostctl nic counters")
         if t.nic_latency and kind == "ferroce":
             lines.append(f"step {t.name}-latency 15 hostctl nic latency")
+        if cpu:
+            lines.append(f"step {t.name}-cpu-after 15 hostctl nic cpu")
+            lines.append(f"step {t.name}-counters-after 15 hostctl nic counters")
     return "\n".join(lines) + "\n"
 
 
@@ -195,6 +210,27 @@ def _figure(test: Test, output: str) -> dict:
     if test.latency:  # bytes iterations t_min t_max t_typical t_avg t_stdev
         return {"bytes": int(f[0]), "iterations": int(f[1]), "t_typical_us": f[4], "t_avg_us": f[5]}
     return {"bytes": int(f[0]), "iterations": int(f[1]), "bw_avg_mib_s": f[3], "mpps": f[4]}
+
+
+def nic_cpu_per_gib(cpu_us: dict, payload_bytes: int) -> float | None:
+    """Both NICs' CPU seconds per GiB moved, from each VM's NIC's `ctl cpu` before and after a
+    run ({vm: (before, after)}, each {"user_us", "system_us"}) and the bytes moved."""
+    if payload_bytes <= 0:
+        return None
+    used = sum(after["user_us"] + after["system_us"] - before["user_us"] - before["system_us"]
+               for before, after in cpu_us.values())
+    return round(used / 1e6 / (payload_bytes / (1 << 30)), 3)
+
+
+def _nic_cpu(run: Run, test: Test) -> dict:
+    """Both NICs' CPU during the run and what it moved (setup and teardown included)."""
+    cpu = {vm: (run.vm(vm).step(f"{test.name}-cpu-before").json("cpu"),
+                run.vm(vm).step(f"{test.name}-cpu-after").json("cpu")) for vm in ("a", "b")}
+    moved = (run.vm("a").step(f"{test.name}-counters-after").json("counters")["payload_read_bytes"]
+             - run.vm("a").step(f"{test.name}-counters-before").json("counters")["payload_read_bytes"])
+    return {"payload_bytes": moved,
+            "cpu_s": {vm: nic_cpu_per_gib({vm: used}, 1 << 30) for vm, used in cpu.items()},
+            "cpu_s_per_gib": nic_cpu_per_gib(cpu, moved)}
 
 
 def _counts(run: Run, test: Test) -> dict:
@@ -237,13 +273,17 @@ def scenario_for(kind: str, mtu: int) -> Scenario:
             figure["counts"] = _counts(run, test)
         if test.nic_latency and kind == "ferroce":
             figure["nic_latency"] = run.vm("a").step(f"{test.name}-latency").json("latency")
+        if test.nic_cpu and kind == "ferroce":
+            figure["nic_cpu"] = _nic_cpu(run, test)
         figures[test.name] = figure
         if test.wrs:
             return (f"{test.wrs} WRs (setup included): "
                     + ", ".join(f"{c} {v}" for c, v in figure["counts"].items()))
         if test.latency:
             return f"{figure['t_typical_us']:g} us typical, {figure['t_avg_us']:g} us average"
-        return f"{figure['bytes']} B: {figure['bw_avg_mib_s']:g} MiB/s average"
+        cpu = figure.get("nic_cpu")
+        per_gib = f"; the NICs' CPU {cpu['cpu_s_per_gib']} s per GiB moved" if cpu else ""
+        return f"{figure['bytes']} B: {figure['bw_avg_mib_s']:g} MiB/s average{per_gib}"
 
     for test in tests_for(kind):
         def check(run: Run, test: Test = test) -> str:

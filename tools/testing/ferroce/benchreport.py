@@ -329,6 +329,21 @@ def qps(runs: dict) -> tuple[list[str], dict]:
     return lines + [""], figures
 
 
+def nic_cpu(runs: dict) -> tuple[list[str], dict]:
+    """Both NICs' CPU seconds per GiB moved by ib_write_bw 64 KiB on ferroce, per MTU."""
+    figures = {}
+    for mtu in MTUS:
+        f = runs.get(f"ferroce-mtu{mtu}", {}).get("tests", {}).get("write-bw-64KiB", {}).get("nic_cpu")
+        if f and f.get("cpu_s_per_gib") is not None:
+            figures[str(mtu)] = f
+    if not figures:
+        return [], figures
+    return ["The NICs' CPU per GiB moved (ib_write_bw 64 KiB; both NIC processes, getrusage, the "
+            "run's setup included): " + ", ".join(
+                f"MTU {mtu} {f['cpu_s_per_gib']:g} s ({f['payload_bytes'] / (1 << 20):.0f} MiB moved)"
+                for mtu, f in figures.items()), ""], figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", type=Path)
@@ -344,8 +359,10 @@ def main() -> int:
     fair_lines, fair = fairness(args.logs)
     scale_lines, scale = scaling(args.logs)
     qp_lines, qp_figures = qps(runs)
+    cpu_lines, cpu_figures = nic_cpu(runs)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
           "latency µs typical; × is how many times better ferroce is).", "", *table, "", *qp_lines,
+          *cpu_lines,
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
           *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines, *scale_lines]
     if eng:
@@ -354,6 +371,7 @@ def main() -> int:
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
          "functions_fairness": fair, "scaling": scale, "qps": qp_figures,
+         "nic_cpu": cpu_figures,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     for figure in (lambda: draw(rows, args.out), lambda: draw_latency(runs, seed_table, args.out)):

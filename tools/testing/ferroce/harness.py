@@ -723,6 +723,7 @@ GUEST_NIC_COMMANDS: dict[str, Callable[[list[str]], bool]] = {
     "status": lambda args: not args,
     "objects": lambda args: not args,
     "memory": lambda args: not args,
+    "cpu": lambda args: not args,
     "latency": lambda args: args in ([], ["reset"]),
     "trace": lambda args: len(args) == 2 and args[0] == "mark",
     # The NIC keeps each function's wire faults apart: these are the guest's own.

@@ -50,5 +50,19 @@ class QpsReport(unittest.TestCase):
         self.assertEqual(benchreport.qps({"rxe-mtu1500": {"tests": {}}}), ([], {}))
 
 
+class NicCpuReport(unittest.TestCase):
+    def test_both_nics_cpu_over_the_gib_moved(self):
+        from bench import nic_cpu_per_gib
+        cpu = {"a": ({"user_us": 1_000_000, "system_us": 500_000}, {"user_us": 2_000_000, "system_us": 1_000_000}),
+               "b": ({"user_us": 0, "system_us": 0}, {"user_us": 250_000, "system_us": 250_000})}
+        self.assertEqual(nic_cpu_per_gib(cpu, 1 << 29), 4.0)  # 2 s over half a GiB
+        self.assertIsNone(nic_cpu_per_gib(cpu, 0))
+        runs = {"ferroce-mtu9000": {"tests": {"write-bw-64KiB": {"nic_cpu": {
+            "payload_bytes": 1 << 29, "cpu_s": {"a": 3.0, "b": 1.0}, "cpu_s_per_gib": 4.0}}}}}
+        lines, figures = benchreport.nic_cpu(runs)
+        self.assertEqual(list(figures), ["9000"])
+        self.assertIn("MTU 9000 4 s (512 MiB moved)", lines[0])
+
+
 if __name__ == "__main__":
     unittest.main()
