@@ -13,7 +13,8 @@
 //! thread ([`server`]); the NIC has one device thread ([`device_thread`]) for all its functions
 //! and one thread per port side ([`port`]). The device thread sleeps on events ([`wake`]: an
 //! epoll set of one eventfd, which every other thread signals, and a timerfd armed to the
-//! device's next deadline) and polls nothing.
+//! device's next deadline) and polls nothing but doorbell records ([`records`]: for a while
+//! after activity, or for ever on a core of its own, [`poll_cpu`]).
 //!
 //! Where a doorbell goes. The guest's store to a doorbell page reaches [`server::Backend`] as a
 //! vfio-user region write, then [`function::Function::bar0_write`], which puts it in the
@@ -76,6 +77,7 @@ pub mod mailbox;
 pub mod mcast;
 pub mod memory;
 pub mod objects;
+pub mod poll_cpu;
 pub mod port;
 pub mod qp;
 pub mod records;

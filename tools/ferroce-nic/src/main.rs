@@ -12,6 +12,7 @@ use ferroce_nic::device_thread::spawn_device_thread;
 use ferroce_nic::engine::faults::FaultConfig;
 use ferroce_nic::function::Function;
 use ferroce_nic::functions::{self, parse_mac, Functions, Limits, PfPaths, VfSpec};
+use ferroce_nic::poll_cpu::PollCpu;
 use ferroce_nic::port::{Port, PortConfig, PortStats, WireSpec};
 use ferroce_nic::server;
 use std::sync::Arc;
@@ -104,6 +105,12 @@ struct ServeArgs {
     /// then sleep until a doorbell.
     #[arg(long, default_value_t = ferroce_nic::records::PollWindow::SPIN.as_micros() as u32, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     poll_spin_us: u32,
+    /// Pin the device thread to this CPU and, while any QP's doorbell record is watched, poll
+    /// the records there without pause, never yielding or sleeping: record-mode WRs then cost
+    /// no MMIO write at all. Only worth it where the CPU has nothing else to run (the vCPUs
+    /// elsewhere, e.g. QEMU under `taskset`). Overrides --poll-spin-us.
+    #[arg(long, value_name = "CPU", value_parser = PollCpu::parse)]
+    poll_cpu: Option<PollCpu>,
     /// Start stalled (commands and doorbells are not processed).
     #[arg(long)]
     stall: bool,
@@ -323,7 +330,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             None,
         )?;
     }
-    spawn_device_thread(nics.clone())?;
+    spawn_device_thread(nics.clone(), args.poll_cpu)?;
     for (nic, spec) in nics[1..].iter().zip(specs) {
         let nic = nic.clone();
         let socket = spec.socket.unwrap_or_default();

@@ -231,6 +231,12 @@ impl PollWindow {
         }
     }
 
+    /// A window that never closes: the device thread on a core of its own
+    /// ([`crate::poll_cpu`]) polls the records as long as any is watched.
+    pub fn forever() -> Self {
+        Self::new(Duration::MAX, Instant::now())
+    }
+
     /// Something happened `now`: spin again.
     pub fn active(&mut self, now: Instant) {
         self.last_activity = now;
@@ -259,5 +265,7 @@ mod tests {
             !PollWindow::new(Duration::ZERO, t0).spinning(t0),
             "no spin: sleep at once"
         );
+        let forever = PollWindow::forever();
+        assert!(forever.spinning(Instant::now() + Duration::from_secs(365 * 24 * 3600)));
     }
 }

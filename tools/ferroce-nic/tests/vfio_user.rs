@@ -96,7 +96,7 @@ fn qemu_like_client_end_to_end() {
     let control = dir.join("nic.ctl");
     let nic = Function::new(DeviceConfig::default()).expect("a function");
     ferroce_nic::control::spawn_control_server(nic.clone(), &control, None).expect("control");
-    spawn_device_thread(vec![nic.clone()]).expect("device thread");
+    spawn_device_thread(vec![nic.clone()], None).expect("device thread");
     {
         let nic = nic.clone();
         let socket = socket.clone();

@@ -38,6 +38,8 @@ def load(logs: Path) -> dict[str, dict]:
             path = logs / f"{kind}-mtu{mtu}" / "bench.json"
             if path.exists():
                 runs[f"{kind}-mtu{mtu}"] = json.loads(path.read_text())
+    if (path := logs / POLLED_RUN / "bench.json").exists():
+        runs[POLLED_RUN] = json.loads(path.read_text())
     return runs
 
 
@@ -64,8 +66,8 @@ def comparison(runs: dict) -> tuple[list[str], list[dict]]:
     lines = [head, "| --- | --- |" + " --- | --- | --- |" * len(MTUS)]
     rows = []
     for test in TESTS:
-        if test.wrs or test.name.startswith("write-bw-64KiB-q"):  # (costs, qps)
-            continue
+        if test.wrs or test.name.startswith("write-bw-64KiB-q") or not test.perftest:
+            continue  # (costs, qps, the looped-back rows)
         row = {"test": test.name, "unit": "us" if test.latency else "MiB/s"}
         cells = []
         for mtu in MTUS:
@@ -79,19 +81,23 @@ def comparison(runs: dict) -> tuple[list[str], list[dict]]:
 
 
 def costs(runs: dict) -> tuple[list[str], dict]:
+    """Each cost row's counts per WR; the polled run's rows follow as "ROW, polled"."""
     mtu = next((m for m in MTUS if f"ferroce-mtu{m}" in runs), MTUS[0])
-    lines = [f"| cost per WR (64 B WRITEs, MTU {mtu}: ib_write_bw, the inline rows ferroce_chain "
-             f"looped back through the NIC; runs of {COST_WRS[1]} less {COST_WRS[0]} WRs) | "
-             + " | ".join(COST_COUNTERS) + " |",
+    lines = [f"| cost per WR (MTU {mtu}: 64 B WRITEs, ib_write_bw, the inline rows ferroce_chain "
+             "looped back through the NIC; 8 B SENDs, ib_send_lat, the cost-lat rows; runs of "
+             f"{COST_WRS[1]} less {COST_WRS[0]} WRs; polled: VM a's NIC polls on a core of its "
+             "own) | " + " | ".join(COST_COUNTERS) + " |",
              "| --- |" + " --- |" * len(COST_COUNTERS)]
     table = {}
-    tests = runs.get(f"ferroce-mtu{mtu}", {}).get("tests", {})
-    for row in cost_rows():
-        short, long = (tests.get(f"{row}-n{n}", {}).get("counts") for n in COST_WRS)
-        if short is None or long is None:
-            continue
-        per_wr = table[row] = marginal_cost(short, long)
-        lines.append(f"| {row} | " + " | ".join(f"{per_wr[c]:g}" for c in COST_COUNTERS) + " |")
+    for run, suffix in ((f"ferroce-mtu{mtu}", ""), (POLLED_RUN, ", polled")):
+        tests = runs.get(run, {}).get("tests", {})
+        for row in cost_rows():
+            short, long = (tests.get(f"{row}-n{n}", {}).get("counts") for n in COST_WRS)
+            if short is None or long is None:
+                continue
+            per_wr = table[row + suffix] = marginal_cost(short, long)
+            lines.append(f"| {row}{suffix} | " + " | ".join(f"{per_wr[c]:g}" for c in COST_COUNTERS)
+                         + " |")
     return lines, table
 
 
@@ -100,6 +106,8 @@ SEED1 = {"event-driven": (1.2, 2.5), "polling": (0.6, 1.1), "push": (0.3, 0.8)}
 # Which of ferroce's runs and samples stand for each mode.
 MODES = {"event-driven": ("send-lat", "rung"), "polling": ("send-lat-record", "polled"),
          "push": ("send-lat-push", "pushed")}
+# The polled run (bench.py's `polled_scenario`): its record-mode rows, polled on a core.
+POLLED_RUN = "ferroce-polled"
 
 
 def seed1(runs: dict) -> tuple[list[str], dict]:
@@ -123,6 +131,34 @@ def seed1(runs: dict) -> tuple[list[str], dict]:
         lines.append(f"| {mode} | {avg} | {p99} | {fmt(got.get('avg_us'))} | {fmt(got.get('p99_us'))} | "
                      f"{got.get('count', '')} | {rel} |")
     return lines, table
+
+
+# The NIC's doorbell-to-wire samples of each cost mode (ctl latency's kinds).
+NOTICED = {"push": "pushed", "nopush": "rung", "record": "polled"}
+
+
+def looped(runs: dict) -> tuple[list[str], dict]:
+    """One VM's WRITEs looped back through its NIC one at a time (the loop-lat rows), by how
+    the NIC notices them: the time from post to completion, and the NIC's doorbell to wire."""
+    lines = ["| mode | run | µs per WR, post to completion | NIC doorbell to wire avg µs | p99 µs | "
+             "samples |", "| --- | --- | --- | --- | --- | --- |"]
+    table = {}
+    for mode, noticed in NOTICED.items():
+        for run, label in (("ferroce-mtu1500", "two VMs, cores shared"),
+                           (POLLED_RUN, "one VM, poller on a core of its own")):
+            figure = runs.get(run, {}).get("tests", {}).get(f"loop-lat-{mode}")
+            if figure is None:
+                continue
+            nic = figure.get("nic_latency", {}).get(noticed) or {}
+            table[f"{mode}, {run}"] = {"us_per_wr": figure.get("us_per_chain"), "nic": nic}
+            lines.append(f"| {mode} | {label} | {fmt(figure.get('us_per_chain'))} | "
+                         f"{fmt(nic.get('avg_us'))} | {fmt(nic.get('p99_us'))} | {nic.get('count', '')} |")
+    if not table:
+        return [], {}
+    return ["One VM's 64 B WRITEs looped back through its NIC one at a time (ferroce_chain WRS 1): "
+            "the time from a post to its completion in the guest, and the NIC's doorbell to first "
+            "frame by how it noticed the WR (a polled sample starts at the poll before).", "",
+            *lines, ""], table
 
 
 def wire(runs: dict) -> list[str]:
@@ -360,18 +396,19 @@ def main() -> int:
     scale_lines, scale = scaling(args.logs)
     qp_lines, qp_figures = qps(runs)
     cpu_lines, cpu_figures = nic_cpu(runs)
+    loop_lines, loop_figures = looped(runs)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
           "latency µs typical; × is how many times better ferroce is).", "", *table, "", *qp_lines,
           *cpu_lines,
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
-          *seed_lines, "", "Wire:", "", *wire(runs), "", *fair_lines, *scale_lines]
+          *seed_lines, "", *loop_lines, "Wire:", "", *wire(runs), "", *fair_lines, *scale_lines]
     if eng:
         md += engine_lines(eng)
     (args.out / "bench.md").write_text("\n".join(md))
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
          "functions_fairness": fair, "scaling": scale, "qps": qp_figures,
-         "nic_cpu": cpu_figures,
+         "nic_cpu": cpu_figures, "looped": loop_figures,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     for figure in (lambda: draw(rows, args.out), lambda: draw_latency(runs, seed_table, args.out)):

@@ -285,6 +285,9 @@ class Vm:
     """The VM (earlier in the scenario, with `nic`) whose NIC this VM's ferroce function is a
     virtual function of (`ferroce-nic --functions`): the VM's function and its virtio-net are
     on that NIC's port and switch, and it has no NIC of its own."""
+    qemu_cpus: str = ""
+    """Run QEMU (its vCPU and its other threads) on these host CPUs only (`taskset -c` list,
+    "0" or "0-2,5"): the others stay free for a NIC's poller (`ferroce-nic --poll-cpu`)."""
     vf_limits: str = ""
     """With `function_of`: the VF's limits (`qp=N,cq=N,mr=N,srq=N,pages=N,db_rate=N`)."""
     disk: bool = False
@@ -1029,7 +1032,8 @@ class Testbed:
                 self.logs[vm.name].unlink(missing_ok=True)  # QEMU makes it anew; never a former run's
                 extra += output_console(self.logs[vm.name])
                 self.procs[vm.name] = subprocess.Popen(
-                    [*prefix, *qemu_command(machine, vm, index, self.initrd, netdev, cmdline, extra)],
+                    [*(["taskset", "-c", vm.qemu_cpus] if vm.qemu_cpus else []), *prefix,
+                     *qemu_command(machine, vm, index, self.initrd, netdev, cmdline, extra)],
                     stdin=subprocess.DEVNULL, stdout=open(self.kernel_logs[vm.name], "wb"),
                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
                     pass_fds=fds,

@@ -64,5 +64,44 @@ class NicCpuReport(unittest.TestCase):
         self.assertIn("MTU 9000 4 s (512 MiB moved)", lines[0])
 
 
+class PolledRun(unittest.TestCase):
+    def test_the_poller_gets_the_last_cpu_and_the_qemus_the_others(self):
+        from bench import poller_cpus
+        self.assertEqual(poller_cpus({0, 1}), (1, "0"))
+        self.assertEqual(poller_cpus({3, 0, 2}), (3, "0,2"))
+        self.assertIsNone(poller_cpus({0}), "one CPU: no core of the poller's own")
+
+    def test_the_polled_run_has_the_record_rows_only(self):
+        from bench import tests_for
+        names = [t.name for t in tests_for("ferroce", polled=True)]
+        self.assertEqual(names, [*(f"cost-chain{c}-inline-record-n{n}" for c in (1, 8, 32)
+                                   for n in (256, 1024)), "loop-lat-record"])
+        self.assertIn("cost-lat-push-n256", [t.name for t in tests_for("ferroce")])
+
+    def test_the_looped_back_rows_by_mode_and_run(self):
+        runs = {"ferroce-mtu1500": {"tests": {"loop-lat-nopush": {
+                    "us_per_chain": 80.0, "nic_latency": {"rung": {"avg_us": 20.0, "p99_us": 40.0, "count": 5}}}}},
+                benchreport.POLLED_RUN: {"tests": {"loop-lat-record": {
+                    "us_per_chain": 30.5, "nic_latency": {"polled": {"avg_us": 2.0, "p99_us": 4.0, "count": 5}}}}}}
+        lines, table = benchreport.looped(runs)
+        self.assertEqual(table["record, ferroce-polled"]["us_per_wr"], 30.5)
+        self.assertIn("| nopush | two VMs, cores shared | 80.0 | 20.0 | 40.0 | 5 |", lines)
+        self.assertIn("| record | one VM, poller on a core of its own | 30.5 | 2.0 | 4.0 | 5 |", lines)
+        self.assertEqual(benchreport.looped({}), ([], {}))
+
+    def test_polled_rows_follow_the_others_in_the_cost_table(self):
+        from bench import COST_COUNTERS
+        def counts(n, writes):
+            return {"counts": {c: (writes if c == "mmio_writes" else n) for c in COST_COUNTERS}}
+        tests = {"cost-lat-record-n256": counts(256, 300), "cost-lat-record-n1024": counts(1024, 1068)}
+        polled = {"cost-lat-record-n256": counts(256, 44), "cost-lat-record-n1024": counts(1024, 44)}
+        runs = {"ferroce-mtu1500": {"tests": tests}, benchreport.POLLED_RUN: {"tests": polled}}
+        lines, table = benchreport.costs(runs)
+        self.assertEqual(table["cost-lat-record"]["mmio_writes"], 1.0)
+        self.assertEqual(table["cost-lat-record, polled"]["mmio_writes"], 0.0)
+        self.assertEqual(table["cost-lat-record, polled"]["cqes"], 1.0)
+        self.assertTrue(any(line.startswith("| cost-lat-record, polled | ") for line in lines))
+
+
 if __name__ == "__main__":
     unittest.main()
