@@ -3,7 +3,7 @@
 //! The converged Ethernet port. The NIC sits between the VM's virtio-net NIC (same MAC) and the
 //! L2 segment. The virtio-net side is a unix datagram socket carrying one whole Ethernet frame
 //! per datagram (QEMU's `-netdev dgram` framing); the segment side is a [`Wire`]: the same kind
-//! of socket, a TAP device or a UDP tunnel. Frames from the segment that are RoCE and
+//! of socket, a TAP device, a UDP tunnel or rings shared with another NIC ([`shm`]). Frames from the segment that are RoCE and
 //! addressed to the port's MAC or to a multicast MAC go to the engine; everything else goes to
 //! the virtio-net (netdev) side, and everything from the virtio-net goes to the segment. A peer
 //! socket that does not exist or does not listen loses the frame, like an unplugged cable. RoCE
@@ -28,6 +28,7 @@ use crate::trace::Tracer;
 
 pub mod batch;
 pub mod membership;
+pub mod shm;
 pub mod switch;
 pub mod wire;
 

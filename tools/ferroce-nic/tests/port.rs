@@ -107,6 +107,88 @@ fn steering_and_pass_through() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The same port on a shared-memory cable (`--wire shm`), the far end another NIC's: frames
+/// steer as on sockets both ways, the engine's included.
+#[test]
+fn a_port_on_a_shared_memory_cable_steers_as_on_sockets() {
+    use ferroce_nic::port::batch::RecvBatch;
+    use ferroce_nic::port::shm::{ShmCable, Side};
+    use std::os::fd::{FromRawFd, IntoRawFd};
+
+    let dir = std::env::temp_dir().join(format!("ferroce-port-shm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = |name: &str| -> PathBuf { dir.join(name) };
+    let mac = [0x52, 0x54, 0, 0, 0, 9];
+    let qemu = UnixDatagram::bind(path("qemu")).expect("qemu");
+    qemu.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    // SAFETY: the name is a valid C string; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"ferroce-port-test".as_ptr(), 0) };
+    assert!(fd >= 0, "memfd_create");
+    // SAFETY: a fresh descriptor of ours.
+    let memfd = unsafe { std::fs::File::from_raw_fd(fd) };
+    let (ours, theirs) = UnixDatagram::pair().expect("socketpair");
+    let dup = |f: &std::fs::File| f.try_clone().expect("dup").into_raw_fd();
+    let far = ShmCable::open(dup(&memfd), theirs.into_raw_fd(), Side::B).expect("far end");
+    let stats = Arc::new(PortStats::default());
+    let port = Port::bind(
+        PortConfig {
+            netdev_socket: Some(path("nic-netdev")),
+            netdev_peer: Some(path("qemu")),
+            wire: Some(WireSpec::Shm {
+                memfd: dup(&memfd),
+                notify: ours.into_raw_fd(),
+                side: Side::A,
+            }),
+        },
+        stats.clone(),
+    )
+    .expect("bind");
+    let mut sink = port.sink(0);
+    let nic = Function::with_port(
+        DeviceConfig {
+            mac,
+            ..DeviceConfig::default()
+        },
+        Box::new(ferroce_nic::engine::wire::NullSink),
+        FaultControl::new(FaultConfig::default()),
+        stats.clone(),
+    )
+    .expect("a function");
+    port.spawn(std::slice::from_ref(&nic)).expect("spawn");
+
+    let mut buf = [0u8; 9216];
+    let mut batch = RecvBatch::new(9216);
+    let arp = [
+        [0xff; 6].as_slice(),
+        &[2, 0, 0, 0, 0, 1],
+        &[0x08, 0x06],
+        &[0; 28],
+    ]
+    .concat();
+    assert_eq!(far.send(&[&arp]), 1);
+    let n = qemu.recv(&mut buf).expect("arp at the guest");
+    assert_eq!(&buf[..n], &arp[..]);
+    qemu.send_to(b"guest frame bytes", path("nic-netdev"))
+        .expect("send");
+    let n = far.recv_batch(&mut batch).expect("frame on the cable");
+    assert_eq!(
+        batch.frames(n).collect::<Vec<_>>(),
+        [&b"guest frame bytes"[..]]
+    );
+    let roce = roce_to(mac);
+    assert_eq!(far.send(&[&roce]), 1);
+    wait(|| stats.to_engine.load(Ordering::Relaxed) == 1);
+    sink.send(&roce);
+    sink.flush();
+    let n = far
+        .recv_batch(&mut batch)
+        .expect("engine frame on the cable");
+    assert_eq!(batch.frames(n).collect::<Vec<_>>(), [&roce[..]]);
+    assert_eq!(stats.lost.load(Ordering::Relaxed), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const MAC_A: [u8; 6] = [0x52, 0x54, 0, 0, 0, 1];
 const MAC_B: [u8; 6] = [0x52, 0x54, 0, 0, 0, 2];
 

@@ -218,11 +218,54 @@ class Cable:
         pass
 
 
-def segment_for(directory: Path, names: list[str], mirrors: tuple[str, ...] = ()) -> "Switch | Cable":
-    """Two ports are joined by a cable, more (or a mirror port) by a switch."""
+class ShmCable:
+    """A segment of two ferroce NICs' ports may be a shared-memory cable (`ferroce-nic --wire
+    shm:MEMFD,NOTIFY,SIDE`, port/shm.rs): a memfd both NICs map (each sizes it, so that its
+    layout is the NIC's alone) and a datagram socketpair, one end each, for wake-ups, handed to
+    them as descriptors. No thread carries a frame and no system call is made per batch; a NIC
+    that stops reading makes its peer lose frames (counted in its port's losses), never wait."""
+
+    cpu_seconds = 0.0
+    """No thread: the NICs pass frames to each other."""
+
+    def __init__(self, names: list[str]) -> None:
+        assert len(names) == 2, names
+        self.memfd = os.memfd_create("ferroce-cable")  # close-on-exec: only its NICs get it
+        ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.ends = dict(zip(names, ends))
+        self.sides = dict(zip(names, "ab"))
+
+    def wire(self, name: str) -> tuple[str, tuple[int, int]]:
+        """NIC `name`'s `--wire` and the descriptors it must inherit."""
+        end = self.ends[name].fileno()
+        return f"shm:{self.memfd},{end},{self.sides[name]}", (self.memfd, end)
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        for end in self.ends.values():
+            end.close()
+        if self.memfd >= 0:
+            os.close(self.memfd)
+            self.memfd = -1
+
+
+def segment_for(directory: Path, names: list[str], mirrors: tuple[str, ...] = (),
+                nics: frozenset[str] = frozenset()) -> "Switch | Cable | ShmCable":
+    """Two ports are joined by a cable, more (or a mirror port) by a switch. A cable between
+    two ports of `nics` (the ferroce NICs that are to share memory) is a shared-memory one."""
     if len(names) == 2 and not mirrors:
+        if set(names) <= nics:
+            return ShmCable(names)
         return Cable(directory, names)
     return Switch(directory, names, mirrors)
+
+
+def shm_cables(scenario_wants: bool) -> bool:
+    """Whether NIC-to-NIC cables are shared memory: the scenario's `shm_cables`, or every
+    scenario's with FERROCE_CABLE=shm (to run them all on it)."""
+    return scenario_wants or os.environ.get("FERROCE_CABLE", "") == "shm"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -640,6 +683,8 @@ class Scenario:
         """Files the scenario generates for its guests' /scenario, next to its directory's
         (a benchmark's scripts, made from its table)."""
         self.checks: list[tuple[str, Check]] = []
+        self.shm_cables = False
+        """A cable between two ferroce NICs is shared memory (`ShmCable`), not unix sockets."""
         self.name = "?"
         self.directory: Path | None = None
 
@@ -932,7 +977,7 @@ class Testbed:
     runs one to its end (`run_scenario`); the lab (lab.py) keeps one up for its user."""
 
     def __init__(self, machine: Machine, vms: list[Vm], work: Path, log_dir: Path, initrd: Path,
-                 disk_share: Share | None = None) -> None:
+                 disk_share: Share | None = None, shm: bool = False) -> None:
         self.machine = machine
         self.disk_share = disk_share
         """What `Vm.disk` VMs mount at /ferroce (`disk_share`)."""
@@ -955,7 +1000,10 @@ class Testbed:
             if vm.second:
                 ports.setdefault(vm.second[0], []).append(f"{vm.name}.1")
         mirrors = tuple(vm.name for vm in vms if vm.mirror)
-        self.switches = {segment: segment_for(work, names, tuple(m for m in mirrors if m in names))
+        # VMs whose own NIC is their port (not a VF's VM, not a second NIC's port).
+        nics = frozenset(vm.name for vm in vms if vm.nic and not vm.host) if shm else frozenset()
+        self.switches = {segment: segment_for(work, names, tuple(m for m in mirrors if m in names),
+                                              nics)
                          for segment, names in ports.items()}
         self.hosts = Hosts(vms)
 
@@ -971,11 +1019,16 @@ class Testbed:
             # The TAP descriptors QEMU inherits: closed here whatever happens.
             try:
                 if vm.nic:
-                    port = (hosts.wire(vm) if vm.host else
-                            f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}")
+                    nic_fds: tuple[int, ...] = ()
+                    if vm.host:
+                        port = hosts.wire(vm)
+                    elif isinstance(switch, ShmCable):
+                        port, nic_fds = switch.wire(vm.name)
+                    else:
+                        port = f"unix:{switch.port_path(vm.name)},{switch.switch_path(vm.name)}"
                     vfs = [(i, v) for i, v in enumerate(self.vms) if v.function_of == vm.name]
                     functions.update(start_nic(machine, vm, index, work, log_dir, self.procs, port,
-                                               hosts.prefix(vm), vfs))
+                                               hosts.prefix(vm), vfs, nic_fds))
                 if vm.nic or vm.function_of:
                     if vm.name not in functions:
                         raise RuntimeError(f"VM {vm.name}: no VM before it has the NIC {vm.function_of}")
@@ -1132,7 +1185,8 @@ def run_scenario(machine: Machine, scenario: Scenario, log_dir: Path, follow: bo
 
         share = (disk_share(work / "disk-share", files) if any(vm.disk for vm in scenario.vms)
                  else None)
-        bed = Testbed(machine, scenario.vms, work, log_dir, initrd, share)
+        bed = Testbed(machine, scenario.vms, work, log_dir, initrd, share,
+                      shm_cables(scenario.shm_cables))
         bed.start()
         follower = Follower(follow_streams(bed.logs, bed.kernel_logs)) if follow else None
         deadline = start + scenario.timeout * machine.slow

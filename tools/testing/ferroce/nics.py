@@ -55,10 +55,11 @@ class Function:
 
 def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
               procs: dict[str, subprocess.Popen], wire: str, prefix: list[str],
-              vfs: list[tuple[int, Vm]] = ()) -> dict[str, Function]:
+              vfs: list[tuple[int, Vm]] = (), fds: tuple[int, ...] = ()) -> dict[str, Function]:
     """Start the VM's ferroce-nic, the VM's converged port: the NIC owns the VM's place on the
     segment (`wire`, its `--wire`) and passes non-RoCE frames to and from the virtio-net NIC.
-    `prefix` runs it in its host's network namespace. `vfs` (index in the scenario, VM) are
+    `prefix` runs it in its host's network namespace; it inherits `fds` (a shared-memory
+    cable's, which `wire` names). `vfs` (index in the scenario, VM) are
     the VMs with a virtual function of this NIC (`--functions`), VF 1 first; each has its own
     vfio-user socket, MAC, netdev sockets, control socket, trace and capture, named by the VM.
 
@@ -87,7 +88,8 @@ def start_nic(machine: Machine, vm: Vm, index: int, work: Path, log_dir: Path,
                                                 *filter(None, [vf.vf_limits])])]
     procs[f"{vm.name}.nic"] = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=open(log_dir / f"{vm.name}.nic.log", "wb"),
-        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
+        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
+        pass_fds=fds)
     functions = {v.name: files(v) for v in [vm, *(v for _, v in vfs)]}
     deadline = time.monotonic() + 10
     while not all(f["socket"].exists() and f["control"].exists() for f in functions.values()):

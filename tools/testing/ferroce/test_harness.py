@@ -175,6 +175,38 @@ class CableTest(unittest.TestCase):
                 end.close()
             self.assertEqual(harness.wire_report({"lan": cable}, {}), {"switches": {}, "nics": {}})
 
+    def test_two_nics_may_share_memory_and_nothing_else_does(self):
+        with tempfile.TemporaryDirectory() as name:
+            d = Path(name)
+            nics = frozenset({"a", "b", "c"})
+            self.assertIsInstance(harness.segment_for(d, ["a", "x"], (), nics), harness.Cable,
+                                  "a VM without a NIC (QEMU's virtio-net) needs sockets")
+            for names, mirrors in ((["a", "b", "c"], ()), (["a", "b"], ("b",))):
+                switch = harness.segment_for(d, names, mirrors, nics)
+                self.assertIsInstance(switch, harness.Switch)
+                switch.close()
+                for port in names:
+                    (d / f"{port}.switch").unlink()
+            cable = harness.segment_for(d, ["a", "b"], (), nics)
+            self.assertIsInstance(cable, harness.ShmCable)
+            (wire_a, fds_a), (wire_b, fds_b) = cable.wire("a"), cable.wire("b")
+            memfd = fds_a[0]
+            self.assertEqual(wire_a, f"shm:{memfd},{fds_a[1]},a")
+            self.assertEqual(wire_b, f"shm:{memfd},{fds_b[1]},b")
+            self.assertEqual(fds_b[0], memfd)
+            self.assertEqual(os.fstat(memfd).st_size, 0, "the NICs size it")
+            self.assertFalse(os.get_inheritable(memfd), "only its NICs inherit it")
+            cable.close()
+            with self.assertRaises(OSError):
+                os.fstat(memfd)
+
+    def test_ferroce_cable_shm_puts_every_scenario_on_shared_memory(self):
+        with mock.patch.dict(os.environ, {"FERROCE_CABLE": "shm"}):
+            self.assertTrue(harness.shm_cables(False))
+        with mock.patch.dict(os.environ, {"FERROCE_CABLE": ""}):
+            self.assertFalse(harness.shm_cables(False))
+            self.assertTrue(harness.shm_cables(True))
+
 
 class WireCleanTest(unittest.TestCase):
     """The implicit wire-clean check of every scenario."""

@@ -76,9 +76,14 @@ pub struct RecvBatch {
 impl RecvBatch {
     /// [`BATCH`] buffers of `size` bytes each (a longer datagram is cut, as `recv` cuts it).
     pub fn new(size: usize) -> Self {
+        Self::sized(BATCH, size)
+    }
+
+    /// `count` buffers of `size` bytes each.
+    pub fn sized(count: usize, size: usize) -> Self {
         Self {
-            bufs: (0..BATCH).map(|_| vec![0; size]).collect(),
-            lens: vec![0; BATCH],
+            bufs: (0..count).map(|_| vec![0; size]).collect(),
+            lens: vec![0; count],
         }
     }
 
@@ -89,6 +94,18 @@ impl RecvBatch {
             .zip(&self.lens)
             .take(n)
             .filter_map(|(buf, &len)| buf.get(..len))
+    }
+
+    /// Buffer `i` (empty past the batch), for a cable that fills buffers itself.
+    pub fn buffer(&mut self, i: usize) -> &mut [u8] {
+        self.bufs.get_mut(i).map_or(&mut [], |b| b.as_mut_slice())
+    }
+
+    /// Says that buffer `i` holds a frame of `len` bytes.
+    pub fn set_len(&mut self, i: usize, len: usize) {
+        if let Some(l) = self.lens.get_mut(i) {
+            *l = len;
+        }
     }
 
     /// The first buffer, for a cable that receives a frame at a time.

@@ -9,7 +9,9 @@
 //!   the port can be enslaved to a bridge, an Open vSwitch or a VXLAN like a VM's tap;
 //! - `udp:LOCAL,REMOTE`: a UDP socket bound at LOCAL sending each frame as one datagram to
 //!   REMOTE, QEMU's `-netdev dgram` framing with inet addresses, so that a ferroce port and a
-//!   plain QEMU NIC on another host can share a segment.
+//!   plain QEMU NIC on another host can share a segment;
+//! - `shm:MEMFD,NOTIFY,SIDE`: rings in a memfd shared with another NIC on the host, a cable
+//!   between two NICs without a system call per batch ([`super::shm`]).
 //!
 //! A peer that is absent or does not take a frame loses it, like an unplugged cable: the
 //! caller counts it.
@@ -22,10 +24,12 @@ use std::os::fd::AsRawFd as _;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
 
 use super::batch::{self, RecvBatch};
+use super::shm::{ShmCable, Side};
 
 /// Where a port's frames go, as given on the command line (`--wire`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +53,16 @@ pub enum WireSpec {
         /// Where frames go.
         remote: SocketAddr,
     },
+    /// `shm:MEMFD,NOTIFY,SIDE`: descriptors the NIC inherits (a memfd and one end of a
+    /// datagram socketpair, the other NIC has the same memfd and the other end) and its side.
+    Shm {
+        /// The memfd both NICs map.
+        memfd: i32,
+        /// This NIC's end of the socketpair.
+        notify: i32,
+        /// `a` or `b`: which ring this NIC sends on.
+        side: Side,
+    },
 }
 
 /// Longest interface name the kernel takes (`IFNAMSIZ` less its NUL).
@@ -59,7 +73,10 @@ impl FromStr for WireSpec {
 
     fn from_str(s: &str) -> anyhow::Result<Self> {
         let Some((kind, rest)) = s.split_once(':') else {
-            bail!("wire '{s}': expected unix:SOCKET,PEER, tap:NAME or udp:LOCAL,REMOTE");
+            bail!(
+                "wire '{s}': expected unix:SOCKET,PEER, tap:NAME, udp:LOCAL,REMOTE or \
+                 shm:MEMFD,NOTIFY,SIDE"
+            );
         };
         let pair = || {
             rest.split_once(',')
@@ -91,7 +108,25 @@ impl FromStr for WireSpec {
                     remote: addr(remote)?,
                 })
             }
-            _ => bail!("wire '{s}': unknown kind '{kind}' (unix, tap or udp)"),
+            "shm" => {
+                let parts: Vec<&str> = rest.split(',').collect();
+                let [memfd, notify, side] = parts[..] else {
+                    bail!("wire '{s}': shm takes MEMFD,NOTIFY,SIDE (two descriptors, a or b)");
+                };
+                let fd = |a: &str, what: &str| -> anyhow::Result<i32> {
+                    a.parse::<u16>().map(i32::from).with_context(|| {
+                        format!("wire '{s}': {what} '{a}' is not a descriptor number")
+                    })
+                };
+                Ok(Self::Shm {
+                    memfd: fd(memfd, "MEMFD")?,
+                    notify: fd(notify, "NOTIFY")?,
+                    side: side
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("wire '{s}': {e}"))?,
+                })
+            }
+            _ => bail!("wire '{s}': unknown kind '{kind}' (unix, tap, udp or shm)"),
         }
     }
 }
@@ -104,6 +139,11 @@ impl fmt::Display for WireSpec {
             }
             Self::Tap { name } => write!(f, "tap:{name}"),
             Self::Udp { local, remote } => write!(f, "udp:{local},{remote}"),
+            Self::Shm {
+                memfd,
+                notify,
+                side,
+            } => write!(f, "shm:{memfd},{notify},{side}"),
         }
     }
 }
@@ -118,6 +158,8 @@ pub enum Wire {
     Tap(File),
     /// A UDP socket and the address it sends to.
     Udp(UdpSocket, SocketAddr),
+    /// One end of a shared-memory cable.
+    Shm(Arc<ShmCable>),
 }
 
 impl Wire {
@@ -147,6 +189,11 @@ impl Wire {
                 make_room(&sock, UDP_BUFFER);
                 Ok(Self::Udp(sock, *remote))
             }
+            WireSpec::Shm {
+                memfd,
+                notify,
+                side,
+            } => Ok(Self::Shm(Arc::new(ShmCable::open(*memfd, *notify, *side)?))),
         }
     }
 
@@ -162,6 +209,7 @@ impl Wire {
             }
             Self::Tap(file) => Self::Tap(file.try_clone()?),
             Self::Udp(sock, remote) => Self::Udp(sock.try_clone()?, *remote),
+            Self::Shm(cable) => Self::Shm(cable.clone()),
         })
     }
 
@@ -171,6 +219,7 @@ impl Wire {
             Self::Unix(_, out, peer) => send_unix(out, peer, frame),
             Self::Tap(file) => (&*file).write(frame).map(drop),
             Self::Udp(sock, remote) => sock.send_to(frame, remote).map(drop),
+            Self::Shm(cable) => return cable.send(&[frame]) == 1,
         };
         match sent {
             Ok(()) => true,
@@ -186,6 +235,9 @@ impl Wire {
     /// Sends `frames` in order, many per system call where the cable allows; returns how many
     /// were sent (the others were lost, as [`Wire::send`] loses them).
     pub fn send_batch(&self, frames: &[&[u8]]) -> usize {
+        if let Self::Shm(cable) = self {
+            return cable.send(frames);
+        }
         let Self::Unix(_, out, peer) = self else {
             return frames.iter().filter(|f| self.send(f)).count();
         };
@@ -226,8 +278,10 @@ impl Wire {
     ///
     /// As [`Wire::recv`].
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
-        if let Self::Unix(sock, ..) = self {
-            return batch::recv_many(sock, batch);
+        match self {
+            Self::Unix(sock, ..) => return batch::recv_many(sock, batch),
+            Self::Shm(cable) => return cable.recv_batch(batch),
+            _ => {}
         }
         let n = self.recv(batch.first())?;
         batch.set_first(n);
@@ -250,6 +304,14 @@ impl Wire {
                     Ok((_, from)) if from != *remote => continue,
                     other => other.map(|(n, _)| n),
                 },
+                Self::Shm(cable) => {
+                    let mut one = RecvBatch::sized(1, buf.len());
+                    cable.recv_up_to(&mut one, 1).map(|_| {
+                        let frame = one.frames(1).next().unwrap_or_default();
+                        buf[..frame.len()].copy_from_slice(frame);
+                        frame.len()
+                    })
+                }
             };
             match got {
                 Err(e)
@@ -407,6 +469,8 @@ mod tests {
             "tap:fer0",
             "udp:10.0.0.1:7000,10.0.0.2:7000",
             "udp:[::1]:7000,[::1]:7001",
+            "shm:3,4,a",
+            "shm:10,11,b",
         ] {
             let spec: WireSpec = s.parse().expect(s);
             assert_eq!(spec.to_string(), s);
@@ -433,6 +497,11 @@ mod tests {
             ("tap:", "1 to 15 bytes"),
             ("tap:a-name-far-too-long", "1 to 15 bytes"),
             ("tap:a/b", "no '/'"),
+            ("shm:3,4", "shm takes MEMFD,NOTIFY,SIDE"),
+            ("shm:3,4,a,5", "shm takes MEMFD,NOTIFY,SIDE"),
+            ("shm:x,4,a", "MEMFD 'x' is not a descriptor number"),
+            ("shm:3,-4,a", "NOTIFY '-4' is not a descriptor number"),
+            ("shm:3,4,c", "a side is a or b, not 'c'"),
         ] {
             let err = s.parse::<WireSpec>().expect_err(s).to_string();
             assert!(err.contains(why), "{s}: {err}");
