@@ -296,9 +296,11 @@ def polled_scenario() -> Scenario:
     return scenario_for("ferroce", 1500, polled=cpus or (None, ""))
 
 
-def scenario_for(kind: str, mtu: int, polled: tuple[int | None, str] | None = None) -> Scenario:
+def scenario_for(kind: str, mtu: int, polled: tuple[int | None, str] | None = None,
+                 shm: bool = False) -> Scenario:
     """The benchmark of device `kind` ("ferroce" or "rxe") between two VMs at Ethernet `mtu`;
-    with `polled` (the poller's CPU and the QEMUs' CPUs), the polled run."""
+    with `polled` (the poller's CPU and the QEMUs' CPUs), the polled run; with `shm`, the two
+    NICs' cable is shared memory (a platform change: benchmarks/ferroce-shm-mtu*)."""
     # The NIC without its instruments: no trace, no capture (each costs the NIC a write per
     # frame; `make check` keeps both).
     poll_cpu, qemu_cpus = polled or (None, "")
@@ -307,6 +309,7 @@ def scenario_for(kind: str, mtu: int, polled: tuple[int | None, str] | None = No
               qemu_cpus=qemu_cpus)
            for name, ip in [("a", "10.0.0.1/24"), ("b", "10.0.0.2/24")][:1 if polled else 2]]
     scenario = Scenario(vms=vms, timeout=2400)
+    scenario.shm_cables = shm
     scenario.wire_judged = False  # retransmits are figures here (bench.json), not a verdict
     scenario.files = {"a.sh": _script(kind, mtu, True, polled is not None)}
     if not polled:
@@ -359,7 +362,8 @@ def scenario_for(kind: str, mtu: int, polled: tuple[int | None, str] | None = No
             raise CheckFailed("no log directory")
         path = run.log_dir / "bench.json"
         path.write_text(json.dumps({"kind": kind, "mtu": mtu, "tests": figures, "wire": run.wire,
-                                    "poll_cpu": poll_cpu, "qemu_cpus": qemu_cpus},
+                                    "poll_cpu": poll_cpu, "qemu_cpus": qemu_cpus,
+                                    "cable": "shm" if shm else "unix"},
                                    indent=1) + "\n")
         return f"{len(figures)} figures in {path}"
 

@@ -38,9 +38,43 @@ def load(logs: Path) -> dict[str, dict]:
             path = logs / f"{kind}-mtu{mtu}" / "bench.json"
             if path.exists():
                 runs[f"{kind}-mtu{mtu}"] = json.loads(path.read_text())
-    if (path := logs / POLLED_RUN / "bench.json").exists():
-        runs[POLLED_RUN] = json.loads(path.read_text())
+    for name in (POLLED_RUN, *(shm_run(mtu) for mtu in MTUS)):
+        if (path := logs / name / "bench.json").exists():
+            runs[name] = json.loads(path.read_text())
     return runs
+
+
+def shm_run(mtu: int) -> str:
+    """The run of ferroce at `mtu` on the shared-memory cable."""
+    return f"ferroce-shm-mtu{mtu}"
+
+
+def shm_cable(runs: dict) -> tuple[list[str], dict]:
+    """ferroce on the shared-memory cable beside itself on sockets and beside rxe, per test and
+    MTU (a platform change: both ferroce runs are of the same NIC)."""
+    mtus = [m for m in MTUS if shm_run(m) in runs]
+    if not mtus:
+        return [], {}
+    lines = ["ferroce with its NICs' cable in shared memory (`--wire shm`, a platform change) beside "
+             "ferroce on unix sockets and rxe (MiB/s average, µs typical; × is shm over rxe, as in "
+             "the table above):", "",
+             "| test | unit |" + "".join(f" shm {m} | sockets {m} | rxe {m} | × {m} |" for m in mtus),
+             "| --- | --- |" + " --- | --- | --- | --- |" * len(mtus)]
+    table = {}
+    for test in TESTS:
+        if test.wrs or not test.perftest or "rxe" not in test.kinds:
+            continue
+        cells, row = [], {}
+        for mtu in mtus:
+            shm = runs[shm_run(mtu)].get("tests", {}).get(test.name)
+            shm = shm and (shm["t_typical_us"] if test.latency else shm["bw_avg_mib_s"])
+            unix, rxe = value(runs, "ferroce", mtu, test), value(runs, "rxe", mtu, test)
+            x = ratio(test, shm, rxe)
+            row[str(mtu)] = {"shm": shm, "sockets": unix, "rxe": rxe, "times_better": x}
+            cells += [fmt(shm), fmt(unix), fmt(rxe), fmt(x, 2)]
+        table[test.name] = row
+        lines.append(f"| {test.name} | {'us' if test.latency else 'MiB/s'} | " + " | ".join(cells) + " |")
+    return [*lines, ""], table
 
 
 def value(runs: dict, kind: str, mtu: int, test) -> float | None:
@@ -366,12 +400,13 @@ def qps(runs: dict) -> tuple[list[str], dict]:
 
 
 def nic_cpu(runs: dict) -> tuple[list[str], dict]:
-    """Both NICs' CPU seconds per GiB moved by ib_write_bw 64 KiB on ferroce, per MTU."""
+    """Both NICs' CPU seconds per GiB moved by ib_write_bw 64 KiB on ferroce, per MTU and cable."""
     figures = {}
     for mtu in MTUS:
-        f = runs.get(f"ferroce-mtu{mtu}", {}).get("tests", {}).get("write-bw-64KiB", {}).get("nic_cpu")
-        if f and f.get("cpu_s_per_gib") is not None:
-            figures[str(mtu)] = f
+        for run, label in ((f"ferroce-mtu{mtu}", str(mtu)), (shm_run(mtu), f"{mtu} on shm")):
+            f = runs.get(run, {}).get("tests", {}).get("write-bw-64KiB", {}).get("nic_cpu")
+            if f and f.get("cpu_s_per_gib") is not None:
+                figures[label] = f
     if not figures:
         return [], figures
     return ["The NICs' CPU per GiB moved (ib_write_bw 64 KiB; both NIC processes, getrusage, the "
@@ -397,8 +432,10 @@ def main() -> int:
     qp_lines, qp_figures = qps(runs)
     cpu_lines, cpu_figures = nic_cpu(runs)
     loop_lines, loop_figures = looped(runs)
+    shm_lines, shm_figures = shm_cable(runs)
     md = ["# make bench", "", "perftest, ferroce against rxe in the same run (bandwidth MiB/s average, "
-          "latency µs typical; × is how many times better ferroce is).", "", *table, "", *qp_lines,
+          "latency µs typical; × is how many times better ferroce is).", "", *table, "", *shm_lines,
+          *qp_lines,
           *cpu_lines,
           *cost_lines, "", "Doorbell to first frame on the wire, on the NIC's clock (ib_send_lat 8 B):", "",
           *seed_lines, "", *loop_lines, "Wire:", "", *wire(runs), "", *fair_lines, *scale_lines]
@@ -408,7 +445,7 @@ def main() -> int:
     (args.out / "bench.json").write_text(json.dumps(
         {"comparison": rows, "cost_per_wr": cost_table, "doorbell_to_wire": seed_table, "engine": eng,
          "functions_fairness": fair, "scaling": scale, "qps": qp_figures,
-         "nic_cpu": cpu_figures, "looped": loop_figures,
+         "nic_cpu": cpu_figures, "looped": loop_figures, "shm_cable": shm_figures,
          "runs": runs}, indent=1) + "\n")
     print("\n".join(md))
     for figure in (lambda: draw(rows, args.out), lambda: draw_latency(runs, seed_table, args.out)):

@@ -103,5 +103,26 @@ class PolledRun(unittest.TestCase):
         self.assertTrue(any(line.startswith("| cost-lat-record, polled | ") for line in lines))
 
 
+class ShmCableReport(unittest.TestCase):
+    def test_the_shm_runs_stand_beside_sockets_and_rxe(self):
+        runs = {"ferroce-mtu1500": {"tests": {"write-bw-64KiB": {"bw_avg_mib_s": 200.0},
+                                              "send-lat": {"t_typical_us": 70.0}}},
+                "rxe-mtu1500": {"tests": {"write-bw-64KiB": {"bw_avg_mib_s": 20.0},
+                                          "send-lat": {"t_typical_us": 280.0}}},
+                benchreport.shm_run(1500): {"tests": {
+                    "write-bw-64KiB": {"bw_avg_mib_s": 400.0, "nic_cpu": {
+                        "payload_bytes": 1 << 30, "cpu_s": {"a": 1.0, "b": 1.0}, "cpu_s_per_gib": 2.0}},
+                    "send-lat": {"t_typical_us": 56.0}}}}
+        lines, table = benchreport.shm_cable(runs)
+        self.assertEqual(table["write-bw-64KiB"]["1500"],
+                         {"shm": 400.0, "sockets": 200.0, "rxe": 20.0, "times_better": 20.0})
+        self.assertEqual(table["send-lat"]["1500"]["times_better"], 5.0)
+        self.assertIn("| write-bw-64KiB | MiB/s | 400.0 | 200.0 | 20.0 | 20.00 |", lines)
+        self.assertNotIn("cost-chain1-push", table, "ferroce-only rows are not compared")
+        _, cpu = benchreport.nic_cpu(runs)
+        self.assertEqual(list(cpu), ["1500 on shm"])
+        self.assertEqual(benchreport.shm_cable({"ferroce-mtu1500": {"tests": {}}}), ([], {}))
+
+
 if __name__ == "__main__":
     unittest.main()
