@@ -232,9 +232,18 @@ impl ShmCable {
             // The store-load barrier: the head is visible before `asleep` is read.
             fence(Ordering::SeqCst);
             if self.word32(self.tx + ASLEEP).load(Ordering::Relaxed) != 0 {
-                // A full socket buffer holds wake-ups enough; a peer gone takes none.
+                // Never waiting: a full socket queue holds wake-ups enough (the receiver answers
+                // them all with one look), and a peer gone takes none.
                 self.wakeups.fetch_add(1, Ordering::Relaxed);
-                let _ = self.notify.send(&[1]);
+                // SAFETY: one byte from a live buffer; MSG_DONTWAIT never blocks.
+                unsafe {
+                    libc::send(
+                        self.notify.as_raw_fd(),
+                        [1u8].as_ptr().cast(),
+                        1,
+                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    )
+                };
             }
         }
         sent
@@ -435,6 +444,23 @@ mod tests {
         assert_eq!(receiver.join().expect("receiver"), [b"wake".to_vec()]);
         assert_eq!(a.wakeups.load(Ordering::Relaxed), 1);
         assert_eq!(asleep.load(Ordering::Acquire), 0, "awake again");
+    }
+
+    #[test]
+    fn a_receiver_that_never_wakes_does_not_make_the_sender_wait() {
+        let (a, _b, map) = cable();
+        // SAFETY: ring 0's asleep word in the test's mapping: b says it sleeps, and never reads.
+        let asleep = unsafe { &*map.as_ptr().add(ASLEEP).cast::<AtomicU32>() };
+        asleep.store(1, Ordering::Release);
+        for _ in 0..SLOTS {
+            assert_eq!(a.send(&[b"x"]), 1);
+        }
+        assert_eq!(
+            a.wakeups.load(Ordering::Relaxed),
+            SLOTS,
+            "a wake-up per send, none waited"
+        );
+        assert_eq!(a.send(&[b"x"]), 0, "full");
     }
 
     #[test]
