@@ -33,6 +33,50 @@ fn wait(mut done: impl FnMut() -> bool) {
     }
 }
 
+/// A function of MAC `mac` on a started port whose netdev side is `dir`'s `nic-netdev` (QEMU's
+/// at `qemu`) and whose segment side is `wire`: the engine's sink, the port's counts and the
+/// function.
+fn start_port(
+    dir: &std::path::Path,
+    mac: [u8; 6],
+    wire: WireSpec,
+) -> (SwitchSink, Arc<PortStats>, Arc<Function>) {
+    let stats = Arc::new(PortStats::default());
+    let port = Port::bind(
+        PortConfig {
+            netdev_socket: Some(dir.join("nic-netdev")),
+            netdev_peer: Some(dir.join("qemu")),
+            wire: Some(wire),
+        },
+        stats.clone(),
+    )
+    .expect("bind");
+    let sink = port.sink(0);
+    let nic = Function::with_port(
+        DeviceConfig {
+            mac,
+            ..DeviceConfig::default()
+        },
+        Box::new(ferroce_nic::engine::wire::NullSink),
+        FaultControl::new(FaultConfig::default()),
+        stats.clone(),
+    )
+    .expect("a function");
+    port.spawn(std::slice::from_ref(&nic)).expect("spawn");
+    (sink, stats, nic)
+}
+
+/// An ARP broadcast, as from the segment.
+fn arp_broadcast() -> Vec<u8> {
+    [
+        [0xff; 6].as_slice(),
+        &[2, 0, 0, 0, 0, 1],
+        &[0x08, 0x06],
+        &[0; 28],
+    ]
+    .concat()
+}
+
 #[test]
 fn steering_and_pass_through() {
     let dir = std::env::temp_dir().join(format!("ferroce-port-{}", std::process::id()));
@@ -46,41 +90,18 @@ fn steering_and_pass_through() {
         s.set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout");
     }
-    let stats = Arc::new(PortStats::default());
-    let port = Port::bind(
-        PortConfig {
-            netdev_socket: Some(path("nic-netdev")),
-            netdev_peer: Some(path("qemu")),
-            wire: Some(WireSpec::Unix {
-                socket: path("nic-wire"),
-                peer: path("switch"),
-            }),
+    let (mut sink, stats, _nic) = start_port(
+        &dir,
+        mac,
+        WireSpec::Unix {
+            socket: path("nic-wire"),
+            peer: path("switch"),
         },
-        stats.clone(),
-    )
-    .expect("bind");
-    let mut sink = port.sink(0);
-    let nic = Function::with_port(
-        DeviceConfig {
-            mac,
-            ..DeviceConfig::default()
-        },
-        Box::new(ferroce_nic::engine::wire::NullSink),
-        FaultControl::new(FaultConfig::default()),
-        stats.clone(),
-    )
-    .expect("a function");
-    port.spawn(std::slice::from_ref(&nic)).expect("spawn");
+    );
 
     let mut buf = [0u8; 9216];
     // ARP broadcast from the segment: to the guest's virtio-net.
-    let arp = [
-        [0xff; 6].as_slice(),
-        &[2, 0, 0, 0, 0, 1],
-        &[0x08, 0x06],
-        &[0; 28],
-    ]
-    .concat();
+    let arp = arp_broadcast();
     switch.send_to(&arp, path("nic-wire")).expect("send");
     let n = qemu.recv(&mut buf).expect("arp at the guest");
     assert_eq!(&buf[..n], &arp[..]);
@@ -130,42 +151,19 @@ fn a_port_on_a_shared_memory_cable_steers_as_on_sockets() {
     let (ours, theirs) = UnixDatagram::pair().expect("socketpair");
     let dup = |f: &std::fs::File| f.try_clone().expect("dup").into_raw_fd();
     let far = ShmCable::open(dup(&memfd), theirs.into_raw_fd(), Side::B).expect("far end");
-    let stats = Arc::new(PortStats::default());
-    let port = Port::bind(
-        PortConfig {
-            netdev_socket: Some(path("nic-netdev")),
-            netdev_peer: Some(path("qemu")),
-            wire: Some(WireSpec::Shm {
-                memfd: dup(&memfd),
-                notify: ours.into_raw_fd(),
-                side: Side::A,
-            }),
+    let (mut sink, stats, _nic) = start_port(
+        &dir,
+        mac,
+        WireSpec::Shm {
+            memfd: dup(&memfd),
+            notify: ours.into_raw_fd(),
+            side: Side::A,
         },
-        stats.clone(),
-    )
-    .expect("bind");
-    let mut sink = port.sink(0);
-    let nic = Function::with_port(
-        DeviceConfig {
-            mac,
-            ..DeviceConfig::default()
-        },
-        Box::new(ferroce_nic::engine::wire::NullSink),
-        FaultControl::new(FaultConfig::default()),
-        stats.clone(),
-    )
-    .expect("a function");
-    port.spawn(std::slice::from_ref(&nic)).expect("spawn");
+    );
 
     let mut buf = [0u8; 9216];
     let mut batch = RecvBatch::new(9216);
-    let arp = [
-        [0xff; 6].as_slice(),
-        &[2, 0, 0, 0, 0, 1],
-        &[0x08, 0x06],
-        &[0; 28],
-    ]
-    .concat();
+    let arp = arp_broadcast();
     assert_eq!(far.send(&[&arp]), 1);
     let n = qemu.recv(&mut buf).expect("arp at the guest");
     assert_eq!(&buf[..n], &arp[..]);

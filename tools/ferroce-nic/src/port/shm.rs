@@ -378,6 +378,16 @@ mod tests {
         batch.frames(n).map(<[u8]>::to_vec).collect()
     }
 
+    /// A thread that receives on `end` once, and returns what it got.
+    fn receive_in_a_thread(end: &Arc<ShmCable>) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
+        let end = end.clone();
+        std::thread::spawn(move || {
+            let mut batch = RecvBatch::new(MAX_FRAME);
+            let n = end.recv_batch(&mut batch).expect("recv");
+            received(&batch, n)
+        })
+    }
+
     /// What side a's peer forges on ring 0: `frames` in slots from `at`, then the head.
     fn forge(map: &MmapRaw, at: u64, frames: &[(u32, &[u8])]) {
         for (i, (len, bytes)) in frames.iter().enumerate() {
@@ -425,14 +435,7 @@ mod tests {
     fn a_sleeping_receiver_is_woken_once() {
         let (a, b, map) = cable();
         let b = Arc::new(b);
-        let receiver = {
-            let b = b.clone();
-            std::thread::spawn(move || {
-                let mut batch = RecvBatch::new(MAX_FRAME);
-                let n = b.recv_batch(&mut batch).expect("recv");
-                received(&batch, n)
-            })
-        };
+        let receiver = receive_in_a_thread(&b);
         // SAFETY: ring 0's asleep word, 4-aligned in the test's mapping.
         let asleep = unsafe { &*map.as_ptr().add(ASLEEP).cast::<AtomicU32>() };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -473,14 +476,7 @@ mod tests {
         assert_eq!(received(&batch, 1), [b"good".to_vec()]);
         // A head more than a ring ahead: skipped to, counted, and the next frame taken.
         let b = Arc::new(b);
-        let receiver = {
-            let b = b.clone();
-            std::thread::spawn(move || {
-                let mut batch = RecvBatch::new(MAX_FRAME);
-                let n = b.recv_batch(&mut batch).expect("recv");
-                received(&batch, n)
-            })
-        };
+        let receiver = receive_in_a_thread(&b);
         let bogus = 3 + SLOTS + 100;
         forge(&map, 3, &[]);
         // SAFETY: ring 0's head in the test's mapping.
