@@ -25,7 +25,7 @@ const MAX_LINE: u64 = 4096;
 pub const COMMANDS: &str = "counters | gids | latency [reset] | memory | cpu | objects | status | stall on|off | hang on|off | \
 bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal | trace start PATH | trace stop | trace mark NAME | \
 pcap start PATH | pcap stop | fault | fault drop|duplicate|reorder|corrupt RATE | fault delay RATE [US] | fault seed N | \
-fault direction both|tx|rx | fault off; with VFs, on the PF's socket: functions | vf N limits KEY=VALUE... | \
+fault direction both|tx|rx | fault frames all|requests|responses | fault off; with VFs, on the PF's socket: functions | vf N limits KEY=VALUE... | \
 vf N COMMAND";
 
 fn on_off(arg: Option<&str>) -> Result<bool, String> {

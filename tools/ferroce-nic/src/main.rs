@@ -40,7 +40,8 @@ enum Command {
         /// hang on|off | bogus-version on|off | lie KIND [COUNT] | lie off | port up|down | fatal |
         /// trace start PATH | trace stop | trace mark NAME | pcap start PATH | pcap stop |
         /// fault | fault drop|duplicate|reorder|corrupt RATE |
-        /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx | fault off; on the
+        /// fault delay RATE [US] | fault seed N | fault direction both|tx|rx |
+        /// fault frames all|requests|responses | fault off; on the
         /// PF's socket of a NIC with VFs also functions | vf N limits KEY=VALUE... | vf N COMMAND.
         #[arg(required = true, num_args = 1..)]
         command: Vec<String>,
@@ -175,6 +176,10 @@ struct ServeArgs {
     /// Directions faults apply to: both, tx (frames the engine sends) or rx.
     #[arg(long, default_value = "both", value_parser = ["both", "tx", "rx"])]
     fault_direction: String,
+    /// Frames faults apply to, by their BTH opcode: all, requests or responses (ACKs, NAKs,
+    /// READ responses, atomic ACKs).
+    #[arg(long, default_value = "all", value_parser = ["all", "requests", "responses"])]
+    fault_frames: String,
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {
@@ -281,6 +286,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     faults
         .apply_command(&["direction", &args.fault_direction])
+        .and_then(|()| faults.apply_command(&["frames", &args.fault_frames]))
         .map_err(anyhow::Error::msg)?;
     let (configs, specs) = functions_of(&args, config)?;
     let stats: Vec<Arc<PortStats>> = configs.iter().map(|_| Arc::default()).collect();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::roce::*;
 use common::CqeStatus;
 use ferroce_hw::*;
-use ferroce_nic::engine::faults::{FaultConfig, FaultDirection};
+use ferroce_nic::engine::faults::{FaultConfig, FaultDirection, FaultFrames};
 use ferroce_nic::engine::wire::LOOPBACK_CAPACITY;
 
 /// A node's trace while a test looks at it: [`Trace::start`] turns it on into a file of its
@@ -277,6 +277,7 @@ fn rc_loopback_recovers_under_faults() {
         delay_us: 500,
         seed: 11,
         direction: FaultDirection::Both,
+        frames: FaultFrames::All,
     });
     for round in 0..2 {
         transfer_all_kinds(&mut s, MIB, 1000 + round);

@@ -4,7 +4,8 @@
 //! frames with given rates, from a seeded ChaCha8 stream so that a run with the same seed and
 //! the same frame sequence injects the same faults. Configured by `serve` flags and the
 //! control socket (`fault ...`); the engine applies it to the RoCE frames it sends and/or
-//! receives.
+//! receives, to all of them or, like a switch's match on the BTH opcode, to requests or to
+//! responses only.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Serialize;
 
+use super::frame;
+use super::opcode::{self, flag};
 use crate::capture::Direction;
 use crate::trace::Tracer;
 
@@ -28,6 +31,36 @@ pub enum FaultDirection {
     Tx,
     /// Frames the engine receives.
     Rx,
+}
+
+/// Which frames the faults apply to, by their BTH opcode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum FaultFrames {
+    /// Every frame.
+    #[default]
+    All,
+    /// Requests (SEND, WRITE, READ request, atomic): a lost request is resent by its
+    /// requester, whose peer is still waiting for it. Losing the last ACK of a run instead can
+    /// leave the requester retrying against a QP its peer has already destroyed.
+    Requests,
+    /// Responses (ACK and NAK, READ response, atomic ACK).
+    Responses,
+}
+
+impl FaultFrames {
+    /// Whether `frame` is one of these; a frame that is not RoCE is only in [`All`](Self::All).
+    fn matches(self, frame: &[u8]) -> bool {
+        let kind = || {
+            let transport = frame::parse(frame).ok()?.transport;
+            let info = opcode::lookup(*transport.first()?)?;
+            Some(if info.has(flag::RESP) {
+                Self::Responses
+            } else {
+                Self::Requests
+            })
+        };
+        self == Self::All || kind() == Some(self)
+    }
 }
 
 /// Fault rates (probabilities per frame, 0.0 to 1.0) and the seed.
@@ -49,6 +82,8 @@ pub struct FaultConfig {
     pub seed: u64,
     /// Directions affected.
     pub direction: FaultDirection,
+    /// Frames affected.
+    pub frames: FaultFrames,
 }
 
 impl FaultConfig {
@@ -71,7 +106,8 @@ impl FaultConfig {
     }
 
     /// Applies one `fault` control command (without the word `fault`): `drop|duplicate|reorder|
-    /// corrupt RATE`, `delay RATE [US]`, `seed N`, `direction both|tx|rx`, `off`.
+    /// corrupt RATE`, `delay RATE [US]`, `seed N`, `direction both|tx|rx`,
+    /// `frames all|requests|responses`, `off` (the rates; seed, direction and frames stay).
     pub fn apply_command(&mut self, words: &[&str]) -> Result<(), String> {
         let rate = |w: Option<&&str>| -> Result<f64, String> {
             let text = w.ok_or("missing rate")?;
@@ -105,17 +141,27 @@ impl FaultConfig {
                     other => return Err(format!("expected both|tx|rx, got {other:?}")),
                 }
             }
+            Some("frames") => {
+                self.frames = match words.get(1).copied() {
+                    Some("all") => FaultFrames::All,
+                    Some("requests") => FaultFrames::Requests,
+                    Some("responses") => FaultFrames::Responses,
+                    other => return Err(format!("expected all|requests|responses, got {other:?}")),
+                }
+            }
             Some("off") => {
                 *self = FaultConfig {
                     seed: self.seed,
                     direction: self.direction,
+                    frames: self.frames,
                     ..FaultConfig::default()
                 }
             }
             other => {
                 return Err(format!(
                     "unknown fault setting {other:?}: drop|duplicate|reorder|corrupt RATE, \
-                     delay RATE [US], seed N, direction both|tx|rx, off"
+                     delay RATE [US], seed N, direction both|tx|rx, frames all|requests|responses, \
+                     off"
                 ))
             }
         }
@@ -285,10 +331,12 @@ impl FaultInjector {
         self.process(frame, now(), deliver);
     }
 
-    /// Passes `frame` through the faults; frames to deliver now go to `deliver`.
+    /// Passes `frame` through the faults; frames to deliver now go to `deliver`. A frame the
+    /// faults do not apply to takes no draw from the stream: the faults of the frames they
+    /// apply to are the same whatever else passes between them.
     pub fn process(&mut self, frame: Vec<u8>, now: Instant, deliver: &mut dyn FnMut(Vec<u8>)) {
         self.refresh();
-        if !self.acts() {
+        if !self.acts() || !self.config.frames.matches(&frame) {
             self.note(&frame, &[]);
             deliver(frame);
             self.release(now, deliver);
@@ -436,6 +484,145 @@ mod tests {
         assert!(out.windows(2).all(|w| w[0][20] < w[1][20] || w[1][20] == 0));
     }
 
+    /// A RoCE v2 frame of `opcode` (64 bytes of payload where it has one).
+    fn roce(opcode: u8, psn: u32) -> Vec<u8> {
+        let mut gid = [0u8; 16];
+        gid[10..12].copy_from_slice(&[0xff, 0xff]);
+        let route = frame::Route {
+            smac: [2, 0, 0, 0, 0, 1],
+            dmac: [2, 0, 0, 0, 0, 2],
+            vlan: None,
+            v1: false,
+            sgid: gid,
+            dgid: gid,
+            traffic_class: 0,
+            hop_limit: 64,
+            flow_label: 0,
+        };
+        let headers = super::super::headers::Headers::new(opcode, 17, psn);
+        let payload = if opcode::lookup(opcode).is_some_and(|i| i.has(flag::PAYLOAD)) {
+            &[7u8; 64][..]
+        } else {
+            &[]
+        };
+        let mut transport = Vec::new();
+        headers.write(payload, &mut transport);
+        let mut out = Vec::new();
+        frame::build(&route, &transport, &mut out);
+        out
+    }
+
+    /// What `frames` of the given opcodes come to through `config`: the PSNs passed.
+    fn psns_through(config: FaultConfig, frames: &[(u8, u32)]) -> (Vec<(u8, u32)>, FaultStats) {
+        let control = FaultControl::new(config);
+        let mut injector = FaultInjector::new(control.clone(), true);
+        let mut out = Vec::new();
+        for &(op, psn) in frames {
+            injector.process(roce(op, psn), Instant::now(), &mut |f| out.push(f));
+        }
+        let passed = out
+            .iter()
+            .map(|f| {
+                let transport = frame::parse(f).expect("a RoCE frame").transport;
+                let bth = super::super::headers::Packet::parse(transport)
+                    .expect("headers")
+                    .bth;
+                (bth.opcode, bth.psn)
+            })
+            .collect();
+        (passed, control.stats())
+    }
+
+    #[test]
+    fn requests_only_never_touches_an_ack() {
+        let frames: Vec<(u8, u32)> = (0..50)
+            .flat_map(|psn| {
+                [
+                    (opcode::op::RC_SEND_ONLY, psn),
+                    (opcode::op::RC_ACKNOWLEDGE, psn),
+                ]
+            })
+            .collect();
+        let all_dropped = FaultConfig {
+            drop: 1.0,
+            frames: FaultFrames::Requests,
+            ..FaultConfig::default()
+        };
+        let (passed, stats) = psns_through(all_dropped, &frames);
+        assert_eq!(stats.dropped, 50);
+        assert_eq!(passed.len(), 50);
+        assert!(
+            passed
+                .iter()
+                .all(|(op, _)| *op == opcode::op::RC_ACKNOWLEDGE),
+            "{passed:?}"
+        );
+        let responses = FaultConfig {
+            frames: FaultFrames::Responses,
+            ..all_dropped
+        };
+        let (passed, _) = psns_through(responses, &frames);
+        assert!(
+            passed.iter().all(|(op, _)| *op == opcode::op::RC_SEND_ONLY),
+            "{passed:?}"
+        );
+        // A frame that is not RoCE is no request.
+        let control = FaultControl::new(all_dropped);
+        let mut injector = FaultInjector::new(control.clone(), true);
+        let mut out = Vec::new();
+        injector.process(vec![0xff; 60], Instant::now(), &mut |f| out.push(f));
+        assert_eq!((out.len(), control.stats().dropped), (1, 0));
+    }
+
+    #[test]
+    fn frames_the_faults_skip_take_no_draw_from_the_stream() {
+        let sends: Vec<(u8, u32)> = (0..200)
+            .map(|psn| (opcode::op::RC_SEND_ONLY, psn))
+            .collect();
+        let with_acks: Vec<(u8, u32)> = sends
+            .iter()
+            .flat_map(|&(op, psn)| [(op, psn), (opcode::op::RC_ACKNOWLEDGE, psn)])
+            .collect();
+        let config = FaultConfig {
+            drop: 0.3,
+            seed: 5,
+            frames: FaultFrames::Requests,
+            ..FaultConfig::default()
+        };
+        let (alone, _) = psns_through(config, &sends);
+        let (between, _) = psns_through(config, &with_acks);
+        let sends_between: Vec<_> = between
+            .into_iter()
+            .filter(|(op, _)| *op == opcode::op::RC_SEND_ONLY)
+            .collect();
+        assert_eq!(alone, sends_between);
+        assert!((100..180).contains(&alone.len()), "{}", alone.len());
+    }
+
+    /// trace-pictures drops 30 % of the requests a's NIC sends (seed 0), and ibv_rc_pingpong's
+    /// QPs send a request at most 8 times (retry_cnt 7): with requests only, a run's drops are
+    /// the stream's first draws, whatever the timing, and the stream never has 8 in a row.
+    #[test]
+    fn the_trace_pictures_stream_never_drops_a_request_eight_times_running() {
+        let config = FaultConfig {
+            drop: 0.3,
+            direction: FaultDirection::Tx,
+            frames: FaultFrames::Requests,
+            ..FaultConfig::default()
+        };
+        let control = FaultControl::new(config);
+        let mut injector = FaultInjector::new(control.clone(), true);
+        let send = roce(opcode::op::RC_SEND_ONLY, 1);
+        let (mut run, mut longest) = (0, 0);
+        for _ in 0..1000 {
+            let mut passed = false;
+            injector.process(send.clone(), Instant::now(), &mut |_| passed = true);
+            run = if passed { 0 } else { run + 1 };
+            longest = longest.max(run);
+        }
+        assert!(longest < 8, "{longest} drops in a row");
+    }
+
     #[test]
     fn commands_parse() {
         let mut c = FaultConfig::default();
@@ -445,8 +632,10 @@ mod tests {
         assert_eq!((c.drop, c.delay, c.delay_us, c.seed), (0.05, 0.5, 250, 3));
         assert!(c.apply_command(&["drop", "2"]).is_err());
         assert!(c.apply_command(&["bogus"]).is_err());
+        c.apply_command(&["frames", "requests"]).expect("frames");
+        assert!(c.apply_command(&["frames", "acks"]).is_err());
         c.apply_command(&["off"]).expect("off");
         assert!(!c.active());
-        assert_eq!(c.seed, 3);
+        assert_eq!((c.seed, c.frames), (3, FaultFrames::Requests));
     }
 }

@@ -99,6 +99,8 @@ pub struct ShmCable {
     /// The consumer index of the ring this end receives on (its wire thread alone receives).
     tail: Mutex<u64>,
     notify: UnixDatagram,
+    /// How long the receiver sleeps at most ([`NAP`]).
+    nap: Duration,
     /// Indexes from the peer that could not be (more frames announced than slots), skipped.
     pub bad_indexes: AtomicU64,
     /// Wake-ups sent to a sleeping peer.
@@ -175,6 +177,7 @@ impl ShmCable {
             head: Mutex::new(0),
             tail: Mutex::new(0),
             notify,
+            nap: NAP,
             bad_indexes: AtomicU64::new(0),
             wakeups: AtomicU64::new(0),
         };
@@ -318,7 +321,7 @@ impl ShmCable {
             let mut byte = [0u8; 64];
             match self.notify.recv(&mut byte) {
                 // The peer closed its end: it is gone, and wakes no one.
-                Ok(0) => std::thread::sleep(NAP),
+                Ok(0) => std::thread::sleep(self.nap),
                 Ok(_) => {}
                 Err(e)
                     if matches!(
@@ -355,6 +358,15 @@ mod tests {
     use std::os::fd::IntoRawFd as _;
     use std::sync::Arc;
     use std::time::Instant;
+
+    impl ShmCable {
+        /// The cable with a receiver that sleeps at most `nap`.
+        fn napping(mut self, nap: Duration) -> Self {
+            self.notify.set_read_timeout(Some(nap)).expect("timeout");
+            self.nap = nap;
+            self
+        }
+    }
 
     /// Both ends of a cable in one memfd, and a mapping of it to forge what a peer writes.
     fn cable() -> (ShmCable, ShmCable, MmapRaw) {
@@ -434,7 +446,9 @@ mod tests {
     #[test]
     fn a_sleeping_receiver_is_woken_once() {
         let (a, b, map) = cable();
-        let b = Arc::new(b);
+        // Its nap never ends in the test: the frame reaches it by the wake-up alone, and the
+        // sender sees it asleep however long the test waits between looking and sending.
+        let b = Arc::new(b.napping(Duration::from_secs(24 * 3600)));
         let receiver = receive_in_a_thread(&b);
         // SAFETY: ring 0's asleep word, 4-aligned in the test's mapping.
         let asleep = unsafe { &*map.as_ptr().add(ASLEEP).cast::<AtomicU32>() };

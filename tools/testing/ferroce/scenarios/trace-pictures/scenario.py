@@ -1,7 +1,7 @@
 """The mechanism as pictures, drawn from the NIC traces of real runs between two ferroce VMs.
 
 a runs ibv_rc_pingpong (64-byte SENDs), polling and then with completion events, ib_write_bw (4 KiB WRITEs, 4 per ibv_post_send) and
-ibv_rc_pingpong again while its NIC drops 30 % of what it sends, and one SEND with ferroce_rnr
+ibv_rc_pingpong again while its NIC drops 30 % of the requests it sends, and one SEND with ferroce_rnr
 against a b that posts its receive only once its NIC has RNR NAKed the SEND (verbs/ferroce_rnr.c:
 an RNR NAK by construction, not by a race between a's sends and b's reposts); each run follows a
 mark in a's
@@ -21,7 +21,7 @@ import nictrace
 from harness import CheckFailed, Run, Scenario, Vm
 
 scenario = Scenario(vms=[Vm("a", "10.0.0.1/24", nic=True), Vm("b", "10.0.0.2/24", nic=True)],
-                    timeout=120, faults=True)  # the lossy pingpong drops 30 %
+                    timeout=120, faults=True)  # the lossy pingpong drops 30 % of a's requests
 
 SEND_ONLY, ACK = 4, 17
 WRITES = {"WRITE_FIRST": 6, "WRITE_MIDDLE": 7, "WRITE_LAST": 8, "WRITE_ONLY": 10}
