@@ -225,6 +225,7 @@ pub fn execute(nic: &Function, line: &str) -> Value {
                     "switched": nic.port_stats.switched.load(Ordering::Relaxed),
                     "lost": nic.port_stats.lost.load(Ordering::Relaxed),
                     "wire": nic.port_stats.wire.get(),
+                    "cable": nic.port_stats.cable.get().map(|c| c.counts()),
                 },
             }))
         }

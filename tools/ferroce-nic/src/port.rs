@@ -77,6 +77,8 @@ pub struct PortStats {
     pub lost: AtomicU64,
     /// The wire the port was given (`--wire`), once it is open.
     pub wire: OnceLock<String>,
+    /// What a shared-memory cable counts, when the wire is one.
+    pub cable: OnceLock<Arc<shm::CableStats>>,
 }
 
 /// Sends `frame` to `peer`; an absent or closed peer loses it (`false`).
@@ -115,6 +117,9 @@ impl Port {
         let wire = config.wire.as_ref().map(Wire::open).transpose()?;
         if let Some(spec) = &config.wire {
             let _ = stats.wire.set(spec.to_string());
+        }
+        if let Some(Wire::Shm(cable)) = &wire {
+            let _ = stats.cable.set(cable.stats());
         }
         let mut port = Self {
             wire,

@@ -599,6 +599,8 @@ def wire_report(switches: dict[str, "Switch | Cable"], nic_ctls: dict[str, list[
             "nak_retransmits")}
         report["nics"][name]["port_lost"] = port.get("lost", 0)
         report["nics"][name]["switched"] = port.get("switched", 0)
+        if port.get("cable"):
+            report["nics"][name]["cable"] = port["cable"]
     return report
 
 
@@ -635,6 +637,14 @@ def wire_clean(scenario: "Scenario", report: dict | None) -> tuple[bool, str]:
                      f"expiries){rnr}, {nic['queue_drops']} queue drops, {nic['port_lost']} lost by "
                      "the port"
                      + (f", {nic['switched']} switched to another function" if nic.get("switched") else ""))
+        if cable := nic.get("cable"):
+            # A shared-memory cable's slots come from a peer NIC of ours: a bad one is a
+            # defect whether or not the scenario injects faults (those act in the engines).
+            bad = cable["bad_indexes"] + cable["bad_lengths"]
+            lines.append(f"    its shared-memory cable: {cable['wakeups']} wake-ups sent, {bad} bad slots "
+                         f"({cable['bad_indexes']} indexes, {cable['bad_lengths']} lengths)")
+            if bad:
+                problems.append(f"NIC {name} skipped {bad} bad slots of its shared-memory cable")
         if not scenario.wire_judged:
             continue
         if nic["queue_drops"]:

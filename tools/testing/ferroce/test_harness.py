@@ -249,6 +249,16 @@ class WireCleanTest(unittest.TestCase):
         self.assertFalse(passed)
         self.assertIn("switch lan lost 1 frames to congestion", text)
 
+    def test_a_shared_memory_cables_bad_slots_fail_even_a_run_with_faults(self):
+        cable = {"wakeups": 12, "bad_indexes": 0, "bad_lengths": 0}
+        passed, text = harness.wire_clean(harness.Scenario([]), self.report(a=dict(nic(10), cable=cable)))
+        self.assertTrue(passed, text)
+        self.assertIn("its shared-memory cable: 12 wake-ups sent, 0 bad slots (0 indexes, 0 lengths)", text)
+        bad = dict(nic(10), cable=dict(cable, bad_lengths=2))
+        passed, text = harness.wire_clean(harness.Scenario([], faults=True), self.report(a=bad))
+        self.assertFalse(passed)
+        self.assertIn("NIC a skipped 2 bad slots of its shared-memory cable", text)
+
     def test_a_dead_nic_is_reported(self):
         passed, text = harness.wire_clean(harness.Scenario([]), self.report(a={"error": "refused"}))
         self.assertTrue(passed)

@@ -76,14 +76,9 @@ pub struct RecvBatch {
 impl RecvBatch {
     /// [`BATCH`] buffers of `size` bytes each (a longer datagram is cut, as `recv` cuts it).
     pub fn new(size: usize) -> Self {
-        Self::sized(BATCH, size)
-    }
-
-    /// `count` buffers of `size` bytes each.
-    pub fn sized(count: usize, size: usize) -> Self {
         Self {
-            bufs: (0..count).map(|_| vec![0; size]).collect(),
-            lens: vec![0; count],
+            bufs: (0..BATCH).map(|_| vec![0; size]).collect(),
+            lens: vec![0; BATCH],
         }
     }
 

@@ -15,7 +15,8 @@
 //! peer stopped reading, or is gone) is lost and counted by the caller, as a frame to an
 //! unplugged cable is. The peer is another process, so nothing it writes is trusted: a length
 //! beyond a slot loses that frame, and indexes that cannot be (more frames than slots) are
-//! counted and skipped, never read past the ring.
+//! skipped, never read past the ring; both are counted ([`CableStats`], in the NIC's `status`),
+//! and a well-behaved peer makes neither.
 //!
 //! The harness makes an empty memfd and a socketpair and hands each NIC the memfd and one end:
 //! both size the memfd to [`CABLE_BYTES`] themselves, so that its layout lives here alone.
@@ -27,11 +28,12 @@ use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::net::UnixDatagram;
 use std::str::FromStr;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use memmap2::{MmapOptions, MmapRaw};
+use serde::Serialize;
 
 use super::batch::{RecvBatch, BATCH};
 
@@ -101,10 +103,78 @@ pub struct ShmCable {
     notify: UnixDatagram,
     /// How long the receiver sleeps at most ([`NAP`]).
     nap: Duration,
-    /// Indexes from the peer that could not be (more frames announced than slots), skipped.
-    pub bad_indexes: AtomicU64,
+    stats: Arc<CableStats>,
+}
+
+/// What one end of a cable counted.
+#[derive(Debug, Default)]
+pub struct CableStats {
     /// Wake-ups sent to a sleeping peer.
-    pub wakeups: AtomicU64,
+    wakeups: AtomicU64,
+    /// Indexes from the peer that could not be (more frames announced than slots), skipped.
+    bad_indexes: AtomicU64,
+    /// Slots whose length was beyond a slot's room: their frames skipped.
+    bad_lengths: AtomicU64,
+}
+
+/// [`CableStats`] read at one time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CableCounts {
+    /// Wake-ups sent to a sleeping peer.
+    pub wakeups: u64,
+    /// Indexes from the peer that could not be, skipped.
+    pub bad_indexes: u64,
+    /// Slots with a length beyond a slot's room, skipped.
+    pub bad_lengths: u64,
+}
+
+impl CableStats {
+    /// The counts now.
+    pub fn counts(&self) -> CableCounts {
+        CableCounts {
+            wakeups: self.wakeups.load(Ordering::Relaxed),
+            bad_indexes: self.bad_indexes.load(Ordering::Relaxed),
+            bad_lengths: self.bad_lengths.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Buffers a receiver copies frames into, out of the ring.
+trait Receiving {
+    /// The buffer of the `n`th frame of this call (empty past the last).
+    fn buffer(&mut self, n: usize) -> &mut [u8];
+    /// The `n`th frame took `len` bytes of its buffer.
+    fn set_len(&mut self, n: usize, len: usize);
+}
+
+impl Receiving for RecvBatch {
+    fn buffer(&mut self, n: usize) -> &mut [u8] {
+        RecvBatch::buffer(self, n)
+    }
+
+    fn set_len(&mut self, n: usize, len: usize) {
+        RecvBatch::set_len(self, n, len);
+    }
+}
+
+/// One frame into the caller's buffer.
+struct One<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Receiving for One<'_> {
+    fn buffer(&mut self, n: usize) -> &mut [u8] {
+        if n == 0 {
+            self.buf
+        } else {
+            &mut []
+        }
+    }
+
+    fn set_len(&mut self, _: usize, len: usize) {
+        self.len = len;
+    }
 }
 
 impl fmt::Debug for ShmCable {
@@ -178,8 +248,7 @@ impl ShmCable {
             tail: Mutex::new(0),
             notify,
             nap: NAP,
-            bad_indexes: AtomicU64::new(0),
-            wakeups: AtomicU64::new(0),
+            stats: Arc::default(),
         };
         // Where the rings stand (a NIC that restarted takes up the ring where it was).
         *cable.head.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -187,6 +256,11 @@ impl ShmCable {
         *cable.tail.lock().unwrap_or_else(|e| e.into_inner()) =
             cable.word64(cable.rx + TAIL).load(Ordering::Acquire);
         Ok(cable)
+    }
+
+    /// What this end counts.
+    pub fn stats(&self) -> Arc<CableStats> {
+        self.stats.clone()
     }
 
     fn word64(&self, offset: usize) -> &AtomicU64 {
@@ -237,7 +311,7 @@ impl ShmCable {
             if self.word32(self.tx + ASLEEP).load(Ordering::Relaxed) != 0 {
                 // Never waiting: a full socket queue holds wake-ups enough (the receiver answers
                 // them all with one look), and a peer gone takes none.
-                self.wakeups.fetch_add(1, Ordering::Relaxed);
+                self.stats.wakeups.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: one byte from a live buffer; MSG_DONTWAIT never blocks.
                 unsafe {
                     libc::send(
@@ -261,19 +335,28 @@ impl ShmCable {
         self.recv_up_to(batch, BATCH)
     }
 
-    /// Receives one frame and at most `max` into `batch`, waiting for the first; how many.
+    /// Receives one frame into `buf`, waiting for it; its length. A longer frame is cut to
+    /// `buf`, as `recv` cuts a datagram.
     ///
     /// # Errors
     ///
     /// As [`ShmCable::recv_batch`].
-    pub fn recv_up_to(&self, batch: &mut RecvBatch, max: usize) -> io::Result<usize> {
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut one = One { buf, len: 0 };
+        self.recv_up_to(&mut one, 1)?;
+        Ok(one.len)
+    }
+
+    /// Receives one frame and at most `max` into `into`'s buffers, waiting for the first; how
+    /// many.
+    fn recv_up_to(&self, into: &mut dyn Receiving, max: usize) -> io::Result<usize> {
         let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let head = self.word64(self.rx + HEAD).load(Ordering::Acquire);
             let ready = head.wrapping_sub(*tail);
             if ready > SLOTS {
                 // Not a ring's state: skip to the peer's head, counted.
-                self.bad_indexes.fetch_add(1, Ordering::Relaxed);
+                self.stats.bad_indexes.fetch_add(1, Ordering::Relaxed);
                 *tail = head;
                 self.word64(self.rx + TAIL).store(*tail, Ordering::Release);
                 continue;
@@ -282,23 +365,26 @@ impl ShmCable {
                 let mut n = 0;
                 for _ in 0..ready.min(max.max(1) as u64) {
                     let slot = Self::slot(self.rx, *tail);
+                    *tail += 1;
                     // SAFETY: the slot lies inside the mapping; the head published it.
                     let len = unsafe { self.map.as_ptr().add(slot).cast::<u32>().read() } as usize;
-                    let buf = batch.buffer(n);
-                    if len <= MAX_FRAME && len <= buf.len() {
-                        // SAFETY: `len` bytes lie inside the slot (checked against the slot's
-                        // frame room) and inside `buf`, a buffer of ours.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                self.map.as_ptr().add(slot + SLOT_FRAME),
-                                buf.as_mut_ptr(),
-                                len,
-                            );
-                        }
-                        batch.set_len(n, len);
-                        n += 1;
+                    if len > MAX_FRAME {
+                        self.stats.bad_lengths.fetch_add(1, Ordering::Relaxed);
+                        continue;
                     }
-                    *tail += 1;
+                    let buf = into.buffer(n);
+                    let len = len.min(buf.len());
+                    // SAFETY: `len` bytes lie inside the slot (at most its frame room) and
+                    // inside `buf`, a buffer of ours.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            self.map.as_ptr().add(slot + SLOT_FRAME),
+                            buf.as_mut_ptr(),
+                            len,
+                        );
+                    }
+                    into.set_len(n, len);
+                    n += 1;
                 }
                 // The slots are copied out: the peer may fill them again.
                 self.word64(self.rx + TAIL).store(*tail, Ordering::Release);
@@ -427,7 +513,7 @@ mod tests {
         assert_eq!(b.send(&[b"back"]), 1);
         assert_eq!(a.recv_batch(&mut batch).expect("recv"), 1);
         assert_eq!(received(&batch, 1), [b"back".to_vec()]);
-        assert_eq!(a.wakeups.load(Ordering::Relaxed), 0, "nobody slept");
+        assert_eq!(a.stats().counts().wakeups, 0, "nobody slept");
     }
 
     #[test]
@@ -459,7 +545,7 @@ mod tests {
         }
         assert_eq!(a.send(&[b"wake"]), 1);
         assert_eq!(receiver.join().expect("receiver"), [b"wake".to_vec()]);
-        assert_eq!(a.wakeups.load(Ordering::Relaxed), 1);
+        assert_eq!(a.stats().counts().wakeups, 1);
         assert_eq!(asleep.load(Ordering::Acquire), 0, "awake again");
     }
 
@@ -473,7 +559,7 @@ mod tests {
             assert_eq!(a.send(&[b"x"]), 1);
         }
         assert_eq!(
-            a.wakeups.load(Ordering::Relaxed),
+            a.stats().counts().wakeups,
             SLOTS,
             "a wake-up per send, none waited"
         );
@@ -488,6 +574,11 @@ mod tests {
         forge(&map, 0, &[too_long, (4, b"good"), (u32::MAX, b"")]);
         assert_eq!(b.recv_batch(&mut batch).expect("recv"), 1);
         assert_eq!(received(&batch, 1), [b"good".to_vec()]);
+        assert_eq!(
+            b.stats().counts().bad_lengths,
+            2,
+            "both lengths beyond a slot counted"
+        );
         // A head more than a ring ahead: skipped to, counted, and the next frame taken.
         let b = Arc::new(b);
         let receiver = receive_in_a_thread(&b);
@@ -497,13 +588,32 @@ mod tests {
         let head = unsafe { &*map.as_ptr().add(HEAD).cast::<AtomicU64>() };
         head.store(bogus, Ordering::Release);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while b.bad_indexes.load(Ordering::Relaxed) == 0 {
+        while b.stats().counts().bad_indexes == 0 {
             assert!(Instant::now() < deadline, "the bogus head was never seen");
             std::thread::yield_now();
         }
         forge(&map, bogus, &[(5, b"after")]);
         assert_eq!(receiver.join().expect("receiver"), [b"after".to_vec()]);
-        assert_eq!(b.bad_indexes.load(Ordering::Relaxed), 1);
+        assert_eq!(b.stats().counts().bad_indexes, 1);
+    }
+
+    #[test]
+    fn one_frame_at_a_time_into_the_callers_buffer_cut_as_recv_cuts() {
+        let (a, b, _map) = cable();
+        let frames: [&[u8]; 3] = [b"first", &[5; 100], b"third"];
+        assert_eq!(a.send(&frames), 3);
+        let mut buf = [0u8; 64];
+        assert_eq!(b.recv(&mut buf).expect("recv"), 5);
+        assert_eq!(&buf[..5], b"first");
+        assert_eq!(b.recv(&mut buf).expect("recv"), 64, "cut to the buffer");
+        assert_eq!(buf, [5; 64]);
+        assert_eq!(b.recv(&mut buf).expect("recv"), 5);
+        assert_eq!(&buf[..5], b"third");
+        assert_eq!(
+            b.stats().counts(),
+            CableCounts::default(),
+            "nothing bad, nobody woken"
+        );
     }
 
     #[test]

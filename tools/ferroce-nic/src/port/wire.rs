@@ -304,14 +304,7 @@ impl Wire {
                     Ok((_, from)) if from != *remote => continue,
                     other => other.map(|(n, _)| n),
                 },
-                Self::Shm(cable) => {
-                    let mut one = RecvBatch::sized(1, buf.len());
-                    cable.recv_up_to(&mut one, 1).map(|_| {
-                        let frame = one.frames(1).next().unwrap_or_default();
-                        buf[..frame.len()].copy_from_slice(frame);
-                        frame.len()
-                    })
-                }
+                Self::Shm(cable) => cable.recv(buf),
             };
             match got {
                 Err(e)
